@@ -1,0 +1,14 @@
+import type { UserFacingError } from "../errors.js";
+import type { Artifact } from "../mcp/types.js";
+import type { Usage } from "./messages.js";
+
+/** What the agent tells an adapter's renderer, in order. Platform-neutral. */
+export type AgentEvent =
+  | { type: "status"; text: string }
+  | { type: "text"; delta: string }
+  | { type: "tool"; phase: "start"; server: string; tool: string }
+  | { type: "tool"; phase: "end"; server: string; tool: string; ok: boolean; ms: number }
+  | { type: "artifact"; artifact: Artifact }
+  | { type: "title"; title: string }
+  | { type: "done"; usage: Usage }
+  | { type: "error"; error: UserFacingError };

@@ -1,0 +1,53 @@
+/**
+ * The one neutral message model inside Switchboard. Providers translate it to and from
+ * their wire formats; sessions store it; the agent never sees a provider's own types.
+ */
+
+export interface ToolCall {
+  id: string;
+  /** Provider-safe name (`server__tool`), as the model saw it. */
+  name: string;
+  arguments: Record<string, unknown>;
+  /** Set when the model produced arguments that are not a JSON object; the loop reports it back. */
+  invalidArguments?: string;
+}
+
+export type UserPart =
+  | { type: "text"; text: string }
+  | { type: "image"; mimeType: string /** base64 */; data: string };
+
+export interface UserMessage {
+  role: "user";
+  content: string;
+  /** Extra input beyond `content` (images from attachments). */
+  parts?: UserPart[];
+  /** Display name of the author, for threads with several people in them. */
+  author?: string;
+}
+
+export interface AssistantMessage {
+  role: "assistant";
+  content: string;
+  toolCalls?: ToolCall[];
+}
+
+export interface ToolMessage {
+  role: "tool";
+  toolCallId: string;
+  name: string;
+  content: string;
+  isError?: boolean;
+}
+
+export type ChatMessage = UserMessage | AssistantMessage | ToolMessage;
+
+export interface Usage {
+  inputTokens: number;
+  outputTokens: number;
+}
+
+export const zeroUsage = (): Usage => ({ inputTokens: 0, outputTokens: 0 });
+
+export function addUsage(a: Usage, b: Usage): Usage {
+  return { inputTokens: a.inputTokens + b.inputTokens, outputTokens: a.outputTokens + b.outputTokens };
+}

@@ -1,0 +1,281 @@
+import { existsSync, readFileSync } from "node:fs";
+import { resolve } from "node:path";
+import { parse as parseYaml } from "yaml";
+import { z } from "zod";
+import { SwitchboardError } from "./errors.js";
+
+const modelSettings = z
+  .object({
+    contextWindow: z.number().int().positive().optional(),
+    maxOutputTokens: z.number().int().positive().optional(),
+    /** `text` for models without native tool calling: manifest in the prompt, `<tool_call>` parsed. */
+    toolProtocol: z.enum(["native", "text"]).default("native"),
+    vision: z.boolean().optional(),
+  })
+  .strict();
+
+const channelPrompt = z
+  .object({
+    platform: z.enum(["slack", "discord", "console"]),
+    channel: z.string().min(1),
+    prompt: z.string().min(1),
+  })
+  .strict();
+
+export const configSchema = z
+  .object({
+    llm: z
+      .object({
+        provider: z.enum(["openai", "anthropic"]).default("openai"),
+        model: z.string().min(1).default("gpt-4o-mini"),
+        maxRetries: z.number().int().min(0).max(10).default(3),
+        requestTimeoutMs: z.number().int().positive().default(120_000),
+        temperature: z.number().min(0).max(2).optional(),
+      })
+      .strict()
+      .prefault({}),
+    models: z
+      .object({
+        /** Model for rolling summaries; may be cheaper. Default: the chat model. */
+        summary: z.string().min(1).optional(),
+        /** Model for thread titles. Default: the chat model. */
+        title: z.string().min(1).optional(),
+        /** Models users may switch a thread to with `/model`. */
+        allowed: z.array(z.string().min(1)).default([]),
+      })
+      .strict()
+      .prefault({}),
+    modelSettings: z.record(z.string(), modelSettings).default({}),
+    agent: z
+      .object({
+        maxSteps: z.number().int().min(1).max(100).default(10),
+        repeatLimit: z.number().int().min(2).max(20).default(3),
+        systemPrompt: z.string().min(1).optional(),
+        channelPrompts: z.array(channelPrompt).default([]),
+        /** Code blocks longer than this many lines in an answer are also attached as files. */
+        codeBlockArtifactLines: z.number().int().min(0).default(80),
+        /** Longest user message accepted, in characters; longer ones are refused with a sentence. */
+        maxUserMessageChars: z.number().int().positive().default(100_000),
+      })
+      .strict()
+      .prefault({}),
+    memory: z
+      .object({
+        /** Compress when the active window passes this: a ratio of the context window (<= 1) or tokens (> 1). */
+        compressAt: z.number().positive().default(0.6),
+        keepMessages: z.number().int().min(2).default(6),
+        pinned: z.string().optional(),
+      })
+      .strict()
+      .prefault({}),
+    mcp: z
+      .object({
+        callTimeoutMs: z.number().int().positive().default(60_000),
+        connectTimeoutMs: z.number().int().positive().default(30_000),
+        maxOutputChars: z.number().int().positive().default(100_000),
+        blockedServers: z.array(z.string()).default([]),
+        maxRestarts: z.number().int().min(0).default(5),
+      })
+      .strict()
+      .prefault({}),
+    attachments: z
+      .object({
+        maxTextBytes: z.number().int().positive().default(200_000),
+        maxImageBytes: z.number().int().positive().default(5_000_000),
+      })
+      .strict()
+      .prefault({}),
+    slack: z
+      .object({
+        slashCommand: z
+          .string()
+          .regex(/^\/[a-z0-9_-]+$/, "a slash and a lowercase name")
+          .default("/switchboard"),
+        port: z.number().int().min(1).max(65535).default(3000),
+        followThreads: z.boolean().default(true),
+        allowBots: z.boolean().default(false),
+        suggestedPrompts: z
+          .array(z.object({ title: z.string().min(1), message: z.string().min(1) }).strict())
+          .max(4)
+          .default([]),
+        nativeStreaming: z.boolean().default(true),
+        updateIntervalMs: z.number().int().min(250).default(1_200),
+      })
+      .strict()
+      .prefault({}),
+    discord: z
+      .object({
+        followThreads: z.boolean().default(true),
+        allowBots: z.boolean().default(false),
+        editIntervalMs: z.number().int().min(250).default(1_500),
+        maxFileBytes: z
+          .number()
+          .int()
+          .positive()
+          .default(10 * 1024 * 1024),
+      })
+      .strict()
+      .prefault({}),
+    health: z
+      .object({
+        enabled: z.boolean().default(true),
+        host: z.string().default("127.0.0.1"),
+        port: z.number().int().min(0).max(65535).default(9464),
+      })
+      .strict()
+      .prefault({}),
+    shutdown: z
+      .object({ graceMs: z.number().int().min(0).default(20_000) })
+      .strict()
+      .prefault({}),
+  })
+  .strict();
+
+export type Config = z.infer<typeof configSchema>;
+
+export interface Secrets {
+  slackBotToken?: string;
+  slackAppToken?: string;
+  slackSigningSecret?: string;
+  slackApiUrl?: string;
+  discordToken?: string;
+  discordApiUrl?: string;
+  discordGuildId?: string;
+  openaiApiKey?: string;
+  openaiBaseUrl?: string;
+  anthropicApiKey?: string;
+  anthropicBaseUrl?: string;
+}
+
+export interface LoadedConfig {
+  config: Config;
+  secrets: Secrets;
+  /** The file the config came from, or undefined when only defaults apply. */
+  file?: string;
+  mcpConfigFile?: string;
+  storeUrl: string;
+  /** Names of `${VAR}`s that were not set (reported by `doctor`). */
+  missingVars: string[];
+}
+
+/** Replaces `${VAR}` and `${VAR:-default}` in every string of a parsed document. */
+export function interpolate(value: unknown, env: NodeJS.ProcessEnv, missing: string[] = []): unknown {
+  if (typeof value === "string") {
+    return value.replace(
+      /\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g,
+      (_m, name: string, fallback?: string) => {
+        const v = env[name];
+        if (v !== undefined && v !== "") return v;
+        if (fallback !== undefined) return fallback;
+        missing.push(name);
+        return "";
+      },
+    );
+  }
+  if (Array.isArray(value)) return value.map((v) => interpolate(v, env, missing));
+  if (value && typeof value === "object") {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, interpolate(v, env, missing)]));
+  }
+  return value;
+}
+
+/** "llm.model: expected string, received number" for each problem, one per line. */
+export function describeZodError(error: z.ZodError): string {
+  return error.issues
+    .map((issue) => {
+      const path = issue.path.length ? issue.path.join(".") : "(top level)";
+      return `  ${path}: ${issue.message}`;
+    })
+    .join("\n");
+}
+
+function readYaml(file: string): unknown {
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch (cause) {
+    throw new SwitchboardError("config_invalid", `Cannot read the config file ${file}.`, { cause });
+  }
+  try {
+    return parseYaml(text) ?? {};
+  } catch (cause) {
+    const detail = cause instanceof Error ? cause.message : String(cause);
+    throw new SwitchboardError("config_invalid", `The config file ${file} is not valid YAML: ${detail}`, {
+      cause,
+    });
+  }
+}
+
+const nonEmpty = (v: string | undefined) => (v && v.trim() !== "" ? v.trim() : undefined);
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): LoadedConfig {
+  const explicit = nonEmpty(env.SWITCHBOARD_CONFIG);
+  const file = explicit ? resolve(cwd, explicit) : resolve(cwd, "config/switchboard.yaml");
+  if (explicit && !existsSync(file)) {
+    throw new SwitchboardError(
+      "config_invalid",
+      `SWITCHBOARD_CONFIG points to ${file}, which does not exist. Copy config/switchboard.example.yaml there or unset it.`,
+    );
+  }
+  const present = existsSync(file);
+  const missingVars: string[] = [];
+  const raw = present ? interpolate(readYaml(file), env, missingVars) : {};
+  if (raw === null || typeof raw !== "object" || Array.isArray(raw)) {
+    throw new SwitchboardError(
+      "config_invalid",
+      `The config file ${file} must hold a YAML mapping at the top level.`,
+    );
+  }
+  const withEnv = applyEnvOverrides(raw as Record<string, unknown>, env);
+  const parsed = configSchema.safeParse(withEnv);
+  if (!parsed.success) {
+    throw new SwitchboardError(
+      "config_invalid",
+      `The config file ${present ? file : "(defaults)"} has invalid settings:\n${describeZodError(parsed.error)}`,
+    );
+  }
+  const mcpExplicit = nonEmpty(env.MCP_CONFIG);
+  const mcpConfigFile = mcpExplicit ? resolve(cwd, mcpExplicit) : resolve(cwd, "config/mcp.json");
+  if (mcpExplicit && !existsSync(mcpConfigFile)) {
+    throw new SwitchboardError(
+      "config_invalid",
+      `MCP_CONFIG points to ${mcpConfigFile}, which does not exist. Copy config/mcp.example.json there or unset it.`,
+    );
+  }
+  return {
+    config: parsed.data,
+    secrets: readSecrets(env),
+    file: present ? file : undefined,
+    mcpConfigFile: existsSync(mcpConfigFile) ? mcpConfigFile : undefined,
+    storeUrl: nonEmpty(env.STORE_URL) ?? "sqlite://data/switchboard.sqlite",
+    missingVars,
+  };
+}
+
+function applyEnvOverrides(raw: Record<string, unknown>, env: NodeJS.ProcessEnv): Record<string, unknown> {
+  const llm = { ...((raw.llm as Record<string, unknown> | undefined) ?? {}) };
+  const provider = nonEmpty(env.LLM_PROVIDER);
+  const model = nonEmpty(env.LLM_MODEL);
+  if (provider) llm.provider = provider;
+  if (model) llm.model = model;
+  const out: Record<string, unknown> = { ...raw, llm };
+  const port = nonEmpty(env.PORT);
+  if (port) out.slack = { ...((raw.slack as Record<string, unknown> | undefined) ?? {}), port: Number(port) };
+  return out;
+}
+
+function readSecrets(env: NodeJS.ProcessEnv): Secrets {
+  return {
+    slackBotToken: nonEmpty(env.SLACK_BOT_TOKEN),
+    slackAppToken: nonEmpty(env.SLACK_APP_TOKEN),
+    slackSigningSecret: nonEmpty(env.SLACK_SIGNING_SECRET),
+    slackApiUrl: nonEmpty(env.SLACK_API_URL),
+    discordToken: nonEmpty(env.DISCORD_TOKEN),
+    discordApiUrl: nonEmpty(env.DISCORD_API_URL),
+    discordGuildId: nonEmpty(env.DISCORD_GUILD_ID),
+    openaiApiKey: nonEmpty(env.OPENAI_API_KEY),
+    openaiBaseUrl: nonEmpty(env.OPENAI_BASE_URL),
+    anthropicApiKey: nonEmpty(env.ANTHROPIC_API_KEY),
+    anthropicBaseUrl: nonEmpty(env.ANTHROPIC_BASE_URL),
+  };
+}

@@ -1,0 +1,61 @@
+/** What the MCP hub offers the agent. The agent depends on these types, never on the SDK. */
+
+export interface Artifact {
+  title: string;
+  filename: string;
+  mimeType: string;
+  bytes: Uint8Array;
+}
+
+export interface ToolEntry {
+  /** Provider-safe name sent to the model: `server__tool`, `^[a-zA-Z0-9_-]{1,64}$`. */
+  name: string;
+  server: string;
+  /** The tool's own MCP name, exactly as the server spells it. */
+  tool: string;
+  description: string;
+  /** JSON Schema with `$ref`s resolved, acceptable to both OpenAI and Anthropic. */
+  inputSchema: Record<string, unknown>;
+}
+
+export interface ToolOutcome {
+  ok: boolean;
+  /** What the model reads: text, capped, with notes about attachments and truncation. */
+  text: string;
+  artifacts: Artifact[];
+  ms: number;
+  server: string;
+  tool: string;
+}
+
+export type ServerState = "connecting" | "connected" | "reconnecting" | "failed" | "blocked";
+
+export interface ServerStatus {
+  name: string;
+  state: ServerState;
+  transport: "stdio" | "http";
+  toolCount: number;
+  /** Why it failed, in words a user can act on; absent when connected. */
+  error?: string;
+  pid?: number;
+}
+
+export interface ToolProgress {
+  progress: number;
+  total?: number;
+  message?: string;
+}
+
+export interface ToolCallOptions {
+  signal?: AbortSignal;
+  onProgress?: (p: ToolProgress) => void;
+}
+
+/** The hub as the agent sees it; `src/mcp/hub.ts` implements it. */
+export interface ToolHub {
+  tools(servers?: readonly string[]): ToolEntry[];
+  status(): ServerStatus[];
+  /** Never throws: every failure is an outcome with `ok: false` the model can read. */
+  call(name: string, args: Record<string, unknown>, opts?: ToolCallOptions): Promise<ToolOutcome>;
+  close(): Promise<void>;
+}
