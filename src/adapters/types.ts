@@ -1,4 +1,5 @@
 import type { AgentEvent } from "../agent/events.js";
+import type { Config, Secrets } from "../config.js";
 import type { Artifact } from "../mcp/types.js";
 
 /** "slack:T1:C1:1712345678.000100", "discord:G1:THREAD_ID", "console:local" */
@@ -99,4 +100,13 @@ export interface TurnRunner {
   knows(key: ThreadKey): Promise<boolean>;
   /** Marks an event id as seen; false if it was already seen (for events handled outside `handle`). */
   firstSight(id: string): Promise<boolean>;
+}
+
+/** What every platform adapter is built from (see src/app.ts). */
+export interface AdapterDeps {
+  runner: TurnRunner;
+  config: Config;
+  secrets: Secrets;
+  /** Model ids a user may pick with `/model` (for autocomplete and validation). */
+  models: () => string[];
 }
