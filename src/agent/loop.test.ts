@@ -1,0 +1,151 @@
+import { describe, expect, it } from "vitest";
+import { callTools, FunctionHub, ScriptedProvider, say } from "../../test/support/scripted.js";
+import type { AgentEvent } from "./events.js";
+import { type LoopResult, runToolLoop } from "./loop.js";
+import type { ModelEvent } from "./providers/provider.js";
+
+async function run(
+  provider: ScriptedProvider,
+  hub: FunctionHub,
+  opts: { maxSteps?: number; repeatLimit?: number } = {},
+) {
+  const gen = runToolLoop(
+    {
+      provider,
+      hub,
+      model: "scripted",
+      maxSteps: opts.maxSteps ?? 10,
+      repeatLimit: opts.repeatLimit ?? 3,
+      signal: new AbortController().signal,
+    },
+    { system: "sys", messages: [{ role: "user", content: "hi" }], tools: hub.tools() },
+  );
+  const events: AgentEvent[] = [];
+  let step = await gen.next();
+  while (!step.done) {
+    events.push(step.value);
+    step = await gen.next();
+  }
+  const result: LoopResult = step.value;
+  const text = events.flatMap((e) => (e.type === "text" ? [e.delta] : [])).join("");
+  return { events, result, text };
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe("the tool loop", () => {
+  it("answers without tools in one step", async () => {
+    const { result, text } = await run(new ScriptedProvider([say("Hello there")]), new FunctionHub({}));
+    expect(text).toBe("Hello there");
+    expect(result).toMatchObject({ steps: 1, toolCalls: 0, stoppedBy: "answer" });
+    expect(result.added).toEqual([{ role: "assistant", content: "Hello there" }]);
+  });
+
+  it("feeds tool results back as tool messages, never as user turns", async () => {
+    const provider = new ScriptedProvider([callTools(["t__echo", { m: "x" }]), say("It said x")]);
+    const { result } = await run(provider, new FunctionHub({ t__echo: (a) => `echo ${String(a.m)}` }));
+    expect(result.added.map((m) => m.role)).toEqual(["assistant", "tool", "assistant"]);
+    const second = provider.requests[1];
+    expect(second?.messages.at(-1)).toMatchObject({
+      role: "tool",
+      toolCallId: "call_t__echo_0",
+      content: "echo x",
+    });
+    expect(second?.messages.filter((m) => m.role === "user")).toHaveLength(1);
+  });
+
+  it("runs the calls of one step in parallel and keeps results in call order", async () => {
+    const hub = new FunctionHub({
+      t__slow: async () => {
+        await sleep(150);
+        return "slow";
+      },
+      t__fast: async () => {
+        await sleep(150);
+        return "fast";
+      },
+    });
+    const provider = new ScriptedProvider([callTools(["t__slow", {}], ["t__fast", {}]), say("done")]);
+    const { result } = await run(provider, hub);
+    const [a, b] = hub.calls;
+    // Both started before either ended: they overlapped.
+    expect(b!.start).toBeLessThan(a!.end!);
+    expect(result.added.filter((m) => m.role === "tool").map((m) => m.content)).toEqual(["slow", "fast"]);
+  });
+
+  it("stops a call repeated three times and asks for a final answer without tools", async () => {
+    const same = callTools(["t__echo", { a: 1, b: 2 }]);
+    const provider = new ScriptedProvider([
+      same,
+      callTools(["t__echo", { b: 2, a: 1 }]),
+      same,
+      say("giving up"),
+    ]);
+    const hub = new FunctionHub({ t__echo: () => "ok" });
+    const { result, text } = await run(provider, hub);
+    expect(hub.calls).toHaveLength(2);
+    expect(result.stoppedBy).toBe("repeat");
+    const last = provider.requests.at(-1)!;
+    expect(last.toolChoice).toBe("none");
+    expect(last.system).toContain("Do not call it again");
+    expect(result.added.at(-2)).toMatchObject({ role: "tool", isError: true });
+    expect(text).toContain("giving up");
+  });
+
+  it("asks for a final answer at the step limit and does not run calls made then", async () => {
+    const provider = new ScriptedProvider([
+      callTools(["t__a", { n: 1 }]),
+      callTools(["t__a", { n: 2 }]),
+      [
+        ...callTools(["t__a", { n: 3 }]).slice(0, 1),
+        { type: "text", delta: "Here is what I found." },
+        { type: "stop", reason: "end" },
+      ],
+    ]);
+    const hub = new FunctionHub({ t__a: () => "r" });
+    const { result, text } = await run(provider, hub, { maxSteps: 2 });
+    expect(hub.calls).toHaveLength(2);
+    expect(result).toMatchObject({ stoppedBy: "step_limit", steps: 3 });
+    expect(provider.requests[2]?.system).toContain("every tool step allowed");
+    expect(text).toBe("Here is what I found.");
+  });
+
+  it("returns malformed arguments and unknown tools to the model as error results", async () => {
+    const bad: ModelEvent[] = [
+      { type: "tool_call", call: { id: "c1", name: "t__echo", arguments: {}, invalidArguments: "{oops" } },
+      { type: "tool_call", call: { id: "c2", name: "t__nope", arguments: {} } },
+      { type: "stop", reason: "tool_calls" },
+    ];
+    const provider = new ScriptedProvider([bad, say("fixed")]);
+    const hub = new FunctionHub({ t__echo: () => "ok" });
+    const { result } = await run(provider, hub);
+    const tools = result.added.filter((m) => m.role === "tool");
+    expect(tools[0]).toMatchObject({ isError: true });
+    expect(tools[0]?.content).toContain("not a valid JSON object");
+    expect(tools[1]).toMatchObject({ isError: true, content: "No tool named t__nope." });
+    expect(hub.calls.map((c) => c.name)).toEqual(["t__nope"]);
+  });
+
+  it("never shows <think> blocks as answer text, even split across deltas", async () => {
+    const provider = new ScriptedProvider([
+      [
+        { type: "text", delta: "<thi" },
+        { type: "text", delta: "nk>secret plan</th" },
+        { type: "text", delta: "ink>The answer is 4." },
+        { type: "stop", reason: "end" },
+      ],
+    ]);
+    const { events, text } = await run(provider, new FunctionHub({}));
+    expect(text).toBe("The answer is 4.");
+    expect(events).toContainEqual({ type: "status", text: "Thinking…" });
+  });
+
+  it("separates the text of successive steps", async () => {
+    const provider = new ScriptedProvider([
+      [{ type: "text", delta: "Let me check." }, ...callTools(["t__a", {}])],
+      say("Found it."),
+    ]);
+    const { text } = await run(provider, new FunctionHub({ t__a: () => "r" }));
+    expect(text).toBe("Let me check.\n\nFound it.");
+  });
+});

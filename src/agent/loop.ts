@@ -1,0 +1,285 @@
+import { SwitchboardError } from "../errors.js";
+import type { ToolEntry, ToolHub, ToolOutcome } from "../mcp/types.js";
+import type { AgentEvent } from "./events.js";
+import {
+  type AssistantMessage,
+  addUsage,
+  type ChatMessage,
+  type ToolCall,
+  type ToolMessage,
+  type Usage,
+  zeroUsage,
+} from "./messages.js";
+import type { ModelRequest, Provider, ToolSpec } from "./providers/provider.js";
+import { AsyncQueue } from "./queue.js";
+import { ThinkFilter } from "./think.js";
+
+export interface LoopOptions {
+  provider: Provider;
+  hub: ToolHub;
+  model: string;
+  maxSteps: number;
+  /** The same call (tool + arguments) this many times in one turn stops the loop. */
+  repeatLimit: number;
+  maxOutputTokens?: number;
+  temperature?: number;
+  signal: AbortSignal;
+}
+
+export interface LoopInput {
+  system: string;
+  messages: ChatMessage[];
+  tools: ToolEntry[];
+}
+
+export type StopCause = "answer" | "step_limit" | "repeat";
+
+export interface LoopResult {
+  /** Messages this turn added: assistant steps and tool results, in order. */
+  added: ChatMessage[];
+  /** The answer text as the user saw it (all steps' visible text). */
+  text: string;
+  usage: Usage;
+  steps: number;
+  toolCalls: number;
+  stoppedBy: StopCause;
+}
+
+/** What one model step asked for. Mirrors agents-js's `final_output | run_again` split. */
+type StepOutcome =
+  | { kind: "final" }
+  | { kind: "run_again" }
+  | { kind: "force_final"; cause: Exclude<StopCause, "answer"> };
+
+interface StepResponse {
+  text: string;
+  calls: ToolCall[];
+  usage: Usage;
+}
+
+const FINAL_NOTES: Record<Exclude<StopCause, "answer">, string> = {
+  step_limit:
+    "You have used every tool step allowed for this message. Do not call any more tools: answer now with what you have, and say briefly what is still missing.",
+  repeat:
+    "You repeated the same tool call with the same arguments. Do not call it again: answer now with the results you have.",
+};
+
+export function toolSpecs(tools: ToolEntry[]): ToolSpec[] {
+  return tools.map((t) => ({ name: t.name, description: t.description, inputSchema: t.inputSchema }));
+}
+
+/** Stable identity of a call, so `{a:1,b:2}` and `{b:2,a:1}` count as the same call. */
+function callSignature(call: ToolCall): string {
+  return `${call.name}\u0000${stableJson(call.arguments)}`;
+}
+
+function stableJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(stableJson).join(",")}]`;
+  if (value && typeof value === "object") {
+    const entries = Object.entries(value as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : 1));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${stableJson(v)}`).join(",")}}`;
+  }
+  return JSON.stringify(value) ?? "null";
+}
+
+export async function* runToolLoop(
+  opts: LoopOptions,
+  input: LoopInput,
+): AsyncGenerator<AgentEvent, LoopResult> {
+  const convo = [...input.messages];
+  const added: ChatMessage[] = [];
+  const specs = toolSpecs(input.tools);
+  const seen = new Map<string, number>();
+  let usage = zeroUsage();
+  let visible = "";
+  let toolCalls = 0;
+  let forced: Exclude<StopCause, "answer"> | undefined;
+
+  const append = (m: ChatMessage) => {
+    convo.push(m);
+    added.push(m);
+  };
+
+  for (let step = 1; ; step++) {
+    const request: ModelRequest = {
+      model: opts.model,
+      system: forced ? `${input.system}\n\n${FINAL_NOTES[forced]}` : input.system,
+      messages: convo,
+      tools: specs,
+      toolChoice: forced ? "none" : "auto",
+      maxOutputTokens: opts.maxOutputTokens,
+      temperature: opts.temperature,
+    };
+    const separator = visible && !visible.endsWith("\n") ? "\n\n" : "";
+    const response = yield* streamStep(opts, request, separator);
+    usage = addUsage(usage, response.usage);
+    visible += response.text ? separator + response.text : "";
+
+    const outcome = yield* decide(opts, response, step, seen, forced, append);
+    if (outcome.kind === "final") {
+      if (!visible.trim()) {
+        const note =
+          "I could not put together an answer this time. Please rephrase the question or try again.";
+        yield { type: "text", delta: note };
+        visible = note;
+      }
+      return { added, text: visible, usage, steps: step, toolCalls, stoppedBy: forced ?? "answer" };
+    }
+    toolCalls += response.calls.length;
+    if (outcome.kind === "force_final") forced = outcome.cause;
+  }
+}
+
+async function* decide(
+  opts: LoopOptions,
+  response: StepResponse,
+  step: number,
+  seen: Map<string, number>,
+  forced: StopCause | undefined,
+  append: (m: ChatMessage) => void,
+): AsyncGenerator<AgentEvent, StepOutcome> {
+  // A forced final step may still emit tool calls on servers that ignore tool_choice: they are not run.
+  if (forced || response.calls.length === 0) {
+    append({ role: "assistant", content: response.text });
+    return { kind: "final" };
+  }
+  const assistant: AssistantMessage = {
+    role: "assistant",
+    content: response.text,
+    toolCalls: response.calls,
+  };
+  append(assistant);
+
+  let repeated = false;
+  const runnable = response.calls.map((call) => {
+    const count = (seen.get(callSignature(call)) ?? 0) + 1;
+    seen.set(callSignature(call), count);
+    if (count >= opts.repeatLimit) repeated = true;
+    return { call, blocked: count >= opts.repeatLimit };
+  });
+  const results = yield* runCalls(opts, runnable);
+  for (const r of results) append(r);
+
+  if (repeated) return { kind: "force_final", cause: "repeat" };
+  if (step >= opts.maxSteps) return { kind: "force_final", cause: "step_limit" };
+  return { kind: "run_again" };
+}
+
+async function* streamStep(
+  opts: LoopOptions,
+  req: ModelRequest,
+  separator: string,
+): AsyncGenerator<AgentEvent, StepResponse> {
+  const think = new ThinkFilter();
+  const calls: ToolCall[] = [];
+  let text = "";
+  let usage = zeroUsage();
+  let pendingSeparator = separator;
+  const emit = function* (chunk: string): Generator<AgentEvent> {
+    if (!chunk) return;
+    text += chunk;
+    yield { type: "text", delta: pendingSeparator + chunk };
+    pendingSeparator = "";
+  };
+  for await (const event of opts.provider.stream(req, opts.signal)) {
+    if (event.type === "text") {
+      const filtered = think.push(event.delta);
+      if (filtered.startedThinking) yield { type: "status", text: "Thinking…" };
+      yield* emit(filtered.text);
+    } else if (event.type === "tool_call") {
+      calls.push(event.call);
+    } else if (event.type === "usage") {
+      usage = addUsage(usage, event.usage);
+    }
+  }
+  yield* emit(think.flush());
+  return { text, calls, usage };
+}
+
+type CallEvent = { kind: "event"; event: AgentEvent } | { kind: "done"; index: number; message: ToolMessage };
+
+/** Runs one step's calls in parallel, forwarding their events as they happen. */
+async function* runCalls(
+  opts: LoopOptions,
+  calls: Array<{ call: ToolCall; blocked: boolean }>,
+): AsyncGenerator<AgentEvent, ToolMessage[]> {
+  const queue = new AsyncQueue<CallEvent>();
+  calls.forEach(({ call, blocked }, index) => {
+    runOne(opts, call, blocked, (event) => queue.push({ kind: "event", event })).then(
+      (message) => queue.push({ kind: "done", index, message }),
+      (err: unknown) => queue.push({ kind: "done", index, message: errorResult(call, describe(err)) }),
+    );
+  });
+  const results: ToolMessage[] = new Array(calls.length);
+  for (let remaining = calls.length; remaining > 0; ) {
+    const item = await queue.next();
+    if (item.kind === "event") yield item.event;
+    else {
+      results[item.index] = item.message;
+      remaining--;
+    }
+  }
+  return results;
+}
+
+async function runOne(
+  opts: LoopOptions,
+  call: ToolCall,
+  blocked: boolean,
+  emit: (e: AgentEvent) => void,
+): Promise<ToolMessage> {
+  if (blocked) {
+    return errorResult(
+      call,
+      `This exact call (${call.name} with the same arguments) was already made ${opts.repeatLimit - 1} times in this turn, so it was not run again. Use the results you already have.`,
+    );
+  }
+  if (call.invalidArguments !== undefined) {
+    return errorResult(
+      call,
+      `The arguments for ${call.name} were not a valid JSON object: ${call.invalidArguments.slice(0, 300)}. Call the tool again with the arguments as one JSON object that matches its input schema.`,
+    );
+  }
+  const started = Date.now();
+  const ref = splitName(opts.hub, call.name);
+  emit({ type: "status", text: `Calling ${call.name}…` });
+  emit({ type: "tool", phase: "start", server: ref.server, tool: ref.tool });
+  let outcome: ToolOutcome;
+  try {
+    outcome = await opts.hub.call(call.name, call.arguments, {
+      signal: opts.signal,
+      onProgress: (p) => {
+        const pct = p.total ? ` ${Math.round((100 * p.progress) / p.total)}%` : "";
+        emit({ type: "status", text: `Running ${call.name}…${pct}${p.message ? ` ${p.message}` : ""}` });
+      },
+    });
+  } catch (err) {
+    // The hub promises not to throw; if it does anyway, the model still gets a result.
+    outcome = { ok: false, text: describe(err), artifacts: [], ms: Date.now() - started, ...ref };
+  }
+  emit({ type: "tool", phase: "end", server: ref.server, tool: ref.tool, ok: outcome.ok, ms: outcome.ms });
+  for (const artifact of outcome.artifacts) emit({ type: "artifact", artifact });
+  return {
+    role: "tool",
+    toolCallId: call.id,
+    name: call.name,
+    content: outcome.text,
+    isError: !outcome.ok || undefined,
+  };
+}
+
+function splitName(hub: ToolHub, name: string): { server: string; tool: string } {
+  const entry = hub.tools().find((t) => t.name === name);
+  if (entry) return { server: entry.server, tool: entry.tool };
+  const at = name.indexOf("__");
+  return at > 0 ? { server: name.slice(0, at), tool: name.slice(at + 2) } : { server: "unknown", tool: name };
+}
+
+function errorResult(call: ToolCall, text: string): ToolMessage {
+  return { role: "tool", toolCallId: call.id, name: call.name, content: text, isError: true };
+}
+
+function describe(err: unknown): string {
+  if (err instanceof SwitchboardError) return err.message;
+  return err instanceof Error ? `The tool failed: ${err.message}` : "The tool failed.";
+}
