@@ -75,6 +75,11 @@ export interface Adapter {
   stop(): Promise<void>;
   /** True while connected to the platform (for /readyz). */
   ready(): boolean;
+  /**
+   * Ends a reply that a crash left half-written: posts `note` in the thread named by `key`
+   * (called once per such thread at start-up). Optional; without it the note is skipped.
+   */
+  recover?(key: ThreadKey, note: string): Promise<void>;
 }
 
 export type CommandName = "new" | "compact" | "summary" | "title" | "tools" | "model" | "help";
@@ -109,4 +114,6 @@ export interface AdapterDeps {
   secrets: Secrets;
   /** Model ids a user may pick with `/model` (for autocomplete and validation). */
   models: () => string[];
+  /** Counts a failed platform API call (for /metrics); adapters call it on errors and 429s. */
+  platformError?: (rateLimited: boolean) => void;
 }

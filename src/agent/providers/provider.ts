@@ -14,6 +14,8 @@ export interface ModelRequest {
   tools: ToolSpec[];
   maxOutputTokens?: number;
   temperature?: number;
+  /** "none" asks for an answer without tool calls (tools stay listed: Anthropic needs them when the history has tool blocks). */
+  toolChoice?: "auto" | "none";
 }
 
 export type StopReason = "end" | "tool_calls" | "length" | "other";

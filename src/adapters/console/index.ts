@@ -1,0 +1,78 @@
+import { randomUUID } from "node:crypto";
+import { resolve } from "node:path";
+import { createInterface } from "node:readline";
+import { HELP_TEXT } from "../commands.js";
+import type { CommandName, TurnRunner } from "../types.js";
+import { ConsoleReply } from "./reply.js";
+
+export const CONSOLE_KEY = "console:local";
+
+const COMMANDS = new Set<CommandName>(["new", "compact", "summary", "title", "tools", "model", "help"]);
+
+export interface ConsoleOptions {
+  runner: TurnRunner;
+  input?: NodeJS.ReadableStream & { isTTY?: boolean };
+  out?: NodeJS.WritableStream;
+  err?: NodeJS.WritableStream;
+  cwd?: string;
+}
+
+/**
+ * The terminal adapter: one thread (`console:local`) kept across runs. With piped stdin
+ * every line is one message, answered in order, and the promise resolves at end of input.
+ */
+export async function runConsole(opts: ConsoleOptions): Promise<void> {
+  const input = opts.input ?? process.stdin;
+  const out = opts.out ?? process.stdout;
+  const err = opts.err ?? process.stderr;
+  const cwd = opts.cwd ?? process.cwd();
+  const interactive = Boolean(input.isTTY);
+  const rl = createInterface({ input, terminal: interactive, output: interactive ? out : undefined });
+  const io = { out, err, cwd, artifactsDir: resolve(cwd, "artifacts") };
+  if (interactive) {
+    err.write("Switchboard chat: type a message, /help for commands, Ctrl+D to quit.\n");
+    rl.setPrompt("you> ");
+    rl.prompt();
+  }
+  for await (const line of rl) {
+    const text = line.trim();
+    if (text) await handleLine(text, opts.runner, io);
+    if (interactive) rl.prompt();
+  }
+}
+
+async function handleLine(
+  text: string,
+  runner: TurnRunner,
+  io: ConstructorParameters<typeof ConsoleReply>[0],
+) {
+  // One person at the terminal: no author name, so the model is not told who is who.
+  const user = { id: "console" };
+  const command = /^\/(\w+)\s*(.*)$/.exec(text);
+  if (command) {
+    const name = command[1] as CommandName;
+    if (!COMMANDS.has(name)) {
+      io.out.write(`Unknown command /${command[1]}.\n${HELP_TEXT}\n`);
+      return;
+    }
+    const reply = await runner.command({
+      name,
+      key: CONSOLE_KEY,
+      platform: "console",
+      user,
+      arg: command[2],
+    });
+    io.out.write(`${reply}\n`);
+    return;
+  }
+  await runner.handle({
+    id: randomUUID(),
+    key: CONSOLE_KEY,
+    platform: "console",
+    channel: "terminal",
+    user,
+    text,
+    attachments: [],
+    reply: new ConsoleReply(io),
+  });
+}

@@ -1,0 +1,61 @@
+import type { UserPart } from "../agent/messages.js";
+import type { Config } from "../config.js";
+import { log } from "../log.js";
+import type { InboundFile } from "./types.js";
+
+const TEXT_TYPES = /^(text\/|application\/(json|xml|yaml|x-yaml|toml|javascript|typescript|x-sh|sql|csv))/;
+const TEXT_EXTENSIONS =
+  /\.(txt|md|markdown|csv|tsv|json|ya?ml|toml|xml|html?|css|js|mjs|cjs|ts|tsx|jsx|py|rb|go|rs|java|kt|c|h|cpp|hpp|cs|php|sh|sql|log|ini|cfg|conf|env)$/i;
+const IMAGE_TYPES = /^image\/(png|jpeg|gif|webp)$/;
+const VISION_MODELS = /^(gpt-4o|gpt-4\.1|gpt-5|o3|o4|claude-|chatgpt-4o|llava|qwen.*vl|gemma3)/i;
+
+export interface PreparedInput {
+  text: string;
+  parts: UserPart[];
+}
+
+export function modelSupportsVision(config: Config, model: string): boolean {
+  return config.modelSettings[model]?.vision ?? VISION_MODELS.test(model);
+}
+
+/**
+ * Turns a message's files into model input: images as image parts (when the model sees
+ * images), text files inline, anything else named, so the model never pretends it read it.
+ */
+export async function prepareAttachments(
+  text: string,
+  files: InboundFile[],
+  opts: { config: Config; model: string },
+): Promise<PreparedInput> {
+  const { maxTextBytes, maxImageBytes } = opts.config.attachments;
+  const notes: string[] = [];
+  const parts: UserPart[] = [];
+  for (const file of files) {
+    const label = `${file.name} (${file.mimeType}, ${formatBytes(file.size)})`;
+    const isImage = IMAGE_TYPES.test(file.mimeType);
+    const isText = TEXT_TYPES.test(file.mimeType) || TEXT_EXTENSIONS.test(file.name);
+    try {
+      if (isImage && modelSupportsVision(opts.config, opts.model) && file.size <= maxImageBytes) {
+        const bytes = await file.fetch();
+        parts.push({ type: "image", mimeType: file.mimeType, data: Buffer.from(bytes).toString("base64") });
+        notes.push(`[Attached image: ${label}, shown to you as an image]`);
+      } else if (isText && file.size <= maxTextBytes) {
+        const content = new TextDecoder().decode(await file.fetch());
+        notes.push(`[Attached file: ${label}]\n\`\`\`\n${content}\n\`\`\``);
+      } else {
+        const why = isText || isImage ? "too large to read" : "a type I cannot read";
+        notes.push(`[Attached file: ${label}; ${why}, so its content is not included]`);
+      }
+    } catch (err) {
+      log.warn({ err, file: file.name }, "could not download an attachment");
+      notes.push(`[Attached file: ${label}; it could not be downloaded]`);
+    }
+  }
+  return { text: notes.length ? `${text}\n\n${notes.join("\n\n")}`.trim() : text, parts };
+}
+
+function formatBytes(n: number): string {
+  if (n < 1024) return `${n} B`;
+  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KB`;
+  return `${(n / 1024 / 1024).toFixed(1)} MB`;
+}

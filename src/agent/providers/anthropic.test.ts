@@ -1,0 +1,139 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { LlmEmulator } from "../../../test/emulators/llm/index.js";
+import type { ChatMessage } from "../messages.js";
+import { AnthropicProvider, DEFAULT_MAX_TOKENS } from "./anthropic.js";
+import type { ModelRequest } from "./provider.js";
+
+let emulator: LlmEmulator;
+beforeAll(async () => {
+  emulator = await LlmEmulator.start();
+});
+afterEach(() => emulator.reset());
+afterAll(async () => {
+  await emulator.close();
+});
+
+const provider = () =>
+  new AnthropicProvider({
+    apiKey: "sk-ant-test-key",
+    baseURL: emulator.anthropicBaseUrl,
+    maxRetries: 0,
+    timeoutMs: 10_000,
+  });
+
+async function send(req: ModelRequest): Promise<Record<string, unknown>> {
+  for await (const _ of provider().stream(req, new AbortController().signal)) {
+    // drained for the request it makes
+  }
+  const recorded = emulator.requests.at(-1);
+  if (!recorded) throw new Error("no request reached the emulator");
+  return recorded.body;
+}
+
+const history: ChatMessage[] = [
+  {
+    role: "user",
+    content: "What is in this picture and in /etc/hosts?",
+    author: "Ada",
+    parts: [{ type: "image", mimeType: "image/png", data: "iVBORw0KGgo=" }],
+  },
+  {
+    role: "assistant",
+    content: "Let me look.",
+    toolCalls: [
+      { id: "toolu_1", name: "fs__read_file", arguments: { path: "/etc/hosts" } },
+      { id: "toolu_2", name: "fs__stat", arguments: { path: "/nope" } },
+    ],
+  },
+  { role: "tool", toolCallId: "toolu_1", name: "fs__read_file", content: "127.0.0.1 localhost" },
+  { role: "tool", toolCallId: "toolu_2", name: "fs__stat", content: "ENOENT", isError: true },
+  { role: "user", content: "And also: which port?", author: "Grace" },
+];
+
+describe("the Anthropic provider's wire format", () => {
+  it("sends tool results as tool_result blocks merged into one user message with the next question", async () => {
+    const body = await send({ model: "claude-haiku-5-5", system: "Be brief.", messages: history, tools: [] });
+    expect(body.system).toBe("Be brief.");
+    expect(body.messages).toEqual([
+      {
+        role: "user",
+        content: [
+          { type: "text", text: "[Ada] What is in this picture and in /etc/hosts?" },
+          { type: "image", source: { type: "base64", media_type: "image/png", data: "iVBORw0KGgo=" } },
+        ],
+      },
+      {
+        role: "assistant",
+        content: [
+          { type: "text", text: "Let me look." },
+          { type: "tool_use", id: "toolu_1", name: "fs__read_file", input: { path: "/etc/hosts" } },
+          { type: "tool_use", id: "toolu_2", name: "fs__stat", input: { path: "/nope" } },
+        ],
+      },
+      {
+        role: "user",
+        content: [
+          { type: "tool_result", tool_use_id: "toolu_1", content: "127.0.0.1 localhost" },
+          { type: "tool_result", tool_use_id: "toolu_2", content: "ENOENT", is_error: true },
+          { type: "text", text: "[Grace] And also: which port?" },
+        ],
+      },
+    ]);
+  });
+
+  it("merges consecutive user messages so that roles alternate", async () => {
+    const body = await send({
+      model: "claude-haiku-5-5",
+      system: "",
+      messages: [
+        { role: "user", content: "first" },
+        { role: "user", content: "second" },
+      ],
+      tools: [],
+    });
+    expect(body.messages).toEqual([
+      {
+        role: "user",
+        content: [
+          { type: "text", text: "first" },
+          { type: "text", text: "second" },
+        ],
+      },
+    ]);
+    expect(body).not.toHaveProperty("system");
+  });
+
+  it("always sends max_tokens, 4096 unless told otherwise, and tools with input_schema", async () => {
+    const schema = { type: "object", properties: { q: { type: "string" } } };
+    const tools = [{ name: "web__search", description: "Search the web.", inputSchema: schema }];
+    const messages: ChatMessage[] = [{ role: "user", content: "search" }];
+    const plain = await send({ model: "claude-haiku-5-5", system: "s", messages, tools });
+    expect(plain.max_tokens).toBe(DEFAULT_MAX_TOKENS);
+    expect(DEFAULT_MAX_TOKENS).toBe(4096);
+    expect(plain.tools).toEqual([
+      { name: "web__search", description: "Search the web.", input_schema: schema },
+    ]);
+    const capped = await send({
+      model: "claude-haiku-5-5",
+      system: "s",
+      messages,
+      tools,
+      maxOutputTokens: 512,
+    });
+    expect(capped.max_tokens).toBe(512);
+    expect(capped).not.toHaveProperty("tool_choice");
+  });
+
+  it("asks for an answer without tool calls with tool_choice none, keeping the tools listed", async () => {
+    const tools = [{ name: "web__search", description: "Search.", inputSchema: { type: "object" } }];
+    const body = await send({
+      model: "claude-haiku-5-5",
+      system: "",
+      messages: [{ role: "user", content: "sum up" }],
+      tools,
+      toolChoice: "none",
+    });
+    expect(body.tool_choice).toEqual({ type: "none" });
+    expect((body.tools as unknown[]).length).toBe(1);
+  });
+});

@@ -1,0 +1,237 @@
+import Anthropic from "@anthropic-ai/sdk";
+import type {
+  StopReason as AnthropicStopReason,
+  Base64ImageSource,
+  ContentBlockParam,
+  MessageCreateParamsStreaming,
+  MessageParam,
+  RawMessageStreamEvent,
+  Tool,
+} from "@anthropic-ai/sdk/resources/messages";
+import { log } from "../../log.js";
+import type { ChatMessage, Usage, UserMessage } from "../messages.js";
+import { abortedError, isTransientStreamError, toProviderError } from "./errors.js";
+import type { ModelEvent, ModelRequest, Provider, StopReason, ToolSpec } from "./provider.js";
+import { StreamInterrupted, streamWithRetry } from "./retry.js";
+import { parseArguments, withAuthor } from "./wire.js";
+
+export interface AnthropicProviderOptions {
+  apiKey: string;
+  baseURL?: string;
+  maxRetries: number;
+  timeoutMs: number;
+}
+
+/** The Messages API requires `max_tokens`; this is what we ask for when the config says nothing. */
+export const DEFAULT_MAX_TOKENS = 4096;
+
+interface ToolUseBlock {
+  id: string;
+  name: string;
+  json: string;
+}
+
+export class AnthropicProvider implements Provider {
+  readonly name = "anthropic" as const;
+  private readonly client: Anthropic;
+  private readonly maxRetries: number;
+
+  constructor(opts: AnthropicProviderOptions) {
+    this.client = new Anthropic({
+      apiKey: opts.apiKey,
+      baseURL: opts.baseURL,
+      maxRetries: opts.maxRetries,
+      timeout: opts.timeoutMs,
+      logger: log.child({ sdk: "anthropic" }),
+      logLevel: "warn",
+    });
+    this.maxRetries = opts.maxRetries;
+  }
+
+  stream(req: ModelRequest, signal: AbortSignal): AsyncIterable<ModelEvent> {
+    return streamWithRetry(() => this.attempt(req, signal), {
+      provider: this.name,
+      maxRetries: this.maxRetries,
+      signal,
+    });
+  }
+
+  async listModels(signal?: AbortSignal): Promise<string[]> {
+    try {
+      const ids: string[] = [];
+      for await (const model of this.client.models.list({}, { signal })) ids.push(model.id);
+      return ids.sort();
+    } catch (err) {
+      throw toProviderError(err, { provider: this.name, attempts: this.maxRetries + 1 });
+    }
+  }
+
+  private body(req: ModelRequest): MessageCreateParamsStreaming {
+    const body: MessageCreateParamsStreaming = {
+      model: req.model,
+      max_tokens: req.maxOutputTokens ?? DEFAULT_MAX_TOKENS,
+      messages: toAnthropicMessages(req.messages),
+      stream: true,
+    };
+    if (req.system) body.system = req.system;
+    if (req.tools.length > 0) {
+      body.tools = req.tools.map(toAnthropicTool);
+      if (req.toolChoice) body.tool_choice = { type: req.toolChoice };
+    }
+    // No `temperature`: this SDK's Messages API no longer has the parameter.
+    return body;
+  }
+
+  private async *attempt(req: ModelRequest, signal: AbortSignal): AsyncGenerator<ModelEvent> {
+    const ctx = { provider: this.name, attempts: this.maxRetries + 1 };
+    let stream: AsyncIterable<RawMessageStreamEvent>;
+    try {
+      stream = await this.client.messages.create(this.body(req), { signal });
+    } catch (err) {
+      throw toProviderError(err, ctx);
+    }
+    // Thinking and server-tool blocks are skipped; only tool_use input is assembled.
+    const toolBlocks = new Map<number, ToolUseBlock>();
+    const usage: Usage = { inputTokens: 0, outputTokens: 0 };
+    let stop: AnthropicStopReason | null = null;
+    let stopped = false;
+    let calls = 0;
+    try {
+      for await (const event of stream) {
+        switch (event.type) {
+          case "message_start": {
+            const u = event.message.usage;
+            // Cached prompt tokens are billed and counted apart from `input_tokens`.
+            usage.inputTokens =
+              u.input_tokens + (u.cache_creation_input_tokens ?? 0) + (u.cache_read_input_tokens ?? 0);
+            usage.outputTokens = u.output_tokens;
+            break;
+          }
+          case "content_block_start": {
+            const b = event.content_block;
+            if (b.type === "tool_use") toolBlocks.set(event.index, { id: b.id, name: b.name, json: "" });
+            else if (b.type === "text" && b.text) yield { type: "text", delta: b.text };
+            break;
+          }
+          case "content_block_delta": {
+            const d = event.delta;
+            if (d.type === "text_delta" && d.text) yield { type: "text", delta: d.text };
+            else if (d.type === "input_json_delta") {
+              const open = toolBlocks.get(event.index);
+              if (open) open.json += d.partial_json;
+            }
+            break;
+          }
+          case "content_block_stop": {
+            const open = toolBlocks.get(event.index);
+            if (!open) break;
+            toolBlocks.delete(event.index);
+            calls++;
+            yield { type: "tool_call", call: { id: open.id, name: open.name, ...parseArguments(open.json) } };
+            break;
+          }
+          case "message_delta": {
+            if (event.delta.stop_reason) stop = event.delta.stop_reason;
+            // Cumulative counts: the last delta wins.
+            usage.outputTokens = event.usage.output_tokens;
+            if (event.usage.input_tokens)
+              usage.inputTokens = Math.max(usage.inputTokens, event.usage.input_tokens);
+            break;
+          }
+          case "message_stop":
+            stopped = true;
+            break;
+        }
+      }
+    } catch (err) {
+      if (signal.aborted) throw abortedError(err);
+      if (isTransientStreamError(err)) throw new StreamInterrupted(describe(err), { cause: err });
+      throw toProviderError(err, ctx);
+    }
+    // The SDK ends iteration quietly when the signal aborts mid-body.
+    if (signal.aborted) throw abortedError(signal.reason);
+    if (!stopped) throw new StreamInterrupted("the stream ended without message_stop");
+    yield { type: "usage", usage };
+    yield { type: "stop", reason: calls > 0 ? "tool_calls" : stopReason(stop) };
+  }
+}
+
+function describe(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+function stopReason(stop: AnthropicStopReason | null): StopReason {
+  switch (stop) {
+    case "end_turn":
+    case "stop_sequence":
+      return "end";
+    case "tool_use":
+      return "tool_calls";
+    case "max_tokens":
+    case "model_context_window_exceeded":
+      return "length";
+    default:
+      return "other";
+  }
+}
+
+function toAnthropicTool(tool: ToolSpec): Tool {
+  // The API insists on an object schema at the top; MCP tools nearly always have one.
+  const schema = { type: "object", ...tool.inputSchema } as Tool.InputSchema;
+  return { name: tool.name, description: tool.description, input_schema: schema };
+}
+
+function userBlocks(msg: UserMessage): ContentBlockParam[] {
+  const blocks: ContentBlockParam[] = [];
+  const text = withAuthor(msg);
+  if (text) blocks.push({ type: "text", text });
+  for (const part of msg.parts ?? []) {
+    if (part.type === "text") {
+      if (part.text) blocks.push({ type: "text", text: part.text });
+    } else {
+      const mediaType = part.mimeType as Base64ImageSource["media_type"];
+      blocks.push({ type: "image", source: { type: "base64", media_type: mediaType, data: part.data } });
+    }
+  }
+  return blocks;
+}
+
+function assistantBlocks(msg: ChatMessage & { role: "assistant" }): ContentBlockParam[] {
+  // Empty text blocks are a 400 on the Messages API.
+  const blocks: ContentBlockParam[] = msg.content ? [{ type: "text", text: msg.content }] : [];
+  for (const call of msg.toolCalls ?? []) {
+    blocks.push({ type: "tool_use", id: call.id, name: call.name, input: call.arguments });
+  }
+  return blocks;
+}
+
+/**
+ * Roles must alternate: tool results become `tool_result` blocks in a user message, and
+ * neighbours with the same role (results followed by a new question, two questions in a
+ * row while the bot was busy) merge into one message.
+ */
+export function toAnthropicMessages(messages: ChatMessage[]): MessageParam[] {
+  const out: Array<{ role: "user" | "assistant"; content: ContentBlockParam[] }> = [];
+  const push = (role: "user" | "assistant", blocks: ContentBlockParam[]) => {
+    if (blocks.length === 0) return;
+    const last = out.at(-1);
+    if (last?.role === role) last.content.push(...blocks);
+    else out.push({ role, content: blocks });
+  };
+  for (const msg of messages) {
+    if (msg.role === "user") push("user", userBlocks(msg));
+    else if (msg.role === "assistant") push("assistant", assistantBlocks(msg));
+    else {
+      push("user", [
+        {
+          type: "tool_result",
+          tool_use_id: msg.toolCallId,
+          // An empty string content is rejected; an absent one is not.
+          ...(msg.content ? { content: msg.content } : {}),
+          ...(msg.isError ? { is_error: true } : {}),
+        },
+      ]);
+    }
+  }
+  return out;
+}

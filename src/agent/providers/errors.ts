@@ -1,0 +1,166 @@
+import {
+  APIUserAbortError as AnthropicAbortError,
+  APIError as AnthropicAPIError,
+  APIConnectionError as AnthropicConnectionError,
+  APIConnectionTimeoutError as AnthropicTimeoutError,
+} from "@anthropic-ai/sdk";
+import {
+  APIUserAbortError as OpenAIAbortError,
+  APIError as OpenAIAPIError,
+  APIConnectionError as OpenAIConnectionError,
+  APIConnectionTimeoutError as OpenAITimeoutError,
+} from "openai";
+import { SwitchboardError } from "../../errors.js";
+import { scrub } from "../../log.js";
+import type { ProviderName } from "./provider.js";
+
+export interface ErrorContext {
+  provider: ProviderName;
+  /** Requests made in total (the SDK's own retries included), for the user's sentence. */
+  attempts: number;
+}
+
+const KEY_VAR: Record<ProviderName, string> = { openai: "OPENAI_API_KEY", anthropic: "ANTHROPIC_API_KEY" };
+
+/** Wording differs between OpenAI, Anthropic, vLLM, Ollama, llama.cpp and LM Studio; this covers them. */
+const CONTEXT_LENGTH =
+  /context[ _-]?(length|window)|maximum context|prompt is too long|input is too long|too many tokens|exceeds? the (model'?s? )?(context|maximum)|reduce the length|n_ctx/i;
+
+interface ApiErrorShape {
+  status: number | undefined;
+  type: string | undefined;
+  code: string | undefined;
+  detail: string;
+}
+
+function apiErrorShape(err: OpenAIAPIError | AnthropicAPIError): ApiErrorShape {
+  const type = err.type ?? undefined;
+  const code = err instanceof OpenAIAPIError ? (err.code ?? undefined) : (err.errorCode ?? undefined);
+  const apiMessage = err instanceof AnthropicAPIError ? (err.apiMessage ?? err.message) : err.message;
+  return { status: err.status, type, code, detail: scrub(apiMessage).slice(0, 300) };
+}
+
+const tried = (attempts: number) => (attempts > 1 ? `I tried ${attempts} times` : "I tried once");
+
+export function abortedError(cause?: unknown): SwitchboardError {
+  return new SwitchboardError("llm_aborted", "The model request was aborted.", {
+    userMessage: "The answer was stopped before it finished.",
+    cause,
+  });
+}
+
+/** A stream that failed after part of the answer was already shown: never repeated silently. */
+export function brokeOffError(provider: ProviderName, cause?: unknown): SwitchboardError {
+  return new SwitchboardError(
+    "llm_unavailable",
+    `${provider} stream failed after the answer had started: ${describe(cause)}`,
+    {
+      userMessage:
+        "The language model's answer broke off midway (the connection dropped). Please ask again; what you see above is incomplete.",
+      cause,
+    },
+  );
+}
+
+export function unavailableError(ctx: ErrorContext, why: string, cause?: unknown): SwitchboardError {
+  return new SwitchboardError("llm_unavailable", `${ctx.provider}: ${why} (${ctx.attempts} attempts)`, {
+    userMessage: `The language model service is not answering properly right now (${why}); ${tried(ctx.attempts)}. Please try again in a few minutes.`,
+    cause,
+  });
+}
+
+function describe(cause: unknown): string {
+  if (cause instanceof Error) return scrub(cause.message).slice(0, 300);
+  return cause === undefined ? "unknown cause" : scrub(String(cause)).slice(0, 300);
+}
+
+/** Maps whatever an SDK threw into a `SwitchboardError` with a sentence for the chat. */
+export function toProviderError(err: unknown, ctx: ErrorContext): SwitchboardError {
+  if (err instanceof SwitchboardError) return err;
+  if (err instanceof OpenAIAbortError || err instanceof AnthropicAbortError) return abortedError(err);
+  if (err instanceof Error && err.name === "AbortError") return abortedError(err);
+  if (err instanceof OpenAITimeoutError || err instanceof AnthropicTimeoutError) {
+    return new SwitchboardError("llm_unavailable", `${ctx.provider} request timed out`, {
+      userMessage: `The language model took too long to answer; ${tried(ctx.attempts)}. Please try again, perhaps with a shorter request.`,
+      cause: err,
+    });
+  }
+  if (err instanceof OpenAIConnectionError || err instanceof AnthropicConnectionError) {
+    return new SwitchboardError("llm_unavailable", `${ctx.provider} connection failed: ${describe(err)}`, {
+      userMessage: `I could not reach the language model service; ${tried(ctx.attempts)}. Please try again in a few minutes, or ask an admin to check that the LLM server is up and its address is right.`,
+      cause: err,
+    });
+  }
+  if (err instanceof OpenAIAPIError || err instanceof AnthropicAPIError) return fromApiError(err, ctx);
+  return unavailableError(ctx, describe(err), err);
+}
+
+function fromApiError(err: OpenAIAPIError | AnthropicAPIError, ctx: ErrorContext): SwitchboardError {
+  const shape = apiErrorShape(err);
+  const { status, type, code, detail } = shape;
+  const label = status ? `HTTP ${status}` : (type ?? code ?? "stream error");
+  const message = `${ctx.provider} ${label}: ${detail}`;
+
+  if (status === 429 || type === "rate_limit_error") {
+    return new SwitchboardError("llm_rate_limited", message, {
+      userMessage: `The language model is rate-limited right now; ${tried(ctx.attempts)}. Please try again in a minute.`,
+      cause: err,
+    });
+  }
+  // 402 is Anthropic's billing_error: like a bad key, only an admin can fix it.
+  if (
+    status === 401 ||
+    status === 402 ||
+    status === 403 ||
+    /authentication|permission|billing/.test(type ?? "")
+  ) {
+    return new SwitchboardError("llm_auth", message, {
+      userMessage: `The language model service refused my credentials (${label}). An admin needs to check ${KEY_VAR[ctx.provider]} and the account's access to this model.`,
+      cause: err,
+    });
+  }
+  if (isContextLength(shape)) {
+    return new SwitchboardError("llm_context_length", message, {
+      userMessage:
+        "This conversation is too long for the model's context window. Please start a new thread, or switch to a model with a larger context.",
+      cause: err,
+    });
+  }
+  if (status === undefined || status >= 500 || status === 408 || status === 409) {
+    return unavailableError(ctx, label, err);
+  }
+  if (status === 404) {
+    return new SwitchboardError("llm_bad_request", message, {
+      userMessage: `The language model service does not know the model or endpoint I asked for (${label}: ${detail}). An admin needs to check the model name and the server address.`,
+      cause: err,
+    });
+  }
+  return new SwitchboardError("llm_bad_request", message, {
+    userMessage: `The language model rejected my request (${label}: ${detail}). Please try rephrasing; if it keeps happening, an admin needs to check the model settings.`,
+    cause: err,
+  });
+}
+
+function isContextLength({ status, type, code, detail }: ApiErrorShape): boolean {
+  if (code === "context_length_exceeded" || status === 413 || type === "request_too_large") return true;
+  const clientSide = status === 400 || status === 422 || type === "invalid_request_error";
+  return clientSide && CONTEXT_LENGTH.test(detail);
+}
+
+/**
+ * Whether an error thrown while reading a stream's body (after the HTTP response began) is
+ * worth a fresh request. The SDKs never retry these: they already returned the response.
+ */
+export function isTransientStreamError(err: unknown): boolean {
+  if (err instanceof OpenAIAbortError || err instanceof AnthropicAbortError) return false;
+  if (err instanceof OpenAIAPIError || err instanceof AnthropicAPIError) {
+    const { status, type, code } = apiErrorShape(err);
+    if (status !== undefined) return status >= 500 || status === 429;
+    const kind = `${type ?? ""} ${code ?? ""}`;
+    return !/invalid_request|authentication|permission|billing|not_found|context_length|request_too_large/.test(
+      kind,
+    );
+  }
+  // Body read failures surface as plain errors (undici's "terminated", ECONNRESET, bad SSE JSON).
+  return err instanceof Error;
+}

@@ -1,0 +1,212 @@
+import OpenAI from "openai";
+import type {
+  ChatCompletionChunk,
+  ChatCompletionContentPart,
+  ChatCompletionCreateParamsStreaming,
+  ChatCompletionMessageParam,
+  ChatCompletionTool,
+} from "openai/resources/chat/completions";
+import { log } from "../../log.js";
+import type { ChatMessage, ToolCall, UserMessage } from "../messages.js";
+import { abortedError, isTransientStreamError, toProviderError } from "./errors.js";
+import type { ModelEvent, ModelRequest, Provider, StopReason, ToolSpec } from "./provider.js";
+import { StreamInterrupted, streamWithRetry } from "./retry.js";
+import { newCallId, parseArguments, withAuthor } from "./wire.js";
+
+export interface OpenAIProviderOptions {
+  apiKey: string;
+  /** An OpenAI-compatible server (Ollama, vLLM, LM Studio, OpenRouter); unset means OpenAI itself. */
+  baseURL?: string;
+  maxRetries: number;
+  timeoutMs: number;
+}
+
+/** Tool call as it grows over `delta.tool_calls` chunks. */
+interface PartialCall {
+  id: string;
+  name: string;
+  args: string;
+}
+
+export class OpenAIProvider implements Provider {
+  readonly name = "openai" as const;
+  private readonly client: OpenAI;
+  private readonly maxRetries: number;
+  private readonly custom: boolean;
+
+  constructor(opts: OpenAIProviderOptions) {
+    this.client = new OpenAI({
+      apiKey: opts.apiKey,
+      baseURL: opts.baseURL,
+      maxRetries: opts.maxRetries,
+      timeout: opts.timeoutMs,
+      logger: log.child({ sdk: "openai" }),
+      logLevel: "warn",
+    });
+    this.maxRetries = opts.maxRetries;
+    this.custom = opts.baseURL !== undefined;
+  }
+
+  stream(req: ModelRequest, signal: AbortSignal): AsyncIterable<ModelEvent> {
+    return streamWithRetry(() => this.attempt(req, signal), {
+      provider: this.name,
+      maxRetries: this.maxRetries,
+      signal,
+    });
+  }
+
+  async listModels(signal?: AbortSignal): Promise<string[]> {
+    try {
+      const ids: string[] = [];
+      for await (const model of this.client.models.list({ signal })) ids.push(model.id);
+      return ids.sort();
+    } catch (err) {
+      throw toProviderError(err, { provider: this.name, attempts: this.maxRetries + 1 });
+    }
+  }
+
+  private body(req: ModelRequest): ChatCompletionCreateParamsStreaming {
+    const body: ChatCompletionCreateParamsStreaming = {
+      model: req.model,
+      messages: toOpenAIMessages(req.system, req.messages),
+      stream: true,
+      stream_options: { include_usage: true },
+    };
+    if (req.tools.length > 0) {
+      body.tools = req.tools.map(toOpenAITool);
+      // Only with tools: OpenAI rejects a tool_choice that has none to refer to.
+      if (req.toolChoice) body.tool_choice = req.toolChoice;
+    }
+    if (req.temperature !== undefined) body.temperature = req.temperature;
+    if (req.maxOutputTokens !== undefined) {
+      // OpenAI's reasoning models (o-series, gpt-5) reject `max_tokens`; Ollama, llama.cpp,
+      // LM Studio and older vLLM only know `max_tokens`, which everything compatible accepts.
+      if (this.custom) body.max_tokens = req.maxOutputTokens;
+      else body.max_completion_tokens = req.maxOutputTokens;
+    }
+    return body;
+  }
+
+  private async *attempt(req: ModelRequest, signal: AbortSignal): AsyncGenerator<ModelEvent> {
+    const ctx = { provider: this.name, attempts: this.maxRetries + 1 };
+    let stream: AsyncIterable<ChatCompletionChunk>;
+    try {
+      stream = await this.client.chat.completions.create(this.body(req), { signal });
+    } catch (err) {
+      throw toProviderError(err, ctx);
+    }
+    const calls = new Map<number, PartialCall>();
+    let finish: ChatCompletionChunk.Choice["finish_reason"] = null;
+    let usage: ModelEvent | undefined;
+    try {
+      for await (const chunk of stream) {
+        if (chunk.usage) {
+          usage = {
+            type: "usage",
+            usage: { inputTokens: chunk.usage.prompt_tokens, outputTokens: chunk.usage.completion_tokens },
+          };
+        }
+        const choice = chunk.choices[0];
+        if (!choice) continue;
+        const text = choice.delta.content;
+        if (text) yield { type: "text", delta: text };
+        for (const delta of choice.delta.tool_calls ?? []) accumulate(calls, delta);
+        if (choice.finish_reason) finish = choice.finish_reason;
+      }
+    } catch (err) {
+      if (signal.aborted) throw abortedError(err);
+      if (isTransientStreamError(err)) throw new StreamInterrupted(describe(err), { cause: err });
+      throw toProviderError(err, ctx);
+    }
+    // The SDK ends iteration quietly when the signal aborts mid-body.
+    if (signal.aborted) throw abortedError(signal.reason);
+    if (finish === null) throw new StreamInterrupted("the stream ended without a finish_reason");
+    for (const call of calls.values()) yield { type: "tool_call", call: finishCall(call) };
+    if (usage) yield usage;
+    yield { type: "stop", reason: calls.size > 0 ? "tool_calls" : stopReason(finish) };
+  }
+}
+
+function describe(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+function accumulate(calls: Map<number, PartialCall>, delta: ChatCompletionChunk.Choice.Delta.ToolCall): void {
+  // Some compatible servers omit `index` and send each call whole; give those their own slot.
+  const index = delta.index ?? calls.size;
+  let call = calls.get(index);
+  if (!call) {
+    call = { id: "", name: "", args: "" };
+    calls.set(index, call);
+  }
+  if (delta.id) call.id = delta.id;
+  if (delta.function?.name) call.name += delta.function.name;
+  if (delta.function?.arguments) call.args += delta.function.arguments;
+}
+
+function finishCall(call: PartialCall): ToolCall {
+  const id = call.id || newCallId();
+  return { id, name: call.name, ...parseArguments(call.args) };
+}
+
+function stopReason(finish: NonNullable<ChatCompletionChunk.Choice["finish_reason"]>): StopReason {
+  switch (finish) {
+    case "stop":
+      return "end";
+    case "length":
+      return "length";
+    case "tool_calls":
+    case "function_call":
+      return "tool_calls";
+    default:
+      return "other";
+  }
+}
+
+function toOpenAITool(tool: ToolSpec): ChatCompletionTool {
+  return {
+    type: "function",
+    function: { name: tool.name, description: tool.description, parameters: tool.inputSchema },
+  };
+}
+
+function userContent(msg: UserMessage): string | ChatCompletionContentPart[] {
+  const text = withAuthor(msg);
+  if (!msg.parts?.length) return text;
+  const parts: ChatCompletionContentPart[] = text ? [{ type: "text", text }] : [];
+  for (const part of msg.parts) {
+    if (part.type === "text") parts.push({ type: "text", text: part.text });
+    else parts.push({ type: "image_url", image_url: { url: `data:${part.mimeType};base64,${part.data}` } });
+  }
+  return parts;
+}
+
+export function toOpenAIMessages(system: string, messages: ChatMessage[]): ChatCompletionMessageParam[] {
+  const out: ChatCompletionMessageParam[] = system ? [{ role: "system", content: system }] : [];
+  for (const msg of messages) {
+    if (msg.role === "user") {
+      out.push({ role: "user", content: userContent(msg) });
+    } else if (msg.role === "assistant") {
+      if (!msg.toolCalls?.length) {
+        out.push({ role: "assistant", content: msg.content });
+        continue;
+      }
+      out.push({
+        role: "assistant",
+        content: msg.content || null,
+        tool_calls: msg.toolCalls.map((c) => ({
+          id: c.id,
+          type: "function",
+          // The parsed object, never the raw invalid text: Ollama and vLLM parse this back
+          // into JSON to fill their chat templates and reject the whole request otherwise.
+          function: { name: c.name, arguments: JSON.stringify(c.arguments) },
+        })),
+      });
+    } else {
+      // Chat Completions has no error flag on tool results; the model needs to know.
+      const content = msg.isError && !/^error\b/i.test(msg.content) ? `Error: ${msg.content}` : msg.content;
+      out.push({ role: "tool", tool_call_id: msg.toolCallId, content });
+    }
+  }
+  return out;
+}

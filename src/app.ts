@@ -1,0 +1,183 @@
+import { Dispatcher, INTERRUPTED_NOTE, type TurnObserver } from "./adapters/dispatcher.js";
+import type { Adapter, AdapterDeps, Platform } from "./adapters/types.js";
+import { Agent } from "./agent/agent.js";
+import { providerFor } from "./agent/providers/index.js";
+import type { Provider } from "./agent/providers/provider.js";
+import { type LoadedConfig, loadConfig } from "./config.js";
+import { log, registerSecret } from "./log.js";
+import { McpHub } from "./mcp/hub.js";
+import { loadMcpConfig } from "./mcp/servers.js";
+import { type HealthServer, startHealthServer } from "./ops/health.js";
+import { Metrics } from "./ops/metrics.js";
+import { createDedupe } from "./store/dedupe.js";
+import { openStore, type Store } from "./store/index.js";
+import { createThreadLock } from "./store/locks.js";
+import { SessionRepository } from "./store/sessions.js";
+
+export interface CoreOptions {
+  env?: NodeJS.ProcessEnv;
+  cwd?: string;
+  observer?: TurnObserver;
+}
+
+/** Everything but the platforms: config -> store -> MCP hub -> providers -> agent -> dispatcher. */
+export interface Core {
+  loaded: LoadedConfig;
+  store: Store;
+  hub: McpHub;
+  sessions: SessionRepository;
+  agent: Agent;
+  dispatcher: Dispatcher;
+  providerFor: (model: string) => Provider;
+  close(): Promise<void>;
+}
+
+export async function buildCore(opts: CoreOptions = {}): Promise<Core> {
+  const env = opts.env ?? process.env;
+  const cwd = opts.cwd ?? process.cwd();
+  const loaded = loadConfig(env, cwd);
+  const { config, secrets } = loaded;
+  for (const value of Object.values(secrets)) registerSecret(value);
+
+  const servers = loadMcpConfig(loaded.mcpConfigFile, env);
+  const providers = new Map<string, Provider>();
+  const providerForModel = (model: string): Provider => {
+    let p = providers.get(model);
+    if (!p) {
+      p = providerFor(config, secrets, model);
+      providers.set(model, p);
+    }
+    return p;
+  };
+  // Fail on a missing key now, not at the first message.
+  providerForModel(config.llm.model);
+
+  const store = await openStore(loaded.storeUrl);
+  const hub = await McpHub.start(servers, { ...config.mcp });
+  const sessions = new SessionRepository(store);
+  const agent = new Agent({ config, hub, providerFor: providerForModel, sessions });
+  const dispatcher = new Dispatcher({
+    agent,
+    sessions,
+    lock: createThreadLock(store),
+    dedupe: createDedupe(store),
+    hub,
+    config,
+    observer: opts.observer,
+  });
+  log.info(
+    { store: store.kind, servers: hub.status().map((s) => `${s.name}:${s.state}`), model: config.llm.model },
+    "core ready",
+  );
+  return {
+    loaded,
+    store,
+    hub,
+    sessions,
+    agent,
+    dispatcher,
+    providerFor: providerForModel,
+    async close() {
+      await hub.close();
+      await store.close();
+    },
+  };
+}
+
+/** Platforms whose credentials are present in the environment. */
+export function configuredPlatforms(loaded: LoadedConfig): Platform[] {
+  const { secrets } = loaded;
+  const out: Platform[] = [];
+  if (secrets.discordToken) out.push("discord");
+  if (secrets.slackBotToken && (secrets.slackAppToken || secrets.slackSigningSecret)) out.push("slack");
+  return out;
+}
+
+export interface App extends Core {
+  adapters: Adapter[];
+  metrics: Metrics;
+  health?: HealthServer;
+  stop(): Promise<{ interrupted: number }>;
+}
+
+export async function startApp(opts: CoreOptions = {}): Promise<App> {
+  const provisional = loadConfig(opts.env ?? process.env, opts.cwd ?? process.cwd());
+  const metrics = new Metrics(provisional.config.llm.provider);
+  const core = await buildCore({ ...opts, observer: opts.observer ?? metrics.observer() });
+  const { config, secrets } = core.loaded;
+  metrics.watchHub(core.hub);
+  const adapters: Adapter[] = [];
+  const health = config.health.enabled
+    ? await startHealthServer(config.health.host, config.health.port, {
+        adapters: () => adapters,
+        store: core.store,
+        hub: core.hub,
+        metrics,
+      })
+    : undefined;
+  try {
+    // discord.js first: Slack's socket-mode swaps the global fetch dispatcher (PLATFORMS.md).
+    for (const platform of configuredPlatforms(core.loaded)) {
+      const deps: AdapterDeps = {
+        runner: core.dispatcher,
+        config,
+        secrets,
+        models: () => [...new Set([config.llm.model, ...config.models.allowed])],
+        platformError: (rateLimited) => metrics.platformError(platform, rateLimited),
+      };
+      adapters.push(await loadAdapter(platform, deps));
+    }
+    await Promise.all(adapters.map((a) => a.start()));
+  } catch (err) {
+    await Promise.allSettled(adapters.map((a) => a.stop()));
+    await health?.close();
+    await core.close();
+    throw err;
+  }
+  await recoverInterrupted(core, adapters);
+  let stopped: Promise<{ interrupted: number }> | undefined;
+  return {
+    ...core,
+    adapters,
+    metrics,
+    health,
+    stop() {
+      stopped ??= (async () => {
+        await Promise.allSettled(adapters.map((a) => a.stop()));
+        const result = await core.dispatcher.drain(config.shutdown.graceMs);
+        await health?.close();
+        await core.close();
+        return result;
+      })();
+      return stopped;
+    },
+  };
+}
+
+/** Replies a crash (kill -9) left half-written get the same note a graceful restart writes. */
+export async function recoverInterrupted(core: Core, adapters: Adapter[]): Promise<number> {
+  let recovered = 0;
+  for (const session of await core.sessions.listPending()) {
+    const platform = session.key.split(":")[0];
+    const adapter = adapters.find((a) => a.platform === platform);
+    // A platform that is not running now keeps its pending replies for a later start.
+    if (!adapter?.recover) continue;
+    try {
+      await adapter.recover(session.key, INTERRUPTED_NOTE);
+      delete session.pendingReply;
+      await core.sessions.save(session);
+      recovered++;
+    } catch (err) {
+      log.warn({ err, key: session.key }, "could not end an interrupted reply");
+    }
+  }
+  if (recovered) log.info({ recovered }, "ended replies interrupted by a crash");
+  return recovered;
+}
+
+async function loadAdapter(platform: Platform, deps: AdapterDeps): Promise<Adapter> {
+  // Imported on demand so `chat` and `doctor` never load a platform SDK they do not use.
+  if (platform === "discord") return (await import("./adapters/discord/index.js")).createDiscordAdapter(deps);
+  if (platform === "slack") return (await import("./adapters/slack/index.js")).createSlackAdapter(deps);
+  throw new Error(`No adapter for ${platform}`);
+}

@@ -1,0 +1,84 @@
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { interpolate, loadConfig } from "./config.js";
+import { SwitchboardError } from "./errors.js";
+
+function dirWith(files: Record<string, string>): string {
+  const dir = mkdtempSync(join(tmpdir(), "sb-config-"));
+  for (const [name, text] of Object.entries(files)) writeFileSync(join(dir, name), text);
+  return dir;
+}
+
+function configError(fn: () => unknown): SwitchboardError {
+  try {
+    fn();
+  } catch (err) {
+    if (err instanceof SwitchboardError) return err;
+    throw err;
+  }
+  throw new Error("expected a configuration error");
+}
+
+describe("configuration", () => {
+  it("runs on defaults when there is no file", () => {
+    const loaded = loadConfig({}, dirWith({}));
+    expect(loaded.file).toBeUndefined();
+    expect(loaded.config.agent.maxSteps).toBe(10);
+    expect(loaded.config.llm.provider).toBe("openai");
+    expect(loaded.storeUrl).toBe("sqlite://data/switchboard.sqlite");
+  });
+
+  it("reads the file named by SWITCHBOARD_CONFIG and fills ${VAR}s", () => {
+    const dir = dirWith({ "my.yaml": "llm:\n  model: ${MODEL:-fallback}\nagent:\n  maxSteps: 4\n" });
+    const loaded = loadConfig({ SWITCHBOARD_CONFIG: "my.yaml", MODEL: "gpt-4.1" }, dir);
+    expect(loaded.config.llm.model).toBe("gpt-4.1");
+    expect(loaded.config.agent.maxSteps).toBe(4);
+    expect(loadConfig({ SWITCHBOARD_CONFIG: "my.yaml" }, dir).config.llm.model).toBe("fallback");
+  });
+
+  it("lets LLM_PROVIDER and LLM_MODEL override the file", () => {
+    const dir = dirWith({ "switchboard.yaml": "" });
+    const loaded = loadConfig({ LLM_PROVIDER: "anthropic", LLM_MODEL: "claude-sonnet-4-5" }, dir);
+    expect(loaded.config.llm).toMatchObject({ provider: "anthropic", model: "claude-sonnet-4-5" });
+  });
+
+  it("names the file, the field and what is expected for a bad value", () => {
+    const dir = dirWith({ "bad.yaml": "agent:\n  maxSteps: many\nllm:\n  provider: gemini\n" });
+    const err = configError(() => loadConfig({ SWITCHBOARD_CONFIG: "bad.yaml" }, dir));
+    expect(err.code).toBe("config_invalid");
+    expect(err.message).toContain(join(dir, "bad.yaml"));
+    expect(err.message).toMatch(/agent\.maxSteps: .*number/);
+    expect(err.message).toMatch(/llm\.provider: .*"openai"/);
+  });
+
+  it("rejects unknown keys, which are usually typos", () => {
+    const dir = dirWith({ "typo.yaml": "agent:\n  maxStep: 3\n" });
+    expect(configError(() => loadConfig({ SWITCHBOARD_CONFIG: "typo.yaml" }, dir)).message).toContain(
+      "maxStep",
+    );
+  });
+
+  it("reports YAML syntax errors with the file name", () => {
+    const dir = dirWith({ "broken.yaml": "llm: [unclosed\n" });
+    expect(configError(() => loadConfig({ SWITCHBOARD_CONFIG: "broken.yaml" }, dir)).message).toMatch(
+      /broken\.yaml is not valid YAML/,
+    );
+  });
+
+  it("says so when SWITCHBOARD_CONFIG or MCP_CONFIG points nowhere", () => {
+    const dir = dirWith({});
+    expect(configError(() => loadConfig({ SWITCHBOARD_CONFIG: "nope.yaml" }, dir)).message).toContain(
+      "does not exist",
+    );
+    expect(configError(() => loadConfig({ MCP_CONFIG: "nope.json" }, dir)).message).toContain("MCP_CONFIG");
+  });
+
+  it("interpolates nested values and records unset variables", () => {
+    const missing: string[] = [];
+    const out = interpolate({ a: ["${X}", { b: "pre-${Y}-post" }] }, { X: "1" }, missing);
+    expect(out).toEqual({ a: ["1", { b: "pre--post" }] });
+    expect(missing).toEqual(["Y"]);
+  });
+});

@@ -1,0 +1,150 @@
+import { providerFor } from "./agent/providers/index.js";
+import { type LoadedConfig, loadConfig, type Secrets } from "./config.js";
+import { SwitchboardError } from "./errors.js";
+import { scrub } from "./log.js";
+import { McpHub } from "./mcp/hub.js";
+import { loadMcpConfig } from "./mcp/servers.js";
+import { openStore } from "./store/index.js";
+
+interface Check {
+  name: string;
+  ok: boolean;
+  detail: string;
+}
+
+const TIMEOUT_MS = 15_000;
+
+/** Checks everything Switchboard depends on and prints one line per check. Resolves true when all pass. */
+export async function runDoctor(
+  env: NodeJS.ProcessEnv = process.env,
+  out = process.stdout,
+): Promise<boolean> {
+  const checks: Check[] = [];
+  let loaded: LoadedConfig;
+  try {
+    loaded = loadConfig(env);
+    const missing = loaded.missingVars.length ? `; unset variables: ${loaded.missingVars.join(", ")}` : "";
+    checks.push({
+      name: "config",
+      ok: true,
+      detail: `${loaded.file ?? "defaults (no config file)"}${missing}`,
+    });
+  } catch (err) {
+    checks.push({ name: "config", ok: false, detail: message(err) });
+    print(checks, out);
+    return false;
+  }
+  checks.push(await checkStore(loaded));
+  checks.push(await checkLlm(loaded));
+  checks.push(...(await checkMcp(loaded, env)));
+  checks.push(...(await checkPlatforms(loaded.secrets)));
+  print(checks, out);
+  return checks.every((c) => c.ok);
+}
+
+async function checkStore(loaded: LoadedConfig): Promise<Check> {
+  try {
+    const store = await openStore(loaded.storeUrl);
+    const ok = await store.ping();
+    await store.close();
+    return { name: "store", ok, detail: ok ? `${store.kind} reachable` : "not reachable" };
+  } catch (err) {
+    return { name: "store", ok: false, detail: message(err) };
+  }
+}
+
+async function checkLlm(loaded: LoadedConfig): Promise<Check> {
+  const { config, secrets } = loaded;
+  const name = `llm (${config.llm.provider}, ${config.llm.model})`;
+  try {
+    const provider = providerFor(config, secrets, config.llm.model);
+    const models = await provider.listModels(AbortSignal.timeout(TIMEOUT_MS));
+    const listed = models.includes(config.llm.model)
+      ? "model listed"
+      : "model not in the server's list (may still work)";
+    return { name, ok: true, detail: `${models.length} models; ${listed}` };
+  } catch (err) {
+    return { name, ok: false, detail: message(err) };
+  }
+}
+
+async function checkMcp(loaded: LoadedConfig, env: NodeJS.ProcessEnv): Promise<Check[]> {
+  try {
+    const servers = loadMcpConfig(loaded.mcpConfigFile, env);
+    if (servers.length === 0)
+      return [{ name: "mcp", ok: true, detail: "no servers configured (config/mcp.json)" }];
+    const hub = await McpHub.start(servers, { ...loaded.config.mcp });
+    const checks = hub.status().map((s) => ({
+      name: `mcp ${s.name}`,
+      ok: s.state === "connected" || s.state === "blocked",
+      detail: s.state === "connected" ? `${s.toolCount} tools` : `${s.state}${s.error ? `: ${s.error}` : ""}`,
+    }));
+    await hub.close();
+    return checks;
+  } catch (err) {
+    return [{ name: "mcp", ok: false, detail: message(err) }];
+  }
+}
+
+async function checkPlatforms(secrets: Secrets): Promise<Check[]> {
+  const checks: Check[] = [];
+  if (secrets.slackBotToken) {
+    const base = secrets.slackApiUrl ?? "https://slack.com/api/";
+    checks.push(
+      await probe("slack", async () => {
+        const res = await fetch(new URL("auth.test", base.endsWith("/") ? base : `${base}/`), {
+          method: "POST",
+          headers: { Authorization: `Bearer ${secrets.slackBotToken}` },
+          signal: AbortSignal.timeout(TIMEOUT_MS),
+        });
+        const body = (await res.json()) as { ok: boolean; error?: string; team?: string; user?: string };
+        if (!body.ok) throw new Error(`auth.test answered ${body.error ?? res.status}`);
+        const mode = secrets.slackAppToken
+          ? "Socket Mode"
+          : secrets.slackSigningSecret
+            ? "HTTP events"
+            : "no app token or signing secret set";
+        return `bot ${body.user ?? "?"} in ${body.team ?? "?"}; ${mode}`;
+      }),
+    );
+  }
+  if (secrets.discordToken) {
+    const base = (secrets.discordApiUrl ?? "https://discord.com/api").replace(/\/$/, "");
+    checks.push(
+      await probe("discord", async () => {
+        const res = await fetch(`${base}/v10/users/@me`, {
+          headers: { Authorization: `Bot ${secrets.discordToken}` },
+          signal: AbortSignal.timeout(TIMEOUT_MS),
+        });
+        if (!res.ok) throw new Error(`users/@me answered HTTP ${res.status}`);
+        const me = (await res.json()) as { username?: string; id?: string };
+        return `bot ${me.username ?? "?"} (${me.id ?? "?"})`;
+      }),
+    );
+  }
+  if (checks.length === 0) {
+    checks.push({ name: "platforms", ok: true, detail: "none configured (npm run chat works without one)" });
+  }
+  return checks;
+}
+
+async function probe(name: string, fn: () => Promise<string>): Promise<Check> {
+  try {
+    return { name, ok: true, detail: await fn() };
+  } catch (err) {
+    return { name, ok: false, detail: message(err) };
+  }
+}
+
+function message(err: unknown): string {
+  const text =
+    err instanceof SwitchboardError ? err.message : err instanceof Error ? err.message : String(err);
+  return scrub(text);
+}
+
+function print(checks: Check[], out: NodeJS.WritableStream): void {
+  const width = Math.max(...checks.map((c) => c.name.length));
+  for (const c of checks) out.write(`${c.ok ? "ok  " : "FAIL"}  ${c.name.padEnd(width)}  ${c.detail}\n`);
+  const failed = checks.filter((c) => !c.ok).length;
+  out.write(failed ? `\n${failed} check(s) failed.\n` : "\nAll checks passed.\n");
+}

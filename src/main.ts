@@ -1,0 +1,114 @@
+#!/usr/bin/env node
+import { Command } from "commander";
+import { CONSOLE_KEY, runConsole } from "./adapters/console/index.js";
+import { buildCore, configuredPlatforms, recoverInterrupted, startApp } from "./app.js";
+import { loadConfig } from "./config.js";
+import { runDoctor } from "./doctor.js";
+import { SwitchboardError } from "./errors.js";
+import { log } from "./log.js";
+
+const EXIT_CONFIG = 2;
+
+const NOTHING_TO_START = `No chat platform is configured, so there is nothing to start. Set one of:
+  Slack (Socket Mode):  SLACK_BOT_TOKEN and SLACK_APP_TOKEN
+  Slack (HTTP events):  SLACK_BOT_TOKEN and SLACK_SIGNING_SECRET
+  Discord:              DISCORD_TOKEN
+and an LLM key: OPENAI_API_KEY (or OPENAI_BASE_URL for a local server) or ANTHROPIC_API_KEY.
+To try Switchboard in this terminal first: npm run chat`;
+
+/** Prints what went wrong and exits: 2 for configuration, 1 for everything else. */
+function fail(err: unknown): never {
+  if (err instanceof SwitchboardError && err.code === "config_invalid") {
+    process.stderr.write(`Configuration error: ${err.message}\n`);
+    process.exit(EXIT_CONFIG);
+  }
+  const message =
+    err instanceof SwitchboardError ? err.userMessage : err instanceof Error ? err.message : String(err);
+  log.error({ err }, "fatal");
+  process.stderr.write(`Switchboard stopped: ${message}\n`);
+  process.exit(1);
+}
+
+/** First signal: graceful stop. Second: leave at once. */
+function onSignals(stop: () => Promise<unknown>): void {
+  let stopping = false;
+  const handler = (signal: NodeJS.Signals) => {
+    if (stopping) {
+      log.warn({ signal }, "second signal: exiting now");
+      process.exit(1);
+    }
+    stopping = true;
+    log.info({ signal }, "stopping");
+    stop().then(
+      () => process.exit(0),
+      (err: unknown) => fail(err),
+    );
+  };
+  process.on("SIGTERM", handler);
+  process.on("SIGINT", handler);
+}
+
+async function start(): Promise<void> {
+  const loaded = loadConfig();
+  if (configuredPlatforms(loaded).length === 0) {
+    process.stderr.write(`${NOTHING_TO_START}\n`);
+    process.exit(1);
+  }
+  const app = await startApp();
+  onSignals(() => app.stop());
+  log.info({ adapters: app.adapters.map((a) => a.platform) }, "Switchboard is running");
+}
+
+async function chat(): Promise<void> {
+  // The terminal is the chat: only problems go to stderr unless LOG_LEVEL asks for more.
+  if (!process.env.LOG_LEVEL) log.level = "warn";
+  const core = await buildCore();
+  let stopping: Promise<void> | undefined;
+  const stop = () => {
+    stopping ??= (async () => {
+      await core.dispatcher.drain(core.loaded.config.shutdown.graceMs);
+      await core.close();
+    })();
+    return stopping;
+  };
+  onSignals(stop);
+  await recoverInterrupted(core, [
+    {
+      platform: "console",
+      start: async () => undefined,
+      stop: async () => undefined,
+      ready: () => true,
+      recover: async (key, note) => {
+        if (key === CONSOLE_KEY) process.stdout.write(`(The last answer here was cut off. ${note})\n`);
+      },
+    },
+  ]);
+  await runConsole({ runner: core.dispatcher });
+  await stop();
+  process.exit(0);
+}
+
+const program = new Command()
+  .name("switchboard")
+  .description("A Slack and Discord bot that answers with an LLM and uses tools from MCP servers.")
+  .showHelpAfterError();
+
+program
+  .command("start")
+  .description("connect to every platform whose credentials are set and answer there")
+  .action(() => start().catch(fail));
+program
+  .command("chat")
+  .description("talk to the bot in this terminal (one thread, kept across runs; /help for commands)")
+  .action(() => chat().catch(fail));
+program
+  .command("doctor")
+  .description("check the config, the LLM, every MCP server and every platform credential")
+  .action(() =>
+    runDoctor().then(
+      (ok) => process.exit(ok ? 0 : 1),
+      (err: unknown) => fail(err),
+    ),
+  );
+
+await program.parseAsync(process.argv);

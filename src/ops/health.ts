@@ -1,0 +1,71 @@
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import type { Adapter } from "../adapters/types.js";
+import { log } from "../log.js";
+import type { ToolHub } from "../mcp/types.js";
+import type { Store } from "../store/index.js";
+import type { Metrics } from "./metrics.js";
+
+export interface HealthDeps {
+  adapters: () => Adapter[];
+  store: Store;
+  hub: ToolHub;
+  metrics: Metrics;
+}
+
+export interface HealthServer {
+  url: string;
+  close(): Promise<void>;
+}
+
+/**
+ * `/healthz`: the process is up. `/readyz`: every adapter is connected and the store
+ * answers; MCP servers are listed but a broken tool server does not make the bot unready.
+ * `/metrics`: Prometheus text.
+ */
+export async function startHealthServer(host: string, port: number, deps: HealthDeps): Promise<HealthServer> {
+  const server: Server = createServer((req, res) => {
+    const path = (req.url ?? "/").split("?")[0];
+    const send = (status: number, type: string, body: string) => {
+      res.writeHead(status, { "content-type": type, "cache-control": "no-store" });
+      res.end(body);
+    };
+    if (req.method !== "GET") return send(405, "text/plain", "GET only\n");
+    if (path === "/healthz") return send(200, "text/plain", "ok\n");
+    if (path === "/readyz") {
+      readiness(deps).then(
+        (r) => send(r.ready ? 200 : 503, "application/json", `${JSON.stringify(r)}\n`),
+        (err: unknown) =>
+          send(503, "application/json", `${JSON.stringify({ ready: false, error: String(err) })}\n`),
+      );
+      return;
+    }
+    if (path === "/metrics") {
+      deps.metrics.render().then(
+        (text) => send(200, deps.metrics.registry.contentType, text),
+        (err: unknown) => send(500, "text/plain", `${String(err)}\n`),
+      );
+      return;
+    }
+    send(404, "text/plain", "not found: try /healthz, /readyz or /metrics\n");
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, host, () => resolve());
+  });
+  const address = server.address() as AddressInfo;
+  const url = `http://${host.includes(":") ? `[${host}]` : host}:${address.port}`;
+  log.info({ url }, "health server listening");
+  return {
+    url,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+async function readiness(deps: HealthDeps) {
+  const adapters = deps.adapters().map((a) => ({ platform: a.platform, connected: a.ready() }));
+  const store = await deps.store.ping().catch(() => false);
+  const mcp = deps.hub.status().map((s) => ({ name: s.name, state: s.state, tools: s.toolCount }));
+  const ready = store && adapters.length > 0 && adapters.every((a) => a.connected);
+  return { ready, store, adapters, mcp };
+}

@@ -1,0 +1,125 @@
+import { Counter, Gauge, Histogram, Registry } from "prom-client";
+import type { TurnObserver } from "../adapters/dispatcher.js";
+import type { Inbound } from "../adapters/types.js";
+import type { AgentEvent } from "../agent/events.js";
+import type { ToolHub } from "../mcp/types.js";
+
+/**
+ * Prometheus metrics. Label sets are kept small on purpose: thread keys and user ids
+ * would make one series per conversation, so queued turns are a total and a maximum.
+ */
+export class Metrics {
+  readonly registry = new Registry();
+  readonly turns = new Counter({
+    name: "switchboard_turns_total",
+    help: "Turns answered, by platform and outcome (ok, error, interrupted).",
+    labelNames: ["platform", "outcome"],
+    registers: [this.registry],
+  });
+  readonly turnSeconds = new Histogram({
+    name: "switchboard_turn_duration_seconds",
+    help: "Time from the event to the last word of the reply.",
+    labelNames: ["platform"],
+    buckets: [0.5, 1, 2, 5, 10, 20, 40, 80, 160],
+    registers: [this.registry],
+  });
+  readonly firstVisibleSeconds = new Histogram({
+    name: "switchboard_first_visible_seconds",
+    help: "Time from the event to the first thing the user sees (status or text).",
+    labelNames: ["platform"],
+    buckets: [0.1, 0.25, 0.5, 1, 2, 4, 8],
+    registers: [this.registry],
+  });
+  readonly tokens = new Counter({
+    name: "switchboard_llm_tokens_total",
+    help: "LLM tokens, by provider and direction (in = prompt, out = completion).",
+    labelNames: ["provider", "direction"],
+    registers: [this.registry],
+  });
+  readonly llmErrors = new Counter({
+    name: "switchboard_llm_errors_total",
+    help: "Turns that ended with an LLM error, by provider and error code.",
+    labelNames: ["provider", "code"],
+    registers: [this.registry],
+  });
+  readonly toolCalls = new Counter({
+    name: "switchboard_tool_calls_total",
+    help: "MCP tool calls by server, tool and outcome.",
+    labelNames: ["server", "tool", "outcome"],
+    registers: [this.registry],
+  });
+  readonly toolSeconds = new Histogram({
+    name: "switchboard_tool_call_duration_seconds",
+    help: "MCP tool call duration.",
+    labelNames: ["server", "tool"],
+    buckets: [0.01, 0.05, 0.1, 0.5, 1, 5, 15, 60],
+    registers: [this.registry],
+  });
+  readonly platformErrors = new Counter({
+    name: "switchboard_platform_api_errors_total",
+    help: "Platform API calls that failed, by platform and kind (rate_limited, error).",
+    labelNames: ["platform", "kind"],
+    registers: [this.registry],
+  });
+  readonly queued = new Gauge({
+    name: "switchboard_turns_in_flight",
+    help: "Turns running or waiting for their thread's lock.",
+    registers: [this.registry],
+  });
+  readonly serverUp = new Gauge({
+    name: "switchboard_mcp_server_up",
+    help: "1 when the MCP server is connected, 0 otherwise.",
+    labelNames: ["server", "state"],
+    registers: [this.registry],
+  });
+
+  constructor(private readonly llmProvider: string) {}
+
+  /** Recomputes the gauges that mirror other components' state at scrape time. */
+  watchHub(hub: ToolHub): void {
+    const collect = () => {
+      this.serverUp.reset();
+      for (const s of hub.status())
+        this.serverUp.set({ server: s.name, state: s.state }, s.state === "connected" ? 1 : 0);
+    };
+    this.collectors.push(collect);
+  }
+
+  private readonly collectors: Array<() => void> = [];
+
+  async render(): Promise<string> {
+    for (const c of this.collectors) c();
+    return this.registry.metrics();
+  }
+
+  /** Counts a platform API failure; adapters call it (via `Metrics.current`). */
+  platformError(platform: string, rateLimited: boolean): void {
+    this.platformErrors.inc({ platform, kind: rateLimited ? "rate_limited" : "error" });
+  }
+
+  observer(): TurnObserver {
+    return {
+      turnStarted: () => this.queued.inc(),
+      firstVisible: (inbound: Inbound, ms: number) =>
+        this.firstVisibleSeconds.observe({ platform: inbound.platform }, ms / 1000),
+      turnEnded: (inbound: Inbound, outcome, ms: number, events: AgentEvent[]) => {
+        this.queued.dec();
+        this.turns.inc({ platform: inbound.platform, outcome });
+        this.turnSeconds.observe({ platform: inbound.platform }, ms / 1000);
+        for (const e of events) this.countEvent(e);
+      },
+    };
+  }
+
+  private countEvent(e: AgentEvent): void {
+    if (e.type === "done") {
+      this.tokens.inc({ provider: this.llmProvider, direction: "in" }, e.usage.inputTokens);
+      this.tokens.inc({ provider: this.llmProvider, direction: "out" }, e.usage.outputTokens);
+    } else if (e.type === "error" && e.error.code.startsWith("llm_")) {
+      this.llmErrors.inc({ provider: this.llmProvider, code: e.error.code });
+    } else if (e.type === "tool" && e.phase === "end") {
+      this.toolCalls.inc({ server: e.server, tool: e.tool, outcome: e.ok ? "ok" : "error" });
+      this.toolSeconds.observe({ server: e.server, tool: e.tool }, e.ms / 1000);
+    }
+  }
+}

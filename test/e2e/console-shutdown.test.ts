@@ -1,0 +1,128 @@
+import { type ChildProcessWithoutNullStreams, execFileSync, spawn } from "node:child_process";
+import { rmSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { openStore } from "../../src/store/index.js";
+import { SessionRepository } from "../../src/store/sessions.js";
+import { LlmEmulator } from "../emulators/llm/index.js";
+import { everythingServer, repoRoot, scratchConfig } from "../support/chat-process.js";
+import { lastUserText } from "../support/llm-text.js";
+
+interface Chat {
+  child: ChildProcessWithoutNullStreams;
+  stdout: () => string;
+  exited: Promise<number | null>;
+}
+
+/** The compiled-free entry in one process (no npm, no tsx wrapper), so signals reach it directly. */
+function startChat(env: NodeJS.ProcessEnv): Chat {
+  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts", "chat"], {
+    cwd: repoRoot,
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
+  });
+  let out = "";
+  child.stdout.on("data", (d: Buffer) => {
+    out += d.toString();
+  });
+  child.stderr.on("data", () => undefined);
+  const exited = new Promise<number | null>((resolve) => child.on("close", (code) => resolve(code)));
+  return { child, stdout: () => out, exited };
+}
+
+async function waitFor(check: () => boolean, what: string, ms = 30_000): Promise<void> {
+  const until = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+function childPids(pid: number): number[] {
+  try {
+    return execFileSync("ps", ["-o", "pid=", "--ppid", String(pid)])
+      .toString()
+      .trim()
+      .split(/\s+/)
+      .filter(Boolean)
+      .map(Number);
+  } catch {
+    return [];
+  }
+}
+
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+describe("stopping the terminal chat mid-answer", () => {
+  let llm: LlmEmulator;
+  let dir: string;
+  let env: NodeJS.ProcessEnv;
+  const slowAnswer = `${"word ".repeat(400)}END`;
+
+  beforeAll(async () => {
+    llm = await LlmEmulator.start({
+      responder: (req) =>
+        lastUserText(req).startsWith("slow")
+          ? { text: slowAnswer, chunkSize: 5, delayMs: 30 }
+          : { text: `You said: ${lastUserText(req)}` },
+    });
+    dir = scratchConfig("shutdown:\n  graceMs: 300\n", {
+      mcpServers: { everything: { command: process.execPath, args: [everythingServer] } },
+    });
+    env = {
+      OPENAI_API_KEY: "sk-test-emulator-key",
+      OPENAI_BASE_URL: llm.openaiBaseUrl,
+      SWITCHBOARD_CONFIG: join(dir, "switchboard.yaml"),
+      MCP_CONFIG: join(dir, "mcp.json"),
+      STORE_URL: `sqlite://${join(dir, "store.sqlite")}`,
+    };
+  });
+
+  afterAll(async () => {
+    await llm?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("ends the answer with a note on SIGTERM, saves the session, leaves no MCP process and exits 0", async () => {
+    const chat = startChat(env);
+    chat.child.stdin.write("slow answer please\n");
+    await waitFor(() => chat.stdout().includes("word word word"), "the answer to start streaming");
+    const servers = childPids(chat.child.pid!);
+    expect(servers.length).toBeGreaterThan(0);
+    const signalled = Date.now();
+    chat.child.kill("SIGTERM");
+    expect(await chat.exited).toBe(0);
+    const exitMs = Date.now() - signalled;
+    expect(chat.stdout()).toContain("Interrupted by a restart; ask again.");
+    expect(chat.stdout()).not.toContain("END");
+    expect(servers.filter(alive)).toEqual([]);
+    const store = await openStore(env.STORE_URL!);
+    const session = await new SessionRepository(store).get("console:local");
+    await store.close();
+    expect(session?.messages.at(-1)).toMatchObject({ role: "user", content: "slow answer please" });
+    expect(session?.pendingReply).toBeUndefined();
+    console.info(`shutdown: exited ${exitMs} ms after SIGTERM, 1 turn interrupted`);
+  }, 60_000);
+
+  it("after kill -9 mid-answer, the next start ends the cut-off reply with the note", async () => {
+    const first = startChat(env);
+    first.child.stdin.write("slow again\n");
+    await waitFor(() => first.stdout().includes("word word"), "the answer to start streaming");
+    first.child.kill("SIGKILL");
+    await first.exited;
+
+    const second = startChat(env);
+    second.child.stdin.end("are you there?\n");
+    expect(await second.exited).toBe(0);
+    expect(second.stdout()).toMatch(
+      /The last answer here was cut off\. Interrupted by a restart; ask again\./,
+    );
+    expect(second.stdout()).toContain("You said: are you there?");
+  }, 60_000);
+});

@@ -1,0 +1,64 @@
+/** One scripted tool call; a string `arguments` goes on the wire as-is (to script malformed JSON). */
+export interface ScriptedToolCall {
+  name: string;
+  arguments: Record<string, unknown> | string;
+  id?: string;
+}
+
+export interface ReplyTurn {
+  text?: string;
+  toolCalls?: ScriptedToolCall[];
+  usage?: { input: number; output: number };
+  /** Characters per text (and tool-argument) delta; default 8. */
+  chunkSize?: number;
+  /** Pause between streamed chunks. */
+  delayMs?: number;
+}
+
+export interface ErrorTurn {
+  error: {
+    status: number;
+    /** Seconds; sets `retry-after` (and `retry-after-ms`, see `retryHeaders`). */
+    retryAfter?: number;
+    message?: string;
+  };
+}
+
+/** The stream starts, `afterChars` of `text` are sent, then the connection is dropped. */
+export interface CutTurn {
+  cut: { afterChars: number; text: string };
+}
+
+export type ScriptedTurn = ReplyTurn | ErrorTurn | CutTurn;
+
+export interface RecordedRequest {
+  protocol: "openai" | "anthropic";
+  model: string;
+  stream: boolean;
+  /** OpenAI: the system (and developer) messages' text; Anthropic: `system` with text blocks joined. */
+  system: string;
+  /** The raw messages array as received. */
+  messages: unknown[];
+  toolNames: string[];
+  body: Record<string, unknown>;
+  headers: Record<string, string | string[] | undefined>;
+}
+
+export type Responder = (req: RecordedRequest) => ScriptedTurn | Promise<ScriptedTurn>;
+
+export function isErrorTurn(turn: ScriptedTurn): turn is ErrorTurn {
+  return "error" in turn && turn.error !== undefined;
+}
+
+export function isCutTurn(turn: ScriptedTurn): turn is CutTurn {
+  return "cut" in turn && turn.cut !== undefined;
+}
+
+/** A reply turn with every default filled in and the arguments already serialised. */
+export interface PlannedReply {
+  text: string;
+  toolCalls: Array<{ id: string; name: string; argumentsJson: string }>;
+  usage: { input: number; output: number };
+  chunkSize: number;
+  delayMs: number;
+}
