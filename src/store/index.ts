@@ -1,0 +1,280 @@
+import { mkdirSync } from "node:fs";
+import { dirname, resolve } from "node:path";
+import KeyvPostgres from "@keyv/postgres";
+import KeyvRedis from "@keyv/redis";
+import KeyvSqlite from "@keyv/sqlite";
+import { createClient } from "@redis/client";
+import Keyv, { type DeserializedData } from "keyv";
+import { SwitchboardError } from "../errors.js";
+import { log } from "../log.js";
+
+export type StoreKind = "sqlite" | "redis" | "postgres";
+export type RedisClient = ReturnType<typeof newRedisClient>;
+
+/** The SQL table behind sqlite and postgres, so that `query` users know where keyv keeps its rows. */
+export interface SqlAccess {
+  table: string;
+  query(sql: string, params: unknown[]): Promise<Array<Record<string, unknown>>>;
+}
+
+export interface Store {
+  kv: Keyv;
+  kind: StoreKind;
+  /** Prefix of every key this store writes (keyv namespace; raw Redis keys use it too). */
+  namespace: string;
+  /** The connected client when kind is "redis": locks and dedupe use it for atomic commands. */
+  redis?: RedisClient;
+  /** Raw SQL on the keyv table when kind is "sqlite" or "postgres". */
+  sql?: SqlAccess;
+  ping(): Promise<boolean>;
+  close(): Promise<void>;
+}
+
+export interface OpenStoreOptions {
+  namespace?: string;
+  /** How often expired rows are deleted on sqlite/postgres (their adapters have no native TTL). */
+  sweepEveryMs?: number;
+}
+
+export const DEFAULT_STORE_URL = "sqlite://data/switchboard.sqlite";
+const TABLE = "switchboard";
+const CONNECT_TIMEOUT_MS = 5_000;
+
+/** The URL as it may appear in logs and errors: any password replaced. */
+export function redactUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = "***";
+    return u.toString();
+  } catch {
+    return url.replace(/\/\/([^:/@]*):[^@/]*@/, "//$1:***@");
+  }
+}
+
+/**
+ * Keyv's default serializer walks values by hand and turns strings starting with
+ * ":base64:" into Buffers; plain JSON round-trips every value a session holds, exactly.
+ */
+const serialize = <V>(data: DeserializedData<V>): string => JSON.stringify(data);
+const deserialize = <V>(data: string): DeserializedData<V> | undefined => JSON.parse(data);
+
+function unavailable(url: string, cause: unknown): SwitchboardError {
+  let reason = cause instanceof Error ? cause.message : String(cause);
+  const password = URL.canParse(url) ? decodeURIComponent(new URL(url).password) : "";
+  if (password) reason = reason.split(password).join("***");
+  const hint = url.startsWith("sqlite:")
+    ? "Check STORE_URL and that its folder is writable."
+    : "Check STORE_URL and that the server is running.";
+  return new SwitchboardError(
+    "store_unavailable",
+    `The store at ${redactUrl(url)} cannot be reached (${reason}). ${hint}`,
+    {
+      cause,
+      userMessage: "My storage is not reachable right now, so I cannot answer. Please try again in a moment.",
+    },
+  );
+}
+
+/**
+ * Readiness must answer even when the store does not: the Redis client queues commands
+ * while it reconnects and a pool waits for a free connection.
+ */
+async function answersWithin(check: () => Promise<unknown>, ms = 2_000): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<boolean>((r) => {
+    timer = setTimeout(() => r(false), ms);
+  });
+  try {
+    return await Promise.race([
+      check().then(
+        () => true,
+        () => false,
+      ),
+      late,
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+function makeKeyv(
+  store: ConstructorParameters<typeof Keyv>[0],
+  namespace: string,
+  useKeyPrefix = true,
+): Keyv {
+  const kv = new Keyv(store, { namespace, serialize, deserialize, throwOnErrors: true, useKeyPrefix });
+  // Errors are thrown to the caller as well (throwOnErrors); the event only needs a listener.
+  kv.on("error", (err: unknown) => log.debug({ err }, "store error event"));
+  return kv;
+}
+
+export async function openStore(
+  url: string = DEFAULT_STORE_URL,
+  options: OpenStoreOptions = {},
+): Promise<Store> {
+  const namespace = options.namespace ?? "switchboard";
+  let scheme: string;
+  try {
+    scheme = new URL(url).protocol.replace(/:$/, "");
+  } catch {
+    throw new SwitchboardError("config_invalid", `STORE_URL is not a URL: ${redactUrl(url)}`);
+  }
+  const store =
+    scheme === "sqlite"
+      ? await openSqlite(url, namespace)
+      : scheme === "redis" || scheme === "rediss"
+        ? await openRedis(url, namespace)
+        : scheme === "postgres" || scheme === "postgresql"
+          ? await openPostgres(url, namespace)
+          : undefined;
+  if (!store) {
+    throw new SwitchboardError(
+      "config_invalid",
+      `STORE_URL scheme "${scheme}" is not supported; use sqlite://, redis:// or postgres://.`,
+    );
+  }
+  if (store.sql) startSweeper(store, options.sweepEveryMs ?? 3_600_000);
+  log.debug({ kind: store.kind, url: redactUrl(url), namespace }, "store open");
+  return store;
+}
+
+/** Deletes rows whose keyv expiry has passed; otherwise they stay until someone reads them. */
+export async function sweepExpired(store: Store): Promise<number> {
+  if (!store.sql) return 0;
+  const prefix = `${store.namespace}:`;
+  const expires =
+    store.kind === "postgres" ? "(value::jsonb->>'expires')::bigint" : "json_extract(value, '$.expires')";
+  const sql =
+    store.kind === "postgres"
+      ? `DELETE FROM ${TABLE} WHERE left(key, $1) = $2 AND ${expires} < $3 RETURNING key`
+      : `DELETE FROM ${TABLE} WHERE substr(key, 1, ?) = ? AND ${expires} < ? RETURNING key`;
+  const rows = await store.sql.query(sql, [prefix.length, prefix, Date.now()]);
+  return rows.length;
+}
+
+function startSweeper(store: Store, everyMs: number): void {
+  const sweep = () =>
+    sweepExpired(store).then(
+      (n) => n > 0 && log.debug({ deleted: n }, "expired store rows deleted"),
+      (err: unknown) => log.warn({ err }, "sweeping expired store rows failed"),
+    );
+  const timer = setInterval(sweep, everyMs);
+  timer.unref();
+  const close = store.close;
+  store.close = async () => {
+    clearInterval(timer);
+    await close();
+  };
+}
+
+async function openSqlite(url: string, namespace: string): Promise<Store> {
+  const path = url.replace(/^sqlite:\/\//, "");
+  const inMemory = path === ":memory:" || path === "";
+  const file = inMemory ? ":memory:" : resolve(path);
+  try {
+    if (!inMemory) mkdirSync(dirname(file), { recursive: true });
+  } catch (err) {
+    throw unavailable(url, err);
+  }
+  // busyTimeout: a second process (the `chat` CLI next to a running bot) waits instead of failing.
+  const adapter = new KeyvSqlite({
+    uri: `sqlite://${file}`,
+    table: TABLE,
+    keySize: 1024,
+    busyTimeout: 5_000,
+  });
+  adapter.on("error", () => {}); // surfaced by the first query below
+  const query = (sql: string, params: unknown[]) =>
+    adapter.query(sql, ...params) as Promise<Array<Record<string, unknown>>>;
+  try {
+    // WAL keeps readers off the writer's back and makes each small save one append.
+    await query("PRAGMA journal_mode = WAL", []);
+    await query("PRAGMA synchronous = NORMAL", []);
+  } catch (err) {
+    throw unavailable(url, err);
+  }
+  return {
+    kv: makeKeyv(adapter, namespace),
+    kind: "sqlite",
+    namespace,
+    sql: { table: TABLE, query },
+    ping: () => answersWithin(() => query("SELECT 1 AS ok", [])),
+    close: () => adapter.disconnect(),
+  };
+}
+
+async function openPostgres(url: string, namespace: string): Promise<Store> {
+  const adapter = new KeyvPostgres({
+    uri: url,
+    table: TABLE,
+    keySize: 1024,
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+  } as ConstructorParameters<typeof KeyvPostgres>[0]);
+  let setupError: unknown;
+  adapter.on("error", (err: unknown) => {
+    setupError = err;
+  });
+  const query = async (sql: string, params: unknown[]) => {
+    const rows = (await adapter.query(sql, params)) as Array<Record<string, unknown>> | undefined;
+    // The adapter swallows a failed connection and then fails every query with a TypeError.
+    if (setupError) throw setupError;
+    return rows ?? [];
+  };
+  try {
+    await query("SELECT 1 AS ok", []);
+  } catch (err) {
+    await adapter.disconnect().catch(() => {});
+    throw unavailable(url, setupError ?? err);
+  }
+  return {
+    kv: makeKeyv(adapter, namespace),
+    kind: "postgres",
+    namespace,
+    sql: { table: TABLE, query },
+    ping: () => answersWithin(() => query("SELECT 1 AS ok", [])),
+    // The adapter keeps one pool per process; disconnect ends it.
+    close: () => adapter.disconnect(),
+  };
+}
+
+function newRedisClient(url: string, isConnected: () => boolean) {
+  return createClient({
+    url,
+    socket: {
+      connectTimeout: CONNECT_TIMEOUT_MS,
+      // Fail fast on the first connect (a wrong STORE_URL), reconnect with back-off afterwards.
+      reconnectStrategy: (retries: number) => (isConnected() ? Math.min(100 * 2 ** retries, 2_000) : false),
+    },
+  });
+}
+
+async function openRedis(url: string, namespace: string): Promise<Store> {
+  let connected = false;
+  const client = newRedisClient(url, () => connected);
+  client.on("error", (err: unknown) => {
+    if (connected)
+      log.warn({ err: err instanceof Error ? err.message : String(err) }, "redis connection error");
+  });
+  try {
+    await client.connect();
+    connected = true;
+  } catch (err) {
+    if (client.isOpen) client.destroy();
+    throw unavailable(url, err);
+  }
+  const adapter = new KeyvRedis(client as never, { throwOnErrors: true });
+  return {
+    // The adapter prefixes keys with the namespace itself (`ns::key`); Keyv must not add its own.
+    kv: makeKeyv(adapter, namespace, false),
+    kind: "redis",
+    namespace,
+    redis: client,
+    ping: () =>
+      answersWithin(async () => {
+        if ((await client.ping()) !== "PONG") throw new Error("unexpected PING reply");
+      }),
+    close: async () => {
+      if (client.isOpen) await client.close();
+    },
+  };
+}

@@ -1,0 +1,159 @@
+import { afterAll, describe, expect, it } from "vitest";
+import type { Store } from "./index.js";
+import { createThreadLock, LocalThreadLock, RedisThreadLock, type ThreadLock } from "./locks.js";
+import { testStores } from "./testing.js";
+
+const tick = () => new Promise<void>((r) => setTimeout(r, 1));
+
+/** Resolves when `n` parties have arrived; a lock that serialises them never gets there. */
+function barrier(n: number, name: string) {
+  let arrived = 0;
+  let open!: () => void;
+  const opened = new Promise<void>((r) => {
+    open = r;
+  });
+  let timer: NodeJS.Timeout | undefined;
+  const failed = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${name}: the others never arrived`)), 5_000);
+  });
+  return async () => {
+    arrived++;
+    if (arrived === n) {
+      clearTimeout(timer);
+      open();
+    }
+    await Promise.race([opened, failed]);
+  };
+}
+
+const redisStores = testStores("redis");
+let redisStore: Store | undefined;
+async function sharedRedisStore(): Promise<Store> {
+  redisStore ??= await redisStores.open();
+  return redisStore;
+}
+afterAll(async () => {
+  await redisStores.dispose();
+});
+
+const makers: Array<[string, () => Promise<ThreadLock>]> = [
+  ["in-process", async () => new LocalThreadLock()],
+  ["redis", async () => createThreadLock(await sharedRedisStore())],
+];
+
+describe.each(makers)("%s ThreadLock", (_name, make) => {
+  it("runs 20 concurrent turns of one thread one at a time, in arrival order", async () => {
+    const lock = await make();
+    const order: number[] = [];
+    let inside = 0;
+    let most = 0;
+    await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        lock.run("t1", async () => {
+          inside++;
+          most = Math.max(most, inside);
+          await tick();
+          order.push(i);
+          inside--;
+        }),
+      ),
+    );
+    expect(most).toBe(1);
+    expect(order).toEqual(Array.from({ length: 20 }, (_, i) => i));
+  });
+
+  it("runs turns of different threads at the same time", async () => {
+    const lock = await make();
+    const meet = barrier(3, "threads");
+    await Promise.all(["a", "b", "c"].map((key) => lock.run(key, meet)));
+  });
+
+  it("runs the next turn after one that threw, and gives the error to its own caller", async () => {
+    const lock = await make();
+    const failing = lock.run("t2", async () => {
+      throw new Error("model down");
+    });
+    const next = lock.run("t2", async () => "answered");
+    await expect(failing).rejects.toThrow("model down");
+    await expect(next).resolves.toBe("answered");
+  });
+
+  it("counts running and waiting turns and forgets an idle thread", async () => {
+    const lock = await make();
+    let release!: () => void;
+    const held = new Promise<void>((r) => {
+      release = r;
+    });
+    const first = lock.run("t3", () => held);
+    const second = lock.run("t3", async () => {});
+    expect(lock.queued("t3")).toBe(2);
+    expect(lock.queued("other")).toBe(0);
+    release();
+    await Promise.all([first, second]);
+    expect(lock.queued("t3")).toBe(0);
+  });
+});
+
+describe("RedisThreadLock across replicas", () => {
+  it("never lets two replicas run turns of the same thread at once", async () => {
+    const store = await sharedRedisStore();
+    const replicas = [createThreadLock(store), createThreadLock(await redisStores.open())];
+    let inside = 0;
+    let most = 0;
+    const done: string[] = [];
+    await Promise.all(
+      replicas.flatMap((lock, r) =>
+        Array.from({ length: 8 }, (_, i) =>
+          lock.run("shared", async () => {
+            inside++;
+            most = Math.max(most, inside);
+            await tick();
+            done.push(`${r}:${i}`);
+            inside--;
+          }),
+        ),
+      ),
+    );
+    expect(most).toBe(1);
+    expect(done).toHaveLength(16);
+    for (const r of [0, 1]) {
+      const mine = done.filter((d) => d.startsWith(`${r}:`));
+      expect(mine).toEqual(Array.from({ length: 8 }, (_, i) => `${r}:${i}`));
+    }
+  });
+
+  it("keeps the lock past its expiry while a long turn is still running", async () => {
+    const store = await sharedRedisStore();
+    const short = { ttlMs: 150, renewEveryMs: 40, maxPollMs: 20 };
+    const a = new RedisThreadLock(store.redis!, `${store.namespace}:`, short);
+    const b = new RedisThreadLock((await redisStores.open()).redis!, `${store.namespace}:`, short);
+    const events: string[] = [];
+    let started!: () => void;
+    const aStarted = new Promise<void>((r) => {
+      started = r;
+    });
+    const long = a.run("renewed", async () => {
+      events.push("a start");
+      started();
+      await new Promise((r) => setTimeout(r, 600));
+      events.push("a end");
+    });
+    await aStarted;
+    await b.run("renewed", async () => {
+      events.push("b");
+    });
+    await long;
+    expect(events).toEqual(["a start", "a end", "b"]);
+  });
+
+  it("deletes its lock key when the turn ends", async () => {
+    const store = await sharedRedisStore();
+    const lock = createThreadLock(store);
+    let during: string | null = null;
+    await lock.run("cleanup", async () => {
+      during = await store.redis!.get(`${store.namespace}:lock:cleanup`);
+    });
+    expect(during).toMatch(/^[0-9a-f-]{36}$/);
+    expect(await store.redis!.get(`${store.namespace}:lock:cleanup`)).toBeNull();
+  });
+});

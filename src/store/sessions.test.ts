@@ -1,0 +1,176 @@
+import { afterEach, describe, expect, it } from "vitest";
+import type { ChatMessage } from "../agent/messages.js";
+import { SessionRepository } from "./sessions.js";
+import { STORE_KINDS, type TestStores, testStores } from "./testing.js";
+
+const KEY = "slack:T1:C1:1712345678.000100";
+
+/** One exchange with a tool call, so that nested arrays and tool messages are in every round trip. */
+function exchange(i: number): ChatMessage[] {
+  return [
+    { role: "user", content: `question ${i}`, author: "ana", parts: [{ type: "text", text: `part ${i}` }] },
+    {
+      role: "assistant",
+      content: "",
+      toolCalls: [
+        { id: `call_${i}`, name: "fs__read", arguments: { path: `/tmp/${i}`, lines: [1, [2, 3]] } },
+      ],
+    },
+    { role: "tool", toolCallId: `call_${i}`, name: "fs__read", content: `contents ${i}`, isError: false },
+    { role: "assistant", content: `answer ${i}` },
+  ];
+}
+
+describe.each(STORE_KINDS)("SessionRepository on %s", (kind) => {
+  let stores: TestStores;
+  afterEach(async () => {
+    await stores.dispose();
+  });
+
+  async function repo(): Promise<SessionRepository> {
+    return new SessionRepository(await stores.open());
+  }
+
+  it("returns a fresh unsaved session for a thread it has never seen", async () => {
+    stores = testStores(kind);
+    const sessions = await repo();
+    const s = await sessions.getOrCreate(KEY);
+    expect(s).toMatchObject({ key: KEY, messages: [], turns: 0, generation: 0, archivedCount: 0 });
+    expect(await sessions.get(KEY)).toBeUndefined();
+  });
+
+  it("returns the session it saved, tool calls and settings included", async () => {
+    stores = testStores(kind);
+    const sessions = await repo();
+    const s = await sessions.getOrCreate(KEY);
+    s.messages.push(...exchange(1));
+    s.title = "Reading files";
+    s.settings = { model: "gpt-x", servers: ["fs", "github"] };
+    s.usage = { inputTokens: 10, outputTokens: 5 };
+    s.turns = 1;
+    await sessions.save(s);
+    expect(await sessions.get(KEY)).toEqual(s);
+  });
+
+  it("still has the session after the store is closed and opened again", async () => {
+    stores = testStores(kind);
+    const store = await stores.open();
+    const s = await new SessionRepository(store).getOrCreate(KEY);
+    s.messages.push(...exchange(1));
+    await new SessionRepository(store).save(s);
+    await store.close();
+    const reopened = new SessionRepository(await stores.open());
+    expect(await reopened.get(KEY)).toEqual(s);
+  });
+
+  it("archives messages into chunk records and reads them back oldest first", async () => {
+    stores = testStores(kind);
+    const sessions = await repo();
+    const s = await sessions.getOrCreate(KEY);
+    for (let i = 0; i < 3; i++) await sessions.archive(s, exchange(i));
+    await sessions.save(s);
+    expect(s).toMatchObject({ archiveChunks: 3, archivedCount: 12 });
+    expect(await sessions.readArchive(KEY)).toEqual([...exchange(0), ...exchange(1), ...exchange(2)]);
+  });
+
+  it("archives by key: loads, counts and saves the stored session", async () => {
+    stores = testStores(kind);
+    const sessions = await repo();
+    await sessions.save(await sessions.getOrCreate(KEY));
+    await sessions.archive(KEY, exchange(7));
+    expect(await sessions.get(KEY)).toMatchObject({ archiveChunks: 1, archivedCount: 4 });
+    expect(await sessions.readArchive(KEY)).toEqual(exchange(7));
+  });
+
+  it("writes the same amount per save whether 1 or 200 chunks are archived", async () => {
+    stores = testStores(kind);
+    const sessions = await repo();
+    const s = await sessions.getOrCreate(KEY);
+    const perSave: number[] = [];
+    for (let turn = 0; turn < 200; turn++) {
+      s.messages.push(...exchange(turn));
+      // The agent's compression: the window keeps the newest two exchanges.
+      if (s.messages.length > 8) await sessions.archive(s, s.messages.splice(0, 4));
+      s.turns++;
+      const before = sessions.bytesWritten;
+      await sessions.save(s);
+      perSave.push(sessions.bytesWritten - before);
+    }
+    expect(s.archiveChunks).toBe(198);
+    const early = perSave[10] ?? 0;
+    const late = perSave[199] ?? 0;
+    // Only counters and numbers in the text grow by a few digits.
+    expect(late).toBeLessThan(early * 1.1);
+    expect(late).toBeLessThan(JSON.stringify(await sessions.readArchive(KEY)).length / 20);
+  });
+
+  it("starts a fresh session on reset and forgets the archive, keeping the thread's settings", async () => {
+    stores = testStores(kind);
+    const sessions = await repo();
+    const s = await sessions.getOrCreate(KEY);
+    s.settings = { model: "m1" };
+    s.messages.push(...exchange(2));
+    s.title = "old";
+    await sessions.archive(s, exchange(1));
+    await sessions.save(s);
+    const fresh = await sessions.reset(KEY);
+    expect(fresh).toMatchObject({ messages: [], archiveChunks: 0, generation: 1, settings: { model: "m1" } });
+    expect(fresh.title).toBeUndefined();
+    expect(await sessions.get(KEY)).toEqual(fresh);
+    expect(await sessions.readArchive(KEY)).toEqual([]);
+  });
+
+  it("refuses a late save of a turn that began before the reset", async () => {
+    stores = testStores(kind);
+    const sessions = await repo();
+    const old = await sessions.getOrCreate(KEY);
+    await sessions.save(old);
+    await sessions.reset(KEY);
+    old.messages.push(...exchange(1));
+    await sessions.save(old);
+    expect(await sessions.get(KEY)).toMatchObject({ messages: [], generation: 1 });
+  });
+
+  it("refuses the late save when it comes through another replica's repository", async () => {
+    stores = testStores(kind);
+    const a = new SessionRepository(await stores.open());
+    const old = await a.getOrCreate(KEY);
+    const b = new SessionRepository(await stores.open());
+    await b.reset(KEY);
+    old.messages.push(...exchange(1));
+    await a.save(old);
+    expect((await b.get(KEY))?.messages).toEqual([]);
+  });
+
+  it("lists sessions with a pending reply until the reply ends", async () => {
+    stores = testStores(kind);
+    const sessions = await repo();
+    const keys = ["discord:G1:1", "discord:G1:2", "discord:G1:3"];
+    for (const key of keys) {
+      const s = await sessions.getOrCreate(key);
+      s.pendingReply = { startedAt: new Date().toISOString(), platformRef: { channel: "C1", ts: key } };
+      await sessions.save(s);
+    }
+    const done = await sessions.getOrCreate("discord:G1:2");
+    delete done.pendingReply;
+    await sessions.save(done);
+    await sessions.reset("discord:G1:3");
+    const pending = await sessions.listPending();
+    expect(pending.map((s) => s.key)).toEqual(["discord:G1:1"]);
+    expect(pending[0]?.pendingReply?.platformRef).toEqual({ channel: "C1", ts: "discord:G1:1" });
+  });
+
+  it("keeps every pending key when many threads start replies at once", async () => {
+    stores = testStores(kind);
+    const sessions = await repo();
+    const keys = Array.from({ length: 20 }, (_, i) => `console:local:${i}`);
+    await Promise.all(
+      keys.map(async (key) => {
+        const s = await sessions.getOrCreate(key);
+        s.pendingReply = { startedAt: new Date().toISOString() };
+        await sessions.save(s);
+      }),
+    );
+    expect((await sessions.listPending()).map((s) => s.key).sort()).toEqual([...keys].sort());
+  });
+});

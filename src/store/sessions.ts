@@ -1,0 +1,219 @@
+import type { ChatMessage, Usage } from "../agent/messages.js";
+import { zeroUsage } from "../agent/messages.js";
+import { log } from "../log.js";
+import type { Store } from "./index.js";
+import { LocalThreadLock } from "./locks.js";
+
+export interface SessionSettings {
+  model?: string;
+  servers?: string[];
+}
+
+export interface PendingReply {
+  startedAt: string;
+  /** Where the half-written reply lives on the platform (channel, message ts/id), to finish or mark it. */
+  platformRef?: Record<string, string>;
+}
+
+export interface Session {
+  /** The ThreadKey. */
+  key: string;
+  title?: string;
+  /** Rolling summary of the archived messages. */
+  summary?: string;
+  /** The active window; older messages live in archive records. */
+  messages: ChatMessage[];
+  /** Messages moved to archive records so far. */
+  archivedCount: number;
+  /** Number of archive records. */
+  archiveChunks: number;
+  usage: Usage;
+  settings: SessionSettings;
+  createdAt: string;
+  updatedAt: string;
+  turns: number;
+  /** Set while a reply is being written; cleared when it ends. Lets a restart find replies a crash left half-written. */
+  pendingReply?: PendingReply;
+  /** Bumped by /new so that late writes of an old turn do not resurrect it. */
+  generation: number;
+}
+
+const sessionKey = (key: string) => `session:${key}`;
+/** Written by reset only: the generation a thread is at, read by every save to refuse stale writes. */
+const generationKey = (key: string) => `gen:${key}`;
+const archiveKey = (key: string, generation: number, n: number) => `archive:${key}:${generation}:${n}`;
+const PENDING = "pending";
+/** Keys the in-process write queue uses for the pending index (no ThreadKey starts with NUL). */
+const PENDING_QUEUE = "\u0000pending";
+const BATCH = 100;
+
+export function newSession(key: string, generation = 0, settings: SessionSettings = {}): Session {
+  const now = new Date().toISOString();
+  return {
+    key,
+    messages: [],
+    archivedCount: 0,
+    archiveChunks: 0,
+    usage: zeroUsage(),
+    settings,
+    createdAt: now,
+    updatedAt: now,
+    turns: 0,
+    generation,
+  };
+}
+
+/**
+ * Sessions in keyv. One save writes one record whose size is the active window, whatever
+ * the thread's length: archived messages go to their own records (`archive:{key}:{gen}:{n}`),
+ * written once. Writes of one key are serialised in-process so a save and a reset never interleave.
+ */
+export class SessionRepository {
+  /** Serialized bytes this repository has written (sessions, archive chunks, index), for the benchmark. */
+  bytesWritten = 0;
+  private readonly writes = new LocalThreadLock();
+
+  constructor(private readonly store: Store) {}
+
+  async get(key: string): Promise<Session | undefined> {
+    const [session, generation] = await this.readWithGeneration(key);
+    // A reset that crashed between its two writes: the old record must stay forgotten.
+    if (session && session.generation < generation) return undefined;
+    return session;
+  }
+
+  async getOrCreate(key: string): Promise<Session> {
+    const [session, generation] = await this.readWithGeneration(key);
+    if (session && session.generation >= generation) return session;
+    return newSession(key, generation, session?.settings);
+  }
+
+  /** Writes the session record only. A save from an older generation than the stored one is dropped. */
+  async save(session: Session): Promise<void> {
+    await this.writes.run(session.key, async () => {
+      const current = (await this.store.kv.get<number>(generationKey(session.key))) ?? 0;
+      if (session.generation < current) {
+        log.info(
+          { key: session.key, generation: session.generation, current },
+          "dropped a save from before /new",
+        );
+        return;
+      }
+      session.updatedAt = new Date().toISOString();
+      if (session.pendingReply) await this.markPending(session.key, true);
+      await this.write(sessionKey(session.key), session);
+      if (!session.pendingReply) await this.markPending(session.key, false);
+    });
+  }
+
+  /**
+   * Moves `messages` into a new archive record and counts them on `session`. With a
+   * Session the caller removes them from `session.messages` and saves; with a key the
+   * stored session is loaded, counted and saved here. A crash before the save leaves the
+   * messages in the window and the chunk number unused, so the next archive rewrites it.
+   */
+  async archive(target: Session | string, messages: ChatMessage[]): Promise<void> {
+    if (messages.length === 0) return;
+    const byKey = typeof target === "string";
+    const session = byKey ? await this.getOrCreate(target) : target;
+    await this.write(archiveKey(session.key, session.generation, session.archiveChunks), messages);
+    session.archiveChunks++;
+    session.archivedCount += messages.length;
+    if (byKey) await this.save(session);
+  }
+
+  /** All archived messages of the thread's current generation, oldest first. */
+  async readArchive(key: string): Promise<ChatMessage[]> {
+    const session = await this.get(key);
+    if (!session) return [];
+    const out: ChatMessage[] = [];
+    for (let start = 0; start < session.archiveChunks; start += BATCH) {
+      const keys: string[] = [];
+      for (let n = start; n < Math.min(start + BATCH, session.archiveChunks); n++) {
+        keys.push(archiveKey(key, session.generation, n));
+      }
+      const chunks = await this.store.kv.getMany<ChatMessage[]>(keys);
+      for (const chunk of chunks) if (chunk) out.push(...chunk);
+    }
+    return out;
+  }
+
+  /**
+   * /new: a fresh session at the next generation. The thread's settings (model, servers)
+   * stay: /new forgets the conversation, not how the thread is configured.
+   */
+  async reset(key: string): Promise<Session> {
+    return this.writes.run(key, async () => {
+      const [old, current] = await this.readWithGeneration(key);
+      const generation = Math.max(current, old?.generation ?? 0) + 1;
+      // The generation first: from here on, any late save of the old turn is refused.
+      await this.write(generationKey(key), generation);
+      const fresh = newSession(key, generation, old?.settings);
+      await this.write(sessionKey(key), fresh);
+      await this.markPending(key, false);
+      if (old && old.archiveChunks > 0) {
+        const chunks = Array.from({ length: old.archiveChunks }, (_, n) =>
+          archiveKey(key, old.generation, n),
+        );
+        await this.store.kv.deleteMany(chunks).catch((err: unknown) => {
+          log.warn({ err, key }, "deleting archive records after /new failed; they are unreachable now");
+        });
+      }
+      return fresh;
+    });
+  }
+
+  /** Sessions whose reply was still being written when they were last saved. */
+  async listPending(): Promise<Session[]> {
+    const keys = await this.pendingKeys();
+    const out: Session[] = [];
+    for (let start = 0; start < keys.length; start += BATCH) {
+      const batch = keys.slice(start, start + BATCH);
+      const sessions = await this.store.kv.getMany<Session>(batch.map(sessionKey));
+      for (const s of sessions) if (s?.pendingReply) out.push(s);
+    }
+    return out;
+  }
+
+  private async readWithGeneration(key: string): Promise<[Session | undefined, number]> {
+    const [session, generation] = (await this.store.kv.getMany<Session | number>([
+      sessionKey(key),
+      generationKey(key),
+    ])) as [Session | undefined, number | undefined];
+    return [session ?? undefined, generation ?? 0];
+  }
+
+  private async write(key: string, value: unknown): Promise<void> {
+    this.bytesWritten += Buffer.byteLength(JSON.stringify(value));
+    await this.store.kv.set(key, value);
+  }
+
+  private pendingSetKey(): string {
+    return `${this.store.namespace}:${PENDING}`;
+  }
+
+  private async pendingKeys(): Promise<string[]> {
+    const redis = this.store.redis;
+    if (redis) return redis.sMembers(this.pendingSetKey());
+    return (await this.store.kv.get<string[]>(PENDING)) ?? [];
+  }
+
+  /**
+   * The index of keys with a pending reply. Added before the session is saved and removed
+   * after, so after a crash it may list a key too many (listPending filters), never too few.
+   */
+  private async markPending(key: string, pending: boolean): Promise<void> {
+    const redis = this.store.redis;
+    if (redis) {
+      if (pending) await redis.sAdd(this.pendingSetKey(), key);
+      else await redis.sRem(this.pendingSetKey(), key);
+      return;
+    }
+    await this.writes.run(PENDING_QUEUE, async () => {
+      const keys = (await this.store.kv.get<string[]>(PENDING)) ?? [];
+      const has = keys.includes(key);
+      if (has === pending) return;
+      await this.write(PENDING, pending ? [...keys, key] : keys.filter((k) => k !== key));
+    });
+  }
+}
