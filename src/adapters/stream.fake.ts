@@ -1,0 +1,104 @@
+import type { MessageOps } from "./stream.js";
+
+/** One recorded write: what was asked, when, and whether the "platform" accepted it. */
+export interface Call {
+  op: "post" | "edit" | "remove";
+  id: string;
+  text: string;
+  at: number;
+  ok: boolean;
+  /** Every message's text at the moment of the call (before it applies). */
+  before: Map<string, string>;
+}
+
+type Failure = (n: number, text: string) => Error | null;
+
+/**
+ * An in-memory channel for `StreamWriter` tests: it keeps each message's text, records
+ * every call, tracks concurrency, and fails the calls a test tells it to fail.
+ */
+export class FakeChannel implements MessageOps {
+  readonly messages = new Map<string, string>();
+  readonly calls: Call[] = [];
+  inFlight = 0;
+  maxInFlight = 0;
+  private next = 1;
+  private posts = 0;
+  private edits = 0;
+
+  constructor(
+    private readonly opts: {
+      latencyMs?: number;
+      failPost?: Failure;
+      failEdit?: Failure;
+      withRemove?: boolean;
+      prefix?: string;
+    } = {},
+  ) {
+    if (opts.withRemove) {
+      this.remove = (id: string) =>
+        this.call("remove", id, "", () => {
+          this.messages.delete(id);
+        });
+    }
+  }
+
+  remove?: (id: string) => Promise<void>;
+
+  post(text: string): Promise<string> {
+    const n = ++this.posts;
+    const id = `${this.opts.prefix ?? "m"}${this.next++}`;
+    return this.call("post", id, text, () => {
+      const failure = this.opts.failPost?.(n, text);
+      if (failure) throw failure;
+      this.messages.set(id, text);
+      return id;
+    });
+  }
+
+  edit(id: string, text: string): Promise<void> {
+    const n = ++this.edits;
+    return this.call("edit", id, text, () => {
+      if (!this.messages.has(id)) throw new Error(`unknown message ${id}`);
+      const failure = this.opts.failEdit?.(n, text);
+      if (failure) throw failure;
+      this.messages.set(id, text);
+    });
+  }
+
+  /** Final texts in message order. */
+  texts(): string[] {
+    return [...this.messages.values()];
+  }
+
+  callsOf(op: Call["op"]): Call[] {
+    return this.calls.filter((c) => c.op === op);
+  }
+
+  private async call<T>(op: Call["op"], id: string, text: string, apply: () => T): Promise<T> {
+    const record: Call = { op, id, text, at: Date.now(), ok: false, before: new Map(this.messages) };
+    this.calls.push(record);
+    this.inFlight++;
+    this.maxInFlight = Math.max(this.maxInFlight, this.inFlight);
+    try {
+      if (this.opts.latencyMs) await new Promise((r) => setTimeout(r, this.opts.latencyMs));
+      const result = apply();
+      record.ok = true;
+      return result;
+    } finally {
+      this.inFlight--;
+    }
+  }
+}
+
+/** A seeded PRNG (mulberry32), so random tests replay exactly. */
+export function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
