@@ -1,0 +1,248 @@
+import { countTokens as countO200k } from "gpt-tokenizer/encoding/o200k_base";
+import type { Config } from "../config.js";
+import { SwitchboardError } from "../errors.js";
+import type { ChatMessage, ToolMessage, UserMessage } from "./messages.js";
+import type { ModelLimits } from "./model-limits.js";
+
+export { type ModelLimits, modelLimits } from "./model-limits.js";
+
+export interface PromptVars {
+  model: string;
+  platform: string;
+  channel: string;
+  user: string;
+  lang?: string;
+  time?: Date;
+}
+
+export const DEFAULT_SYSTEM_PROMPT = [
+  "You are Switchboard, an assistant in a {{platform}} chat, talking with {{user}}.",
+  "Current time: {{time}}. Model: {{model}}.",
+  "Answer in {{lang}}.",
+  "Use the available tools when they help you answer accurately or act for the user; do not guess what a tool can tell you.",
+  "Keep answers concise and easy to read in a chat; Markdown is fine.",
+].join("\n");
+
+/** `2025-03-01T14:05:09+01:00`: local time with its offset, so the model knows the zone. */
+export function isoWithOffset(date: Date): string {
+  const pad = (n: number) => String(Math.trunc(Math.abs(n))).padStart(2, "0");
+  const offset = -date.getTimezoneOffset();
+  const sign = offset >= 0 ? "+" : "-";
+  return (
+    `${date.getFullYear()}-${pad(date.getMonth() + 1)}-${pad(date.getDate())}` +
+    `T${pad(date.getHours())}:${pad(date.getMinutes())}:${pad(date.getSeconds())}` +
+    `${sign}${pad(offset / 60)}:${pad(offset % 60)}`
+  );
+}
+
+/**
+ * The system prompt for one turn: the channel's own prompt (platform + channel id), else
+ * the configured global one, else the built-in default; with its `{{variables}}` filled.
+ * Unknown variables are left as written, so a typo shows up in the prompt, not as a gap.
+ */
+export function renderSystemPrompt(config: Config, vars: PromptVars): string {
+  const perChannel = config.agent.channelPrompts.find(
+    (p) => p.platform === vars.platform && p.channel === vars.channel,
+  );
+  const template = perChannel?.prompt ?? config.agent.systemPrompt ?? DEFAULT_SYSTEM_PROMPT;
+  const values: Record<string, string> = {
+    model: vars.model,
+    time: isoWithOffset(vars.time ?? new Date()),
+    platform: vars.platform,
+    channel: vars.channel,
+    user: vars.user,
+    lang: vars.lang ?? "the user's language",
+  };
+  return template.replace(/\{\{\s*(\w+)\s*\}\}/g, (whole, name: string) => values[name] ?? whole);
+}
+
+/**
+ * Tokens of `text` in OpenAI's o200k encoding. Claude's tokenizer is not public; o200k
+ * counts within roughly 10-20 % of it for English and code, which the output reserve
+ * and the compression threshold absorb.
+ */
+export function countTokens(text: string): number {
+  if (text.length === 0) return 0;
+  // Text such as "<|endoftext|>" in a user message is plain text here, never a reason to throw.
+  return countO200k(text, { disallowedSpecial: new Set() });
+}
+
+/** Role markers and separators that every chat format adds around a message. */
+const MESSAGE_OVERHEAD = 4;
+/** Per tool call: id, type and the wrapper around name and arguments. */
+const TOOL_CALL_OVERHEAD = 8;
+/**
+ * An image costs a size-dependent amount (Claude about width*height/750, capped near
+ * 1,600; OpenAI high detail 765-1,105 for common sizes); we reserve the larger figure
+ * rather than decode the image.
+ */
+export const IMAGE_TOKENS = 1_600;
+
+const cache = new WeakMap<ChatMessage, { key: string; tokens: number }>();
+
+function cacheKey(m: ChatMessage): string {
+  const calls = m.role === "assistant" ? (m.toolCalls?.length ?? 0) : 0;
+  const parts = m.role === "user" ? (m.parts?.length ?? 0) : 0;
+  return `${m.content.length}:${calls}:${parts}`;
+}
+
+function countMessage(m: ChatMessage): number {
+  let n = MESSAGE_OVERHEAD + countTokens(m.content);
+  if (m.role === "user") {
+    if (m.author) n += countTokens(m.author) + 1;
+    for (const part of m.parts ?? []) n += part.type === "image" ? IMAGE_TOKENS : countTokens(part.text);
+  } else if (m.role === "assistant") {
+    for (const call of m.toolCalls ?? []) {
+      n += TOOL_CALL_OVERHEAD + countTokens(call.name);
+      n += countTokens(call.invalidArguments ?? JSON.stringify(call.arguments));
+    }
+  } else {
+    n += countTokens(m.name) + countTokens(m.toolCallId);
+  }
+  return n;
+}
+
+/** Tokens one message takes in a prompt, tool calls and images included. Memoised per object. */
+export function messageTokens(m: ChatMessage): number {
+  const key = cacheKey(m);
+  const hit = cache.get(m);
+  if (hit && hit.key === key) return hit.tokens;
+  const tokens = countMessage(m);
+  cache.set(m, { key, tokens });
+  return tokens;
+}
+
+export function messagesTokens(messages: readonly ChatMessage[]): number {
+  let n = 0;
+  for (const m of messages) n += messageTokens(m);
+  return n;
+}
+
+export interface BuiltPrompt {
+  system: string;
+  messages: ChatMessage[];
+  promptTokens: number;
+  /** History messages left out of this prompt (too old for the budget, or unusable). */
+  omitted: number;
+}
+
+export interface BuildPromptOptions {
+  system: string;
+  summary?: string;
+  pinned?: string;
+  history: ChatMessage[];
+  current: UserMessage;
+  limits: ModelLimits;
+  toolsTokens?: number;
+}
+
+export function composeSystem(system: string, summary?: string, pinned?: string): string {
+  const sections = [system.trim()];
+  if (summary?.trim()) {
+    sections.push(
+      `## Summary of the earlier conversation\nThe older messages of this thread are not shown; this is what they said:\n${summary.trim()}`,
+    );
+  }
+  if (pinned?.trim()) sections.push(`## Pinned context\n${pinned.trim()}`);
+  return sections.join("\n\n");
+}
+
+/** Messages that must be sent together: a plain message, or a tool-call message with its results. */
+export type MessageGroup = ChatMessage[];
+
+const MISSING_RESULT = "No result: the turn ended before this tool call finished.";
+const synthesized = new WeakSet<ChatMessage>();
+
+/**
+ * Splits history into groups the prompt can take or drop whole. Tool results whose call
+ * is not right before them are dropped (providers reject them); tool calls whose results
+ * are missing (an interrupted turn) get an error result, for the same reason.
+ */
+export function groupMessages(history: readonly ChatMessage[]): { groups: MessageGroup[]; dropped: number } {
+  const groups: MessageGroup[] = [];
+  let dropped = 0;
+  let i = 0;
+  while (i < history.length) {
+    const m = history[i] as ChatMessage;
+    i++;
+    if (m.role === "tool") {
+      dropped++;
+      continue;
+    }
+    if (m.role !== "assistant" || !m.toolCalls?.length) {
+      groups.push([m]);
+      continue;
+    }
+    const group: ChatMessage[] = [m];
+    const pending = new Map(m.toolCalls.map((c) => [c.id, c.name]));
+    while (i < history.length && history[i]?.role === "tool") {
+      const result = history[i] as ToolMessage;
+      i++;
+      if (pending.delete(result.toolCallId)) group.push(result);
+      else dropped++;
+    }
+    for (const [toolCallId, name] of pending) {
+      const stub: ToolMessage = { role: "tool", toolCallId, name, content: MISSING_RESULT, isError: true };
+      synthesized.add(stub);
+      group.push(stub);
+    }
+    groups.push(group);
+  }
+  return { groups, dropped };
+}
+
+/**
+ * The prompt for one turn: system text (template, summary, pinned context), then the
+ * newest history that fits `contextWindow - maxOutputTokens` after the system text, the
+ * tools and the current message, then the current message.
+ */
+export function buildPrompt(opts: BuildPromptOptions): BuiltPrompt {
+  const system = composeSystem(opts.system, opts.summary, opts.pinned);
+  const systemTokens = countTokens(system) + MESSAGE_OVERHEAD;
+  const toolsTokens = opts.toolsTokens ?? 0;
+  const currentTokens = messageTokens(opts.current);
+  const inputBudget = opts.limits.contextWindow - opts.limits.maxOutputTokens;
+  const room = inputBudget - systemTokens - toolsTokens - currentTokens;
+  if (room < 0) throw inputTooLarge(currentTokens, inputBudget - systemTokens - toolsTokens, opts.limits);
+
+  const { groups } = groupMessages(opts.history);
+  let used = 0;
+  let first = groups.length;
+  for (let g = groups.length - 1; g >= 0; g--) {
+    const cost = messagesTokens(groups[g] as MessageGroup);
+    if (used + cost > room) break;
+    used += cost;
+    first = g;
+  }
+  // When older messages had to go, start the window at a user message: Anthropic wants
+  // the conversation to open with one, and an answer without its question misleads.
+  if (first > 0) {
+    while (first < groups.length && groups[first]?.[0]?.role !== "user") {
+      used -= messagesTokens(groups[first] as MessageGroup);
+      first++;
+    }
+  }
+  const kept = groups.slice(first).flat();
+  const keptOriginals = kept.filter((m) => !synthesized.has(m)).length;
+  return {
+    system,
+    messages: [...kept, opts.current],
+    promptTokens: systemTokens + toolsTokens + used + currentTokens,
+    omitted: Math.max(0, opts.history.length - keptOriginals),
+  };
+}
+
+function inputTooLarge(messageTokens: number, roomForMessage: number, limits: ModelLimits): SwitchboardError {
+  const fmt = (n: number) => Math.max(0, n).toLocaleString("en-US");
+  return new SwitchboardError(
+    "input_too_large",
+    `current message needs ${messageTokens} tokens, room is ${roomForMessage}`,
+    {
+      userMessage:
+        `Your message is about ${fmt(messageTokens)} tokens, but this model has room for about ` +
+        `${fmt(roomForMessage)} in one message (context window ${fmt(limits.contextWindow)} tokens, ` +
+        `${fmt(limits.maxOutputTokens)} kept for the answer, the rest for instructions and tools). ` +
+        "Please send a shorter message or split it into several.",
+    },
+  );
+}

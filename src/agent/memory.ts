@@ -1,0 +1,262 @@
+import { performance } from "node:perf_hooks";
+import { decode, encode } from "gpt-tokenizer/encoding/o200k_base";
+import type { Config } from "../config.js";
+import { SwitchboardError } from "../errors.js";
+import { log } from "../log.js";
+import type { Session, SessionRepository } from "../store/sessions.js";
+import { countTokens, messagesTokens } from "./context.js";
+import type { ChatMessage } from "./messages.js";
+import { type ModelLimits, modelLimits } from "./model-limits.js";
+import type { Provider } from "./providers/provider.js";
+
+export interface CompressDeps {
+  provider: Provider;
+  /** The summarisation model (`models.summary`, else the chat model). */
+  model: string;
+  sessions: SessionRepository;
+  config: Config;
+  /** Limits of the chat model, whose prompts the compression keeps in budget. */
+  limits: ModelLimits;
+  signal?: AbortSignal;
+}
+
+export interface CompressResult {
+  compressed: boolean;
+  archived: number;
+  ms: number;
+}
+
+/** Input tokens the chat model may take: the window minus the answer's reserve. */
+function inputBudget(limits: ModelLimits): number {
+  return limits.contextWindow - limits.maxOutputTokens;
+}
+
+/** `memory.compressAt` is a share of the context window (<= 1) or a token count (> 1). */
+export function compressThreshold(config: Config, limits: ModelLimits): number {
+  const at = config.memory.compressAt;
+  const tokens = at <= 1 ? Math.floor(at * limits.contextWindow) : Math.floor(at);
+  return Math.min(tokens, inputBudget(limits));
+}
+
+/** The summary's target length: a small share of the budget, so it never crowds out the recent messages. */
+export function summaryTargetTokens(limits: ModelLimits): number {
+  return Math.max(120, Math.min(1_000, Math.floor(inputBudget(limits) * 0.08)));
+}
+
+/** The hard cap on a summary a model returns, whatever it was asked for. */
+function summaryCapTokens(limits: ModelLimits): number {
+  return Math.max(summaryTargetTokens(limits) * 2, Math.floor(inputBudget(limits) * 0.2));
+}
+
+export function activeTokens(session: Session): number {
+  return messagesTokens(session.messages) + countTokens(session.summary ?? "");
+}
+
+/**
+ * Where to cut the active window: everything before the returned index is folded. Keeps
+ * the newest `keep` messages, never cuts between a tool call and its results, and
+ * prefers to cut before a user message so that the kept part starts a whole turn.
+ */
+export function foldPoint(messages: readonly ChatMessage[], keep: number): number {
+  const cut = messages.length - keep;
+  if (cut <= 0) return 0;
+  for (let i = cut; i > 0 && i >= cut / 2; i--) {
+    if (messages[i]?.role === "user") return i;
+  }
+  for (let i = cut; i > 0; i--) {
+    if (messages[i]?.role !== "tool") return i;
+  }
+  return 0;
+}
+
+export function needsCompression(session: Session, config: Config, limits: ModelLimits): boolean {
+  if (foldPoint(session.messages, config.memory.keepMessages) === 0) return false;
+  return activeTokens(session) > compressThreshold(config, limits);
+}
+
+/** Old tool outputs are often pages of JSON; their head and tail carry what a summary needs. */
+const TOOL_OUTPUT_KEEP = { over: 2_000, head: 1_000, tail: 400 };
+const ARGUMENTS_KEEP = { over: 1_000, head: 700, tail: 200 };
+const TEXT_KEEP = { over: 24_000, head: 16_000, tail: 6_000 };
+
+export function headAndTail(text: string, keep: { over: number; head: number; tail: number }): string {
+  if (text.length <= keep.over) return text;
+  const dropped = text.length - keep.head - keep.tail;
+  return `${text.slice(0, keep.head)}\n[… ${dropped} characters left out …]\n${text.slice(text.length - keep.tail)}`;
+}
+
+/** One message as a line of the transcript the summariser reads. */
+export function transcriptLine(m: ChatMessage): string {
+  if (m.role === "user") {
+    const who = m.author ? `user ${m.author}` : "user";
+    const images = m.parts?.filter((p) => p.type === "image").length ?? 0;
+    const note = images ? ` [${images} image(s) attached]` : "";
+    return `[${who}]: ${headAndTail(m.content, TEXT_KEEP)}${note}`;
+  }
+  if (m.role === "assistant") {
+    const lines = m.content.trim() ? [`[assistant]: ${headAndTail(m.content, TEXT_KEEP)}`] : [];
+    for (const call of m.toolCalls ?? []) {
+      const args = headAndTail(call.invalidArguments ?? JSON.stringify(call.arguments), ARGUMENTS_KEEP);
+      lines.push(`[assistant called tool ${call.name} with ${args}]`);
+    }
+    return lines.join("\n");
+  }
+  const status = m.isError ? " (error)" : "";
+  return `[result of ${m.name}${status}]: ${headAndTail(m.content, TOOL_OUTPUT_KEEP)}`;
+}
+
+function summarySystem(words: number): string {
+  return [
+    "You keep the running summary of a long chat thread, so that the assistant can continue it without the older messages.",
+    "Merge the previous summary (if any) and the new messages into one updated summary. Keep what still matters: who is involved, the user's goals and preferences, facts learned, what tools were used and what they found, decisions made, open questions and promised follow-ups. Drop small talk and anything later corrected.",
+    "Keep exactly as written: names, numbers, amounts, dates, identifiers (ticket, issue, order and commit ids), file paths, URLs, commands and short code that matters.",
+    "Write the summary in the language the conversation is held in.",
+    `Write plain text in short bullet points, at most ${words} words. No preamble, do not address anyone, do not invent anything that is not in the input.`,
+  ].join("\n");
+}
+
+/**
+ * Picks the messages to fold and renders them for the summariser, taking fewer (at a
+ * clean boundary) when the summarisation model could not read them all at once.
+ */
+function planFold(
+  messages: readonly ChatMessage[],
+  cut: number,
+  roomTokens: number,
+): { count: number; transcript: string } {
+  const lines: string[] = [];
+  let used = 0;
+  let count = 0;
+  let pending: string[] = [];
+  let pendingTokens = 0;
+  for (let i = 0; i < cut; i++) {
+    const m = messages[i] as ChatMessage;
+    const line = transcriptLine(m);
+    pending.push(line);
+    pendingTokens += countTokens(line) + 1;
+    const next = messages[i + 1];
+    const atBoundary = i + 1 === cut || next?.role !== "tool";
+    if (!atBoundary) continue;
+    if (used + pendingTokens > roomTokens && count > 0) break;
+    lines.push(...pending);
+    used += pendingTokens;
+    count = i + 1;
+    pending = [];
+    pendingTokens = 0;
+  }
+  return { count, transcript: lines.join("\n") };
+}
+
+function capTokens(text: string, cap: number): string {
+  const tokens = encode(text, { disallowedSpecial: new Set() });
+  if (tokens.length <= cap) return text;
+  return decode(tokens.slice(0, cap)).trimEnd();
+}
+
+async function summarise(
+  deps: CompressDeps,
+  previous: string | undefined,
+  transcript: string,
+  maxOutputTokens: number,
+  words: number,
+): Promise<string> {
+  const parts: string[] = [];
+  if (previous?.trim()) parts.push(`<previous_summary>\n${previous.trim()}\n</previous_summary>`);
+  parts.push(`<new_messages>\n${transcript}\n</new_messages>`);
+  parts.push("Write the updated summary.");
+  const timeout = AbortSignal.timeout(deps.config.llm.requestTimeoutMs);
+  const signal = deps.signal ? AbortSignal.any([deps.signal, timeout]) : timeout;
+  let text = "";
+  let stop = "end";
+  for await (const event of deps.provider.stream(
+    {
+      model: deps.model,
+      system: summarySystem(words),
+      messages: [{ role: "user", content: parts.join("\n\n") }],
+      tools: [],
+      maxOutputTokens,
+    },
+    signal,
+  )) {
+    if (event.type === "text") text += event.delta;
+    else if (event.type === "stop") stop = event.reason;
+  }
+  if (stop === "length") {
+    log.warn({ model: deps.model }, "summary hit the output limit; keeping what was written");
+  }
+  return text.replace(/<think>[\s\S]*?(?:<\/think>|$)/g, "").trim();
+}
+
+/**
+ * Folds the previous summary and the oldest messages (all but the newest
+ * `memory.keepMessages`, tool groups kept whole) into a new summary, moves the folded
+ * messages to the archive and saves the session. On any failure the session object and
+ * the stored session are as they were, and the error is thrown.
+ */
+export async function compress(
+  session: Session,
+  deps: CompressDeps,
+  opts: { force?: boolean } = {},
+): Promise<CompressResult> {
+  const started = performance.now();
+  const elapsed = () => Math.round(performance.now() - started);
+  const { config, limits } = deps;
+  if (!opts.force && !needsCompression(session, config, limits)) {
+    return { compressed: false, archived: 0, ms: 0 };
+  }
+  const cut = foldPoint(session.messages, config.memory.keepMessages);
+  if (cut === 0) return { compressed: false, archived: 0, ms: elapsed() };
+
+  const target = summaryTargetTokens(limits);
+  // About 0.7 words a token in English; other languages run shorter, which errs the safe way.
+  const words = Math.floor(target * 0.7);
+  const reader = modelLimits(config, deps.model);
+  const outputTokens = Math.min(reader.maxOutputTokens, Math.max(1_024, target * 2));
+  const overhead = countTokens(summarySystem(words)) + countTokens(session.summary ?? "") + 64;
+  const room = reader.contextWindow - outputTokens - overhead;
+  const { count, transcript } = planFold(session.messages, cut, room);
+  if (count === 0) return { compressed: false, archived: 0, ms: elapsed() };
+
+  const raw = await summarise(deps, session.summary, transcript, outputTokens, words);
+  if (!raw) {
+    throw new SwitchboardError("llm_unavailable", `summary model ${deps.model} returned an empty summary`);
+  }
+  const cap = summaryCapTokens(limits);
+  const summary = capTokens(raw, cap);
+  if (summary !== raw) {
+    log.warn({ model: deps.model, cap }, "summary longer than allowed; cut to fit the budget");
+  }
+
+  const folded = session.messages.slice(0, count);
+  const before = {
+    summary: session.summary,
+    messages: session.messages,
+    archivedCount: session.archivedCount,
+    archiveChunks: session.archiveChunks,
+  };
+  try {
+    // Counts the chunk on `session`; until the save below, the stored session does not
+    // point at it, and the next archive overwrites the same chunk number.
+    await deps.sessions.archive(session, folded);
+    session.summary = summary;
+    session.messages = session.messages.slice(count);
+    await deps.sessions.save(session);
+  } catch (err) {
+    Object.assign(session, before);
+    throw err;
+  }
+  const ms = elapsed();
+  log.info(
+    {
+      key: session.key,
+      model: deps.model,
+      archived: count,
+      kept: session.messages.length,
+      summaryTokens: countTokens(summary),
+      keptTokens: messagesTokens(session.messages),
+      ms,
+    },
+    "compressed conversation memory",
+  );
+  return { compressed: true, archived: count, ms };
+}

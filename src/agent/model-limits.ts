@@ -1,0 +1,93 @@
+import type { Config } from "../config.js";
+import { log } from "../log.js";
+
+export interface ModelLimits {
+  contextWindow: number;
+  maxOutputTokens: number;
+}
+
+/**
+ * Published limits of common models, matched by id prefix (longest prefix wins, so
+ * `gpt-4o-mini` and dated snapshots such as `gpt-4o-2024-08-06` resolve). Figures are
+ * from the OpenAI and Anthropic model pages; `maxOutputTokens` is the model's own cap,
+ * which is also what the budget reserves for the answer.
+ */
+const KNOWN: ReadonlyArray<readonly [prefix: string, limits: ModelLimits]> = [
+  ["gpt-5-chat", { contextWindow: 128_000, maxOutputTokens: 16_384 }],
+  ["gpt-5", { contextWindow: 400_000, maxOutputTokens: 128_000 }],
+  ["gpt-4.1", { contextWindow: 1_047_576, maxOutputTokens: 32_768 }],
+  ["gpt-4o", { contextWindow: 128_000, maxOutputTokens: 16_384 }],
+  ["chatgpt-4o", { contextWindow: 128_000, maxOutputTokens: 16_384 }],
+  ["gpt-4-turbo", { contextWindow: 128_000, maxOutputTokens: 4_096 }],
+  ["gpt-4", { contextWindow: 8_192, maxOutputTokens: 4_096 }],
+  ["gpt-3.5-turbo", { contextWindow: 16_385, maxOutputTokens: 4_096 }],
+  ["gpt-oss", { contextWindow: 131_072, maxOutputTokens: 32_768 }],
+  ["o1", { contextWindow: 200_000, maxOutputTokens: 100_000 }],
+  ["o3", { contextWindow: 200_000, maxOutputTokens: 100_000 }],
+  ["o4", { contextWindow: 200_000, maxOutputTokens: 100_000 }],
+  ["claude-opus-4", { contextWindow: 200_000, maxOutputTokens: 32_000 }],
+  ["claude-sonnet-4", { contextWindow: 200_000, maxOutputTokens: 64_000 }],
+  ["claude-haiku-4", { contextWindow: 200_000, maxOutputTokens: 64_000 }],
+  ["claude-3-7-sonnet", { contextWindow: 200_000, maxOutputTokens: 64_000 }],
+  ["claude-3-5-sonnet", { contextWindow: 200_000, maxOutputTokens: 8_192 }],
+  ["claude-3-5-haiku", { contextWindow: 200_000, maxOutputTokens: 8_192 }],
+  ["claude-3", { contextWindow: 200_000, maxOutputTokens: 4_096 }],
+  ["claude-", { contextWindow: 200_000, maxOutputTokens: 8_192 }],
+];
+
+/** For models we know nothing about: small enough for most local and hosted models. */
+export const UNKNOWN_MODEL_LIMITS: ModelLimits = { contextWindow: 32_000, maxOutputTokens: 4_096 };
+
+const warned = new Set<string>();
+
+function warnOnce(key: string, warn: () => void): void {
+  if (warned.has(key)) return;
+  warned.add(key);
+  warn();
+}
+
+function known(model: string): ModelLimits | undefined {
+  // Gateways such as OpenRouter spell ids as `openai/gpt-4o` or `anthropic/claude-…`.
+  const id = model.toLowerCase().slice(model.lastIndexOf("/") + 1);
+  let best: readonly [string, ModelLimits] | undefined;
+  for (const entry of KNOWN) {
+    if (id.startsWith(entry[0]) && (!best || entry[0].length > best[0].length)) best = entry;
+  }
+  return best?.[1];
+}
+
+/**
+ * Context window and output cap for `model`: `modelSettings` in the config first, then
+ * the table above, then a safe default (with one warning per model, so operators learn
+ * to set it without the log filling up).
+ */
+export function modelLimits(config: Config, model: string): ModelLimits {
+  const override = config.modelSettings[model];
+  const base = known(model);
+  if (!base && !override?.contextWindow) {
+    warnOnce(model, () =>
+      log.warn(
+        { model, ...UNKNOWN_MODEL_LIMITS },
+        "unknown model: assuming a small context window; set modelSettings.<model>.contextWindow in the config",
+      ),
+    );
+  }
+  const fallback = base ?? UNKNOWN_MODEL_LIMITS;
+  const contextWindow = override?.contextWindow ?? fallback.contextWindow;
+  let maxOutputTokens = override?.maxOutputTokens ?? fallback.maxOutputTokens;
+  if (!override?.maxOutputTokens && override?.contextWindow) {
+    // A window set smaller than the model's own (to save cost) must still leave room
+    // for input: reserve at most a quarter of it for the answer.
+    maxOutputTokens = Math.min(maxOutputTokens, Math.floor(contextWindow / 4));
+  }
+  if (maxOutputTokens >= contextWindow) {
+    warnOnce(`${model}\u0000output`, () =>
+      log.warn(
+        { model, contextWindow, maxOutputTokens },
+        "modelSettings: maxOutputTokens is not below contextWindow; reserving half the window for the answer",
+      ),
+    );
+    maxOutputTokens = Math.floor(contextWindow / 2);
+  }
+  return { contextWindow, maxOutputTokens };
+}
