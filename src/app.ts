@@ -18,6 +18,8 @@ export interface CoreOptions {
   env?: NodeJS.ProcessEnv;
   cwd?: string;
   observer?: TurnObserver;
+  /** Wraps every provider (benchmarks time the model with it). */
+  wrapProvider?: (p: Provider) => Provider;
 }
 
 /** Everything but the platforms: config -> store -> MCP hub -> providers -> agent -> dispatcher. */
@@ -45,6 +47,7 @@ export async function buildCore(opts: CoreOptions = {}): Promise<Core> {
     let p = providers.get(model);
     if (!p) {
       p = providerFor(config, secrets, model);
+      if (opts.wrapProvider) p = opts.wrapProvider(p);
       providers.set(model, p);
     }
     return p;
