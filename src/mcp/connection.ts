@@ -1,0 +1,341 @@
+import type { ChildProcess } from "node:child_process";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
+import { log } from "../log.js";
+import { type CallFailure, describeCallFailure, describeStartFailure, seconds } from "./failures.js";
+import type { ServerConfig } from "./servers.js";
+import {
+  childOf,
+  closeClient,
+  createTransport,
+  listAllTools,
+  type McpTransport,
+  pidOf,
+  watchExit,
+} from "./transport.js";
+import type { ServerState, ServerStatus, ToolCallOptions } from "./types.js";
+
+export interface ConnectionOptions {
+  connectTimeoutMs: number;
+  callTimeoutMs: number;
+  maxRestarts: number;
+  clientInfo: { name: string; version: string };
+  /** Called whenever state or tools change. */
+  onChange: () => void;
+}
+
+export type CallAnswer = { result: CallToolResult } | { failure: CallFailure };
+
+/** One client and transport; a restart makes a new one so that late events of the old are ignored. */
+interface Session {
+  client: Client;
+  transport: McpTransport;
+  child?: ChildProcess;
+  startedAt: number;
+  /** Set once start-up succeeded: until then a close is a start-up failure, not a death to restart from. */
+  live: boolean;
+  down: boolean;
+  /** Calls in flight, told the reason when the connection is lost so that they end at once. */
+  waiting: Set<(reason: string) => void>;
+}
+
+function markLost(session: Session, reason: string): void {
+  session.down = true;
+  for (const wake of session.waiting) wake(reason);
+  session.waiting.clear();
+}
+
+const BACKOFF_START_MS = 500;
+const BACKOFF_CAP_MS = 30_000;
+/** A connection that lived this long before dying was healthy: its death starts a new count. */
+const STABLE_MS = 30_000;
+/** Progress resets the timeout, so a chatty tool is still bounded by this many timeouts in total. */
+const MAX_TOTAL_TIMEOUTS = 10;
+const STDERR_TAIL_LINES = 5;
+
+function withDeadline<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} did not finish within ${seconds(ms)}`)), ms);
+  });
+  return Promise.race([work, deadline]).finally(() => clearTimeout(timer));
+}
+
+/** One MCP server: connect, tools, calls, death, restart with back-off, circuit breaker. */
+export class ServerConnection {
+  state: ServerState;
+  error: string | undefined;
+  tools: Tool[] = [];
+  private session: Session | undefined;
+  private failures = 0;
+  private restartTimer: NodeJS.Timeout | undefined;
+  private closed = false;
+  private refreshSeq = 0;
+  /** Counts start-up attempts, so that one overtaken by a manual reconnect leaves no trace. */
+  private attempt = 0;
+  private stderrTail: string[] = [];
+  private settleWaiters = new Set<() => void>();
+
+  constructor(
+    readonly config: ServerConfig,
+    private readonly opts: ConnectionOptions,
+    blocked: boolean,
+  ) {
+    this.state = blocked ? "blocked" : "connecting";
+    this.error = blocked ? "blocked by the configuration (mcp.blockedServers)" : undefined;
+  }
+
+  get name(): string {
+    return this.config.name;
+  }
+
+  status(): ServerStatus {
+    const pid = this.state === "connected" ? pidOf(this.session?.transport) : undefined;
+    return {
+      name: this.name,
+      state: this.state,
+      transport: this.config.transport,
+      toolCount: this.state === "connected" || this.state === "reconnecting" ? this.tools.length : 0,
+      ...(this.error !== undefined && this.state !== "connected" && { error: this.error }),
+      ...(pid !== undefined && { pid }),
+    };
+  }
+
+  /** First connection. A failure leaves the server `failed` with a reason; it never throws. */
+  async start(): Promise<void> {
+    if (this.state === "blocked") return;
+    const reason = await this.open();
+    if (typeof reason === "string") this.setState("failed", reason);
+  }
+
+  /** Manual reconnect: closes the circuit and tries once more now. */
+  async reconnect(): Promise<void> {
+    if (this.state === "blocked" || this.closed) return;
+    clearTimeout(this.restartTimer);
+    this.failures = 0;
+    await this.dropSession("reconnect requested");
+    this.setState("connecting", undefined);
+    const reason = await this.open();
+    if (typeof reason === "string") this.setState("failed", reason);
+  }
+
+  async call(tool: string, args: Record<string, unknown>, opts: ToolCallOptions): Promise<CallAnswer> {
+    const timeoutMs = this.config.timeoutMs ?? this.opts.callTimeoutMs;
+    if (this.state === "connecting" || this.state === "reconnecting") await this.settled(timeoutMs);
+    const session = this.session;
+    if (this.state !== "connected" || !session || session.down) {
+      const why = this.error ?? "it is not connected";
+      return { failure: { kind: "connection", text: `The server "${this.name}" is unavailable: ${why}` } };
+    }
+    const onProgress = opts.onProgress;
+    const request = session.client.callTool({ name: tool, arguments: args }, undefined, {
+      timeout: timeoutMs,
+      resetTimeoutOnProgress: true,
+      maxTotalTimeout: timeoutMs * MAX_TOTAL_TIMEOUTS,
+      ...(opts.signal && { signal: opts.signal }),
+      ...(onProgress && {
+        onprogress: (p) => {
+          try {
+            onProgress({ progress: p.progress, total: p.total, message: p.message });
+          } catch (err) {
+            log.warn({ err, server: this.name, tool }, "progress listener threw");
+          }
+        },
+      }),
+    });
+    let wake: (reason: string) => void = () => {};
+    const lost = new Promise<CallAnswer>((resolve) => {
+      wake = (reason) =>
+        resolve({
+          failure: {
+            kind: "connection",
+            text: `The tool's server stopped before it answered (${reason}). It is being restarted; try again in a moment.`,
+          },
+        });
+    });
+    session.waiting.add(wake);
+    const answer = await Promise.race([
+      request.then(
+        (result): CallAnswer => ({ result: result as CallToolResult }),
+        (err: unknown): CallAnswer => ({
+          failure: describeCallFailure(err, timeoutMs, opts.signal?.aborted === true),
+        }),
+      ),
+      lost,
+    ]).finally(() => session.waiting.delete(wake));
+    // Over HTTP a dead server shows only as a failed request: treat it as a lost connection.
+    if ("failure" in answer && answer.failure.kind === "connection" && this.config.transport === "http") {
+      this.connectionLost(session, "the server could not be reached");
+    }
+    return answer;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    clearTimeout(this.restartTimer);
+    await this.dropSession("the hub is shutting down");
+    if (this.state !== "blocked") this.setState("failed", "the hub was closed");
+  }
+
+  private setState(state: ServerState, error: string | undefined): void {
+    const changed = state !== this.state || error !== this.error;
+    this.state = state;
+    this.error = error;
+    if (state === "connected" || state === "failed") for (const wake of this.settleWaiters) wake();
+    if (changed) this.opts.onChange();
+  }
+
+  private settled(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.settleWaiters.delete(done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.settleWaiters.add(done);
+    });
+  }
+
+  private stderrLine(line: string): void {
+    const text = line.trimEnd();
+    if (text === "") return;
+    log.debug({ server: this.name, stderr: text }, "mcp server stderr");
+    this.stderrTail.push(text.length > 300 ? `${text.slice(0, 300)}…` : text);
+    if (this.stderrTail.length > STDERR_TAIL_LINES) this.stderrTail.shift();
+  }
+
+  /**
+   * Connects a new session and lists its tools. Resolves with undefined when connected,
+   * a failure reason, or null when a newer attempt or close() overtook this one.
+   */
+  private async open(): Promise<string | undefined | null> {
+    const attempt = ++this.attempt;
+    this.stderrTail = [];
+    const transport = createTransport(this.config, (line) => this.stderrLine(line));
+    const client = new Client(this.opts.clientInfo, {
+      listChanged: {
+        tools: { autoRefresh: false, debounceMs: 50, onChanged: () => void this.refresh(session) },
+      },
+    });
+    const session: Session = {
+      client,
+      transport,
+      startedAt: Date.now(),
+      live: false,
+      down: false,
+      waiting: new Set(),
+    };
+    this.session = session;
+    client.onclose = () => this.connectionLost(session, "the connection closed");
+    client.onerror = (err) => log.debug({ err, server: this.name }, "mcp transport error");
+    let tools: Tool[];
+    try {
+      const t = this.opts.connectTimeoutMs;
+      tools = await withDeadline(
+        (async () => {
+          const connecting = client.connect(transport, { timeout: t });
+          session.child = childOf(transport);
+          await connecting;
+          watchExit(session.child, (how) => this.connectionLost(session, `the server process ${how}`));
+          return this.filter(await listAllTools(client, t));
+        })(),
+        t,
+        "start-up",
+      );
+    } catch (err) {
+      markLost(session, "start-up failed");
+      void closeClient(client, session.child, true).catch(() => {});
+      if (attempt !== this.attempt || this.closed) return null;
+      const timedOut = err instanceof Error && err.message.startsWith("start-up did not finish");
+      const reason = timedOut
+        ? `did not finish starting within ${seconds(this.opts.connectTimeoutMs)}.`
+        : describeStartFailure(err, this.config, this.stderrTail.at(-1) ?? "");
+      log.warn({ server: this.name, reason }, "mcp server failed to start");
+      return reason;
+    }
+    if (attempt !== this.attempt || this.closed || session.down || !client.transport) {
+      const overtaken = attempt !== this.attempt || this.closed;
+      markLost(session, "start-up abandoned");
+      await closeClient(client, session.child).catch(() => {});
+      return overtaken ? null : "the connection closed right after start-up";
+    }
+    this.tools = tools;
+    session.live = true;
+    log.info({ server: this.name, tools: this.tools.length }, "mcp server connected");
+    this.setState("connected", undefined);
+    return undefined;
+  }
+
+  /** Config filters, and tools that only run as tasks (this hub calls tools directly). */
+  private filter(tools: Tool[]): Tool[] {
+    const { enabledTools, disabledTools } = this.config;
+    return tools.filter(
+      (t) =>
+        t.execution?.taskSupport !== "required" &&
+        (enabledTools === undefined || enabledTools.includes(t.name)) &&
+        !disabledTools?.includes(t.name),
+    );
+  }
+
+  private async refresh(session: Session): Promise<void> {
+    if (session !== this.session || session.down) return;
+    const seq = ++this.refreshSeq;
+    try {
+      const tools = this.filter(await listAllTools(session.client, this.opts.callTimeoutMs));
+      if (seq !== this.refreshSeq || session !== this.session || session.down) return;
+      this.tools = tools;
+      log.info({ server: this.name, tools: tools.length }, "mcp tool list changed");
+      this.opts.onChange();
+    } catch (err) {
+      log.warn({ err, server: this.name }, "could not refresh the tool list after list_changed");
+    }
+  }
+
+  private async dropSession(reason: string): Promise<void> {
+    const session = this.session;
+    if (!session) return;
+    markLost(session, reason);
+    this.session = undefined;
+    const { transport, client } = session;
+    if (transport instanceof StreamableHTTPClientTransport) {
+      await withDeadline(transport.terminateSession(), 1_000, "session end").catch(() => {});
+    }
+    await closeClient(client, session.child).catch((err: unknown) =>
+      log.debug({ err, server: this.name }, "close failed"),
+    );
+  }
+
+  /** A live session died: end its calls now, then restart with back-off or open the circuit. */
+  private connectionLost(session: Session, reason: string): void {
+    if (!session.live || session.down || session !== this.session || this.closed) return;
+    markLost(session, reason);
+    void closeClient(session.client, session.child).catch(() => {});
+    if (Date.now() - session.startedAt >= STABLE_MS) this.failures = 0;
+    log.warn({ server: this.name, reason }, "mcp server connection lost");
+    this.scheduleRestart(reason);
+  }
+
+  private scheduleRestart(reason: string): void {
+    this.failures++;
+    if (this.failures > this.opts.maxRestarts) {
+      const tried = this.opts.maxRestarts;
+      this.setState(
+        "failed",
+        `${reason}; gave up after ${tried} restart${tried === 1 ? "" : "s"} (use reconnect to try again)`,
+      );
+      return;
+    }
+    const delay = Math.min(BACKOFF_START_MS * 2 ** (this.failures - 1), BACKOFF_CAP_MS);
+    this.setState("reconnecting", `${reason}; restarting in ${seconds(delay)}`);
+    this.restartTimer = setTimeout(() => void this.restart(), delay);
+    this.restartTimer.unref();
+  }
+
+  private async restart(): Promise<void> {
+    if (this.closed) return;
+    const reason = await this.open();
+    if (typeof reason === "string" && !this.closed) this.scheduleRestart(reason);
+  }
+}

@@ -1,0 +1,85 @@
+import { StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
+import { scrub } from "../log.js";
+import type { ServerConfig } from "./servers.js";
+
+/** A URL without its query or credentials: those may hold keys. */
+export function safeUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.protocol}//${u.host}${u.pathname}`;
+  } catch {
+    return "(invalid URL)";
+  }
+}
+
+export function seconds(ms: number): string {
+  return ms % 1000 === 0 ? `${ms / 1000} s` : `${(ms / 1000).toFixed(1)} s`;
+}
+
+const messageOf = (err: unknown) => (err instanceof Error ? err.message : String(err));
+
+function networkCause(err: unknown): string {
+  const cause = err instanceof Error && err.cause instanceof Error ? err.cause : undefined;
+  const code = cause && "code" in cause ? String(cause.code) : undefined;
+  return code ?? cause?.message ?? messageOf(err);
+}
+
+/** Why a server did not come up, in words the person running the bot can act on. */
+export function describeStartFailure(err: unknown, config: ServerConfig, stderrTail: string): string {
+  const tail = stderrTail ? ` Its last output: ${stderrTail}` : "";
+  let reason: string;
+  if (config.transport === "stdio") {
+    const code = err instanceof Error && "code" in err ? String(err.code) : undefined;
+    if (code === "ENOENT") {
+      reason = `could not start "${config.command}": command not found (check the command and PATH).`;
+    } else if (code === "EACCES") {
+      reason = `could not start "${config.command}": permission denied.`;
+    } else if (err instanceof McpError && err.code === ErrorCode.ConnectionClosed) {
+      reason = `the process "${config.command}" exited during start-up.${tail}`;
+    } else {
+      reason = `start-up failed: ${messageOf(err)}.${tail}`;
+    }
+  } else if (err instanceof StreamableHTTPError) {
+    reason = `${safeUrl(config.url)} answered HTTP ${err.code ?? "error"}: ${err.message}`;
+  } else if (err instanceof McpError) {
+    reason = `${safeUrl(config.url)} refused the MCP handshake: ${err.message}`;
+  } else {
+    reason = `could not reach ${safeUrl(config.url)}: ${networkCause(err)}`;
+  }
+  return scrub(reason);
+}
+
+export type CallFailureKind = "timeout" | "cancelled" | "connection" | "server";
+
+export interface CallFailure {
+  kind: CallFailureKind;
+  text: string;
+}
+
+/** Why a call failed, told to the model so that it can decide what to do next. */
+export function describeCallFailure(err: unknown, timeoutMs: number, aborted: boolean): CallFailure {
+  if (aborted) return { kind: "cancelled", text: "The call was cancelled before the tool answered." };
+  if (err instanceof McpError) {
+    if (err.code === ErrorCode.RequestTimeout) {
+      return {
+        kind: "timeout",
+        text: `The tool did not answer within ${seconds(timeoutMs)} (timeout). It may still be working; do not assume it did or did not run.`,
+      };
+    }
+    if (err.code === ErrorCode.ConnectionClosed) {
+      return {
+        kind: "connection",
+        text: "The connection to the tool's server closed before it answered. The server is being restarted; try again in a moment.",
+      };
+    }
+    return { kind: "server", text: `The server answered with an error: ${scrub(err.message)}` };
+  }
+  if (err instanceof StreamableHTTPError || err instanceof TypeError) {
+    return {
+      kind: "connection",
+      text: `The tool's server could not be reached (${scrub(networkCause(err))}). Try again in a moment.`,
+    };
+  }
+  return { kind: "server", text: `The call failed: ${scrub(messageOf(err))}` };
+}

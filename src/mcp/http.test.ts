@@ -1,0 +1,75 @@
+import type { ChildProcess } from "node:child_process";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { McpHub } from "./hub.js";
+import { startEverythingHttp, stopChild } from "./testkit.js";
+
+const options = {
+  callTimeoutMs: 10_000,
+  connectTimeoutMs: 10_000,
+  maxOutputChars: 10_000,
+  blockedServers: [],
+  maxRestarts: 6,
+};
+
+describe("a streamable HTTP server", () => {
+  let server: { child: ChildProcess; url: string };
+  let hub: McpHub;
+
+  beforeAll(async () => {
+    server = await startEverythingHttp();
+    hub = await McpHub.start(
+      [{ name: "web", transport: "http", url: server.url, headers: { "X-Test": "1" }, disabled: false }],
+      options,
+    );
+  });
+
+  afterAll(async () => {
+    await hub?.close();
+    if (server) await stopChild(server.child);
+  });
+
+  it("connects over HTTP on 127.0.0.1 and lists its tools", () => {
+    expect(hub.status()).toEqual([
+      { name: "web", state: "connected", transport: "http", toolCount: expect.any(Number) },
+    ]);
+    expect(hub.tools().map((t) => t.name)).toContain("web__echo");
+  });
+
+  it("calls tools and receives images", async () => {
+    expect(await hub.call("web__echo", { message: "over http" })).toMatchObject({
+      ok: true,
+      text: "Echo: over http",
+    });
+    const image = await hub.call("web__get-tiny-image", {});
+    expect(image.artifacts[0]?.mimeType).toBe("image/png");
+  });
+
+  it("streams progress over HTTP", async () => {
+    const seen: number[] = [];
+    const out = await hub.call(
+      "web__trigger-long-running-operation",
+      { duration: 0.6, steps: 3 },
+      {
+        onProgress: (p) => seen.push(p.progress),
+      },
+    );
+    expect(out.ok).toBe(true);
+    expect(seen.length).toBeGreaterThan(0);
+  });
+
+  it("reports a server that went away, then reconnects when it is back on the same port", async () => {
+    const port = Number(new URL(server.url).port);
+    await stopChild(server.child);
+    const out = await hub.call("web__echo", { message: "anyone?" });
+    expect(out.ok).toBe(false);
+    expect(out.text).toContain("could not be reached");
+    expect(hub.status()[0]?.state).toBe("reconnecting");
+
+    server = await startEverythingHttp(port);
+    await vi.waitFor(() => expect(hub.status()[0]?.state).toBe("connected"), {
+      timeout: 20_000,
+      interval: 100,
+    });
+    expect(await hub.call("web__echo", { message: "back" })).toMatchObject({ ok: true, text: "Echo: back" });
+  });
+});

@@ -1,0 +1,209 @@
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { McpHub } from "./hub.js";
+import { EVERYTHING, FILESYSTEM, isAlive, stdio } from "./testkit.js";
+import type { ToolProgress } from "./types.js";
+
+const options = {
+  callTimeoutMs: 20_000,
+  connectTimeoutMs: 20_000,
+  maxOutputChars: 10_000,
+  blockedServers: ["blocked"],
+  maxRestarts: 3,
+};
+
+describe("McpHub with the reference servers", () => {
+  const folder = mkdtempSync(join(tmpdir(), "switchboard-fs-"));
+  let hub: McpHub;
+
+  beforeAll(async () => {
+    hub = await McpHub.start(
+      [
+        // A short per-server timeout: the progress and timeout cases below rely on it.
+        stdio("everything", [EVERYTHING], { timeoutMs: 1_500, disabledTools: ["toggle-simulated-logging"] }),
+        stdio("fs", [FILESYSTEM, folder], {
+          enabledTools: ["write_file", "read_text_file", "list_directory"],
+        }),
+        { ...stdio("missing", []), command: "switchboard-no-such-command" },
+        stdio("quits", ["-e", "console.error('missing API key'); process.exit(3)"]),
+        stdio("blocked", [EVERYTHING]),
+        stdio("off", [EVERYTHING], { disabled: true }),
+      ],
+      options,
+    );
+  });
+
+  afterAll(async () => {
+    await hub?.close();
+    rmSync(folder, { recursive: true, force: true });
+  });
+
+  it("connects the working servers in parallel while broken ones fail with a reason", () => {
+    const byName = Object.fromEntries(hub.status().map((s) => [s.name, s]));
+    expect(Object.keys(byName)).toEqual(["everything", "fs", "missing", "quits", "blocked"]);
+    expect(byName.everything).toMatchObject({ state: "connected", transport: "stdio" });
+    expect(byName.everything?.pid).toBeTypeOf("number");
+    expect(byName.fs).toMatchObject({ state: "connected", toolCount: 3 });
+    expect(byName.missing).toMatchObject({ state: "failed", toolCount: 0 });
+    expect(byName.missing?.error).toContain("command not found");
+    expect(byName.quits).toMatchObject({ state: "failed" });
+    expect(byName.quits?.error).toContain("exited during start-up");
+    expect(byName.quits?.error).toContain("missing API key");
+    expect(byName.blocked).toMatchObject({ state: "blocked", toolCount: 0 });
+  });
+
+  it("lists tools with provider-safe names, applying enabledTools and disabledTools", () => {
+    const names = hub.tools().map((t) => t.name);
+    expect(names).toContain("everything__echo");
+    expect(names).toContain("everything__get-sum");
+    expect(names).not.toContain("everything__toggle-simulated-logging");
+    expect(
+      hub
+        .tools(["fs"])
+        .map((t) => t.name)
+        .sort(),
+    ).toEqual(["fs__list_directory", "fs__read_text_file", "fs__write_file"]);
+    expect(names.some((n) => n.startsWith("blocked__") || n.startsWith("off__"))).toBe(false);
+    for (const entry of hub.tools()) {
+      expect(entry.name).toMatch(/^[a-zA-Z0-9_-]{1,64}$/);
+      expect(entry.inputSchema.type).toBe("object");
+      expect(entry.inputSchema).not.toHaveProperty("$schema");
+    }
+  });
+
+  it("leaves out tools that can only run as tasks", () => {
+    expect(hub.tools(["everything"]).map((t) => t.tool)).not.toContain("simulate-research-query");
+  });
+
+  it("echoes through the everything server", async () => {
+    const out = await hub.call("everything__echo", { message: "hello" });
+    expect(out).toMatchObject({
+      ok: true,
+      text: "Echo: hello",
+      server: "everything",
+      tool: "echo",
+      artifacts: [],
+    });
+    expect(out.ms).toBeGreaterThanOrEqual(0);
+  });
+
+  it("adds two numbers with get-sum", async () => {
+    const out = await hub.call("everything__get-sum", { a: 2, b: 40 });
+    expect(out.ok).toBe(true);
+    expect(out.text).toContain("42");
+  });
+
+  it("returns a correctable error for bad arguments without calling the server", async () => {
+    const out = await hub.call("everything__get-sum", { a: "two" });
+    expect(out.ok).toBe(false);
+    expect(out.text).toContain('"a" must be number, got string');
+    expect(out.text).toContain('missing required argument "b"');
+  });
+
+  it("answers an unknown tool name with the names that exist", async () => {
+    const out = await hub.call("everything__nope", {});
+    expect(out.ok).toBe(false);
+    expect(out.text).toContain('There is no tool named "everything__nope"; available:');
+    expect(out.text).toContain("everything__echo");
+  });
+
+  it("turns the tiny image into a PNG artifact and tells the model about it", async () => {
+    const out = await hub.call("everything__get-tiny-image", {});
+    expect(out.ok).toBe(true);
+    const [image] = out.artifacts;
+    expect(image).toMatchObject({ filename: "everything-get-tiny-image-1.png", mimeType: "image/png" });
+    expect([...(image?.bytes.slice(0, 8) ?? [])]).toEqual([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
+    expect(out.text).toMatch(/\[Attached file: everything-get-tiny-image-1\.png \(image\/png, [\d.]+ KB\)\]/);
+  });
+
+  it("keeps resource links as lines the model can read", async () => {
+    const out = await hub.call("everything__get-resource-links", { count: 2 });
+    expect(out.text).toContain("[Resource link: Blob Resource 1 <demo://resource/dynamic/blob/1>");
+    expect(out.text).toContain("<demo://resource/dynamic/text/2>");
+  });
+
+  it("attaches an embedded blob resource as a file", async () => {
+    const out = await hub.call("everything__get-resource-reference", { resourceType: "Blob", resourceId: 2 });
+    expect(out.artifacts).toHaveLength(1);
+    expect(Buffer.from(out.artifacts[0]?.bytes ?? []).toString()).toContain("Resource 2");
+  });
+
+  it("returns the weather of the structured-content tool", async () => {
+    const out = await hub.call("everything__get-structured-content", { location: "Chicago" });
+    expect(out.ok).toBe(true);
+    expect(JSON.parse(out.text)).toHaveProperty("temperature");
+  });
+
+  it("keeps a long operation alive while it reports progress, past the per-call timeout", async () => {
+    const progress: ToolProgress[] = [];
+    // 3 s in total, a progress note every 0.25 s, against a 1.5 s timeout.
+    const out = await hub.call(
+      "everything__trigger-long-running-operation",
+      { duration: 3, steps: 12 },
+      { onProgress: (p) => progress.push(p) },
+    );
+    expect(out.ok).toBe(true);
+    expect(out.text).toContain("Long running operation completed");
+    // The SDK handles the last notification after the answer that follows it, so it may be missed.
+    expect(progress.length).toBeGreaterThanOrEqual(11);
+    expect(progress.map((p) => p.progress)).toEqual(progress.map((_, i) => i + 1));
+    expect(progress[0]?.total).toBe(12);
+  });
+
+  it("gives up on a silent operation at the timeout", async () => {
+    const out = await hub.call("everything__trigger-long-running-operation", { duration: 4, steps: 1 });
+    expect(out.ok).toBe(false);
+    expect(out.text).toContain("did not answer within 1.5 s");
+  });
+
+  it("stops waiting when the caller cancels", async () => {
+    const controller = new AbortController();
+    const pending = hub.call(
+      "everything__trigger-long-running-operation",
+      { duration: 4, steps: 1 },
+      {
+        signal: controller.signal,
+      },
+    );
+    setTimeout(() => controller.abort(), 100);
+    const out = await pending;
+    expect(out.ok).toBe(false);
+    expect(out.text).toContain("cancelled");
+  });
+
+  it("works with files in the allowed folder through server-filesystem", async () => {
+    const path = join(folder, "note.txt");
+    const written = await hub.call("fs__write_file", { path, content: "from the hub" });
+    expect(written.ok).toBe(true);
+    expect(readFileSync(path, "utf8")).toBe("from the hub");
+    const read = await hub.call("fs__read_text_file", { path });
+    expect(read.text).toContain("from the hub");
+    const outside = await hub.call("fs__read_text_file", { path: "/etc/hostname" });
+    expect(outside.ok).toBe(false);
+  });
+
+  it("caps long output and says so", async () => {
+    const small = await McpHub.start([stdio("everything", [EVERYTHING], { enabledTools: ["echo"] })], {
+      ...options,
+      maxOutputChars: 10,
+    });
+    try {
+      const out = await small.call("everything__echo", { message: "x".repeat(100) });
+      expect(out.text).toBe("Echo: xxxx\n[... 96 more characters truncated]");
+    } finally {
+      await small.close();
+    }
+  });
+
+  it("leaves no child process behind after close", async () => {
+    const other = await McpHub.start([stdio("a", [EVERYTHING]), stdio("b", [FILESYSTEM, folder])], options);
+    const pids = other.status().map((s) => s.pid);
+    expect(pids.every((p) => typeof p === "number" && isAlive(p))).toBe(true);
+    await other.close();
+    for (const pid of pids) expect(isAlive(pid ?? 0)).toBe(false);
+    expect(other.status().map((s) => s.state)).toEqual(["failed", "failed"]);
+    expect((await other.call("a__echo", { message: "late" })).ok).toBe(false);
+  });
+});

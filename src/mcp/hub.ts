@@ -1,0 +1,179 @@
+import type { Tool } from "@modelcontextprotocol/sdk/types.js";
+import { log } from "../log.js";
+import { ServerConnection } from "./connection.js";
+import { ToolNameMap } from "./names.js";
+import { toModelResult } from "./results.js";
+import { checkArguments, toProviderSchema } from "./schema.js";
+import type { ServerConfig } from "./servers.js";
+import type { ServerStatus, ToolCallOptions, ToolEntry, ToolHub, ToolOutcome } from "./types.js";
+
+export interface HubOptions {
+  callTimeoutMs: number;
+  connectTimeoutMs: number;
+  maxOutputChars: number;
+  blockedServers: readonly string[];
+  maxRestarts: number;
+  clientInfo?: { name: string; version: string };
+}
+
+interface CatalogItem {
+  entry: ToolEntry;
+  /** The server's own schema: arguments are checked against it, not the provider copy. */
+  original: Record<string, unknown>;
+  connection: ServerConnection;
+}
+
+const MAX_NAMES_LISTED = 60;
+
+/** Provider copies, one per schema object the server sent, so that a rebuild costs nothing. */
+const providerSchemas = new WeakMap<object, Record<string, unknown>>();
+
+function providerSchema(tool: Tool): Record<string, unknown> {
+  let schema = providerSchemas.get(tool.inputSchema);
+  if (!schema) {
+    schema = toProviderSchema(tool.inputSchema);
+    providerSchemas.set(tool.inputSchema, schema);
+  }
+  return schema;
+}
+
+/**
+ * All configured MCP servers behind one catalog. Servers connect in parallel and fail
+ * alone; the catalog follows `tools/list_changed`, deaths and restarts.
+ */
+export class McpHub implements ToolHub {
+  private readonly connections: ServerConnection[];
+  private catalog = new Map<string, CatalogItem>();
+  private readonly listeners = new Set<() => void>();
+
+  private constructor(
+    servers: readonly ServerConfig[],
+    private readonly opts: HubOptions,
+  ) {
+    const clientInfo = opts.clientInfo ?? { name: "switchboard", version: "0.1.0" };
+    this.connections = servers
+      .filter((s) => !s.disabled)
+      .map(
+        (config) =>
+          new ServerConnection(
+            config,
+            { ...opts, clientInfo, onChange: () => this.changed() },
+            opts.blockedServers.includes(config.name),
+          ),
+      );
+  }
+
+  /** Resolves once every server is connected or has failed; a slow one is bounded by connectTimeoutMs. */
+  static async start(servers: readonly ServerConfig[], opts: HubOptions): Promise<McpHub> {
+    const hub = new McpHub(servers, opts);
+    await Promise.all(hub.connections.map((c) => c.start()));
+    hub.rebuild();
+    return hub;
+  }
+
+  tools(servers?: readonly string[]): ToolEntry[] {
+    const all = [...this.catalog.values()].map((item) => item.entry);
+    return servers ? all.filter((e) => servers.includes(e.server)) : all;
+  }
+
+  status(): ServerStatus[] {
+    return this.connections.map((c) => c.status());
+  }
+
+  /** Called when the catalog or a server's status changes; returns the way to stop listening. */
+  onChange(listener: () => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** Tries a server again now, closing its circuit; undefined for a name that is not configured. */
+  async reconnect(name: string): Promise<ServerStatus | undefined> {
+    const connection = this.connections.find((c) => c.name === name);
+    if (!connection) return undefined;
+    await connection.reconnect();
+    return connection.status();
+  }
+
+  async call(name: string, args: Record<string, unknown>, opts: ToolCallOptions = {}): Promise<ToolOutcome> {
+    const started = performance.now();
+    const item = this.catalog.get(name);
+    const outcome = (
+      server: string,
+      tool: string,
+      ok: boolean,
+      text: string,
+      artifacts: ToolOutcome["artifacts"] = [],
+    ) => ({
+      ok,
+      text,
+      artifacts,
+      ms: Math.round(performance.now() - started),
+      server,
+      tool,
+    });
+    if (!item) {
+      const names = [...this.catalog.keys()];
+      const listed =
+        names.slice(0, MAX_NAMES_LISTED).join(", ") + (names.length > MAX_NAMES_LISTED ? ", …" : "");
+      return outcome("", name, false, `There is no tool named "${name}"; available: ${listed || "(none)"}.`);
+    }
+    const { server, tool } = item.entry;
+    try {
+      const input = args !== null && typeof args === "object" && !Array.isArray(args) ? args : {};
+      const invalid = checkArguments(name, item.original, input);
+      if (invalid) return outcome(server, tool, false, invalid);
+      const answer = await item.connection.call(tool, input, opts);
+      if ("failure" in answer) return outcome(server, tool, false, answer.failure.text);
+      const result = toModelResult(answer.result, { maxChars: this.opts.maxOutputChars, server, tool });
+      return outcome(server, tool, result.ok, result.text, result.artifacts);
+    } catch (err) {
+      log.error({ err, server, tool }, "mcp call failed unexpectedly");
+      return outcome(
+        server,
+        tool,
+        false,
+        "The tool call failed inside the bot; try again or use another tool.",
+      );
+    }
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.connections.map((c) => c.close()));
+    this.listeners.clear();
+  }
+
+  private changed(): void {
+    this.rebuild();
+    for (const listener of this.listeners) {
+      try {
+        listener();
+      } catch (err) {
+        log.warn({ err }, "mcp hub change listener threw");
+      }
+    }
+  }
+
+  /** Connected servers and restarting ones (their last tools, so that names stay put across a restart). */
+  private rebuild(): void {
+    const live = this.connections.filter((c) => c.state === "connected" || c.state === "reconnecting");
+    const names = new ToolNameMap(
+      live.flatMap((c) => c.tools.map((t) => ({ server: c.name, tool: t.name }))),
+    );
+    const catalog = new Map<string, CatalogItem>();
+    for (const connection of live) {
+      for (const tool of connection.tools) {
+        const name = names.nameOf(connection.name, tool.name);
+        if (name === undefined || catalog.has(name)) continue;
+        const entry: ToolEntry = {
+          name,
+          server: connection.name,
+          tool: tool.name,
+          description: tool.description ?? tool.title ?? "",
+          inputSchema: providerSchema(tool),
+        };
+        catalog.set(name, { entry, original: tool.inputSchema, connection });
+      }
+    }
+    this.catalog = catalog;
+  }
+}

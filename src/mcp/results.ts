@@ -1,0 +1,134 @@
+import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import type { Artifact } from "./types.js";
+
+export interface ModelResult {
+  ok: boolean;
+  text: string;
+  artifacts: Artifact[];
+}
+
+export interface ResultOptions {
+  maxChars: number;
+  server: string;
+  tool: string;
+}
+
+const EXTENSIONS: Record<string, string> = {
+  "image/png": "png",
+  "image/jpeg": "jpg",
+  "image/jpg": "jpg",
+  "image/gif": "gif",
+  "image/webp": "webp",
+  "image/svg+xml": "svg",
+  "image/bmp": "bmp",
+  "audio/mpeg": "mp3",
+  "audio/mp3": "mp3",
+  "audio/wav": "wav",
+  "audio/x-wav": "wav",
+  "audio/ogg": "ogg",
+  "audio/webm": "webm",
+  "audio/flac": "flac",
+  "audio/aac": "aac",
+  "application/pdf": "pdf",
+  "application/json": "json",
+  "application/zip": "zip",
+  "application/gzip": "gz",
+  "application/x-gzip": "gz",
+  "text/plain": "txt",
+  "text/markdown": "md",
+  "text/html": "html",
+  "text/csv": "csv",
+};
+
+export function extensionFor(mimeType: string): string {
+  const bare = mimeType.split(";")[0]?.trim().toLowerCase() ?? "";
+  const known = EXTENSIONS[bare];
+  if (known) return known;
+  const sub = bare.split("/")[1]?.replace(/^x-/, "");
+  return sub && /^[a-z0-9]{1,5}$/.test(sub) ? sub : "bin";
+}
+
+export function formatBytes(n: number): string {
+  if (n < 1024) return `${n} B`;
+  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KB`;
+  return `${(n / (1024 * 1024)).toFixed(1)} MB`;
+}
+
+const safePart = (s: string) => s.replace(/[^a-zA-Z0-9._-]/g, "_");
+
+/** Cuts at `max` without splitting a surrogate pair, and says how much was left out. */
+function cap(text: string, max: number): { text: string; cut: boolean } {
+  if (text.length <= max) return { text, cut: false };
+  let end = Math.max(0, max);
+  const code = text.charCodeAt(end - 1);
+  if (code >= 0xd800 && code <= 0xdbff) end--;
+  return { text: `${text.slice(0, end)}\n[... ${text.length - end} more characters truncated]`, cut: true };
+}
+
+/**
+ * Turns an MCP tool result into what the model reads and the files the thread gets.
+ * Binary content never reaches the model: it becomes an artifact and a one-line note.
+ */
+export function toModelResult(result: CallToolResult, opts: ResultOptions): ModelResult {
+  const parts: string[] = [];
+  const notes: string[] = [];
+  const artifacts: Artifact[] = [];
+  let hasText = false;
+
+  const attach = (title: string, mimeType: string, base64: string) => {
+    const bytes = new Uint8Array(Buffer.from(base64, "base64"));
+    const filename = `${safePart(opts.server)}-${safePart(opts.tool)}-${artifacts.length + 1}.${extensionFor(mimeType)}`;
+    artifacts.push({ title, filename, mimeType, bytes });
+    const note = `[Attached file: ${filename} (${mimeType}, ${formatBytes(bytes.byteLength)})]`;
+    notes.push(note);
+    parts.push(note);
+  };
+
+  for (const block of result.content ?? []) {
+    switch (block.type) {
+      case "text":
+        hasText = true;
+        parts.push(block.text);
+        break;
+      case "image":
+      case "audio":
+        attach(
+          `${block.type === "image" ? "Image" : "Audio"} from ${opts.server}/${opts.tool}`,
+          block.mimeType,
+          block.data,
+        );
+        break;
+      case "resource": {
+        const r = block.resource;
+        const mime = r.mimeType ?? ("blob" in r ? "application/octet-stream" : "text/plain");
+        if ("blob" in r && typeof r.blob === "string") {
+          attach(r.uri.split("/").pop() || r.uri, mime, r.blob);
+        } else if ("text" in r && typeof r.text === "string") {
+          hasText = true;
+          parts.push(`[Resource ${r.uri} (${mime})]\n${r.text}`);
+        }
+        break;
+      }
+      case "resource_link": {
+        const described = block.description ? `: ${block.description}` : "";
+        const mime = block.mimeType ? ` (${block.mimeType})` : "";
+        parts.push(`[Resource link: ${block.name} <${block.uri}>${mime}${described}]`);
+        break;
+      }
+      default:
+        parts.push(`[Content of type "${(block as { type: string }).type}" left out]`);
+    }
+  }
+
+  if (!hasText && result.structuredContent !== undefined) {
+    parts.unshift(JSON.stringify(result.structuredContent));
+  }
+  const ok = result.isError !== true;
+  if (parts.length === 0) {
+    parts.push(ok ? "(the tool returned no output)" : "The tool reported an error without details.");
+  }
+  const capped = cap(parts.join("\n"), opts.maxChars);
+  // Attachment notes cut off by the cap are put back: the model must know the files exist.
+  const lost = capped.cut ? notes.filter((n) => !capped.text.includes(n)) : [];
+  return { ok, text: [capped.text, ...lost].join("\n"), artifacts };
+}

@@ -1,0 +1,178 @@
+// biome-ignore-all lint/suspicious/noTemplateCurlyInString: these tests are about ${VAR} placeholders in config strings.
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { SwitchboardError } from "../errors.js";
+import { loadMcpConfig, parseMcpConfig } from "./servers.js";
+
+const FILE = "config/mcp.json";
+
+function errorOf(json: unknown): SwitchboardError {
+  try {
+    parseMcpConfig(json, FILE, {});
+  } catch (err) {
+    if (err instanceof SwitchboardError) return err;
+    throw err;
+  }
+  throw new Error("expected parseMcpConfig to throw");
+}
+
+describe("parseMcpConfig", () => {
+  it("reads stdio servers with command, args, env and cwd", () => {
+    const servers = parseMcpConfig(
+      {
+        mcpServers: {
+          github: { command: "npx", args: ["-y", "server-github"], env: { A: "1" }, cwd: "/srv" },
+        },
+      },
+      FILE,
+      {},
+    );
+    expect(servers).toEqual([
+      {
+        name: "github",
+        transport: "stdio",
+        command: "npx",
+        args: ["-y", "server-github"],
+        env: { A: "1" },
+        cwd: "/srv",
+        disabled: false,
+      },
+    ]);
+  });
+
+  it("reads streamable HTTP servers from type http, type streamable-http, or a bare url", () => {
+    const servers = parseMcpConfig(
+      {
+        mcpServers: {
+          a: { type: "http", url: "https://a.example/mcp", headers: { "X-Team": "blue" } },
+          b: { type: "streamable-http", url: "http://127.0.0.1:9000/mcp" },
+          c: { url: "https://c.example/mcp" },
+        },
+      },
+      FILE,
+      {},
+    );
+    expect(servers.map((s) => [s.name, s.transport])).toEqual([
+      ["a", "http"],
+      ["b", "http"],
+      ["c", "http"],
+    ]);
+    expect(servers[0]).toMatchObject({ url: "https://a.example/mcp", headers: { "X-Team": "blue" } });
+  });
+
+  it("accepts VS Code's top-level key `servers`", () => {
+    expect(parseMcpConfig({ servers: { m: { command: "node" } } }, FILE, {})).toHaveLength(1);
+  });
+
+  it("keeps tool filters, a timeout and the disabled flag", () => {
+    const [server] = parseMcpConfig(
+      {
+        mcpServers: {
+          s: {
+            command: "node",
+            enabledTools: ["a", "b"],
+            disabledTools: ["b"],
+            timeoutMs: 5000,
+            disabled: true,
+          },
+        },
+      },
+      FILE,
+      {},
+    );
+    expect(server).toMatchObject({
+      enabledTools: ["a", "b"],
+      disabledTools: ["b"],
+      timeoutMs: 5000,
+      disabled: true,
+    });
+  });
+
+  it("replaces ${VAR} and ${VAR:-default} in every string and reports the variables that are not set", () => {
+    const missing: string[] = [];
+    const servers = parseMcpConfig(
+      {
+        mcpServers: {
+          gh: {
+            command: "npx",
+            env: { GITHUB_TOKEN: "${GH_TOKEN}" },
+            args: ["--org", "${ORG:-acme}", "${NOPE}"],
+          },
+          api: { url: "https://${HOST}/mcp", headers: { Authorization: "Bearer ${API_KEY}" } },
+        },
+      },
+      FILE,
+      { GH_TOKEN: "ghp_x", HOST: "api.example", API_KEY: "k1" },
+      missing,
+    );
+    expect(servers[0]).toMatchObject({ env: { GITHUB_TOKEN: "ghp_x" }, args: ["--org", "acme", ""] });
+    expect(servers[1]).toMatchObject({
+      url: "https://api.example/mcp",
+      headers: { Authorization: "Bearer k1" },
+    });
+    expect(missing).toEqual(["NOPE"]);
+  });
+
+  it("names the file, the server and the field of a bad command", () => {
+    const err = errorOf({ mcpServers: { github: { command: "" } } });
+    expect(err.code).toBe("config_invalid");
+    expect(err.message).toBe("config/mcp.json: mcpServers.github.command must be a non-empty string");
+  });
+
+  it("reports every bad field of every server at once", () => {
+    const err = errorOf({
+      mcpServers: {
+        a: { command: "node", args: "--flag", env: { X: 1 } },
+        b: { url: "ftp://files.example", timeoutMs: -5, enabledTools: "echo" },
+      },
+    });
+    expect(err.message.split("\n")).toEqual([
+      "config/mcp.json: mcpServers.a.args must be a list of strings",
+      "config/mcp.json: mcpServers.a.env.X must be a string",
+      "config/mcp.json: mcpServers.b.url must be an http:// or https:// URL",
+      "config/mcp.json: mcpServers.b.enabledTools must be a list of strings",
+      "config/mcp.json: mcpServers.b.timeoutMs must be a positive whole number of milliseconds",
+    ]);
+  });
+
+  it("explains entries that are neither stdio nor HTTP, or both, or SSE", () => {
+    expect(errorOf({ mcpServers: { x: {} } }).message).toContain('mcpServers.x must have a "command"');
+    expect(errorOf({ mcpServers: { x: { command: "a", url: "http://b" } } }).message).toContain("not both");
+    expect(errorOf({ mcpServers: { x: { type: "sse", url: "http://b" } } }).message).toContain(
+      'mcpServers.x.type is "sse", which is not supported',
+    );
+    expect(errorOf({ mcpServers: { x: "node server.js" } }).message).toBe(
+      "config/mcp.json: mcpServers.x must be an object",
+    );
+  });
+
+  it("refuses a document without an mcpServers object", () => {
+    expect(errorOf([]).message).toContain("must be an object");
+    expect(errorOf({ tools: {} }).message).toContain('must have an "mcpServers" object');
+    expect(errorOf({ mcpServers: [] }).message).toContain("mcpServers must be an object");
+  });
+});
+
+describe("loadMcpConfig", () => {
+  const dir = mkdtempSync(join(tmpdir(), "switchboard-mcpconfig-"));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it("returns no servers when no file is configured", () => {
+    expect(loadMcpConfig(undefined, {})).toEqual([]);
+  });
+
+  it("reads and interpolates a JSON file", () => {
+    const file = join(dir, "mcp.json");
+    writeFileSync(file, JSON.stringify({ mcpServers: { m: { command: "${NODE_BIN}" } } }));
+    expect(loadMcpConfig(file, { NODE_BIN: "node" })).toMatchObject([{ name: "m", command: "node" }]);
+  });
+
+  it("names the file when it is not JSON or does not exist", () => {
+    const file = join(dir, "broken.json");
+    writeFileSync(file, "{ mcpServers: ");
+    expect(() => loadMcpConfig(file, {})).toThrow(`${file}: not valid JSON`);
+    expect(() => loadMcpConfig(join(dir, "absent.json"), {})).toThrow("does not exist");
+  });
+});

@@ -1,0 +1,130 @@
+/**
+ * Real MCP servers for the hub's tests and bench: the reference servers installed as
+ * devDependencies, and a small scripted server for what they do not do (pagination,
+ * list_changed on demand, awkward names, `$ref` schemas, crash-on-restart).
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { join, resolve } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import type { StdioServerConfig } from "./servers.js";
+
+const modules = resolve(fileURLToPath(new URL(".", import.meta.url)), "../../node_modules");
+export const EVERYTHING = join(modules, "@modelcontextprotocol/server-everything/dist/index.js");
+export const FILESYSTEM = join(modules, "@modelcontextprotocol/server-filesystem/dist/index.js");
+export const MEMORY = join(modules, "@modelcontextprotocol/server-memory/dist/index.js");
+
+export function stdio(
+  name: string,
+  args: string[],
+  extra: Partial<StdioServerConfig> = {},
+): StdioServerConfig {
+  return { name, transport: "stdio", command: process.execPath, args, env: {}, disabled: false, ...extra };
+}
+
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((done, fail) => {
+    const server = createServer();
+    server.once("error", fail);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      const port = typeof address === "object" && address ? address.port : 0;
+      server.close(() => done(port));
+    });
+  });
+}
+
+/** server-everything in streamable HTTP mode on a free port; resolves when it listens. */
+export async function startEverythingHttp(port?: number): Promise<{ child: ChildProcess; url: string }> {
+  const chosen = port ?? (await freePort());
+  const child = spawn(process.execPath, [EVERYTHING, "streamableHttp"], {
+    env: { PATH: process.env.PATH ?? "", PORT: String(chosen) },
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  await new Promise<void>((done, fail) => {
+    let seen = "";
+    child.stderr?.on("data", (chunk: Buffer) => {
+      seen += chunk.toString();
+      if (seen.includes("listening on port")) done();
+    });
+    child.once("exit", (code) => fail(new Error(`server-everything exited (${code}): ${seen}`)));
+  });
+  return { child, url: `http://127.0.0.1:${chosen}/mcp` };
+}
+
+export function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((done) => {
+    child.once("exit", () => done());
+    child.kill("SIGKILL");
+  });
+}
+
+const sdk = (path: string) => pathToFileURL(join(modules, "@modelcontextprotocol/sdk/dist/esm", path)).href;
+
+/**
+ * A scripted stdio server. Tools: `alpha` ($ref schema, counts its calls), `beta.tool`
+ * and `beta_tool` (collide once sanitised), an 80-character name, `only-task` (task
+ * required), `calls` (the count), `add-tool` (adds `gamma`, sends list_changed). It
+ * pages `tools/list` two at a time. With FAIL_IF_EXISTS=<file> it refuses to start
+ * when that file exists, and creates it when it does start.
+ */
+const SCRIPT = `
+import { existsSync, writeFileSync } from "node:fs";
+import { Server } from "${sdk("server/index.js")}";
+import { StdioServerTransport } from "${sdk("server/stdio.js")}";
+import { CallToolRequestSchema, ListToolsRequestSchema } from "${sdk("types.js")}";
+
+const marker = process.env.FAIL_IF_EXISTS;
+if (marker && existsSync(marker)) { console.error("refusing to start: " + marker + " exists"); process.exit(2); }
+if (marker) writeFileSync(marker, "started");
+
+const obj = (properties = {}, extra = {}) => ({ type: "object", properties, ...extra });
+const tools = [
+  { name: "alpha", description: "Takes an item", inputSchema: obj({ item: { $ref: "#/$defs/Item" } }, {
+    required: ["item"],
+    $defs: { Item: obj({ id: { type: "integer" }, child: { $ref: "#/$defs/Item" } }, { required: ["id"] }) },
+  }) },
+  { name: "beta.tool", inputSchema: obj() },
+  { name: "beta_tool", inputSchema: obj() },
+  { name: "${"x".repeat(80)}", inputSchema: obj() },
+  { name: "only-task", inputSchema: obj(), execution: { taskSupport: "required" } },
+  { name: "calls", inputSchema: obj() },
+  { name: "add-tool", inputSchema: obj() },
+];
+let calls = 0;
+const server = new Server({ name: "scripted", version: "1.0.0" }, { capabilities: { tools: { listChanged: true } } });
+server.setRequestHandler(ListToolsRequestSchema, (req) => {
+  const start = Number(req.params?.cursor ?? 0);
+  const next = start + 2 < tools.length ? String(start + 2) : undefined;
+  return { tools: tools.slice(start, start + 2), ...(next && { nextCursor: next }) };
+});
+server.setRequestHandler(CallToolRequestSchema, async (req) => {
+  const { name, arguments: args } = req.params;
+  if (name === "calls") return { content: [{ type: "text", text: String(calls) }] };
+  calls++;
+  if (name === "add-tool") {
+    tools.push({ name: "gamma", description: "Added later", inputSchema: obj() });
+    await server.sendToolListChanged();
+  }
+  return { content: [{ type: "text", text: name + " " + JSON.stringify(args ?? {}) }] };
+});
+await server.connect(new StdioServerTransport());
+`;
+
+/** Writes the scripted server into `dir` (the caller's temp folder) and returns its path. */
+export function scriptedServerFile(dir: string): string {
+  const file = join(dir, "scripted-server.mjs");
+  writeFileSync(file, SCRIPT);
+  return file;
+}

@@ -1,0 +1,95 @@
+import type { ChildProcess } from "node:child_process";
+import { EventEmitter } from "node:events";
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { Tool } from "@modelcontextprotocol/sdk/types.js";
+import type { ServerConfig } from "./servers.js";
+
+export type McpTransport = StdioClientTransport | StreamableHTTPClientTransport;
+
+const MAX_PAGES = 100;
+
+/** A stdio server's stderr arrives here line by line; it never reaches our stdout. */
+export function createTransport(config: ServerConfig, onStderrLine: (line: string) => void): McpTransport {
+  if (config.transport === "http") {
+    return new StreamableHTTPClientTransport(new URL(config.url), {
+      requestInit: { headers: config.headers },
+    });
+  }
+  // The SDK passes only a safe subset of our environment (PATH, HOME…) plus `env`: our keys stay ours.
+  const transport = new StdioClientTransport({
+    command: config.command,
+    args: config.args,
+    env: config.env,
+    ...(config.cwd !== undefined && { cwd: config.cwd }),
+    stderr: "pipe",
+  });
+  let partial = "";
+  transport.stderr?.on("data", (chunk: Buffer) => {
+    const lines = (partial + chunk.toString("utf8")).split("\n");
+    partial = lines.pop() ?? "";
+    for (const line of lines) onStderrLine(line);
+  });
+  return transport;
+}
+
+const running = (child: ChildProcess) => child.exitCode === null && child.signalCode === null;
+
+/**
+ * Reports the death of a stdio server's process. The SDK only watches the child's
+ * `close`, which waits for every stdio handle: a grandchild that holds stdout open (as
+ * under `npx`) would hide the death until each call timed out.
+ */
+export function watchExit(child: ChildProcess | undefined, onExit: (how: string) => void): void {
+  if (!child || !running(child)) return;
+  child.once("exit", (code, signal) => {
+    onExit(signal ? `was killed by ${signal}` : `exited with code ${code}`);
+  });
+}
+
+/** The spawned process; the SDK keeps it private and forgets it on close, so read it right after start. */
+export function childOf(transport: McpTransport): ChildProcess | undefined {
+  if (!(transport instanceof StdioClientTransport)) return undefined;
+  const child = (transport as unknown as { _process?: unknown })._process;
+  return child instanceof EventEmitter ? (child as ChildProcess) : undefined;
+}
+
+/**
+ * Closes the client and makes sure a stdio child is gone. The SDK ends stdin and then
+ * waits on unref'd timers before it signals, so a server that ignores stdin could
+ * outlive us; `now` skips the courtesy for a server that is broken anyway.
+ */
+export async function closeClient(
+  client: Client,
+  child: ChildProcess | undefined,
+  now = false,
+): Promise<void> {
+  if (child && now && running(child)) child.kill("SIGKILL");
+  await client.close();
+  if (child && running(child)) {
+    const gone = new Promise<void>((done) => child.once("exit", () => done()));
+    child.kill("SIGKILL");
+    await Promise.race([gone, new Promise((done) => setTimeout(done, 2_000))]);
+  }
+}
+
+export function pidOf(transport: McpTransport | undefined): number | undefined {
+  return transport instanceof StdioClientTransport ? (transport.pid ?? undefined) : undefined;
+}
+
+/** Every page of `tools/list`, following `nextCursor`. */
+export async function listAllTools(client: Client, timeout: number): Promise<Tool[]> {
+  const tools: Tool[] = [];
+  const seen = new Set<string>();
+  let cursor: string | undefined;
+  for (let page = 0; page < MAX_PAGES; page++) {
+    const res = await client.listTools(cursor === undefined ? undefined : { cursor }, { timeout });
+    tools.push(...res.tools);
+    cursor = res.nextCursor;
+    // A server that hands out the same cursor again would page forever.
+    if (cursor === undefined || seen.has(cursor)) break;
+    seen.add(cursor);
+  }
+  return tools;
+}
