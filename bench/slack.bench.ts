@@ -10,7 +10,10 @@ import { waitFor } from "../test/emulators/slack/index.js";
 
 const WRITE_METHODS = new Set(["chat.postMessage", "chat.update", "chat.delete"]);
 /** ~1,000 tokens of English prose (about 4 characters per token). */
-const ANSWER_1K = Array.from({ length: 80 }, (_, i) => `This is sentence ${i + 1} of a thousand-token answer.`).join(" ");
+const ANSWER_1K = Array.from(
+  { length: 80 },
+  (_, i) => `This is sentence ${i + 1} of a thousand-token answer.`,
+).join(" ");
 
 /** Streams `text` like a model at ~`charsPerSec`. */
 function modelLike(text: string, charsPerSec = 800): Script {
@@ -41,7 +44,9 @@ async function latency(h: Harness, runs = 10): Promise<{ ack: number; text: numb
   for (let i = 0; i < runs; i++) {
     const t0 = Date.now();
     const m = h.emu.mention("C1", "U_ALICE", `latency ${i}`);
-    const ack = await waitFor(() => h.emu.api.calls.find((c) => c.method === "reactions.add" && c.params.timestamp === m.ts));
+    const ack = await waitFor(() =>
+      h.emu.api.calls.find((c) => c.method === "reactions.add" && c.params.timestamp === m.ts),
+    );
     const post = await waitFor(() =>
       h.emu.api.calls.find((c) => c.method === "chat.postMessage" && c.ok && c.params.thread_ts === m.ts),
     );
@@ -57,25 +62,49 @@ async function oneAnswer(h: Harness): Promise<{ writes: number; limited: number;
   const before = h.emu.api.calls.length;
   const limitedBefore = h.emu.rates.limited.length;
   const m = h.emu.mention("C1", "U_ALICE", "a thousand tokens please");
-  await waitFor(() => h.emu.state.find("C1", m.ts)?.reactions.size === 0 && h.emu.botReplies("C1", m.ts).length > 0, {
-    timeoutMs: 60_000,
-  });
+  await waitFor(
+    () => h.emu.state.find("C1", m.ts)?.reactions.size === 0 && h.emu.botReplies("C1", m.ts).length > 0,
+    {
+      timeoutMs: 60_000,
+    },
+  );
   const calls = h.emu.api.calls.slice(before).filter((c) => WRITE_METHODS.has(c.method));
   const texts = h.emu.botReplies("C1", m.ts).map((r) => r.text);
-  return { writes: calls.length, limited: h.emu.rates.limited.length - limitedBefore, complete: texts.join("") === ANSWER_1K };
+  return {
+    writes: calls.length,
+    limited: h.emu.rates.limited.length - limitedBefore,
+    complete: texts.join("") === ANSWER_1K,
+  };
 }
 
-async function crowd(h: Harness, threads = 20): Promise<{ limited: number; byMethod: string; complete: number; seconds: number }> {
+async function crowd(
+  h: Harness,
+  threads = 20,
+): Promise<{ limited: number; byMethod: string; complete: number; seconds: number }> {
   h.runner.script = modelLike(ANSWER_1K.slice(0, 2_000));
   const limitedBefore = h.emu.rates.limited.length;
   const t0 = Date.now();
   const roots = Array.from({ length: threads }, (_, i) => h.emu.mention("C1", `U_USER${i}`, `crowd ${i}`));
-  const cleared = (ts: string) => h.emu.api.calls.some((c) => c.method === "reactions.remove" && c.params.timestamp === ts);
+  const cleared = (ts: string) =>
+    h.emu.api.calls.some((c) => c.method === "reactions.remove" && c.params.timestamp === ts);
   await waitFor(() => roots.every((m) => cleared(m.ts)), { timeoutMs: 180_000 });
-  const complete = roots.filter((m) => h.emu.botReplies("C1", m.ts).map((r) => r.text).join("") === ANSWER_1K.slice(0, 2_000)).length;
+  const complete = roots.filter(
+    (m) =>
+      h.emu
+        .botReplies("C1", m.ts)
+        .map((r) => r.text)
+        .join("") === ANSWER_1K.slice(0, 2_000),
+  ).length;
   const limited = h.emu.rates.limited.slice(limitedBefore);
-  const byMethod = [...new Set(limited.map((l) => l.method))].map((m) => `${m} ${limited.filter((l) => l.method === m).length}`);
-  return { limited: limited.length, byMethod: byMethod.join(", ") || "none", complete, seconds: (Date.now() - t0) / 1000 };
+  const byMethod = [...new Set(limited.map((l) => l.method))].map(
+    (m) => `${m} ${limited.filter((l) => l.method === m).length}`,
+  );
+  return {
+    limited: limited.length,
+    byMethod: byMethod.join(", ") || "none",
+    complete,
+    seconds: (Date.now() - t0) / 1000,
+  };
 }
 
 export async function runSlackBench(): Promise<string> {
@@ -120,3 +149,5 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     },
   );
 }
+
+export const run = runSlackBench;

@@ -1,0 +1,168 @@
+import { afterEach, describe, expect, it } from "vitest";
+import {
+  type Harness,
+  type ScriptedRunner,
+  startHarness,
+  streamText,
+} from "../../../test/emulators/slack/adapter-harness.js";
+import { BOT_USER_ID, type EmuMessage, waitFor } from "../../../test/emulators/slack/index.js";
+import { joinParts, openFenceAtEnd } from "../split.js";
+import { SLACK_MESSAGE_LIMIT } from "./reply.js";
+
+let h: Harness | undefined;
+afterEach(async () => {
+  await h?.stop();
+  h = undefined;
+});
+
+const answered = (runner: ScriptedRunner, n = 1) => waitFor(() => runner.inbounds.length >= n);
+const finalText = (h: Harness, channel: string, ts: string) =>
+  h.emu.botReplies(channel, ts).map((m) => m.text);
+
+/** Resolves once the runner has finished the turn for `ts` and the reaction is gone. */
+async function settled(h: Harness, channel: string, root: EmuMessage): Promise<void> {
+  await waitFor(() => {
+    const m = h.emu.state.find(channel, root.ts);
+    const reacted = h.emu.api.calls.some(
+      (c) => c.method === "reactions.remove" && c.params.timestamp === root.ts,
+    );
+    return m && reacted && m.reactions.size === 0;
+  });
+}
+
+describe("Slack adapter: where it answers", () => {
+  it("answers a mention in that message's thread, streamed as edits, with :eyes: while working", async () => {
+    h = await startHarness();
+    h.runner.script = streamText("One. Two. Three. Four. Five.", 5, 300);
+    const m = h.emu.mention("C1", "U_ALICE", "count to five");
+    await settled(h, "C1", m);
+    expect(finalText(h, "C1", m.ts)).toEqual(["One. Two. Three. Four. Five."]);
+    const reply = h.emu.botReplies("C1", m.ts)[0];
+    expect(reply?.edits.length).toBeGreaterThan(0);
+    expect(reply?.thread_ts).toBe(m.ts);
+    const added = h.emu.api.calls.find((c) => c.method === "reactions.add");
+    expect(added?.params).toMatchObject({ channel: "C1", timestamp: m.ts, name: "eyes" });
+    const inbound = h.runner.inbounds[0];
+    expect(inbound?.key).toBe(`slack:T1:C1:${m.ts}`);
+    expect(inbound?.text).toBe("count to five");
+    expect(inbound?.user).toEqual({ id: "U_ALICE", name: "alice" });
+  });
+
+  it("answers a top-level DM in a thread under it, one session per DM thread", async () => {
+    h = await startHarness();
+    const first = h.emu.dm("U_ALICE", "hi");
+    await waitFor(() => finalText(h!, first.channel, first.ts).length === 1);
+    const second = h.emu.dm("U_ALICE", "another topic");
+    await waitFor(() => finalText(h!, second.channel, second.ts).length === 1);
+    const bob = h.emu.dm("U_BOB", "hi");
+    await waitFor(() => finalText(h!, bob.channel, bob.ts).length === 1);
+    const keys = h.runner.inbounds.map((i) => i.key);
+    expect(new Set(keys).size).toBe(3);
+    expect(keys[0]).toBe(`slack:T1:${first.channel}:${first.ts}`);
+  });
+
+  it("gives a mention in the middle of a thread the thread's earlier messages, with author names", async () => {
+    h = await startHarness();
+    const root = h.emu.post("C1", "U_ALICE", "The build fails on <https://ci.example/42|job 42>");
+    h.emu.post("C1", "U_BOB", "Same here since &lt;yesterday&gt;", { threadTs: root.ts });
+    h.emu.mention("C1", "U_CAROL", "what is wrong?", { threadTs: root.ts });
+    await answered(h.runner);
+    await waitFor(() => h!.runner.histories.length === 1);
+    expect(h.runner.histories[0]).toEqual([
+      { author: "alice", fromBot: false, text: "The build fails on job 42 (https://ci.example/42)" },
+      { author: "bob", fromBot: false, text: "Same here since <yesterday>" },
+    ]);
+    expect(h.runner.inbounds[0]?.key).toBe(`slack:T1:C1:${root.ts}`);
+  });
+
+  it("continues a thread it answered without a new mention, and stays out of other threads", async () => {
+    h = await startHarness();
+    const m = h.emu.mention("C1", "U_ALICE", "start");
+    await waitFor(() => finalText(h!, "C1", m.ts).length === 1);
+    h.emu.post("C1", "U_ALICE", "and a follow-up", { threadTs: m.ts });
+    await answered(h.runner, 2);
+    expect(h.runner.inbounds[1]?.key).toBe(h.runner.inbounds[0]?.key);
+    expect(h.runner.inbounds[1]?.history).toBeUndefined();
+    const other = h.emu.post("C1", "U_BOB", "unrelated root");
+    h.emu.post("C1", "U_BOB", "unrelated reply", { threadTs: other.ts });
+    h.emu.post("C1", "U_BOB", "not for the bot");
+    // A later mention proves the earlier messages were processed (events arrive in order).
+    h.emu.mention("C1", "U_ALICE", "marker");
+    await answered(h.runner, 3);
+    expect(h.runner.inbounds.map((i) => i.text)).toEqual(["start", "and a follow-up", "marker"]);
+  });
+
+  it("ignores its own messages and edits, and other bots unless allowed", async () => {
+    h = await startHarness();
+    const m = h.emu.mention("C1", "U_ALICE", "hello");
+    await settled(h, "C1", m);
+    h.emu.botPost("C1", `<@${BOT_USER_ID}> I am another bot`);
+    h.emu.mention("C1", "U_ALICE", "marker");
+    await answered(h.runner, 2);
+    // Echoes of the bot's own post and edits were delivered and acked, and none became a turn.
+    const echoes = h.emu.delivery.deliveries.filter(
+      (d) =>
+        (d.payload.event as { user?: string; message?: unknown }).user === BOT_USER_ID ||
+        (d.payload.event as { subtype?: string }).subtype === "message_changed",
+    );
+    expect(echoes.length).toBeGreaterThan(0);
+    expect(h.runner.inbounds.map((i) => i.text)).toEqual(["hello", "marker"]);
+  });
+
+  it("answers other bots when slack.allowBots is on", async () => {
+    h = await startHarness({ config: { slack: { allowBots: true } } });
+    const m = h.emu.botPost("C1", `<@${BOT_USER_ID}> status report please`);
+    await answered(h.runner);
+    expect(h.runner.inbounds[0]?.user.id).toBe("U_OTHERBOT");
+    await waitFor(() => finalText(h!, "C1", m.ts).length === 1);
+  });
+});
+
+describe("Slack adapter: duplicates and rate limits", () => {
+  it("posts one reply when Slack delivers the same mention three times, as app_mention and as message", async () => {
+    h = await startHarness();
+    const m = h.emu.mention("C1", "U_ALICE", "only once", { times: 3 });
+    await settled(h, "C1", m);
+    await waitFor(() => h!.emu.delivery.deliveries.filter((d) => d.acked).length >= 6);
+    expect(h.runner.inbounds).toHaveLength(1);
+    expect(finalText(h, "C1", m.ts)).toEqual(["Hello from Switchboard."]);
+    expect(h.emu.api.calls.filter((c) => c.method === "reactions.add")).toHaveLength(1);
+  });
+
+  it("delivers the complete final text when every second write is rate limited", async () => {
+    h = await startHarness({ emulator: { rateLimits: { failEveryNthWrite: 2, forcedRetryAfter: 1 } } });
+    const text = Array.from({ length: 12 }, (_, i) => `Sentence number ${i + 1} of the answer.`).join(" ");
+    h.runner.script = streamText(text, 12, 100);
+    const m = h.emu.mention("C1", "U_ALICE", "long one");
+    await settled(h, "C1", m);
+    expect(finalText(h, "C1", m.ts)).toEqual([text]);
+    expect(h.emu.rates.limited.length).toBeGreaterThan(0);
+    // A 429 never created a message, so there is exactly one.
+    expect(h.emu.botReplies("C1", m.ts)).toHaveLength(1);
+  });
+
+  it("splits a 20,000-character answer with code blocks into several messages, fences intact, text unchanged", async () => {
+    h = await startHarness();
+    const sections: string[] = [];
+    for (let i = 0; sections.join("\n\n").length < 20_000; i++) {
+      const code = Array.from(
+        { length: 40 },
+        (_, k) => `  const v${k} = compute(${i}, ${k}); // step ${k}`,
+      ).join("\n");
+      sections.push(
+        `## Part ${i}\n\nHere is how step ${i} works, explained in a sentence or two.\n\n\`\`\`ts\n${code}\n\`\`\``,
+      );
+    }
+    const answer = sections.join("\n\n");
+    h.runner.script = streamText(answer, 10, 20);
+    const m = h.emu.mention("C1", "U_ALICE", "write a lot");
+    await settled(h, "C1", m);
+    const texts = finalText(h, "C1", m.ts);
+    expect(texts.length).toBeGreaterThan(5);
+    for (const t of texts) {
+      expect(t.length).toBeLessThanOrEqual(SLACK_MESSAGE_LIMIT);
+      expect(openFenceAtEnd(t)).toBeNull();
+    }
+    expect(joinParts(texts)).toBe(answer);
+  });
+});

@@ -1,0 +1,133 @@
+import type { Server } from "node:http";
+import { App, type Logger, LogLevel, SocketModeReceiver } from "@slack/bolt";
+import { WebClient } from "@slack/web-api";
+import type { Config, Secrets } from "../../config.js";
+import { SwitchboardError } from "../../errors.js";
+import { log } from "../../log.js";
+
+export interface SlackAppOptions {
+  /**
+   * Socket Mode waits this long (times the failures in a row) before reconnecting after
+   * a `disconnect`; the SDK default is 5 s. Tests shorten it.
+   */
+  reconnectDelayMs?: number;
+  /** HTTP mode: listen on this host (default all interfaces). */
+  host?: string;
+}
+
+/** Bolt's logger interface on top of our pino logger (Bolt would print to the console). */
+export function boltLogger(name = "slack"): Logger {
+  const child = log.child({ module: name });
+  let level = LogLevel.INFO;
+  const text = (msg: unknown[]) => msg.map((m) => (typeof m === "string" ? m : String(m))).join(" ");
+  return {
+    debug: (...msg: unknown[]) => child.debug(text(msg)),
+    info: (...msg: unknown[]) => child.info(text(msg)),
+    // Bolt logs reconnects and closed sockets as errors; they are routine here.
+    warn: (...msg: unknown[]) => child.warn(text(msg)),
+    error: (...msg: unknown[]) => child.warn(text(msg)),
+    setLevel: (l: LogLevel) => {
+      level = l;
+    },
+    getLevel: () => level,
+    setName: () => undefined,
+  };
+}
+
+export interface SlackConnection {
+  app: App;
+  /** Writes: automatic retries off, 429 rejected at once (handled by the writer, never retried blindly). */
+  writes: WebClient;
+  /** Reads (history, users): the SDK's retries are harmless there. */
+  reads: WebClient;
+  mode: "socket" | "http";
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  connected(): boolean;
+}
+
+/** The Bolt app: Socket Mode with an app token, else the HTTP receiver on `/slack/events`. */
+export function createSlackConnection(
+  config: Config,
+  secrets: Secrets,
+  opts: SlackAppOptions = {},
+): SlackConnection {
+  const token = secrets.slackBotToken;
+  if (!token) throw new SwitchboardError("config_invalid", "SLACK_BOT_TOKEN is not set.");
+  const slackApiUrl = secrets.slackApiUrl ?? "https://slack.com/api/";
+  const logger = boltLogger();
+  const clientOptions = { slackApiUrl, logger };
+  const writes = new WebClient(token, {
+    slackApiUrl,
+    logger: boltLogger("slack-writes"),
+    retryConfig: { retries: 0 },
+    rejectRateLimitedCalls: true,
+  });
+  let connected = false;
+
+  if (secrets.slackAppToken) {
+    const receiver = new SocketModeReceiver({
+      appToken: secrets.slackAppToken,
+      logger,
+      clientPingTimeout: opts.reconnectDelayMs,
+      installerOptions: { clientOptions },
+    });
+    receiver.client.on("connected", () => {
+      connected = true;
+    });
+    receiver.client.on("disconnected", () => {
+      connected = false;
+    });
+    receiver.client.on("reconnecting", () => {
+      connected = false;
+    });
+    const app = new App({ token, receiver, socketMode: true, logger, clientOptions });
+    return {
+      app,
+      writes,
+      reads: app.client,
+      mode: "socket",
+      async start() {
+        await app.start();
+        connected = true;
+      },
+      async stop() {
+        connected = false;
+        await app.stop();
+      },
+      connected: () => connected,
+    };
+  }
+
+  if (!secrets.slackSigningSecret) {
+    throw new SwitchboardError(
+      "config_invalid",
+      "Slack needs SLACK_APP_TOKEN (Socket Mode) or SLACK_SIGNING_SECRET (HTTP mode) besides SLACK_BOT_TOKEN.",
+    );
+  }
+  const app = new App({
+    token,
+    signingSecret: secrets.slackSigningSecret,
+    endpoints: "/slack/events",
+    logger,
+    clientOptions,
+  });
+  let server: Server | undefined;
+  return {
+    app,
+    writes,
+    reads: app.client,
+    mode: "http",
+    async start() {
+      const listen = opts.host ? { port: config.slack.port, host: opts.host } : config.slack.port;
+      server = (await app.start(listen)) as Server;
+      connected = true;
+    },
+    async stop() {
+      connected = false;
+      if (server) await app.stop();
+      server = undefined;
+    },
+    connected: () => connected,
+  };
+}

@@ -1,0 +1,295 @@
+import type { App } from "@slack/bolt";
+import { ErrorCode, type WebClient } from "@slack/web-api";
+import type { Config } from "../../config.js";
+import { log } from "../../log.js";
+import type { RateBudget } from "../stream.js";
+import type { Inbound, PriorMessage, ThreadKey, TurnRunner } from "../types.js";
+import { type SlackFile, toInboundFiles } from "./files.js";
+import { fromSlackText } from "./mrkdwn.js";
+import { type SlackPlace, SlackReply } from "./reply.js";
+
+export interface SlackIdentity {
+  teamId: string;
+  botUserId: string;
+  botId: string;
+}
+
+/** The fields of a `message` / `app_mention` event that decide what to do with it. */
+export interface SlackMessageEvent {
+  type: string;
+  subtype?: string;
+  channel: string;
+  channel_type?: string;
+  user?: string;
+  bot_id?: string;
+  text?: string;
+  ts: string;
+  thread_ts?: string;
+  team?: string;
+  files?: SlackFile[];
+}
+
+export type Route =
+  | { kind: "ignore"; why: string }
+  | { kind: "mention" | "dm" | "follow"; threadRoot: string; midThread: boolean };
+
+/** Subtypes that are a person saying something; every other subtype is an edit, a join, a bot... */
+const SPOKEN_SUBTYPES = new Set([undefined, "file_share", "thread_broadcast"]);
+
+/**
+ * What a message means for the bot, before any lookup: ignored (own messages, edits,
+ * deletions, other bots unless allowed), a mention, a DM, or a candidate follow-up in a
+ * thread (answered only if Switchboard already has a session there).
+ */
+export function route(e: SlackMessageEvent, me: SlackIdentity, opts: { allowBots: boolean }): Route {
+  if (e.type === "message" && !SPOKEN_SUBTYPES.has(e.subtype))
+    return { kind: "ignore", why: `subtype ${e.subtype}` };
+  if (e.user === me.botUserId || (e.bot_id && e.bot_id === me.botId))
+    return { kind: "ignore", why: "own message" };
+  if ((e.bot_id || e.subtype === "bot_message") && !opts.allowBots)
+    return { kind: "ignore", why: "another bot" };
+  if (!e.user && !e.bot_id) return { kind: "ignore", why: "no author" };
+  const threadRoot = e.thread_ts ?? e.ts;
+  const midThread = e.thread_ts !== undefined && e.thread_ts !== e.ts;
+  if (e.type === "app_mention") return { kind: "mention", threadRoot, midThread };
+  if (e.channel_type === "im" || e.channel.startsWith("D")) return { kind: "dm", threadRoot, midThread };
+  if ((e.text ?? "").includes(`<@${me.botUserId}>`)) return { kind: "mention", threadRoot, midThread };
+  if (midThread) return { kind: "follow", threadRoot, midThread };
+  return { kind: "ignore", why: "channel message without a mention" };
+}
+
+export function threadKey(team: string, channel: string, threadRoot: string): ThreadKey {
+  return `slack:${team}:${channel}:${threadRoot}`;
+}
+
+export interface EventDeps {
+  runner: TurnRunner;
+  config: Config;
+  token: string;
+  identity: () => SlackIdentity;
+  writes: WebClient;
+  reads: WebClient;
+  budget: RateBudget;
+}
+
+/** Bounded memory of recent keys (messages acknowledged, assistant threads). */
+class RecentSet {
+  private readonly items = new Set<string>();
+  constructor(private readonly max: number) {}
+  has(k: string): boolean {
+    return this.items.has(k);
+  }
+  add(k: string): boolean {
+    if (this.items.has(k)) return false;
+    this.items.add(k);
+    if (this.items.size > this.max) this.items.delete(this.items.values().next().value as string);
+    return true;
+  }
+}
+
+export interface TurnInput {
+  eventId: string;
+  team: string;
+  key: ThreadKey;
+  channel: string;
+  /** The message being answered. */
+  ts: string;
+  threadRoot: string;
+  author: string;
+  text: string;
+  files?: SlackFile[];
+  /** Seed a new session with the thread's earlier messages. */
+  withHistory: boolean;
+}
+
+export class SlackEvents {
+  private readonly names = new Map<string, string>();
+  private readonly acknowledged = new RecentSet(5_000);
+  private readonly assistantThreads = new RecentSet(10_000);
+  private readonly lastThread = new Map<string, ThreadKey>();
+
+  constructor(private readonly deps: EventDeps) {}
+
+  register(app: App): void {
+    app.event("app_mention", async ({ event, body }) => {
+      await this.onMessage(event as unknown as SlackMessageEvent, body.event_id);
+    });
+    app.event("message", async ({ event, body }) => {
+      await this.onMessage(event as unknown as SlackMessageEvent, body.event_id);
+    });
+    app.event("assistant_thread_started", async ({ event, body }) => {
+      const t = event.assistant_thread;
+      await this.onAssistantThread(t.channel_id, t.thread_ts, body.event_id);
+    });
+    app.event("assistant_thread_context_changed", async () => undefined);
+  }
+
+  /** Who a user is, by display name (cached); the id when Slack does not say. */
+  async userName(id: string): Promise<string> {
+    const known = this.names.get(id);
+    if (known) return known;
+    try {
+      const res = await this.deps.reads.users.info({ user: id });
+      const u = res.user;
+      const name = u?.profile?.display_name || u?.real_name || u?.name || id;
+      this.names.set(id, name);
+      return name;
+    } catch (err) {
+      log.debug({ err, user: id }, "users.info failed");
+      return id;
+    }
+  }
+
+  private async onAssistantThread(channel: string, threadTs: string, eventId: string): Promise<void> {
+    const me = this.deps.identity();
+    this.assistantThreads.add(threadKey(me.teamId, channel, threadTs));
+    const prompts = this.deps.config.slack.suggestedPrompts;
+    if (prompts.length === 0 || !(await this.deps.runner.firstSight(eventId))) return;
+    try {
+      await this.deps.writes.assistant.threads.setSuggestedPrompts({
+        channel_id: channel,
+        thread_ts: threadTs,
+        prompts,
+      });
+    } catch (err) {
+      log.warn({ err }, "suggested prompts not set");
+    }
+  }
+
+  async onMessage(e: SlackMessageEvent, eventId: string): Promise<void> {
+    const me = this.deps.identity();
+    const r = route(e, me, { allowBots: this.deps.config.slack.allowBots });
+    if (r.kind === "ignore") {
+      log.trace({ why: r.why, channel: e.channel, ts: e.ts }, "slack event ignored");
+      return;
+    }
+    const team = e.team ?? me.teamId;
+    const key = threadKey(team, e.channel, r.threadRoot);
+    if (
+      r.kind === "follow" &&
+      !(this.deps.config.slack.followThreads && (await this.deps.runner.knows(key)))
+    ) {
+      return;
+    }
+    this.lastThread.delete(`${e.channel}:${e.user ?? ""}`);
+    this.lastThread.set(`${e.channel}:${e.user ?? ""}`, key);
+    if (this.lastThread.size > 10_000) this.lastThread.delete(this.lastThread.keys().next().value as string);
+    await this.turn({
+      eventId,
+      team,
+      key,
+      channel: e.channel,
+      ts: e.ts,
+      threadRoot: r.threadRoot,
+      author: e.user ?? e.bot_id ?? "unknown",
+      text: fromSlackText(e.text ?? "", me.botUserId, this.names),
+      files: e.files,
+      withHistory: r.midThread && r.kind !== "follow",
+    });
+  }
+
+  /** The thread a user last talked to the bot in, in a channel (slash commands have no thread). */
+  latestThread(channel: string, user: string): ThreadKey | undefined {
+    return this.lastThread.get(`${channel}:${user}`);
+  }
+
+  /** One message to answer: acknowledge it, hand it to the runner, clear the acknowledgement. */
+  async turn(t: TurnInput): Promise<void> {
+    const key = t.key;
+    const place: SlackPlace = {
+      team: t.team,
+      channel: t.channel,
+      threadTs: t.threadRoot,
+      user: t.author,
+      assistant: this.assistantThreads.has(key),
+    };
+    const reply = new SlackReply(
+      {
+        web: this.deps.writes,
+        budget: this.deps.budget,
+        intervalMs: this.deps.config.slack.updateIntervalMs,
+      },
+      place,
+    );
+    // A copy of a message already taken (app_mention + message, redelivery) gets no second acknowledgement.
+    const first = this.acknowledged.add(`${t.channel}:${t.ts}`);
+    const ack = first ? this.acknowledge(reply, t.channel, t.ts) : Promise.resolve(false);
+    const inbound: Inbound = {
+      id: t.eventId,
+      aliases: [`${t.channel}:${t.ts}`],
+      key,
+      platform: "slack",
+      channel: t.channel,
+      user: { id: t.author, name: await this.userName(t.author) },
+      text: t.text,
+      attachments: toInboundFiles(t.files, this.deps.token),
+      history: t.withHistory ? () => this.history(t.channel, t.ts, t.threadRoot) : undefined,
+      reply,
+    };
+    try {
+      await this.deps.runner.handle(inbound);
+    } finally {
+      if (await ack) await this.release(reply, t.channel, t.ts);
+    }
+  }
+
+  /** Within a second the user sees the bot is on it: the assistant status, or :eyes: on the message. */
+  private async acknowledge(reply: SlackReply, channel: string, ts: string): Promise<boolean> {
+    try {
+      if (reply.place.assistant) await reply.status("is thinking…");
+      else await this.deps.writes.reactions.add({ channel, timestamp: ts, name: "eyes" });
+      return true;
+    } catch (err) {
+      log.debug({ err }, "acknowledgement not shown");
+      return false;
+    }
+  }
+
+  /**
+   * `reactions.remove` is Tier 2 (20/min): under load it is rate limited. Removing is
+   * idempotent, so waiting out Retry-After and trying again is safe.
+   */
+  private async release(reply: SlackReply, channel: string, ts: string): Promise<void> {
+    if (reply.place.assistant) return;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.deps.writes.reactions.remove({ channel, timestamp: ts, name: "eyes" });
+        return;
+      } catch (err) {
+        const e = err as { code?: string; retryAfter?: number };
+        if (e.code !== ErrorCode.RateLimitedError || attempt >= 5) {
+          log.debug({ err }, "acknowledgement not cleared");
+          return;
+        }
+        await new Promise((r) => setTimeout(r, Math.max(1, e.retryAfter ?? 1) * 1000));
+      }
+    }
+  }
+
+  /** The thread's messages before this one, for a mention in the middle of a thread. */
+  private async history(channel: string, ts: string, threadRoot: string): Promise<PriorMessage[]> {
+    const me = this.deps.identity();
+    const out: PriorMessage[] = [];
+    let cursor: string | undefined;
+    do {
+      const res = await this.deps.reads.conversations.replies({
+        channel,
+        ts: threadRoot,
+        limit: 200,
+        cursor,
+      });
+      for (const m of res.messages ?? []) {
+        if (!m.ts || Number(m.ts) >= Number(ts)) continue;
+        const fromBot = m.user === me.botUserId || (m.bot_id !== undefined && m.bot_id === me.botId);
+        const author = fromBot ? "Switchboard" : m.user ? await this.userName(m.user) : "a bot";
+        const text = fromSlackText(m.text ?? "", me.botUserId, this.names);
+        if (text || m.files?.length) {
+          const files = (m.files ?? []).map((f) => `[file: ${f.name ?? f.title ?? "file"}]`).join(" ");
+          out.push({ author, fromBot, text: [text, files].filter(Boolean).join(" ") });
+        }
+      }
+      cursor = res.response_metadata?.next_cursor || undefined;
+    } while (cursor);
+    return out;
+  }
+}

@@ -1,0 +1,155 @@
+import { ErrorCode, type WebClient } from "@slack/web-api";
+import { log } from "../../log.js";
+import type { Artifact } from "../../mcp/types.js";
+import { type MessageOps, type RateBudget, RateLimitedError, StreamWriter } from "../stream.js";
+import type { Reply, TextSink } from "../types.js";
+import { uploadArtifact } from "./files.js";
+import { toMrkdwn, toSlackMarkdown } from "./mrkdwn.js";
+
+/**
+ * Characters per Slack message. `markdown_text` takes 12,000, but PLATFORMS.md advises
+ * <= 4,000 per message (longer ones get truncated or refused on update).
+ */
+export const SLACK_MESSAGE_LIMIT = 3_900;
+
+/** Where a reply goes: always a thread (the session), in a channel or a DM. */
+export interface SlackPlace {
+  team: string;
+  channel: string;
+  threadTs: string;
+  /** The asker: receives ephemeral notices; recipient of native streams. */
+  user: string;
+  /** An "Agents & AI Apps" thread: status and title go through assistant.threads.*. */
+  assistant: boolean;
+}
+
+export interface ReplyDeps {
+  /** A client with automatic retries off: every write happens at most once. */
+  web: WebClient;
+  /** Shared by every reply of the workspace: chat.update is limited per workspace. */
+  budget: RateBudget;
+  intervalMs: number;
+}
+
+/** A WebClient error as the writer understands it: a 429 becomes `RateLimitedError`. */
+export function asWriteError(err: unknown): unknown {
+  const e = err as { code?: string; retryAfter?: number };
+  if (e?.code === ErrorCode.RateLimitedError) {
+    return new RateLimitedError((e.retryAfter ?? 1) * 1000, { cause: err });
+  }
+  return err;
+}
+
+export function slackMessageOps(web: WebClient, place: { channel: string; threadTs: string }): MessageOps {
+  return {
+    async post(text) {
+      try {
+        const res = await web.chat.postMessage({
+          channel: place.channel,
+          thread_ts: place.threadTs,
+          markdown_text: text,
+        });
+        return res.ts ?? "";
+      } catch (err) {
+        throw asWriteError(err);
+      }
+    },
+    async edit(ts, text) {
+      try {
+        await web.chat.update({ channel: place.channel, ts, markdown_text: text });
+      } catch (err) {
+        throw asWriteError(err);
+      }
+    },
+    async remove(ts) {
+      try {
+        await web.chat.delete({ channel: place.channel, ts });
+      } catch (err) {
+        throw asWriteError(err);
+      }
+    },
+  };
+}
+
+/** One turn's way back into its Slack thread. */
+export class SlackReply implements Reply {
+  private writer: StreamWriter | undefined;
+  private lastStatus = "";
+
+  constructor(
+    private readonly deps: ReplyDeps,
+    readonly place: SlackPlace,
+  ) {}
+
+  /** The writer, made on first use (a status may come before any text). */
+  private sink(): StreamWriter {
+    this.writer ??= new StreamWriter(slackMessageOps(this.deps.web, this.place), {
+      limit: SLACK_MESSAGE_LIMIT,
+      intervalMs: this.deps.intervalMs,
+      budget: this.deps.budget,
+      render: toSlackMarkdown,
+      // Assistant threads have their own status line under the composer.
+      statusLine: !this.place.assistant,
+    });
+    return this.writer;
+  }
+
+  async status(text: string): Promise<void> {
+    if (text === this.lastStatus) return;
+    this.lastStatus = text;
+    if (this.place.assistant) {
+      await this.setAssistantStatus(text);
+      return;
+    }
+    this.sink().status(`_${text}_`);
+  }
+
+  /** Best effort: a status that does not show must never end the turn. */
+  async setAssistantStatus(text: string): Promise<void> {
+    try {
+      await this.deps.web.assistant.threads.setStatus({
+        channel_id: this.place.channel,
+        thread_ts: this.place.threadTs,
+        status: text,
+      });
+    } catch (err) {
+      log.debug({ err }, "assistant status not set");
+    }
+  }
+
+  stream(): TextSink {
+    const writer = this.sink();
+    const clear = async () => {
+      if (this.place.assistant && this.lastStatus !== "") await this.setAssistantStatus("");
+    };
+    return {
+      write: (delta) => writer.write(delta),
+      finish: () => writer.finish().finally(clear),
+      fail: (message) => writer.fail(message).finally(clear),
+    };
+  }
+
+  async upload(a: Artifact): Promise<void> {
+    await uploadArtifact(this.deps.web, this.place, a);
+  }
+
+  async title(t: string): Promise<void> {
+    // Only assistant threads have a title in Slack; a channel thread is named by its first message.
+    if (!this.place.assistant) return;
+    await this.deps.web.assistant.threads.setTitle({
+      channel_id: this.place.channel,
+      thread_ts: this.place.threadTs,
+      title: t,
+    });
+  }
+
+  async notice(text: string): Promise<void> {
+    const { channel, threadTs, user } = this.place;
+    try {
+      await this.deps.web.chat.postEphemeral({ channel, user, thread_ts: threadTs, text: toMrkdwn(text) });
+    } catch (err) {
+      log.debug({ err }, "ephemeral notice refused; posting it in the thread");
+      await this.deps.web.chat.postMessage({ channel, thread_ts: threadTs, markdown_text: text });
+    }
+  }
+}

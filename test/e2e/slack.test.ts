@@ -1,0 +1,255 @@
+import { rmSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { joinParts, openFenceAtEnd } from "../../src/adapters/split.js";
+import { type App, startApp } from "../../src/app.js";
+import { LlmEmulator, type RecordedRequest, type ScriptedTurn } from "../emulators/llm/index.js";
+import { type EmuMessage, SlackEmulator, waitFor } from "../emulators/slack/index.js";
+import { everythingServer, scratchConfig } from "../support/chat-process.js";
+import { isTitleRequest, lastUserText, toolResultsSinceUser } from "../support/llm-text.js";
+
+/** A 20,000+ character answer made of prose and code blocks. */
+const LONG_ANSWER = (() => {
+  const sections: string[] = [];
+  for (let i = 0; sections.join("\n\n").length < 20_000; i++) {
+    const code = Array.from({ length: 30 }, (_, k) => `  total += weigh(${i}, ${k}); // row ${k}`).join("\n");
+    sections.push(
+      `### Step ${i}\n\nFirst we weigh the rows of step ${i}. Then we add them up.\n\n\`\`\`js\n${code}\n\`\`\``,
+    );
+  }
+  return sections.join("\n\n");
+})();
+
+const RATE_LIMITED_ANSWER = Array.from(
+  { length: 15 },
+  (_, i) => `Sentence ${i + 1} arrives while Slack pushes back.`,
+).join(" ");
+
+/** What the person wrote, without the "[name] " the agent puts before it. */
+const said = (req: RecordedRequest) => lastUserText(req).replace(/^\[[^\]]*\]\s*/, "");
+
+function scenario(req: RecordedRequest): ScriptedTurn {
+  if (isTitleRequest(req)) return { text: "Login issues" };
+  const text = said(req);
+  const step = toolResultsSinceUser(req).length;
+  const word = text.split(/\s/)[0];
+  switch (word) {
+    case "stream":
+      return {
+        text: "Streaming in small pieces, one after the other, until the end.",
+        chunkSize: 3,
+        delayMs: 25,
+      };
+    case "long":
+      return { text: LONG_ANSWER, chunkSize: 400 };
+    case "limited":
+      return { text: RATE_LIMITED_ANSWER, chunkSize: 20, delayMs: 80 };
+    case "image":
+      return step === 0
+        ? { toolCalls: [{ name: "everything__get-tiny-image", arguments: {} }] }
+        : { text: "Here is the image." };
+    case "fail":
+      return { error: { status: 500, message: "upstream exploded" } };
+    default:
+      return { text: `You said: ${text}` };
+  }
+}
+
+const CONFIG = `
+llm:
+  maxRetries: 0
+slack:
+  updateIntervalMs: 250
+  suggestedPrompts:
+    - title: Login issues
+      message: Find open issues about login
+`;
+
+let llm: LlmEmulator;
+let slack: SlackEmulator;
+let app: App;
+let dir: string;
+
+beforeAll(async () => {
+  llm = await LlmEmulator.start({ responder: scenario });
+  // Slack's limits, with its minute shortened to 6 s so the suite stays quick.
+  slack = await SlackEmulator.start({ rateLimits: { speed: 10 } });
+  dir = scratchConfig(CONFIG, {
+    mcpServers: { everything: { command: process.execPath, args: [everythingServer] } },
+  });
+  app = await startApp({
+    env: {
+      SLACK_BOT_TOKEN: slack.botToken,
+      SLACK_APP_TOKEN: slack.appToken,
+      SLACK_API_URL: slack.apiUrl,
+      OPENAI_API_KEY: "sk-test-emulator-key",
+      OPENAI_BASE_URL: llm.openaiBaseUrl,
+      LLM_MODEL: "gpt-4o-mini",
+      SWITCHBOARD_CONFIG: join(dir, "switchboard.yaml"),
+      MCP_CONFIG: join(dir, "mcp.json"),
+      STORE_URL: `sqlite://${join(dir, "store.sqlite")}`,
+    },
+    cwd: dir,
+  });
+}, 60_000);
+
+afterAll(async () => {
+  await app?.stop();
+  await slack?.stop();
+  await llm?.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const replies = (m: EmuMessage) => slack.botReplies(m.channel, m.ts).map((r) => r.text);
+/** The turn is over: the :eyes: is gone and the bot wrote in the thread. */
+const answered = (m: EmuMessage) =>
+  waitFor(
+    () =>
+      slack.botReplies(m.channel, m.ts).length > 0 &&
+      slack.api.calls.some((c) => c.method === "reactions.remove" && c.params.timestamp === m.ts) &&
+      replies(m),
+    { timeoutMs: 25_000 },
+  );
+const requestsFor = (text: string) => llm.requests.filter((r) => !isTitleRequest(r) && said(r) === text);
+
+describe("Switchboard in Slack (real app, emulated Slack and LLM)", () => {
+  it("answers a mention with a streamed answer in the message's thread", async () => {
+    const m = slack.mention("C1", "U_ALICE", "stream please");
+    expect(await answered(m)).toEqual(["Streaming in small pieces, one after the other, until the end."]);
+    expect(slack.botReplies("C1", m.ts)[0]?.edits.length).toBeGreaterThan(0);
+  });
+
+  it("answers a direct message in a thread under it", async () => {
+    const m = slack.dm("U_BOB", "hello from a DM");
+    expect(await answered(m)).toEqual(["You said: hello from a DM"]);
+    expect(slack.botReplies(m.channel, m.ts)[0]?.thread_ts).toBe(m.ts);
+  });
+
+  it("sees the thread's earlier messages when mentioned in the middle of it", async () => {
+    const root = slack.post("C1", "U_ALICE", "The deploy of build 731 failed with exit code 137");
+    slack.post("C1", "U_BOB", "Probably the memory limit again", { threadTs: root.ts });
+    const m = slack.mention("C1", "U_CAROL", "what happened here?", { threadTs: root.ts });
+    await waitFor(() => slack.botReplies("C1", root.ts).length > 0, { timeoutMs: 20_000 });
+    const sent = JSON.stringify(requestsFor("what happened here?")[0]?.messages);
+    expect(sent).toContain("build 731 failed with exit code 137");
+    expect(sent).toContain("bob: Probably the memory limit again");
+    expect(m.thread_ts).toBe(root.ts);
+  });
+
+  it("continues a thread it is part of without a new mention", async () => {
+    const m = slack.mention("C1", "U_ALICE", "first question");
+    await answered(m);
+    slack.post("C1", "U_ALICE", "second question", { threadTs: m.ts });
+    await waitFor(() => replies(m).length === 2, { timeoutMs: 20_000 });
+    expect(replies(m)).toEqual(["You said: first question", "You said: second question"]);
+    expect(JSON.stringify(requestsFor("second question")[0]?.messages)).toContain("You said: first question");
+  });
+
+  it("offers suggested prompts in an assistant thread, shows a status while working and sets the title", async () => {
+    const { channel, threadTs } = slack.startAssistantThread("U_DANA");
+    await waitFor(() => slack.state.assistant.get(`${channel}:${threadTs}`)?.prompts.length);
+    slack.dm("U_DANA", "find open issues about login", { threadTs });
+    const thread = await waitFor(
+      () => {
+        const t = slack.state.assistant.get(`${channel}:${threadTs}`);
+        return t && t.titles.length > 0 && t;
+      },
+      { timeoutMs: 20_000 },
+    );
+    expect(thread.prompts[0]?.prompts).toEqual([
+      { title: "Login issues", message: "Find open issues about login" },
+    ]);
+    expect(thread.statuses[0]).toBe("is thinking…");
+    expect(thread.statuses.at(-1)).toBe("");
+    expect(thread.titles).toEqual(["Login issues"]);
+    expect(slack.botReplies(channel, threadTs).map((r) => r.text)).toEqual([
+      "You said: find open issues about login",
+    ]);
+  });
+
+  it("answers each slash subcommand, informational ones only to the asker", async () => {
+    const asked = async (text: string) => {
+      const before = slack.state.ephemerals.length;
+      slack.slash("/switchboard", text, "U_ERIN", "C1");
+      return (
+        await waitFor(() => slack.state.ephemerals.length > before && slack.state.ephemerals.at(-1), {
+          timeoutMs: 15_000,
+        })
+      ).text;
+    };
+    expect(await asked("help")).toContain("/switchboard ask");
+    expect(await asked("tools")).toMatch(/everything \(stdio\): connected, \d+ tools/);
+    expect(await asked("model")).toContain("gpt-4o-mini");
+    expect(await asked("new")).toContain("Started a new conversation");
+    expect(await asked("compact")).toMatch(/Nothing to compress|Folded/);
+    expect(await asked("title")).toMatch(/nothing to title yet|New title/);
+    slack.slash("/switchboard", "ask what is 2+2?", "U_ERIN", "C1");
+    const question = await waitFor(() =>
+      slack.state.history("C1").find((m) => m.text.includes("asked: what is 2+2?")),
+    );
+    expect(await answered(question)).toEqual(["You said: what is 2+2?"]);
+    expect(slack.state.ephemerals.every((e) => e.user === "U_ERIN")).toBe(true);
+  });
+
+  it("uploads the image a tool returned into the thread", async () => {
+    const m = slack.mention("C1", "U_ALICE", "image please");
+    const file = await waitFor(() => slack.botReplies("C1", m.ts).flatMap((r) => r.files)[0], {
+      timeoutMs: 25_000,
+    });
+    expect(file.mimetype).toBe("image/png");
+    expect(file.bytes.byteLength).toBeGreaterThan(0);
+    await waitFor(() => replies(m).includes("Here is the image."));
+  });
+
+  it("answers once when Slack delivers the same mention three times", async () => {
+    const m = slack.mention("C1", "U_ALICE", "only once please", { times: 3 });
+    expect(await answered(m)).toEqual(["You said: only once please"]);
+    await waitFor(
+      () => slack.delivery.deliveries.filter((d) => d.acked).length === slack.delivery.deliveries.length,
+    );
+    expect(requestsFor("only once please")).toHaveLength(1);
+    expect(replies(m)).toHaveLength(1);
+  });
+
+  it("delivers the complete final text when every second write is answered with 429", async () => {
+    slack.rates.configure({ failEveryNthWrite: 2, forcedRetryAfter: 1 });
+    try {
+      const m = slack.mention("C1", "U_ALICE", "limited please");
+      expect(await answered(m)).toEqual([RATE_LIMITED_ANSWER]);
+      expect(slack.rates.limited.some((l) => l.forced)).toBe(true);
+    } finally {
+      slack.rates.configure({ failEveryNthWrite: 0 });
+    }
+  });
+
+  it("splits a 20,000-character answer with code blocks into several messages, fences intact, text identical", async () => {
+    const m = slack.mention("C1", "U_ALICE", "long answer please");
+    const parts = await waitFor(
+      () => {
+        const r = replies(m);
+        return r.length > 1 && joinParts(r) === LONG_ANSWER && r;
+      },
+      { timeoutMs: 60_000 },
+    );
+    expect(parts.length).toBeGreaterThanOrEqual(5);
+    for (const p of parts) expect(openFenceAtEnd(p)).toBeNull();
+  }, 70_000);
+
+  it("ignores its own messages and edits", () => {
+    const own = slack.delivery.deliveries.filter((d) => {
+      const e = d.payload.event as { user?: string; subtype?: string } | undefined;
+      return e?.user === "U_BOT" || e?.subtype === "message_changed";
+    });
+    expect(own.length).toBeGreaterThan(10);
+    // Every model request answers a person's message; none came from the bot's own echoes.
+    for (const r of llm.requests) expect(said(r)).not.toMatch(/^You said:/);
+  });
+
+  it("ends with a clear sentence when the model fails", async () => {
+    const m = slack.mention("C1", "U_ALICE", "fail now");
+    const [text] = await answered(m);
+    expect(text).toMatch(/[.!]$/);
+    expect(text?.length).toBeGreaterThan(20);
+    expect(text).not.toContain("…");
+  });
+});

@@ -1,0 +1,132 @@
+import {
+  createSlackAdapter,
+  type SlackAdapter,
+  type SlackAdapterOptions,
+} from "../../../src/adapters/slack/index.js";
+import type { Command, Inbound, ThreadKey, TurnRunner } from "../../../src/adapters/types.js";
+import { type Config, configSchema } from "../../../src/config.js";
+import { SlackEmulator, type SlackEmulatorOptions, waitFor } from "./index.js";
+
+/** What the scripted runner does with one inbound message. */
+export type Script = (inbound: Inbound) => Promise<void>;
+
+/** Streams `text` into the reply in `pieces` deltas, with a short pause between them. */
+export function streamText(text: string, pieces = 5, pauseMs = 30): Script {
+  return async (inbound) => {
+    const sink = inbound.reply.stream();
+    const size = Math.ceil(text.length / pieces);
+    for (let i = 0; i < text.length; i += size) {
+      sink.write(text.slice(i, i + size));
+      await new Promise((r) => setTimeout(r, pauseMs));
+    }
+    await sink.finish();
+  };
+}
+
+/**
+ * A stand-in for the dispatcher: dedupes on id and aliases like it does, remembers the
+ * threads it answered, runs a script per message and records what it was given.
+ */
+export class ScriptedRunner implements TurnRunner {
+  readonly inbounds: Inbound[] = [];
+  readonly commands: Command[] = [];
+  readonly histories: Awaited<ReturnType<NonNullable<Inbound["history"]>>>[] = [];
+  private readonly seen = new Set<string>();
+  private readonly threads = new Set<ThreadKey>();
+  script: Script = streamText("Hello from Switchboard.");
+  commandAnswer = (cmd: Command) => `ran ${cmd.name}${cmd.arg ? ` ${cmd.arg}` : ""}`;
+
+  private readonly running = new Set<Promise<void>>();
+
+  /** Resolves when no turn is running (the harness stops only then). */
+  async idle(): Promise<void> {
+    while (this.running.size > 0) await Promise.allSettled([...this.running]);
+  }
+
+  handle(inbound: Inbound): Promise<void> {
+    const turn = this.turn(inbound);
+    this.running.add(turn);
+    return turn.finally(() => this.running.delete(turn));
+  }
+
+  private async turn(inbound: Inbound): Promise<void> {
+    const ids = [inbound.id, ...(inbound.aliases ?? [])];
+    if (ids.some((id) => this.seen.has(id))) return;
+    for (const id of ids) this.seen.add(id);
+    this.inbounds.push(inbound);
+    this.threads.add(inbound.key);
+    if (inbound.history) this.histories.push(await inbound.history());
+    await this.script(inbound);
+  }
+
+  async command(cmd: Command): Promise<string> {
+    this.commands.push(cmd);
+    return this.commandAnswer(cmd);
+  }
+
+  async knows(key: ThreadKey): Promise<boolean> {
+    return this.threads.has(key);
+  }
+
+  async firstSight(id: string): Promise<boolean> {
+    if (this.seen.has(id)) return false;
+    this.seen.add(id);
+    return true;
+  }
+}
+
+export interface Harness {
+  emu: SlackEmulator;
+  runner: ScriptedRunner;
+  adapter: SlackAdapter;
+  config: Config;
+  stop(): Promise<void>;
+}
+
+export async function startHarness(
+  opts: {
+    emulator?: SlackEmulatorOptions;
+    config?: Record<string, unknown>;
+    adapter?: SlackAdapterOptions;
+    http?: boolean;
+  } = {},
+): Promise<Harness> {
+  const emu = await SlackEmulator.start(opts.emulator);
+  const runner = new ScriptedRunner();
+  const config = configSchema.parse({
+    ...opts.config,
+    slack: { updateIntervalMs: 250, ...(opts.config?.slack as Record<string, unknown> | undefined) },
+  });
+  // Port 0 is no valid setting for operators, but lets tests listen on a free port.
+  if (opts.http) config.slack.port = 0;
+  const adapter = createSlackAdapter(
+    {
+      runner,
+      config,
+      secrets: {
+        slackBotToken: emu.botToken,
+        slackApiUrl: emu.apiUrl,
+        ...(opts.http ? { slackSigningSecret: emu.signingSecret } : { slackAppToken: emu.appToken }),
+      },
+      models: () => [config.llm.model],
+    },
+    { reconnectDelayMs: 100, writesPerMinute: 600, host: "127.0.0.1", ...opts.adapter },
+  );
+  await adapter.start();
+  if (opts.http) emu.useHttp(`http://127.0.0.1:${adapter.port()}/slack/events`);
+  return {
+    emu,
+    runner,
+    adapter,
+    config,
+    async stop() {
+      await runner.idle();
+      // The adapter takes its :eyes: away after the turn; let that land before Slack goes.
+      await waitFor(() => emu.state.messages.every((m) => m.reactions.size === 0), {
+        timeoutMs: 2_000,
+      }).catch(() => undefined);
+      await adapter.stop();
+      await emu.stop();
+    },
+  };
+}

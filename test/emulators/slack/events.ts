@@ -1,0 +1,133 @@
+import { randomUUID } from "node:crypto";
+import type { Params } from "./http-util.js";
+import { APP_ID, BOT_USER_ID, type EmuChannel, type EmuMessage, messageJson, TEAM_ID } from "./state.js";
+
+let eventSeq = 0;
+
+/** The `event_callback` wrapper Slack puts around every Events API event. */
+export function eventCallback(event: Params): Params {
+  eventSeq += 1;
+  return {
+    token: "verification-token",
+    team_id: TEAM_ID,
+    api_app_id: APP_ID,
+    event,
+    type: "event_callback",
+    event_id: `Ev${String(eventSeq).padStart(8, "0")}`,
+    event_time: Math.floor(Date.now() / 1000),
+    authorizations: [
+      {
+        enterprise_id: null,
+        team_id: TEAM_ID,
+        user_id: BOT_USER_ID,
+        is_bot: true,
+        is_enterprise_install: false,
+      },
+    ],
+    is_ext_shared_channel: false,
+    event_context: randomUUID(),
+  };
+}
+
+function channelType(channel: EmuChannel | undefined): string {
+  if (!channel) return "channel";
+  return channel.kind === "im" ? "im" : channel.kind === "group" ? "group" : "channel";
+}
+
+/** A `message` event for a message someone (or the bot) wrote. */
+export function messageEvent(m: EmuMessage, channel: EmuChannel | undefined, baseUrl: string): Params {
+  const json = messageJson(m, baseUrl);
+  return {
+    ...json,
+    channel: m.channel,
+    event_ts: m.ts,
+    channel_type: channelType(channel),
+    team: TEAM_ID,
+    ...(m.user && !m.bot_id ? { client_msg_id: randomUUID() } : {}),
+  };
+}
+
+export function appMentionEvent(m: EmuMessage, baseUrl: string): Params {
+  const json = messageJson(m, baseUrl);
+  delete json.subtype;
+  return { ...json, type: "app_mention", channel: m.channel, event_ts: m.ts, team: TEAM_ID };
+}
+
+export function messageChangedEvent(
+  m: EmuMessage,
+  previous: EmuMessage | undefined,
+  channel: EmuChannel | undefined,
+  baseUrl: string,
+): Params {
+  const ts = `${Math.floor(Date.now() / 1000)}.${String(Date.now() % 1000).padStart(6, "0")}`;
+  return {
+    type: "message",
+    subtype: "message_changed",
+    hidden: true,
+    channel: m.channel,
+    channel_type: channelType(channel),
+    message: messageJson(m, baseUrl),
+    previous_message: previous ? messageJson(previous, baseUrl) : undefined,
+    ts,
+    event_ts: ts,
+  };
+}
+
+export function messageDeletedEvent(m: EmuMessage, channel: EmuChannel | undefined, baseUrl: string): Params {
+  const ts = `${Math.floor(Date.now() / 1000)}.${String(Date.now() % 1000).padStart(6, "0")}`;
+  return {
+    type: "message",
+    subtype: "message_deleted",
+    hidden: true,
+    channel: m.channel,
+    channel_type: channelType(channel),
+    deleted_ts: m.ts,
+    previous_message: messageJson(m, baseUrl),
+    ts,
+    event_ts: ts,
+  };
+}
+
+export function assistantThreadStartedEvent(
+  user: string,
+  dm: string,
+  threadTs: string,
+  contextChannel?: string,
+): Params {
+  return {
+    type: "assistant_thread_started",
+    assistant_thread: {
+      user_id: user,
+      context: contextChannel ? { channel_id: contextChannel, team_id: TEAM_ID, enterprise_id: null } : {},
+      channel_id: dm,
+      thread_ts: threadTs,
+    },
+    event_ts: `${Math.floor(Date.now() / 1000)}.000000`,
+  };
+}
+
+export function slashCommandPayload(args: {
+  command: string;
+  text: string;
+  user: string;
+  userName: string;
+  channel: string;
+  channelName: string;
+  responseUrl: string;
+}): Params {
+  return {
+    token: "verification-token",
+    team_id: TEAM_ID,
+    team_domain: "emulator",
+    channel_id: args.channel,
+    channel_name: args.channelName,
+    user_id: args.user,
+    user_name: args.userName,
+    command: args.command,
+    text: args.text,
+    api_app_id: APP_ID,
+    is_enterprise_install: "false",
+    response_url: args.responseUrl,
+    trigger_id: `${Date.now()}.${randomUUID()}`,
+  };
+}

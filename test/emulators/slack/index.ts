@@ -1,0 +1,370 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { Deliverer, type Delivery, type HttpTarget } from "./delivery.js";
+import {
+  appMentionEvent,
+  assistantThreadStartedEvent,
+  eventCallback,
+  messageChangedEvent,
+  messageDeletedEvent,
+  messageEvent,
+  slashCommandPayload,
+} from "./events.js";
+import { bearer, type Params, parseParams, readBody, sendJson, str } from "./http-util.js";
+import { RateLimiter, type RateLimitOptions } from "./rate-limit.js";
+import { BOT_USER_ID, type EmuFile, type EmuMessage, SlackState } from "./state.js";
+import { WebApi, type WebApiLimits } from "./web-api.js";
+
+export type { Delivery } from "./delivery.js";
+export type { EmuFile, EmuMessage } from "./state.js";
+export { BOT_ID, BOT_USER_ID, TEAM_ID } from "./state.js";
+
+export interface SlackEmulatorOptions {
+  rateLimits?: Partial<RateLimitOptions>;
+  limits?: Partial<WebApiLimits>;
+  /** How long Slack waits for an ack before redelivering (default 3,000 ms). */
+  ackTimeoutMs?: number;
+  maxRetries?: number;
+  /** Deliver the bot's own posts, edits and deletions back as `message` events (default true). */
+  echoBotMessages?: boolean;
+  /** A channel mention also arrives as a `message` event, as with `message.channels` (default true). */
+  mentionAlsoAsMessage?: boolean;
+  signingSecret?: string;
+}
+
+export interface MessageOptions {
+  threadTs?: string;
+  files?: { name: string; mimetype: string; bytes: Uint8Array }[];
+  /** Deliver the same event this many times (Slack's duplicate deliveries). */
+  times?: number;
+}
+
+export interface SlashHandle {
+  delivery: Delivery;
+  /** What the app acked with (its immediate answer), once acked. */
+  ack: Promise<unknown>;
+  responseUrl: string;
+}
+
+export class SlackEmulator {
+  readonly state = new SlackState();
+  readonly rates: RateLimiter;
+  readonly api: WebApi;
+  readonly delivery: Deliverer;
+  readonly signingSecret: string;
+  private readonly server: Server;
+  private port = 0;
+  private readonly echo: boolean;
+  private readonly mentionAlsoAsMessage: boolean;
+  private readonly responseUrls = new Map<string, { channel: string; user: string; uses: number }>();
+  private responseSeq = 0;
+
+  private constructor(options: SlackEmulatorOptions) {
+    this.rates = new RateLimiter(options.rateLimits);
+    this.echo = options.echoBotMessages ?? true;
+    this.mentionAlsoAsMessage = options.mentionAlsoAsMessage ?? true;
+    this.signingSecret = options.signingSecret ?? "emulator-signing-secret";
+    this.delivery = new Deliverer({
+      ackTimeoutMs: options.ackTimeoutMs ?? 3_000,
+      maxRetries: options.maxRetries ?? 3,
+    });
+    this.api = new WebApi(this.state, this.rates, {
+      baseUrl: () => this.baseUrl,
+      socketUrl: () => `ws://127.0.0.1:${this.port}/socket?ticket=${Date.now()}`,
+      echo: (kind, m, previous) => this.echoBotWrite(kind, m, previous),
+    });
+    this.api.limits = { ...this.api.limits, ...options.limits };
+    this.server = createServer((req, res) => {
+      this.route(req, res).catch((err: unknown) => {
+        sendJson(res, 500, { ok: false, error: "internal_error", detail: String(err) });
+      });
+    });
+    this.server.on("upgrade", (req, socket, head) => {
+      if (req.url?.startsWith("/socket")) this.delivery.upgrade(req, socket, head);
+      else socket.destroy();
+    });
+  }
+
+  static async start(options: SlackEmulatorOptions = {}): Promise<SlackEmulator> {
+    const emulator = new SlackEmulator(options);
+    await new Promise<void>((resolve) => emulator.server.listen(0, "127.0.0.1", resolve));
+    emulator.port = (emulator.server.address() as AddressInfo).port;
+    return emulator;
+  }
+
+  get baseUrl(): string {
+    return `http://127.0.0.1:${this.port}`;
+  }
+  /** For `SLACK_API_URL` / `clientOptions.slackApiUrl`. */
+  get apiUrl(): string {
+    return `${this.baseUrl}/api/`;
+  }
+  get botToken(): string {
+    return this.api.botToken;
+  }
+  get appToken(): string {
+    return this.api.appToken;
+  }
+
+  /** Deliver events as signed HTTP requests to `url` instead of over Socket Mode. */
+  useHttp(url: string): void {
+    const target: HttpTarget = { url, signingSecret: this.signingSecret };
+    this.delivery.httpTarget = target;
+  }
+
+  private async route(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? "/", this.baseUrl);
+    const [, root, id] = url.pathname.split("/");
+    if (req.method === "GET" && root === "files" && id) return this.download(req, res, id);
+    const body = await readBody(req);
+    if (root === "api" && id) {
+      const params = await parseParams(req, body);
+      const result = this.api.handle(id, params, bearer(req, params));
+      return sendJson(res, result.status, result.body, result.headers);
+    }
+    if (root === "upload" && id) {
+      const params = (req.headers["content-type"] ?? "").includes("multipart/")
+        ? await parseParams(req, body)
+        : {};
+      const bytes = params.body instanceof Uint8Array ? params.body : new Uint8Array(body);
+      const ok = this.api.receiveUpload(id, bytes);
+      res.writeHead(ok ? 200 : 404, { "content-type": "text/plain" });
+      return void res.end(ok ? `OK - ${bytes.byteLength}` : "not found");
+    }
+    if (root === "response" && id) return this.respond(res, id, await parseParams(req, body));
+    sendJson(res, 404, { ok: false, error: "unknown_path" });
+  }
+
+  /** Without the bot token Slack answers file downloads with its HTML login page (status 200). */
+  private download(req: IncomingMessage, res: ServerResponse, id: string): void {
+    const file = this.state.files.get(id);
+    if (req.headers.authorization !== `Bearer ${this.botToken}`) {
+      res.writeHead(200, { "content-type": "text/html" });
+      return void res.end("<html><body>Sign in to Slack</body></html>");
+    }
+    if (!file) return void sendJson(res, 404, { ok: false, error: "file_not_found" });
+    res.writeHead(200, { "content-type": file.mimetype, "content-length": file.bytes.byteLength });
+    res.end(Buffer.from(file.bytes));
+  }
+
+  private respond(res: ServerResponse, id: string, body: Params): void {
+    const entry = this.responseUrls.get(id);
+    if (!entry) {
+      sendJson(res, 404, { ok: false, error: "expired_url" });
+      return;
+    }
+    entry.uses += 1;
+    if (entry.uses > 5) {
+      sendJson(res, 404, { ok: false, error: "used_url" });
+      return;
+    }
+    this.state.responses.push({ id, body });
+    const text = str(body, "text") ?? "";
+    const blocks = Array.isArray(body.blocks) ? body.blocks : undefined;
+    if (str(body, "response_type") === "in_channel") {
+      const m = this.state.addMessage({
+        channel: entry.channel,
+        user: BOT_USER_ID,
+        bot_id: "B_BOT",
+        text,
+        blocks,
+      });
+      this.echoBotWrite("posted", m);
+    } else {
+      this.state.ephemerals.push({
+        channel: entry.channel,
+        user: entry.user,
+        text,
+        blocks,
+        via: "response_url",
+      });
+    }
+    sendJson(res, 200, { ok: true });
+  }
+
+  private echoBotWrite(kind: "posted" | "changed" | "deleted", m: EmuMessage, previous?: EmuMessage): void {
+    if (!this.echo) return;
+    const channel = this.state.channels.get(m.channel);
+    const event =
+      kind === "posted"
+        ? messageEvent(m, channel, this.baseUrl)
+        : kind === "changed"
+          ? messageChangedEvent(m, previous, channel, this.baseUrl)
+          : messageDeletedEvent(m, channel, this.baseUrl);
+    this.delivery.deliver("events_api", eventCallback(event));
+  }
+
+  private userFiles(files: MessageOptions["files"]): EmuFile[] {
+    return (files ?? []).map((f, i) => {
+      const id = `FU${Date.now().toString(36)}${i}${this.state.files.size}`;
+      const file: EmuFile = {
+        id,
+        name: f.name,
+        title: f.name,
+        mimetype: f.mimetype,
+        size: f.bytes.byteLength,
+        bytes: f.bytes,
+        shared: true,
+      };
+      this.state.files.set(id, file);
+      return file;
+    });
+  }
+
+  private write(channel: string, user: string, text: string, opts: MessageOptions): EmuMessage {
+    if (!this.state.channels.has(channel)) throw new Error(`emulator: unknown channel ${channel}`);
+    this.state.user(user);
+    const files = this.userFiles(opts.files);
+    return this.state.addMessage({
+      channel,
+      user,
+      text,
+      thread_ts: opts.threadTs,
+      subtype: files.length ? "file_share" : undefined,
+      files,
+    });
+  }
+
+  /** A user mentions the bot in a channel: `app_mention` and (by default) `message`. */
+  mention(channel: string, user: string, text: string, opts: MessageOptions = {}): EmuMessage {
+    const full = text.includes(`<@${BOT_USER_ID}>`) ? text : `<@${BOT_USER_ID}> ${text}`;
+    const m = this.write(channel, user, full, opts);
+    this.delivery.deliver("events_api", eventCallback(appMentionEvent(m, this.baseUrl)), opts.times);
+    if (this.mentionAlsoAsMessage) this.deliverMessage(m, opts.times);
+    return m;
+  }
+
+  /** A user writes in a channel without mentioning the bot. */
+  post(channel: string, user: string, text: string, opts: MessageOptions = {}): EmuMessage {
+    const m = this.write(channel, user, text, opts);
+    this.deliverMessage(m, opts.times);
+    return m;
+  }
+
+  /** A user writes to the bot in a direct message. */
+  dm(user: string, text: string, opts: MessageOptions = {}): EmuMessage {
+    const channel = this.state.dmChannel(user);
+    const m = this.write(channel.id, user, text, opts);
+    this.deliverMessage(m, opts.times);
+    return m;
+  }
+
+  /** Another app's bot posts (`bot_id` set). */
+  botPost(
+    channel: string,
+    text: string,
+    opts: MessageOptions & { botId?: string; user?: string } = {},
+  ): EmuMessage {
+    const m = this.state.addMessage({
+      channel,
+      user: opts.user ?? "U_OTHERBOT",
+      bot_id: opts.botId ?? "B_OTHER",
+      text,
+      thread_ts: opts.threadTs,
+    });
+    this.deliverMessage(m, opts.times);
+    return m;
+  }
+
+  private deliverMessage(m: EmuMessage, times?: number): void {
+    const event = messageEvent(m, this.state.channels.get(m.channel), this.baseUrl);
+    this.delivery.deliver("events_api", eventCallback(event), times);
+  }
+
+  /** Delivers any event (wrapped in `event_callback`) `times` times with the same event_id. */
+  deliverEvent(event: Params, times = 1): Delivery[] {
+    return this.delivery.deliver("events_api", eventCallback(event), times);
+  }
+
+  /** The user opens a new chat in the "Agents & AI Apps" pane. */
+  startAssistantThread(
+    user: string,
+    opts: { contextChannel?: string } = {},
+  ): { channel: string; threadTs: string } {
+    this.state.user(user);
+    const channel = this.state.dmChannel(user).id;
+    const root = this.state.addMessage({
+      channel,
+      user: BOT_USER_ID,
+      bot_id: "B_BOT",
+      subtype: "assistant_app_thread",
+      text: "",
+    });
+    this.delivery.deliver(
+      "events_api",
+      eventCallback(assistantThreadStartedEvent(user, channel, root.ts, opts.contextChannel)),
+    );
+    return { channel, threadTs: root.ts };
+  }
+
+  /** A user runs a slash command in a channel. */
+  slash(command: string, text: string, user: string, channel = "C1"): SlashHandle {
+    const info = this.state.user(user);
+    this.responseSeq += 1;
+    const id = `R${this.responseSeq}`;
+    this.responseUrls.set(id, { channel, user, uses: 0 });
+    const responseUrl = `${this.baseUrl}/response/${id}`;
+    const payload = slashCommandPayload({
+      command,
+      text,
+      user,
+      userName: info.name,
+      channel,
+      channelName: this.state.channels.get(channel)?.name ?? channel,
+      responseUrl,
+    });
+    const [delivery] = this.delivery.deliver("slash_commands", payload);
+    if (!delivery) throw new Error("emulator: no delivery");
+    const ack = delivery.done.then((payload) => {
+      const p = payload as Params | undefined;
+      const text = p ? str(p, "text") : undefined;
+      if (text !== undefined) this.state.ephemerals.push({ channel, user, text, via: "ack" });
+      return payload;
+    });
+    return { delivery, ack, responseUrl };
+  }
+
+  /** The root and replies of a thread, oldest first. */
+  threadMessages(channel: string, ts: string): EmuMessage[] {
+    return this.state.thread(channel, ts);
+  }
+
+  /** What the bot wrote in a thread (the root excluded). */
+  botReplies(channel: string, ts: string): EmuMessage[] {
+    return this.state.thread(channel, ts).filter((m) => m.ts !== ts && m.user === BOT_USER_ID);
+  }
+
+  disconnect(reason: "warning" | "refresh_requested" | "link_disabled" = "refresh_requested"): void {
+    this.delivery.disconnect(reason);
+  }
+
+  async stop(): Promise<void> {
+    await this.delivery.close();
+    this.server.closeAllConnections();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+}
+
+export type Truthy<T> = Exclude<T, false | null | undefined | 0 | "">;
+
+/** Polls `predicate` until it returns a truthy value; fails with `message` after `timeoutMs`. */
+export async function waitFor<T>(
+  predicate: () => T | Promise<T>,
+  opts: { timeoutMs?: number; intervalMs?: number; message?: string } = {},
+): Promise<Truthy<T>> {
+  const deadline = Date.now() + (opts.timeoutMs ?? 10_000);
+  let last: unknown;
+  for (;;) {
+    try {
+      const value = await predicate();
+      if (value) return value as Truthy<T>;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline) {
+      const why = last instanceof Error ? `: ${last.message}` : "";
+      throw new Error(`waitFor timed out${opts.message ? ` (${opts.message})` : ""}${why}`);
+    }
+    await new Promise((r) => setTimeout(r, opts.intervalMs ?? 20));
+  }
+}

@@ -1,0 +1,226 @@
+/** What the Slack emulator remembers, in a shape tests can read directly. */
+
+export const TEAM_ID = "T1";
+export const APP_ID = "A1";
+export const BOT_USER_ID = "U_BOT";
+export const BOT_ID = "B_BOT";
+
+export interface EmuUser {
+  id: string;
+  name: string;
+  realName: string;
+  isBot: boolean;
+  botId?: string;
+}
+
+export interface EmuChannel {
+  id: string;
+  name: string;
+  /** `C` public channel, `G` private channel, `D` direct message with `user`. */
+  kind: "channel" | "group" | "im";
+  user?: string;
+}
+
+export interface EmuFile {
+  id: string;
+  name: string;
+  title: string;
+  mimetype: string;
+  size: number;
+  bytes: Uint8Array;
+  /** Set by files.completeUploadExternal; files uploaded but never completed stay unshared. */
+  shared: boolean;
+}
+
+export interface EmuEdit {
+  text: string;
+  blocks?: unknown[];
+  at: number;
+}
+
+export interface EmuMessage {
+  channel: string;
+  ts: string;
+  thread_ts?: string;
+  user?: string;
+  bot_id?: string;
+  subtype?: string;
+  /** `text`, or `markdown_text` when the message was written with it. */
+  text: string;
+  markdown?: boolean;
+  blocks?: unknown[];
+  /** Every earlier version, oldest first (chat.update, appendStream, stopStream). */
+  edits: EmuEdit[];
+  files: EmuFile[];
+  /** reaction name -> users who reacted. */
+  reactions: Map<string, Set<string>>;
+  deleted: boolean;
+  /** Native stream state (chat.startStream .. chat.stopStream). */
+  stream?: { state: "streaming" | "stopped"; startedAt: number; chunks: unknown[] };
+}
+
+export interface EmuEphemeral {
+  channel: string;
+  user: string;
+  text: string;
+  blocks?: unknown[];
+  thread_ts?: string;
+  /** "chat.postEphemeral" or "response_url". */
+  via: string;
+}
+
+export interface AssistantThreadState {
+  channel: string;
+  threadTs: string;
+  /** Every status set, in order ("" clears). */
+  statuses: string[];
+  titles: string[];
+  prompts: { title?: string; prompts: { title: string; message: string }[] }[];
+}
+
+export interface ResponseUrlPost {
+  id: string;
+  body: Record<string, unknown>;
+}
+
+/** Sortable, unique Slack-style timestamps ("1712345678.000042"). */
+export class TsClock {
+  private readonly base = Math.floor(Date.now() / 1000);
+  private seq = 0;
+
+  next(): string {
+    this.seq += 1;
+    const sec = this.base + Math.floor(this.seq / 1_000_000);
+    return `${sec}.${String(this.seq % 1_000_000).padStart(6, "0")}`;
+  }
+}
+
+export class SlackState {
+  readonly users = new Map<string, EmuUser>();
+  readonly channels = new Map<string, EmuChannel>();
+  /** All messages of all channels, in the order they were written. */
+  readonly messages: EmuMessage[] = [];
+  readonly ephemerals: EmuEphemeral[] = [];
+  readonly assistant = new Map<string, AssistantThreadState>();
+  readonly files = new Map<string, EmuFile>();
+  readonly responses: ResponseUrlPost[] = [];
+  readonly clock = new TsClock();
+
+  constructor() {
+    this.users.set(BOT_USER_ID, {
+      id: BOT_USER_ID,
+      name: "switchboard",
+      realName: "Switchboard",
+      isBot: true,
+      botId: BOT_ID,
+    });
+    this.addChannel("C1", "general");
+  }
+
+  addChannel(id: string, name: string): EmuChannel {
+    const kind = id.startsWith("D") ? "im" : id.startsWith("G") ? "group" : "channel";
+    const channel: EmuChannel = { id, name, kind };
+    this.channels.set(id, channel);
+    return channel;
+  }
+
+  /** Users are created on first use, so tests can name anyone. */
+  user(id: string): EmuUser {
+    let user = this.users.get(id);
+    if (!user) {
+      const name = id.replace(/^U_?/, "").toLowerCase() || id.toLowerCase();
+      user = { id, name, realName: name.charAt(0).toUpperCase() + name.slice(1), isBot: false };
+      this.users.set(id, user);
+    }
+    return user;
+  }
+
+  /** The DM channel between the bot and `user` (created on first use). */
+  dmChannel(user: string): EmuChannel {
+    const id = `D${user.replace(/^U_?/, "")}`;
+    const existing = this.channels.get(id);
+    if (existing) return existing;
+    const channel: EmuChannel = { id, name: id, kind: "im", user };
+    this.channels.set(id, channel);
+    return channel;
+  }
+
+  find(channel: string, ts: string): EmuMessage | undefined {
+    return this.messages.find((m) => m.channel === channel && m.ts === ts && !m.deleted);
+  }
+
+  addMessage(
+    fields: Omit<EmuMessage, "ts" | "edits" | "files" | "reactions" | "deleted"> & {
+      files?: EmuFile[];
+    },
+  ): EmuMessage {
+    const message: EmuMessage = {
+      ...fields,
+      ts: this.clock.next(),
+      edits: [],
+      files: fields.files ?? [],
+      reactions: new Map(),
+      deleted: false,
+    };
+    this.messages.push(message);
+    return message;
+  }
+
+  /** The root and its replies, oldest first, without deleted ones. */
+  thread(channel: string, ts: string): EmuMessage[] {
+    return this.messages.filter(
+      (m) => m.channel === channel && !m.deleted && (m.ts === ts || m.thread_ts === ts),
+    );
+  }
+
+  /** Top-level messages of a channel, oldest first. */
+  history(channel: string): EmuMessage[] {
+    return this.messages.filter(
+      (m) => m.channel === channel && !m.deleted && (!m.thread_ts || m.thread_ts === m.ts),
+    );
+  }
+
+  assistantThread(channel: string, threadTs: string): AssistantThreadState {
+    const key = `${channel}:${threadTs}`;
+    let state = this.assistant.get(key);
+    if (!state) {
+      state = { channel, threadTs, statuses: [], titles: [], prompts: [] };
+      this.assistant.set(key, state);
+    }
+    return state;
+  }
+}
+
+/** The JSON Slack returns for a message (conversations.replies, events). */
+export function messageJson(m: EmuMessage, baseUrl: string): Record<string, unknown> {
+  const out: Record<string, unknown> = { type: "message", ts: m.ts, text: m.text };
+  if (m.user) out.user = m.user;
+  if (m.bot_id) out.bot_id = m.bot_id;
+  if (m.bot_id) out.app_id = APP_ID;
+  if (m.subtype) out.subtype = m.subtype;
+  if (m.thread_ts) out.thread_ts = m.thread_ts;
+  if (m.blocks) out.blocks = m.blocks;
+  if (m.files.length) out.files = m.files.map((f) => fileJson(f, baseUrl));
+  if (m.edits.length) out.edited = { user: m.user ?? BOT_USER_ID, ts: m.ts };
+  if (m.reactions.size) {
+    out.reactions = [...m.reactions].map(([name, users]) => ({
+      name,
+      users: [...users],
+      count: users.size,
+    }));
+  }
+  return out;
+}
+
+export function fileJson(f: EmuFile, baseUrl: string): Record<string, unknown> {
+  return {
+    id: f.id,
+    name: f.name,
+    title: f.title,
+    mimetype: f.mimetype,
+    filetype: f.name.split(".").pop() ?? "",
+    size: f.size,
+    url_private: `${baseUrl}/files/${f.id}/${encodeURIComponent(f.name)}`,
+    url_private_download: `${baseUrl}/files/${f.id}/${encodeURIComponent(f.name)}?download=1`,
+  };
+}
