@@ -187,7 +187,9 @@ export class Dispatcher implements TurnRunner {
       log.error({ err, key: inbound.key }, "reply failed");
       await sink.fail("I could not finish writing this answer. Please ask again.").catch(() => undefined);
     } finally {
-      observer?.turnEnded?.(inbound, outcome, Date.now() - started, events);
+      const ms = Date.now() - started;
+      observer?.turnEnded?.(inbound, outcome, ms, events);
+      log.info({ key: inbound.key, outcome, ms, ...turnFigures(events) }, "turn");
     }
   }
 
@@ -236,4 +238,20 @@ export class Dispatcher implements TurnRunner {
       content: `Earlier messages in this thread, before I asked you:\n\n${lines.join("\n\n")}`,
     });
   }
+}
+
+/** The figures of one turn for its log line: tool calls with outcome, and token usage. */
+function turnFigures(events: AgentEvent[]) {
+  const tools = events.flatMap((e) =>
+    e.type === "tool" && e.phase === "end" ? [`${e.server}/${e.tool}:${e.ok ? "ok" : "error"}`] : [],
+  );
+  const done = events.find((e) => e.type === "done");
+  const error = events.find((e) => e.type === "error");
+  return {
+    toolCalls: tools.length,
+    tools,
+    tokensIn: done?.type === "done" ? done.usage.inputTokens : 0,
+    tokensOut: done?.type === "done" ? done.usage.outputTokens : 0,
+    ...(error?.type === "error" ? { error: error.error.code } : {}),
+  };
 }

@@ -1,63 +1,15 @@
-import { type ChildProcessWithoutNullStreams, execFileSync, spawn } from "node:child_process";
 import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openStore } from "../../src/store/index.js";
 import { SessionRepository } from "../../src/store/sessions.js";
 import { LlmEmulator } from "../emulators/llm/index.js";
-import { everythingServer, repoRoot, scratchConfig } from "../support/chat-process.js";
+import { everythingServer, scratchConfig } from "../support/chat-process.js";
 import { lastUserText } from "../support/llm-text.js";
+import { alive, childPids, startSwitchboard, waitUntil } from "../support/process.js";
 
-interface Chat {
-  child: ChildProcessWithoutNullStreams;
-  stdout: () => string;
-  exited: Promise<number | null>;
-}
-
-/** The compiled-free entry in one process (no npm, no tsx wrapper), so signals reach it directly. */
-function startChat(env: NodeJS.ProcessEnv): Chat {
-  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts", "chat"], {
-    cwd: repoRoot,
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
-  });
-  let out = "";
-  child.stdout.on("data", (d: Buffer) => {
-    out += d.toString();
-  });
-  child.stderr.on("data", () => undefined);
-  const exited = new Promise<number | null>((resolve) => child.on("close", (code) => resolve(code)));
-  return { child, stdout: () => out, exited };
-}
-
-async function waitFor(check: () => boolean, what: string, ms = 30_000): Promise<void> {
-  const until = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
-function childPids(pid: number): number[] {
-  try {
-    return execFileSync("ps", ["-o", "pid=", "--ppid", String(pid)])
-      .toString()
-      .trim()
-      .split(/\s+/)
-      .filter(Boolean)
-      .map(Number);
-  } catch {
-    return [];
-  }
-}
-
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
+const startChat = (env: NodeJS.ProcessEnv) => startSwitchboard("chat", env);
+const waitFor = waitUntil;
 
 describe("stopping the terminal chat mid-answer", () => {
   let llm: LlmEmulator;

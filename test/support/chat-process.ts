@@ -18,7 +18,9 @@ export interface ChatRun {
 /** A scratch folder with a config file and an mcp.json, as a user would write them. */
 export function scratchConfig(yaml: string, mcp: unknown = { mcpServers: {} }): string {
   const dir = mkdtempSync(join(tmpdir(), "sb-chat-"));
-  writeFileSync(join(dir, "switchboard.yaml"), yaml);
+  // Port 0: test files run in parallel, and each app's health server needs its own port.
+  const withHealth = /^health:/m.test(yaml) ? yaml : `${yaml}\nhealth:\n  port: 0\n`;
+  writeFileSync(join(dir, "switchboard.yaml"), withHealth);
   writeFileSync(join(dir, "mcp.json"), JSON.stringify(mcp));
   return dir;
 }

@@ -1,0 +1,60 @@
+import { type ChildProcessWithoutNullStreams, execFileSync, spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { repoRoot } from "./chat-process.js";
+
+export interface Running {
+  child: ChildProcessWithoutNullStreams;
+  stdout: () => string;
+  stderr: () => string;
+  exited: Promise<number | null>;
+}
+
+/** `src/main.ts <command>` in one process (no npm or tsx wrapper), so signals reach it directly. */
+export function startSwitchboard(command: "start" | "chat", env: NodeJS.ProcessEnv): Running {
+  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts", command], {
+    cwd: repoRoot,
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
+  });
+  let out = "";
+  let err = "";
+  child.stdout.on("data", (d: Buffer) => {
+    out += d.toString();
+  });
+  child.stderr.on("data", (d: Buffer) => {
+    err += d.toString();
+  });
+  const exited = new Promise<number | null>((resolve) => child.on("close", (code) => resolve(code)));
+  return { child, stdout: () => out, stderr: () => err, exited };
+}
+
+export async function waitUntil(check: () => boolean, what: string, ms = 30_000): Promise<void> {
+  const until = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+export function childPids(pid: number): number[] {
+  try {
+    const out = execFileSync("ps", ["-o", "pid=", "--ppid", String(pid)]).toString();
+    return out.trim().split(/\s+/).filter(Boolean).map(Number);
+  } catch {
+    return [];
+  }
+}
+
+/** True while the process runs; a zombie (exited, not yet reaped by a PID 1 that never reaps) is not alive. */
+export function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return false;
+  }
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) !== "Z";
+  } catch {
+    return false;
+  }
+}
