@@ -1,4 +1,4 @@
-import { Counter, Gauge, Histogram, Registry } from "prom-client";
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 import type { TurnObserver } from "../adapters/dispatcher.js";
 import type { Inbound } from "../adapters/types.js";
 import type { AgentEvent } from "../agent/events.js";
@@ -73,7 +73,9 @@ export class Metrics {
     registers: [this.registry],
   });
 
-  constructor(private readonly llmProvider: string) {}
+  constructor(private readonly llmProvider: string) {
+    collectDefaultMetrics({ register: this.registry });
+  }
 
   /** Recomputes the gauges that mirror other components' state at scrape time. */
   watchHub(hub: ToolHub): void {
