@@ -1,0 +1,107 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { waitFor } from "../../../test/emulators/discord/index.js";
+import { answer, type Harness, ScriptedRunner, startHarness } from "./harness.test-helper.js";
+
+let h: Harness;
+
+afterEach(async () => {
+  await h?.close();
+});
+
+const EPHEMERAL = 64;
+
+describe("Discord adapter: slash commands", () => {
+  it("registers /ask /new /tools /model /compact /title /help to DISCORD_GUILD_ID at start", async () => {
+    h = await startHarness();
+    const names = h.emulator.state.commands.guild.get(h.emulator.guildId)?.map((c) => c.name);
+    expect(names?.sort()).toEqual(["ask", "compact", "help", "model", "new", "title", "tools"]);
+    expect(h.emulator.state.commands.global).toEqual([]);
+  });
+
+  it("registers globally when no guild is configured", async () => {
+    h = await startHarness({ guild: false });
+    expect(h.emulator.state.commands.global.map((c) => c.name)).toContain("ask");
+  });
+
+  it("defers /ask at once, then answers in a new thread opened from the reply", async () => {
+    h = await startHarness({
+      runner: new ScriptedRunner(answer("Because of physics.", { title: "Sky colour" })),
+    });
+    const s = h.emulator.state;
+    const rec = h.emulator.slash("ask", { question: "why is the sky blue?" }, s.general, s.alice.id);
+    await waitFor(() => h.runner.done.length === 1);
+    expect(rec.callbacks).toEqual([5]);
+    const opener = s.findMessage(rec.originalId!)!;
+    expect(opener.content).toBe("**alice** asked: why is the sky blue?");
+    const thread = h.emulator.threads(s.general)[0]!;
+    expect(thread.id).toBe(opener.id);
+    expect(h.runner.inbounds[0]).toMatchObject({
+      key: `discord:${s.guildId}:${thread.id}`,
+      text: "why is the sky blue?",
+    });
+    expect(h.emulator.botMessages(thread.id).map((m) => m.content)).toEqual(["Because of physics."]);
+    await waitFor(() => h.emulator.renames.length === 1);
+  });
+
+  it("answers /ask inside a thread or DM through the interaction itself", async () => {
+    h = await startHarness({ runner: new ScriptedRunner(answer("Private answer.")) });
+    const s = h.emulator.state;
+    const dm = s.dmChannel(s.bob.id);
+    const rec = h.emulator.slash("ask", { question: "secret?" }, dm.id, s.bob.id);
+    await waitFor(() => h.runner.done.length === 1);
+    expect(h.runner.inbounds[0]?.key).toBe(`discord:dm:${dm.id}`);
+    expect(s.findMessage(rec.originalId!)?.content).toBe("Private answer.");
+    expect(h.emulator.threads()).toEqual([]);
+  });
+
+  for (const name of ["new", "tools", "compact", "help"] as const) {
+    it(`answers /${name} ephemerally with the runner's text for this thread`, async () => {
+      h = await startHarness();
+      const s = h.emulator.state;
+      const rec = h.emulator.slash(name, {}, s.general, s.alice.id);
+      await waitFor(() => s.findMessage(rec.originalId ?? "")?.content);
+      const msg = s.findMessage(rec.originalId!)!;
+      expect(msg.flags & EPHEMERAL).toBe(EPHEMERAL);
+      expect(h.runner.commands[0]).toMatchObject({
+        name,
+        key: `discord:${s.guildId}:${s.general}`,
+        user: { id: s.alice.id },
+      });
+      expect(msg.content).toBe(
+        name === "help" ? "Mention me and I answer." : `ran ${name} for discord:${s.guildId}:${s.general}`,
+      );
+    });
+  }
+
+  it("passes /model's name and autocompletes the configured models", async () => {
+    h = await startHarness();
+    const s = h.emulator.state;
+    const ac = h.emulator.autocomplete("model", { name: "gpt-4" }, "name", s.general, s.alice.id);
+    await waitFor(() => ac.choices);
+    expect(ac.choices?.map((c) => c.value)).toEqual(["gpt-4o-mini", "gpt-4o", "gpt-4.1-mini"]);
+    const rec = h.emulator.slash("model", { name: "gpt-4o" }, s.general, s.alice.id);
+    await waitFor(() => s.findMessage(rec.originalId ?? "")?.content);
+    expect(h.runner.commands[0]).toMatchObject({ name: "model", arg: "gpt-4o" });
+  });
+
+  it("renames the bot's thread on /title", async () => {
+    h = await startHarness();
+    const s = h.emulator.state;
+    const asked = h.emulator.userMessage(s.general, "start", { mentionsBot: true });
+    await waitFor(() => h.runner.done.length === 1);
+    const rec = h.emulator.slash("title", {}, asked.id, s.alice.id);
+    await waitFor(() => h.emulator.renames.length === 1);
+    expect(h.emulator.renames[0]?.name).toBe("Renamed on request");
+    expect(s.findMessage(rec.originalId!)?.content).toBe("New title: Renamed on request");
+  });
+
+  it("handles an interaction delivered twice once", async () => {
+    h = await startHarness();
+    h.emulator.deliverTwice = true;
+    const s = h.emulator.state;
+    const rec = h.emulator.slash("help", {}, s.general, s.alice.id);
+    await waitFor(() => s.findMessage(rec.originalId ?? "")?.content);
+    expect(rec.callbacks).toEqual([5]);
+    expect(h.runner.commands).toHaveLength(1);
+  });
+});

@@ -1,0 +1,69 @@
+import type { Client, ThreadChannel } from "discord.js";
+import { log } from "../../log.js";
+import { RateBudget } from "../stream.js";
+import type { AdapterDeps, ThreadKey } from "../types.js";
+import type { ReplyOptions } from "./reply.js";
+
+/**
+ * Discord allows about 5 writes per 5 s per channel; each thread and DM is a channel.
+ * 3 at once and 0.6 per second keeps every channel well below that.
+ */
+const BUDGET = { capacity: 3, refillPerSec: 0.6 };
+
+export function guildKey(guildId: string, channelId: string): ThreadKey {
+  return `discord:${guildId}:${channelId}`;
+}
+
+export function dmKey(channelId: string): ThreadKey {
+  return `discord:dm:${channelId}`;
+}
+
+/** The channel (thread or DM) a key names. */
+export function channelOfKey(key: ThreadKey): string | undefined {
+  const parts = key.split(":");
+  return parts[0] === "discord" && parts.length === 3 ? parts[2] : undefined;
+}
+
+/** A thread name from the first words of a question (1-100 chars, as Discord requires). */
+export function provisionalName(text: string, fallback = "Question"): string {
+  const words = text.replace(/\s+/g, " ").trim().split(" ").slice(0, 8).join(" ");
+  const name = words.length > 80 ? `${words.slice(0, 79)}…` : words;
+  return name || fallback;
+}
+
+/** What the event and command handlers share for one connected bot. */
+export class DiscordContext {
+  private readonly budgets = new Map<string, RateBudget>();
+  /** Threads renamed automatically (renames are limited to about 2 per 10 minutes). */
+  private readonly renamed = new Set<string>();
+
+  constructor(
+    readonly client: Client,
+    readonly deps: AdapterDeps,
+  ) {}
+
+  get botId(): string | undefined {
+    return this.client.user?.id;
+  }
+
+  replyOptions(channelId: string): ReplyOptions {
+    let budget = this.budgets.get(channelId);
+    if (!budget) {
+      budget = new RateBudget(BUDGET);
+      this.budgets.set(channelId, budget);
+    }
+    const { editIntervalMs, maxFileBytes } = this.deps.config.discord;
+    return { budget, intervalMs: editIntervalMs, maxFileBytes };
+  }
+
+  /** A rename for threads the bot opened, at most once per thread; undefined for others. */
+  renamer(thread: ThreadChannel): ((title: string) => Promise<void>) | undefined {
+    if (thread.ownerId !== this.botId) return undefined;
+    return async (title) => {
+      if (this.renamed.has(thread.id) || title.trim() === "") return;
+      this.renamed.add(thread.id);
+      await thread.setName(title);
+      log.debug({ thread: thread.id }, "thread renamed with its title");
+    };
+  }
+}

@@ -1,0 +1,125 @@
+import { type Message, MessageType, type SendableChannels, type ThreadChannel } from "discord.js";
+import { log } from "../../log.js";
+import type { Inbound, PriorMessage, ThreadKey } from "../types.js";
+import { type DiscordContext, dmKey, guildKey, provisionalName } from "./context.js";
+import { inboundFiles } from "./files.js";
+import { channelPlace } from "./places.js";
+import { DiscordReply, type Place } from "./reply.js";
+
+/** Earlier thread messages read when the bot is mentioned mid-thread (the dispatcher trims to its budget). */
+const HISTORY_LIMIT = 100;
+
+/** The message text with the bot's mention removed and other mentions as @names. */
+export function cleanText(message: Message, botId: string): string {
+  return message.content
+    .replace(new RegExp(`<@!?${botId}>`, "g"), "")
+    .replace(/<@!?(\d+)>/g, (whole, id: string) => {
+      const u = message.mentions.users.get(id);
+      return u ? `@${u.displayName}` : whole;
+    })
+    .trim();
+}
+
+function authorName(message: Message): string {
+  return message.member?.displayName ?? message.author.displayName ?? message.author.username;
+}
+
+/** Turns a gateway message into an `Inbound` where Switchboard should answer, and hands it over. */
+export async function onMessage(ctx: DiscordContext, message: Message): Promise<void> {
+  const botId = ctx.botId;
+  if (!botId || message.author.id === botId) return;
+  if (message.author.bot && !ctx.deps.config.discord.allowBots) return;
+  if (message.type !== MessageType.Default && message.type !== MessageType.Reply) return;
+
+  if (!message.inGuild()) {
+    const channel = message.channel;
+    if (!channel.isSendable()) return;
+    await dispatch(ctx, message, dmKey(message.channelId), channelPlace(channel));
+    return;
+  }
+
+  const mentioned = message.mentions.users.has(botId);
+  const channel = message.channel;
+  if (channel.isThread()) {
+    const key = guildKey(message.guildId, channel.id);
+    const follow = ctx.deps.config.discord.followThreads && (await ctx.deps.runner.knows(key));
+    if (!mentioned && !follow) return;
+    const place = channelPlace(channel, { rename: ctx.renamer(channel) });
+    await dispatch(
+      ctx,
+      message,
+      key,
+      place,
+      mentioned ? () => threadHistory(channel, message.id, botId) : undefined,
+    );
+    return;
+  }
+  if (!mentioned || !channel.isSendable()) return;
+  // Two gateway sessions (a deploy) both see the mention; only one may open the thread.
+  if (!(await ctx.deps.runner.firstSight(`discord:thread-for:${message.id}`))) return;
+  const text = cleanText(message, botId);
+  let thread: ThreadChannel | undefined;
+  try {
+    thread = await message.startThread({
+      name: provisionalName(text, `Question from ${authorName(message)}`),
+    });
+  } catch (err) {
+    log.warn({ err, channel: channel.id }, "could not open a thread; answering in the channel");
+  }
+  if (thread) {
+    await dispatch(
+      ctx,
+      message,
+      guildKey(message.guildId, thread.id),
+      channelPlace(thread, { rename: ctx.renamer(thread) }),
+    );
+  } else {
+    await dispatch(
+      ctx,
+      message,
+      guildKey(message.guildId, message.id),
+      channelPlace(channel as SendableChannels),
+    );
+  }
+}
+
+async function dispatch(
+  ctx: DiscordContext,
+  message: Message,
+  key: ThreadKey,
+  place: Place,
+  history?: () => Promise<PriorMessage[]>,
+): Promise<void> {
+  const botId = ctx.botId ?? "";
+  const channelId = key.split(":").at(-1) ?? message.channelId;
+  const inbound: Inbound = {
+    id: `discord:m:${message.id}`,
+    key,
+    platform: "discord",
+    channel: message.channelId,
+    user: { id: message.author.id, name: authorName(message) },
+    text: cleanText(message, botId),
+    attachments: inboundFiles(message.attachments),
+    ...(history ? { history } : {}),
+    reply: new DiscordReply(place, ctx.replyOptions(channelId)),
+  };
+  await ctx.deps.runner.handle(inbound);
+}
+
+/** What was said in the thread before `beforeId`, oldest first, with author names. */
+export async function threadHistory(
+  thread: ThreadChannel,
+  beforeId: string,
+  botId: string,
+): Promise<PriorMessage[]> {
+  const fetched = await thread.messages.fetch({ before: beforeId, limit: HISTORY_LIMIT });
+  const list = [...fetched.values()].reverse();
+  // A thread opened from a channel message starts with that message, which lives in the parent channel.
+  if (!list.some((m) => m.id === thread.id)) {
+    const starter = await thread.fetchStarterMessage().catch(() => null);
+    if (starter) list.unshift(starter);
+  }
+  return list
+    .filter((m) => m.content.trim() !== "")
+    .map((m) => ({ author: authorName(m), text: cleanText(m, botId), fromBot: m.author.id === botId }));
+}

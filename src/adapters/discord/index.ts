@@ -1,0 +1,89 @@
+import { once } from "node:events";
+import { type Client, Events, Status } from "discord.js";
+import { SwitchboardError } from "../../errors.js";
+import { log } from "../../log.js";
+import type { Adapter, AdapterDeps, ThreadKey } from "../types.js";
+import { createClient, inviteUrl } from "./client.js";
+import { onInteraction, registerCommands } from "./commands.js";
+import { channelOfKey, DiscordContext } from "./context.js";
+import { onMessage } from "./events.js";
+
+export { BOT_PERMISSIONS, inviteUrl } from "./client.js";
+export { commandDefinitions } from "./commands.js";
+
+/** Switchboard on Discord: mentions open threads, DMs, slash commands, streamed edits. */
+export class DiscordAdapter implements Adapter {
+  readonly platform = "discord" as const;
+  readonly client: Client;
+  private readonly ctx: DiscordContext;
+  private accepting = false;
+  /** Turns handed to the runner and not finished: the client stays up until they are written. */
+  private readonly inFlight = new Set<Promise<void>>();
+
+  constructor(private readonly deps: AdapterDeps) {
+    this.client = createClient({ apiUrl: deps.secrets.discordApiUrl });
+    this.ctx = new DiscordContext(this.client, deps);
+    this.client.on(Events.MessageCreate, (m) => this.track(() => onMessage(this.ctx, m), "message"));
+    this.client.on(Events.InteractionCreate, (i) =>
+      this.track(() => onInteraction(this.ctx, i), "interaction"),
+    );
+    this.client.on(Events.ShardResume, (id, replayed) =>
+      log.info({ shard: id, replayed }, "Discord gateway resumed"),
+    );
+    this.client.on(Events.ShardReconnecting, (id) => log.warn({ shard: id }, "Discord gateway reconnecting"));
+    this.client.on(Events.ShardError, (err, id) => log.warn({ err, shard: id }, "Discord gateway error"));
+    this.client.on(Events.Error, (err) => log.error({ err }, "Discord client error"));
+  }
+
+  async start(): Promise<void> {
+    const token = this.deps.secrets.discordToken;
+    if (!token) throw new SwitchboardError("config_invalid", "DISCORD_TOKEN is not set.");
+    const ready = once(this.client, Events.ClientReady);
+    await this.client.login(token);
+    await ready;
+    this.accepting = true;
+    const app = this.client.application;
+    if (app) {
+      await registerCommands(this.client, this.deps.secrets.discordGuildId).catch((err: unknown) =>
+        log.error({ err }, "Discord slash commands not registered; mentions and DMs still work"),
+      );
+      log.info(
+        { invite: inviteUrl(app.id), user: this.client.user?.tag },
+        "Discord connected; invite the bot with this URL",
+      );
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.accepting = false;
+    if (this.inFlight.size === 0) {
+      await this.client.destroy();
+      return;
+    }
+    // Turns in flight still write through REST: close once they are done.
+    void Promise.allSettled([...this.inFlight]).then(() => this.client.destroy());
+  }
+
+  ready(): boolean {
+    return this.client.isReady() && this.client.ws.status === Status.Ready;
+  }
+
+  async recover(key: ThreadKey, note: string): Promise<void> {
+    const id = channelOfKey(key);
+    if (!id || id === "dm") return;
+    const channel = await this.client.channels.fetch(id).catch(() => null);
+    if (channel?.isSendable()) await channel.send({ content: note, allowedMentions: { parse: [] } });
+  }
+
+  private track(run: () => Promise<void>, what: string): void {
+    if (!this.accepting) return;
+    const p = run()
+      .catch((err: unknown) => log.error({ err }, `Discord ${what} not handled`))
+      .finally(() => this.inFlight.delete(p));
+    this.inFlight.add(p);
+  }
+}
+
+export function createDiscordAdapter(deps: AdapterDeps): DiscordAdapter {
+  return new DiscordAdapter(deps);
+}

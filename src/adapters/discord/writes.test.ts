@@ -1,0 +1,112 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { waitFor } from "../../../test/emulators/discord/index.js";
+import type { Artifact } from "../../mcp/types.js";
+import { joinParts } from "../split.js";
+import { answer, type Harness, ScriptedRunner, startHarness } from "./harness.test-helper.js";
+import type { DiscordReply } from "./reply.js";
+
+let h: Harness;
+
+afterEach(async () => {
+  await h?.close();
+});
+
+function artifact(name: string, bytes: number): Artifact {
+  return { title: name, filename: name, mimeType: "image/png", bytes: new Uint8Array(bytes).fill(7) };
+}
+
+async function askInThread(question = "go"): Promise<string> {
+  const asked = h.emulator.userMessage(h.emulator.state.general, question, { mentionsBot: true });
+  await waitFor(() => h.runner.done.length >= 1, { timeoutMs: 20_000 });
+  return asked.id;
+}
+
+describe("Discord adapter: writing answers", () => {
+  it("splits a 9,000-character answer with code blocks into 5+ messages, fences intact, text identical", async () => {
+    const para = (i: number) => `Paragraph ${i}: ${"words and more words. ".repeat(12)}\n\n`;
+    const code = (i: number) =>
+      `\`\`\`ts\n${Array.from({ length: 30 }, (_, j) => `const v${i}_${j} = ${j};`).join("\n")}\n\`\`\`\n\n`;
+    let text = "";
+    for (let i = 0; text.length < 9_000; i++) text += i % 3 === 2 ? code(i) : para(i);
+    h = await startHarness({
+      runner: new ScriptedRunner(answer(text, { chunk: 400 })),
+      discord: { editIntervalMs: 250 },
+    });
+    const thread = await askInThread();
+    const parts = h.emulator.botMessages(thread).map((m) => m.content);
+    expect(parts.length).toBeGreaterThanOrEqual(5);
+    for (const p of parts) {
+      expect(p.length).toBeLessThanOrEqual(2_000);
+      expect((p.match(/^```/gm) ?? []).length % 2).toBe(0);
+    }
+    expect(joinParts(parts)).toBe(text);
+  });
+
+  it("delivers the final text complete when edits are answered with 429", async () => {
+    const text = "Streaming under pressure. ".repeat(30).trim();
+    h = await startHarness({ runner: new ScriptedRunner(answer(text, { chunk: 15 })) });
+    h.emulator.rateLimitEdits(300, 4);
+    const thread = await askInThread();
+    expect(h.emulator.botMessages(thread).map((m) => m.content)).toEqual([text]);
+    expect(h.emulator.limiter.hits.filter((x) => x.kind === "edit")).toHaveLength(4);
+  });
+
+  it("shows tool status as a line under the answer, keeps typing while tools run, and drops the status at the end", async () => {
+    h = await startHarness({
+      runner: new ScriptedRunner(async (inbound) => {
+        const sink = inbound.reply.stream();
+        await inbound.reply.status("Calling everything__echo…");
+        await waitFor(() =>
+          h.emulator.messages(inbound.key.split(":")[2]!).some((m) => m.content.includes("echo")),
+        );
+        sink.write("The echo said hi.");
+        await sink.finish();
+      }),
+    });
+    const thread = await askInThread();
+    const [msg] = h.emulator.botMessages(thread);
+    expect(msg?.edits[0]).toBe("-# Calling everything__echo…");
+    expect(msg?.content).toBe("The echo said hi.");
+    expect(h.emulator.typing.some((t) => t.channelId === thread)).toBe(true);
+  });
+
+  it("attaches artifacts in the thread, 10 per message, and says so for a file over the limit", async () => {
+    const files = Array.from({ length: 12 }, (_, i) => artifact(`chart-${i}.png`, 100));
+    const big = artifact("huge.png", 2_000);
+    h = await startHarness({
+      discord: { maxFileBytes: 1_000 },
+      runner: new ScriptedRunner(async (inbound) => {
+        await answer("Here are your charts.")(inbound);
+        for (const f of [...files, big]) await inbound.reply.upload(f);
+        await (inbound.reply as DiscordReply).uploaded();
+      }),
+    });
+    const thread = await askInThread();
+    const msgs = h.emulator.botMessages(thread);
+    expect(msgs.map((m) => m.attachments.length)).toEqual([0, 10, 2, 0]);
+    expect(msgs[1]?.attachments[0]).toMatchObject({ filename: "chart-0.png", size: 100 });
+    expect(msgs[3]?.content).toMatch(/huge\.png \(2\.0 KiB\).*could not attach/);
+  });
+
+  it("ends with a clear sentence when the turn fails, never a dangling placeholder", async () => {
+    h = await startHarness({
+      runner: new ScriptedRunner(async (inbound) => {
+        const sink = inbound.reply.stream();
+        sink.write("Starting to answer");
+        await sink.fail("The model is not answering right now. Please try again in a minute.");
+      }),
+    });
+    const thread = await askInThread();
+    expect(h.emulator.botMessages(thread).map((m) => m.content)).toEqual([
+      "Starting to answer\n\nThe model is not answering right now. Please try again in a minute.",
+    ]);
+  });
+
+  it("never pings anyone the model names", async () => {
+    h = await startHarness({ runner: new ScriptedRunner(answer("@everyone look")) });
+    const thread = await askInThread();
+    const [msg] = h.emulator.botMessages(thread);
+    expect(msg?.content).toBe("@everyone look");
+    expect(msg?.allowedMentions).toEqual({ parse: [] });
+  });
+});

@@ -1,0 +1,262 @@
+import { rmSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { joinParts, openFenceAtEnd } from "../../src/adapters/split.js";
+import { type App, startApp } from "../../src/app.js";
+import { DiscordEmulator, type StoredMessage, waitFor } from "../emulators/discord/index.js";
+import { LlmEmulator, type RecordedRequest, type ScriptedTurn } from "../emulators/llm/index.js";
+import { everythingServer, scratchConfig } from "../support/chat-process.js";
+import { isTitleRequest, lastUserText, toolResultsSinceUser } from "../support/llm-text.js";
+
+/** A 9,000+ character answer made of prose and code blocks. */
+const LONG_ANSWER = (() => {
+  const sections: string[] = [];
+  for (let i = 0; sections.join("\n\n").length < 9_000; i++) {
+    const code = Array.from({ length: 12 }, (_, k) => `  total += weigh(${i}, ${k}); // row ${k}`).join("\n");
+    sections.push(
+      `### Step ${i}\n\nFirst we weigh the rows of step ${i}. Then we add them up.\n\n\`\`\`js\n${code}\n\`\`\``,
+    );
+  }
+  return sections.join("\n\n");
+})();
+const SLOW_ANSWER = Array.from({ length: 12 }, (_, i) => `Part ${i + 1} of a slow answer.`).join(" ");
+const LIMITED_ANSWER = Array.from(
+  { length: 15 },
+  (_, i) => `Sentence ${i + 1} arrives while Discord pushes back.`,
+).join(" ");
+const TITLE = "Deploys and tokens";
+
+/** What the person wrote, without the "[name] " the agent puts before it. */
+const said = (req: RecordedRequest) => lastUserText(req).replace(/^\[[^\]]*\]\s*/, "");
+
+function scenario(req: RecordedRequest): ScriptedTurn {
+  if (isTitleRequest(req)) return { text: TITLE };
+  const text = said(req);
+  const step = toolResultsSinceUser(req).length;
+  switch (text.split(/\s/)[0]) {
+    case "stream":
+      return {
+        text: "Streaming in small pieces, one after the other, until the end.",
+        chunkSize: 3,
+        delayMs: 25,
+      };
+    case "long":
+      return { text: LONG_ANSWER, chunkSize: 400 };
+    case "slow":
+      return { text: SLOW_ANSWER, chunkSize: 6, delayMs: 40 };
+    case "limited":
+      return { text: LIMITED_ANSWER, chunkSize: 20, delayMs: 60 };
+    case "image":
+      return step === 0
+        ? { toolCalls: [{ name: "everything__get-tiny-image", arguments: {} }] }
+        : { text: "Here is the image." };
+    case "fail":
+      return { error: { status: 500, message: "upstream exploded" } };
+    default:
+      return { text: `You said: ${text}` };
+  }
+}
+
+const CONFIG = `
+llm:
+  maxRetries: 0
+models:
+  allowed: [gpt-4o]
+discord:
+  editIntervalMs: 250
+`;
+
+let llm: LlmEmulator;
+let discord: DiscordEmulator;
+let app: App;
+let dir: string;
+
+beforeAll(async () => {
+  llm = await LlmEmulator.start({ responder: scenario });
+  // Discord's limits (5 writes per 5 s per channel, 2 renames per 10 min), run 10x faster.
+  discord = await DiscordEmulator.start({ rateLimits: { speed: 10 } });
+  dir = scratchConfig(CONFIG, {
+    mcpServers: { everything: { command: process.execPath, args: [everythingServer] } },
+  });
+  app = await startApp({
+    env: {
+      DISCORD_TOKEN: discord.token,
+      DISCORD_API_URL: discord.apiUrl,
+      DISCORD_GUILD_ID: discord.guildId,
+      OPENAI_API_KEY: "sk-test-emulator-key",
+      OPENAI_BASE_URL: llm.openaiBaseUrl,
+      LLM_MODEL: "gpt-4o-mini",
+      SWITCHBOARD_CONFIG: join(dir, "switchboard.yaml"),
+      MCP_CONFIG: join(dir, "mcp.json"),
+      STORE_URL: `sqlite://${join(dir, "store.sqlite")}`,
+    },
+    cwd: dir,
+  });
+}, 60_000);
+
+afterAll(async () => {
+  await app?.stop();
+  await discord?.stop();
+  await llm?.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const s = () => discord.state;
+const texts = (channelId: string) => discord.botMessages(channelId).map((m) => m.content);
+const requestsFor = (text: string) => llm.requests.filter((r) => !isTitleRequest(r) && said(r) === text);
+/** Waits until the bot's messages in `channelId` read exactly `expected`. */
+const answered = (channelId: string, expected: string[], timeoutMs = 25_000) =>
+  waitFor(() => JSON.stringify(texts(channelId)) === JSON.stringify(expected) && texts(channelId), {
+    timeoutMs,
+  });
+const mention = (text: string, opts: { channel?: string; author?: StoredMessage["author"] } = {}) =>
+  discord.userMessage(opts.channel ?? s().general, text, { mentionsBot: true, author: opts.author });
+
+describe("Switchboard in Discord (real app, emulated Discord and LLM)", () => {
+  it("opens a thread for a mention, streams the answer by edits and renames the thread once with the title", async () => {
+    const m = mention("stream please");
+    await answered(m.id, ["Streaming in small pieces, one after the other, until the end."]);
+    expect(discord.channel(m.id)).toMatchObject({ type: 11, parent_id: s().general });
+    expect(discord.botMessages(m.id)[0]?.edits.length).toBeGreaterThan(0);
+    await waitFor(() => discord.renames.some((r) => r.channelId === m.id), { timeoutMs: 15_000 });
+    expect(discord.renames.filter((r) => r.channelId === m.id).map((r) => r.name)).toEqual([TITLE]);
+  });
+
+  it("continues in its thread without a new mention, with the earlier exchange as context", async () => {
+    const m = mention("first question");
+    await answered(m.id, ["You said: first question"]);
+    discord.userMessage(m.id, "second question");
+    await answered(m.id, ["You said: first question", "You said: second question"]);
+    expect(JSON.stringify(requestsFor("second question")[0]?.messages)).toContain("You said: first question");
+    expect(discord.renames.filter((r) => r.channelId === m.id).length).toBeLessThanOrEqual(1);
+  });
+
+  it("sees an existing thread's earlier messages when mentioned in the middle of it", async () => {
+    const t = discord.existingThread(s().general, "build 731", [
+      { author: s().alice, content: "The deploy of build 731 failed with exit code 137" },
+      { author: s().bob, content: "Probably the memory limit again" },
+    ]);
+    mention("what happened here?", { channel: t.id, author: s().bob });
+    await answered(t.id, ["You said: what happened here?"]);
+    const sent = JSON.stringify(requestsFor("what happened here?")[0]?.messages);
+    expect(sent).toContain("build 731 failed with exit code 137");
+    expect(sent).toContain("bob: Probably the memory limit again");
+    expect(discord.renames.some((r) => r.channelId === t.id)).toBe(false);
+  });
+
+  it("answers a DM in the DM, each person with their own session", async () => {
+    const a = discord.dm(s().alice.id, "hello from alice");
+    const b = discord.dm(s().bob.id, "hello from bob");
+    await answered(a.channelId, ["You said: hello from alice"]);
+    await answered(b.channelId, ["You said: hello from bob"]);
+    expect(JSON.stringify(requestsFor("hello from bob")[0]?.messages)).not.toContain("alice");
+  });
+
+  it("defers /ask within Discord's 3 s and answers it in a new thread", async () => {
+    const rec = discord.slash("ask", { question: "what is 2+2?" }, s().general, s().bob.id);
+    const opener = await waitFor(() => (rec.originalId ? s().findMessage(rec.originalId) : undefined));
+    // The emulator refuses callbacks after 3 s, so an accepted deferral proves the deadline was met.
+    expect(rec.callbacks).toEqual([5]);
+    await answered(opener.id, ["You said: what is 2+2?"]);
+    expect(opener.content).toBe("**bob** asked: what is 2+2?");
+  });
+
+  it("answers every other slash command, informational ones ephemeral", async () => {
+    const m = mention("a thread for commands");
+    await answered(m.id, ["You said: a thread for commands"]);
+    const run = async (name: string, options: Record<string, string> = {}) => {
+      const rec = discord.slash(name, options, m.id, s().alice.id);
+      const original = () => (rec.originalId ? s().findMessage(rec.originalId) : undefined);
+      const msg = await waitFor(() => (original()?.content ? original() : undefined), { timeoutMs: 15_000 });
+      expect(msg.flags & 64).toBe(64);
+      return msg.content;
+    };
+    expect(await run("help")).toContain("Mention me");
+    expect(await run("tools")).toMatch(/everything \(stdio\): connected, \d+ tools/);
+    expect(await run("model")).toContain("gpt-4o-mini");
+    expect(await run("model", { name: "gpt-4o" })).toBe("This thread now uses gpt-4o.");
+    expect(await run("compact")).toMatch(/Nothing to compress|Folded/);
+    expect(await run("title")).toMatch(/New title/);
+    expect(await run("new")).toContain("Started a new conversation");
+    const ac = discord.autocomplete("model", { name: "4o" }, "name", m.id, s().alice.id);
+    await waitFor(() => ac.choices);
+    expect(ac.choices?.map((c) => c.value)).toEqual(["gpt-4o-mini", "gpt-4o"]);
+  });
+
+  it("attaches the image a tool returned in the thread", async () => {
+    const m = mention("image please");
+    const file = await waitFor(() => discord.botMessages(m.id).flatMap((x) => x.attachments)[0], {
+      timeoutMs: 25_000,
+    });
+    expect(file.contentType).toBe("image/png");
+    expect(file.data.subarray(1, 4).toString()).toBe("PNG");
+    await waitFor(() => texts(m.id).includes("Here is the image."));
+  });
+
+  it("splits a 9,000-character answer with code blocks into 5+ messages, fences intact, text identical", async () => {
+    const m = mention("long answer please");
+    const parts = await waitFor(
+      () => {
+        const r = texts(m.id);
+        return r.length > 1 && joinParts(r) === LONG_ANSWER && r;
+      },
+      { timeoutMs: 45_000 },
+    );
+    expect(parts.length).toBeGreaterThanOrEqual(5);
+    for (const p of parts) {
+      expect(p.length).toBeLessThanOrEqual(2_000);
+      expect(openFenceAtEnd(p)).toBeNull();
+    }
+  }, 50_000);
+
+  it("answers once when the same MESSAGE_CREATE is delivered twice", async () => {
+    discord.deliverTwice = true;
+    try {
+      const m = mention("only once please");
+      await answered(m.id, ["You said: only once please"]);
+      expect(requestsFor("only once please")).toHaveLength(1);
+      expect(discord.threads(s().general).filter((t) => t.id === m.id)).toHaveLength(1);
+    } finally {
+      discord.deliverTwice = false;
+    }
+  });
+
+  it("delivers the complete final text when edits are answered with 429", async () => {
+    discord.rateLimitEdits(500, 5);
+    const m = mention("limited please");
+    await answered(m.id, [LIMITED_ANSWER], 40_000);
+    expect(discord.limiter.hits.filter((h) => h.kind === "edit").length).toBeGreaterThan(0);
+  }, 45_000);
+
+  it("finishes an answer once across a gateway resume, and answers what was said during the outage", async () => {
+    const m = mention("slow answer please");
+    await waitFor(() => discord.botMessages(m.id).length > 0, { timeoutMs: 15_000 });
+    const resumes = discord.gateway.stats.resumes;
+    // The resume replays recent events the bot already saw, as well as the one it missed.
+    discord.dropConnection({ hold: true, replayDelivered: 10 });
+    discord.userMessage(m.id, "during the outage");
+    discord.release();
+    await answered(m.id, [SLOW_ANSWER, "You said: during the outage"], 30_000);
+    expect(discord.gateway.stats.resumes).toBeGreaterThan(resumes);
+    expect(discord.gateway.stats.replayed).toBeGreaterThan(1);
+    expect(requestsFor("slow answer please")).toHaveLength(1);
+    expect(requestsFor("during the outage")).toHaveLength(1);
+  }, 40_000);
+
+  it("ignores its own messages", () => {
+    // Every answer came back on the gateway as MESSAGE_CREATE; none was taken as a question.
+    for (const r of llm.requests) expect(said(r)).not.toMatch(/^You said:/);
+  });
+
+  it("ends with a clear sentence when the model fails", async () => {
+    const m = mention("fail now");
+    const [text] = await waitFor(
+      () => texts(m.id).length > 0 && /[.!]$/.test(texts(m.id)[0] ?? "") && texts(m.id),
+      {
+        timeoutMs: 25_000,
+      },
+    );
+    expect(text?.length).toBeGreaterThan(20);
+    expect(text).not.toContain("-#");
+  });
+});

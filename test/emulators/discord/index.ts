@@ -1,0 +1,342 @@
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { Gateway } from "./gateway.js";
+import { RateLimiter, type RateLimitOptions } from "./ratelimit.js";
+import { handleRest, Intent, type RestContext } from "./rest.js";
+import { snowflake } from "./snowflake.js";
+import { ALL_PERMISSIONS, DiscordState } from "./state.js";
+import type {
+  ChannelObject,
+  RenameRecord,
+  RestRecord,
+  StoredAttachment,
+  StoredInteraction,
+  StoredMessage,
+  UserObject,
+} from "./types.js";
+
+export type {
+  ChannelObject,
+  StoredAttachment,
+  StoredInteraction,
+  StoredMessage,
+  UserObject,
+} from "./types.js";
+export { ChannelType } from "./types.js";
+
+export interface DiscordEmulatorOptions {
+  token?: string;
+  /** HELLO's heartbeat interval; default 41,250 ms as on Discord. */
+  heartbeatIntervalMs?: number;
+  rateLimits?: Partial<RateLimitOptions>;
+  /** Largest accepted upload; default 10 MiB (Discord's default without boosts). */
+  maxFileBytes?: number;
+}
+
+export interface IncomingFile {
+  filename: string;
+  contentType: string;
+  data: Buffer;
+}
+
+export interface MessageOptions {
+  mentionsBot?: boolean;
+  author?: UserObject;
+  attachments?: IncomingFile[];
+}
+
+export type SlashOptions = Record<string, string | number | boolean>;
+
+/**
+ * Discord on 127.0.0.1: REST under `/api/v10`, the gateway at `/gateway`, attachment
+ * downloads under `/attachments`. Point discord.js at it with `rest: { api: emulator.apiUrl }`.
+ */
+export class DiscordEmulator implements RestContext {
+  readonly token: string;
+  readonly state: DiscordState;
+  readonly limiter: RateLimiter;
+  readonly maxFileBytes: number;
+  readonly requests: RestRecord[] = [];
+  readonly typing: { channelId: string; at: number }[] = [];
+  readonly renames: RenameRecord[] = [];
+  /** When true, every MESSAGE_CREATE and INTERACTION_CREATE is sent twice (overlapping sessions). */
+  deliverTwice = false;
+  readonly gateway: Gateway;
+  private server: Server | undefined;
+  private port = 0;
+
+  private constructor(opts: DiscordEmulatorOptions) {
+    this.token = opts.token ?? "emulated.discord.bot.token.0123456789";
+    this.maxFileBytes = opts.maxFileBytes ?? 10 * 1024 * 1024;
+    this.limiter = new RateLimiter(opts.rateLimits);
+    this.state = new DiscordState(() => this.url);
+    this.gateway = new Gateway(
+      (token) =>
+        token === this.token
+          ? {
+              intents: 0,
+              ready: (sessionId) => ({
+                ready: this.state.readyPayload(sessionId, this.gatewayUrl()),
+                guilds: [this.state.guildCreate()],
+              }),
+            }
+          : null,
+      opts.heartbeatIntervalMs ?? 41_250,
+    );
+  }
+
+  static async start(opts: DiscordEmulatorOptions = {}): Promise<DiscordEmulator> {
+    const emulator = new DiscordEmulator(opts);
+    const server = createServer((req, res) => void handleRest(emulator, req, res));
+    server.on("upgrade", (req, socket, head) => {
+      if ((req.url ?? "").startsWith("/gateway")) emulator.gateway.handleUpgrade(req, socket, head);
+      else socket.destroy();
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    emulator.server = server;
+    emulator.port = (server.address() as AddressInfo).port;
+    return emulator;
+  }
+
+  get url(): string {
+    return `http://127.0.0.1:${this.port}`;
+  }
+
+  /** The value for discord.js `rest.api` (and `DISCORD_API_URL`). */
+  get apiUrl(): string {
+    return `${this.url}/api`;
+  }
+
+  gatewayUrl(): string {
+    return `ws://127.0.0.1:${this.port}/gateway`;
+  }
+
+  get bot(): UserObject {
+    return this.state.bot;
+  }
+
+  get guildId(): string {
+    return this.state.guildId;
+  }
+
+  dispatch(t: string, d: unknown, intent?: number): void {
+    this.gateway.dispatch(t, d, intent);
+  }
+
+  /** A person writes in a guild channel or thread; returns the stored message. */
+  userMessage(channelId: string, text: string, opts: MessageOptions = {}): StoredMessage {
+    const s = this.state;
+    const channel = s.channels.get(channelId);
+    if (!channel) throw new Error(`No channel ${channelId}`);
+    const author = opts.author ?? s.alice;
+    const content = opts.mentionsBot ? `<@${s.bot.id}> ${text}` : text;
+    const msg = s.addMessage({
+      channelId,
+      guildId: channel.guild_id,
+      author,
+      content,
+      attachments: (opts.attachments ?? []).map((f) => this.storeFile(channelId, f)),
+      // As on Discord, every <@id> in the content is a mention.
+      mentions: [...content.matchAll(/<@!?(\d+)>/g)]
+        .map((m) => s.users.get(m[1] ?? ""))
+        .filter((u): u is UserObject => u !== undefined),
+    });
+    const json = s.messageJson(msg);
+    if (channel.guild_id) {
+      json.mentions = msg.mentions.map((u) => ({ ...u, member: s.member(u) }));
+    }
+    const intent = channel.guild_id ? Intent.GuildMessages : Intent.DirectMessages;
+    this.twice(() => this.dispatch("MESSAGE_CREATE", json, intent));
+    return msg;
+  }
+
+  /** A person writes to the bot in a DM. */
+  dm(userId: string, text: string, opts: Omit<MessageOptions, "mentionsBot"> = {}): StoredMessage {
+    const author = this.state.users.get(userId);
+    if (!author) throw new Error(`No user ${userId}`);
+    const channel = this.state.dmChannel(userId);
+    return this.userMessage(channel.id, text, { ...opts, author });
+  }
+
+  /** A thread someone else started earlier, with its messages (sent before the bot looks). */
+  existingThread(
+    parentId: string,
+    name: string,
+    messages: { author: UserObject; content: string }[],
+  ): ChannelObject {
+    const s = this.state;
+    const thread = s.addThread(parentId, name, messages[0]?.author.id ?? s.alice.id);
+    for (const m of messages) {
+      s.addMessage({
+        channelId: thread.id,
+        guildId: s.guildId,
+        author: m.author,
+        content: m.content,
+        attachments: [],
+        mentions: [],
+      });
+    }
+    this.dispatch("THREAD_CREATE", { ...thread, newly_created: true }, Intent.Guilds);
+    return thread;
+  }
+
+  /** A person runs a slash command; returns the interaction record the bot's callbacks fill in. */
+  slash(name: string, options: SlashOptions, channelId: string, userId: string): StoredInteraction {
+    return this.interaction(2, name, options, channelId, userId);
+  }
+
+  /** A person types into an option with autocomplete; the bot's choices land in `.choices`. */
+  autocomplete(
+    name: string,
+    options: SlashOptions,
+    focused: string,
+    channelId: string,
+    userId: string,
+  ): StoredInteraction {
+    return this.interaction(4, name, options, channelId, userId, focused);
+  }
+
+  /**
+   * Closes the gateway socket (code 4000) so discord.js resumes. With `hold`, resumes are
+   * refused until `release()`, so events sent meanwhile are replayed on RESUME.
+   */
+  dropConnection(opts: { replayDelivered?: number; hold?: boolean } = {}): void {
+    if (opts.hold) this.gateway.hold(true);
+    this.gateway.drop(opts);
+  }
+
+  release(): void {
+    this.gateway.hold(false);
+  }
+
+  /** The next `count` edits (all edits when omitted) answer 429 with this retry_after. */
+  rateLimitEdits(retryAfterMs: number, count?: number): void {
+    this.limiter.force("edit", retryAfterMs, count);
+  }
+
+  /** Live (not deleted) messages of a channel, oldest first, ephemeral ones included. */
+  messages(channelId: string): StoredMessage[] {
+    return (this.state.messages.get(channelId) ?? []).filter((m) => !m.deleted);
+  }
+
+  botMessages(channelId: string): StoredMessage[] {
+    return this.messages(channelId).filter((m) => m.author.id === this.state.bot.id);
+  }
+
+  threads(parentId?: string): ChannelObject[] {
+    return [...this.state.channels.values()].filter(
+      (c) => c.type === 11 && (parentId === undefined || c.parent_id === parentId),
+    );
+  }
+
+  channel(id: string): ChannelObject | undefined {
+    return this.state.channels.get(id);
+  }
+
+  async stop(): Promise<void> {
+    this.gateway.close();
+    const server = this.server;
+    if (!server) return;
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+
+  private twice(send: () => void): void {
+    send();
+    if (this.deliverTwice) send();
+  }
+
+  private storeFile(channelId: string, f: IncomingFile): StoredAttachment {
+    const id = snowflake();
+    const a: StoredAttachment = {
+      id,
+      filename: f.filename,
+      size: f.data.length,
+      contentType: f.contentType,
+      data: f.data,
+      url: this.state.attachmentUrl(channelId, id, f.filename),
+    };
+    this.state.files.set(id, a);
+    return a;
+  }
+
+  private interaction(
+    type: number,
+    name: string,
+    options: SlashOptions,
+    channelId: string,
+    userId: string,
+    focused?: string,
+  ): StoredInteraction {
+    const s = this.state;
+    const channel = s.channels.get(channelId);
+    const user = s.users.get(userId);
+    if (!channel || !user) throw new Error(`No channel ${channelId} or user ${userId}`);
+    const registered = [...s.commands.global, ...(s.commands.guild.get(s.guildId) ?? [])].find(
+      (c) => c.name === name,
+    );
+    const record: StoredInteraction = {
+      id: snowflake(),
+      token: `itoken-${snowflake()}`,
+      type,
+      name,
+      channelId,
+      userId,
+      callbacks: [],
+      followupIds: [],
+      sentAt: Date.now(),
+    };
+    s.interactions.set(record.id, record);
+    const optionList = Object.entries(options).map(([n, value]) => ({
+      name: n,
+      type: typeof value === "string" ? 3 : typeof value === "number" ? 4 : 5,
+      value,
+      ...(focused === n ? { focused: true } : {}),
+    }));
+    const guild = channel.guild_id;
+    const payload: Record<string, unknown> = {
+      id: record.id,
+      application_id: s.applicationId,
+      type,
+      token: record.token,
+      version: 1,
+      data: {
+        id: String(registered?.id ?? snowflake()),
+        name,
+        type: 1,
+        options: optionList,
+        ...(guild ? { guild_id: guild } : {}),
+      },
+      channel_id: channelId,
+      channel: { ...channel },
+      app_permissions: ALL_PERMISSIONS,
+      locale: "en-US",
+      entitlements: [],
+      authorizing_integration_owners: guild ? { "0": guild } : { "1": userId },
+      context: guild ? 0 : 1,
+    };
+    if (guild) {
+      payload.guild_id = guild;
+      payload.guild_locale = "en-US";
+      payload.member = { ...s.member(user), permissions: ALL_PERMISSIONS };
+    } else {
+      payload.user = user;
+    }
+    this.twice(() => this.dispatch("INTERACTION_CREATE", payload));
+    return record;
+  }
+}
+
+/** Polls until `predicate` returns a truthy value and resolves with it; rejects after the timeout. */
+export async function waitFor<T>(
+  predicate: () => T | undefined | null | false | Promise<T | undefined | null | false>,
+  opts: { timeoutMs?: number; intervalMs?: number; message?: string } = {},
+): Promise<T> {
+  const deadline = Date.now() + (opts.timeoutMs ?? 10_000);
+  for (;;) {
+    const value = await predicate();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`waitFor timed out${opts.message ? `: ${opts.message}` : ""}`);
+    await new Promise((r) => setTimeout(r, opts.intervalMs ?? 10));
+  }
+}

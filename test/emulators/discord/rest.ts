@@ -1,0 +1,341 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { type ParsedBody, parseBody, readRaw } from "./body.js";
+import type { RateLimiter } from "./ratelimit.js";
+import { snowflake } from "./snowflake.js";
+import type { DiscordState } from "./state.js";
+import {
+  ChannelType,
+  type RenameRecord,
+  type RestRecord,
+  type StoredAttachment,
+  type StoredMessage,
+} from "./types.js";
+import { handleInteractionRoute } from "./webhooks.js";
+
+export const CONTENT_LIMIT = 2_000;
+export const ATTACHMENT_LIMIT = 10;
+
+/** What the REST routes need from the emulator. */
+export interface RestContext {
+  state: DiscordState;
+  limiter: RateLimiter;
+  token: string;
+  maxFileBytes: number;
+  gatewayUrl(): string;
+  dispatch(t: string, d: unknown, intent?: number): void;
+  requests: RestRecord[];
+  typing: { channelId: string; at: number }[];
+  renames: RenameRecord[];
+}
+
+export interface Reply {
+  status: number;
+  body?: unknown;
+  headers?: Record<string, string>;
+}
+
+export class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    readonly body: Record<string, unknown>,
+  ) {
+    super(String(body.message));
+  }
+}
+
+export const Intent = { Guilds: 1, GuildMessages: 512, DirectMessages: 4096 } as const;
+
+export function invalidForm(field: string, code: string, message: string): HttpError {
+  return new HttpError(400, {
+    code: 50035,
+    message: "Invalid Form Body",
+    errors: { [field]: { _errors: [{ code, message }] } },
+  });
+}
+
+export function tooManyRequests(retryAfterMs: number, headers: Record<string, string>): Reply {
+  const seconds = retryAfterMs / 1000;
+  return {
+    status: 429,
+    // Discord sends whole seconds in Retry-After; fractions keep sped-up tests fast and discord.js reads them.
+    headers: { ...headers, "retry-after": seconds.toFixed(3), "x-ratelimit-scope": "user" },
+    body: { message: "You are being rate limited.", retry_after: seconds, global: false },
+  };
+}
+
+export async function handleRest(ctx: RestContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const url = new URL(req.url ?? "/", "http://127.0.0.1");
+  const method = req.method ?? "GET";
+  const file = /^\/attachments\/\d+\/(\d+)\//.exec(url.pathname);
+  if (file && method === "GET") {
+    const a = ctx.state.files.get(file[1] ?? "");
+    ctx.requests.push({ method, path: url.pathname, status: a ? 200 : 404, at: Date.now() });
+    res.writeHead(a ? 200 : 404, { "content-type": a?.contentType ?? "text/plain" });
+    res.end(a?.data ?? "Not found");
+    return;
+  }
+  let reply: Reply;
+  try {
+    const raw = await readRaw(req);
+    reply = await route(ctx, req, method, url, raw);
+  } catch (err) {
+    reply =
+      err instanceof HttpError
+        ? { status: err.status, body: err.body }
+        : { status: 500, body: { message: String(err), code: 0 } };
+  }
+  ctx.requests.push({ method, path: url.pathname, status: reply.status, at: Date.now() });
+  const headers: Record<string, string> = { ...(reply.headers ?? {}) };
+  if (reply.body !== undefined) headers["content-type"] = "application/json";
+  res.writeHead(reply.status, headers);
+  res.end(reply.body === undefined ? undefined : JSON.stringify(reply.body));
+}
+
+async function route(
+  ctx: RestContext,
+  req: IncomingMessage,
+  method: string,
+  url: URL,
+  raw: Buffer,
+): Promise<Reply> {
+  const path = url.pathname;
+  const api = /^\/api\/v10(\/.*)$/.exec(path);
+  if (!api?.[1]) throw new HttpError(404, { message: "404: Not Found", code: 0 });
+  const p = api[1];
+  const parsed = (): Promise<ParsedBody> => parseBody(req, raw);
+  const interaction = await handleInteractionRoute(ctx, method, p, parsed, url);
+  if (interaction) return interaction;
+
+  if (req.headers.authorization !== `Bot ${ctx.token}`) {
+    throw new HttpError(401, { message: "401: Unauthorized", code: 0 });
+  }
+  const s = ctx.state;
+  if (method === "GET" && p === "/gateway/bot") {
+    return {
+      status: 200,
+      body: {
+        url: ctx.gatewayUrl(),
+        shards: 1,
+        session_start_limit: { total: 1000, remaining: 999, reset_after: 14_400_000, max_concurrency: 1 },
+      },
+    };
+  }
+  if (method === "GET" && p === "/users/@me") return { status: 200, body: s.bot };
+  if (method === "GET" && p === "/applications/@me") {
+    return { status: 200, body: { id: s.applicationId, name: s.bot.username, flags: 0, bot: s.bot } };
+  }
+  if (method === "POST" && p === "/users/@me/channels") {
+    const { json } = await parsed();
+    return { status: 200, body: s.dmChannel(String(json.recipient_id)) };
+  }
+  const commands = /^\/applications\/(\d+)(?:\/guilds\/(\d+))?\/commands$/.exec(p);
+  if (commands) return registerCommands(ctx, method, commands[2], await parsed());
+
+  const m = /^\/channels\/(\d+)(\/.*)?$/.exec(p);
+  if (!m?.[1]) throw new HttpError(404, { message: "404: Not Found", code: 0 });
+  const channel = s.channels.get(m[1]);
+  if (!channel) throw new HttpError(404, { message: "Unknown Channel", code: 10003 });
+  const rest = m[2] ?? "";
+  if (rest === "" && method === "GET") return { status: 200, body: channel };
+  if (rest === "" && method === "PATCH") return renameChannel(ctx, channel.id, (await parsed()).json);
+  if (rest === "/typing" && method === "POST") {
+    ctx.typing.push({ channelId: channel.id, at: Date.now() });
+    return { status: 204 };
+  }
+  if (rest === "/messages" && method === "GET") return { status: 200, body: history(s, channel.id, url) };
+  if (rest === "/messages" && method === "POST") {
+    const verdict = ctx.limiter.take(`messages:${channel.id}`, "post", p);
+    if (!verdict.ok) return tooManyRequests(verdict.retryAfterMs, verdict.headers);
+    const msg = writeMessage(ctx, channel.id, await parsed(), undefined);
+    return { status: 200, body: s.messageJson(msg), headers: verdict.headers };
+  }
+  if (rest === "/threads" && method === "POST")
+    return startThread(ctx, channel.id, undefined, (await parsed()).json);
+  const one = /^\/messages\/(\d+)(\/threads)?$/.exec(rest);
+  if (one?.[1]) {
+    const msg = s.messages.get(channel.id)?.find((x) => x.id === one[1] && !x.deleted);
+    if (!msg) throw new HttpError(404, { message: "Unknown Message", code: 10008 });
+    if (one[2] && method === "POST") return startThread(ctx, channel.id, msg, (await parsed()).json);
+    if (method === "GET") return { status: 200, body: s.messageJson(msg) };
+    if (method === "DELETE") {
+      msg.deleted = true;
+      return { status: 204 };
+    }
+    if (method === "PATCH") {
+      const verdict = ctx.limiter.take(`messages:${channel.id}`, "edit", p);
+      if (!verdict.ok) return tooManyRequests(verdict.retryAfterMs, verdict.headers);
+      writeMessage(ctx, channel.id, await parsed(), msg);
+      return { status: 200, body: s.messageJson(msg), headers: verdict.headers };
+    }
+  }
+  throw new HttpError(404, { message: "404: Not Found", code: 0 });
+}
+
+function history(s: DiscordState, channelId: string, url: URL): unknown[] {
+  const limit = Math.min(100, Number(url.searchParams.get("limit") ?? 50));
+  const before = url.searchParams.get("before");
+  const after = url.searchParams.get("after");
+  let list = (s.messages.get(channelId) ?? []).filter((x) => !x.deleted && x.flags !== 64);
+  if (before) list = list.filter((x) => BigInt(x.id) < BigInt(before));
+  if (after) list = list.filter((x) => BigInt(x.id) > BigInt(after));
+  // Newest first, as Discord returns them.
+  return list
+    .slice(-limit)
+    .reverse()
+    .map((x) => s.messageJson(x));
+}
+
+/** Creates or edits a message, enforcing Discord's content, attachment and file-size rules. */
+export function writeMessage(
+  ctx: RestContext,
+  channelId: string,
+  body: ParsedBody,
+  existing: StoredMessage | undefined,
+  extra: { interactionId?: string; flags?: number } = {},
+): StoredMessage {
+  const s = ctx.state;
+  const content = typeof body.json.content === "string" ? body.json.content : undefined;
+  if (content !== undefined && content.length > CONTENT_LIMIT) {
+    throw invalidForm("content", "BASE_TYPE_MAX_LENGTH", `Must be ${CONTENT_LIMIT} or fewer in length.`);
+  }
+  const listed = Array.isArray(body.json.attachments)
+    ? (body.json.attachments as { id: string | number }[])
+    : undefined;
+  const kept = existing
+    ? listed
+      ? existing.attachments.filter((a) => listed.some((l) => String(l.id) === a.id))
+      : existing.attachments
+    : [];
+  if (kept.length + body.files.length > ATTACHMENT_LIMIT) {
+    throw invalidForm(
+      "attachments",
+      "BASE_TYPE_MAX_LENGTH",
+      `Must be ${ATTACHMENT_LIMIT} or fewer in length.`,
+    );
+  }
+  for (const f of body.files) {
+    if (f.data.length > ctx.maxFileBytes) {
+      throw new HttpError(413, { message: "Request entity too large", code: 40005 });
+    }
+  }
+  const added: StoredAttachment[] = body.files.map((f) => {
+    const id = snowflake();
+    const a: StoredAttachment = {
+      id,
+      filename: f.filename,
+      size: f.data.length,
+      contentType: f.contentType,
+      data: f.data,
+      url: s.attachmentUrl(channelId, id, f.filename),
+    };
+    s.files.set(id, a);
+    return a;
+  });
+  const channel = s.channels.get(channelId);
+  const guildId = channel?.guild_id;
+  const intent = guildId ? Intent.GuildMessages : Intent.DirectMessages;
+  if (existing) {
+    if (content !== undefined && content !== existing.content) {
+      existing.edits.push(existing.content);
+      existing.content = content;
+    }
+    existing.attachments = [...kept, ...added];
+    existing.editedAt = Date.now();
+    if (body.json.allowed_mentions !== undefined) existing.allowedMentions = body.json.allowed_mentions;
+    if (typeof extra.flags === "number") existing.flags = extra.flags;
+    ctx.dispatch("MESSAGE_UPDATE", s.messageJson(existing), intent);
+    return existing;
+  }
+  if (!content && added.length === 0 && !(Array.isArray(body.json.embeds) && body.json.embeds.length > 0)) {
+    throw new HttpError(400, { message: "Cannot send an empty message", code: 50006 });
+  }
+  const flags = extra.flags ?? (typeof body.json.flags === "number" ? body.json.flags : 0);
+  const msg = s.addMessage({
+    channelId,
+    guildId,
+    author: s.bot,
+    content: content ?? "",
+    attachments: added,
+    mentions: [],
+    flags,
+    interactionId: extra.interactionId,
+    allowedMentions: body.json.allowed_mentions,
+  });
+  // The bot receives its own messages on the gateway, as on Discord; ephemeral ones stay private.
+  if ((flags & 64) === 0) ctx.dispatch("MESSAGE_CREATE", s.messageJson(msg), intent);
+  return msg;
+}
+
+function startThread(
+  ctx: RestContext,
+  parentId: string,
+  starter: StoredMessage | undefined,
+  json: Record<string, unknown>,
+): Reply {
+  const s = ctx.state;
+  const name = typeof json.name === "string" ? json.name : "";
+  if (name.length < 1 || name.length > 100) {
+    throw invalidForm("name", "BASE_TYPE_BAD_LENGTH", "Must be between 1 and 100 in length.");
+  }
+  if (starter && s.channels.has(starter.id)) {
+    throw new HttpError(400, { message: "A thread has already been created for this message", code: 160004 });
+  }
+  const parent = s.channels.get(parentId);
+  if (parent?.type === ChannelType.PublicThread || parent?.type === ChannelType.DM) {
+    throw new HttpError(400, { message: "Cannot execute action on this channel type", code: 50024 });
+  }
+  const thread = s.addThread(parentId, name, s.bot.id, starter?.id);
+  const body: Record<string, unknown> = { ...thread };
+  const first = json.message as Record<string, unknown> | undefined;
+  if (!starter && first) {
+    // A forum post: the thread opens with its first message.
+    const msg = writeMessage(ctx, thread.id, { json: first, files: [], multipart: false }, undefined);
+    body.message = s.messageJson(msg);
+  }
+  ctx.dispatch("THREAD_CREATE", { ...thread, newly_created: true }, Intent.Guilds);
+  return { status: 201, body };
+}
+
+function renameChannel(ctx: RestContext, channelId: string, json: Record<string, unknown>): Reply {
+  const s = ctx.state;
+  const channel = s.channels.get(channelId);
+  if (!channel) throw new HttpError(404, { message: "Unknown Channel", code: 10003 });
+  if (typeof json.name === "string") {
+    if (json.name.length < 1 || json.name.length > 100) {
+      throw invalidForm("name", "BASE_TYPE_BAD_LENGTH", "Must be between 1 and 100 in length.");
+    }
+    const verdict = ctx.limiter.take(`rename:${channelId}`, "rename", `/channels/${channelId}`);
+    if (!verdict.ok) return tooManyRequests(verdict.retryAfterMs, verdict.headers);
+    channel.name = json.name;
+    ctx.renames.push({ channelId, name: json.name, at: Date.now() });
+    const t = channel.type === ChannelType.PublicThread ? "THREAD_UPDATE" : "CHANNEL_UPDATE";
+    ctx.dispatch(t, channel, Intent.Guilds);
+    return { status: 200, body: channel, headers: verdict.headers };
+  }
+  return { status: 200, body: channel };
+}
+
+function registerCommands(
+  ctx: RestContext,
+  method: string,
+  guildId: string | undefined,
+  body: ParsedBody,
+): Reply {
+  const s = ctx.state;
+  if (method === "GET") {
+    return { status: 200, body: guildId ? (s.commands.guild.get(guildId) ?? []) : s.commands.global };
+  }
+  if (method !== "PUT") throw new HttpError(405, { message: "405: Method Not Allowed", code: 0 });
+  const list = (Array.isArray(body.json) ? body.json : Object.values(body.json)) as Record<string, unknown>[];
+  const stored = list.map((c) => ({
+    ...c,
+    id: snowflake(),
+    application_id: s.applicationId,
+    version: snowflake(),
+    type: c.type ?? 1,
+    ...(guildId ? { guild_id: guildId } : {}),
+  }));
+  if (guildId) s.commands.guild.set(guildId, stored);
+  else s.commands.global = stored;
+  return { status: 200, body: stored };
+}

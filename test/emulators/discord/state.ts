@@ -1,0 +1,256 @@
+import { snowflake } from "./snowflake.js";
+import {
+  type ChannelObject,
+  ChannelType,
+  type StoredAttachment,
+  type StoredInteraction,
+  type StoredMessage,
+  type UserObject,
+} from "./types.js";
+
+/** Everything allowed: Discord sends permissions as a decimal string of a 53-bit field. */
+export const ALL_PERMISSIONS = ((1n << 51n) - 1n).toString();
+
+function user(id: string, username: string, bot = false): UserObject {
+  return {
+    id,
+    username,
+    global_name: bot ? null : username,
+    discriminator: "0",
+    avatar: null,
+    ...(bot ? { bot } : {}),
+  };
+}
+
+/**
+ * The emulated world: one guild with a text channel, a second text channel and a forum,
+ * the bot, two people, another bot, DM channels, and every message written, with edits.
+ */
+export class DiscordState {
+  readonly bot = user(snowflake(), "Switchboard", true);
+  readonly alice = user(snowflake(), "alice");
+  readonly bob = user(snowflake(), "bob");
+  readonly otherBot = user(snowflake(), "otherbot", true);
+  readonly guildId = snowflake();
+  readonly general: string;
+  readonly random: string;
+  readonly forum: string;
+  readonly channels = new Map<string, ChannelObject>();
+  readonly messages = new Map<string, StoredMessage[]>();
+  readonly users = new Map<string, UserObject>();
+  readonly interactions = new Map<string, StoredInteraction>();
+  readonly commands = {
+    global: [] as Record<string, unknown>[],
+    guild: new Map<string, Record<string, unknown>[]>(),
+  };
+  /** Upload contents served back at attachment URLs. */
+  readonly files = new Map<string, StoredAttachment>();
+
+  constructor(private readonly baseUrl: () => string) {
+    for (const u of [this.bot, this.alice, this.bob, this.otherBot]) this.users.set(u.id, u);
+    this.general = this.addChannel({ type: ChannelType.GuildText, name: "general" }).id;
+    this.random = this.addChannel({ type: ChannelType.GuildText, name: "random" }).id;
+    this.forum = this.addChannel({ type: ChannelType.GuildForum, name: "help-forum" }).id;
+  }
+
+  get applicationId(): string {
+    return this.bot.id;
+  }
+
+  addChannel(fields: Partial<ChannelObject> & { type: number }): ChannelObject {
+    const channel: ChannelObject = {
+      id: snowflake(),
+      guild_id: this.guildId,
+      parent_id: null,
+      position: this.channels.size,
+      permission_overwrites: [],
+      last_message_id: null,
+      flags: 0,
+      ...fields,
+    };
+    this.channels.set(channel.id, channel);
+    this.messages.set(channel.id, []);
+    return channel;
+  }
+
+  /** A public thread; `id` is the starter message id when started from a message, as on Discord. */
+  addThread(parentId: string, name: string, ownerId: string, id = snowflake()): ChannelObject {
+    const thread: ChannelObject = {
+      id,
+      type: ChannelType.PublicThread,
+      guild_id: this.guildId,
+      parent_id: parentId,
+      owner_id: ownerId,
+      name,
+      last_message_id: null,
+      message_count: 0,
+      member_count: 1,
+      flags: 0,
+      thread_metadata: {
+        archived: false,
+        auto_archive_duration: 1440,
+        archive_timestamp: new Date().toISOString(),
+        locked: false,
+      },
+    };
+    this.channels.set(thread.id, thread);
+    this.messages.set(thread.id, []);
+    return thread;
+  }
+
+  dmChannel(userId: string): ChannelObject {
+    for (const c of this.channels.values()) {
+      if (c.type === ChannelType.DM && c.recipients?.[0]?.id === userId) return c;
+    }
+    const recipient = this.users.get(userId);
+    if (!recipient) throw new Error(`No user ${userId}`);
+    const channel: ChannelObject = {
+      id: snowflake(),
+      type: ChannelType.DM,
+      recipients: [recipient],
+      last_message_id: null,
+    };
+    this.channels.set(channel.id, channel);
+    this.messages.set(channel.id, []);
+    return channel;
+  }
+
+  addMessage(
+    m: Omit<StoredMessage, "id" | "edits" | "createdAt" | "editedAt" | "flags"> & { flags?: number },
+  ): StoredMessage {
+    const stored: StoredMessage = {
+      id: snowflake(),
+      edits: [],
+      createdAt: Date.now(),
+      editedAt: null,
+      flags: 0,
+      ...m,
+    };
+    const list = this.messages.get(m.channelId);
+    if (!list) throw new Error(`No channel ${m.channelId}`);
+    list.push(stored);
+    const channel = this.channels.get(m.channelId);
+    if (channel) {
+      channel.last_message_id = stored.id;
+      if (channel.message_count !== undefined) channel.message_count += 1;
+    }
+    return stored;
+  }
+
+  findMessage(id: string): StoredMessage | undefined {
+    for (const list of this.messages.values()) {
+      const m = list.find((x) => x.id === id);
+      if (m) return m;
+    }
+    return undefined;
+  }
+
+  attachmentUrl(channelId: string, id: string, filename: string): string {
+    return `${this.baseUrl()}/attachments/${channelId}/${id}/${encodeURIComponent(filename)}`;
+  }
+
+  member(u: UserObject): Record<string, unknown> {
+    return { user: u, roles: [], joined_at: new Date(0).toISOString(), deaf: false, mute: false, flags: 0 };
+  }
+
+  messageJson(m: StoredMessage): Record<string, unknown> {
+    const json: Record<string, unknown> = {
+      id: m.id,
+      channel_id: m.channelId,
+      author: m.author,
+      content: m.content,
+      timestamp: new Date(m.createdAt).toISOString(),
+      edited_timestamp: m.editedAt === null ? null : new Date(m.editedAt).toISOString(),
+      tts: false,
+      mention_everyone: false,
+      mentions: m.mentions,
+      mention_roles: [],
+      attachments: m.attachments.map((a) => ({
+        id: a.id,
+        filename: a.filename,
+        size: a.size,
+        url: a.url,
+        proxy_url: a.url,
+        content_type: a.contentType,
+      })),
+      embeds: [],
+      pinned: false,
+      type: 0,
+      flags: m.flags,
+      components: [],
+    };
+    // Gateway MESSAGE_CREATE carries channel_type; discord.js needs it to build an uncached DM channel.
+    const channelType = this.channels.get(m.channelId)?.type;
+    if (channelType !== undefined) json.channel_type = channelType;
+    if (m.guildId) {
+      json.guild_id = m.guildId;
+      json.member = { roles: [], joined_at: new Date(0).toISOString(), deaf: false, mute: false, flags: 0 };
+    }
+    if (m.author.id === this.bot.id && m.interactionId) json.webhook_id = this.applicationId;
+    return json;
+  }
+
+  guildCreate(): Record<string, unknown> {
+    const guildChannels = [...this.channels.values()].filter(
+      (c) => c.guild_id === this.guildId && c.type !== ChannelType.PublicThread,
+    );
+    const threads = [...this.channels.values()].filter((c) => c.type === ChannelType.PublicThread);
+    return {
+      id: this.guildId,
+      name: "Emulated Guild",
+      icon: null,
+      owner_id: this.alice.id,
+      unavailable: false,
+      large: false,
+      member_count: 4,
+      joined_at: new Date(0).toISOString(),
+      afk_timeout: 300,
+      verification_level: 0,
+      default_message_notifications: 0,
+      explicit_content_filter: 0,
+      mfa_level: 0,
+      nsfw_level: 0,
+      premium_tier: 0,
+      preferred_locale: "en-US",
+      system_channel_flags: 0,
+      features: [],
+      emojis: [],
+      stickers: [],
+      presences: [],
+      voice_states: [],
+      stage_instances: [],
+      guild_scheduled_events: [],
+      soundboard_sounds: [],
+      roles: [
+        {
+          id: this.guildId,
+          name: "@everyone",
+          permissions: ALL_PERMISSIONS,
+          position: 0,
+          color: 0,
+          hoist: false,
+          managed: false,
+          mentionable: false,
+          flags: 0,
+        },
+      ],
+      members: [this.member(this.bot)],
+      channels: guildChannels.map(({ guild_id: _g, ...rest }) => rest),
+      threads,
+    };
+  }
+
+  readyPayload(sessionId: string, gatewayUrl: string): Record<string, unknown> {
+    return {
+      v: 10,
+      user: { ...this.bot, verified: true, mfa_enabled: false, flags: 0 },
+      session_id: sessionId,
+      resume_gateway_url: gatewayUrl,
+      guilds: [{ id: this.guildId, unavailable: true }],
+      application: { id: this.applicationId, flags: 0 },
+      private_channels: [],
+      relationships: [],
+      shard: [0, 1],
+    };
+  }
+}

@@ -1,0 +1,101 @@
+/** Shapes of the Discord API objects the emulator stores and serves (the subset bots use). */
+
+export interface UserObject {
+  id: string;
+  username: string;
+  global_name: string | null;
+  discriminator: string;
+  avatar: null;
+  bot?: boolean;
+}
+
+export const ChannelType = {
+  GuildText: 0,
+  DM: 1,
+  PublicThread: 11,
+  GuildForum: 15,
+} as const;
+
+export interface ChannelObject {
+  id: string;
+  type: number;
+  name?: string;
+  guild_id?: string;
+  parent_id?: string | null;
+  owner_id?: string;
+  recipients?: UserObject[];
+  last_message_id?: string | null;
+  position?: number;
+  permission_overwrites?: unknown[];
+  thread_metadata?: {
+    archived: boolean;
+    auto_archive_duration: number;
+    archive_timestamp: string;
+    locked: boolean;
+  };
+  message_count?: number;
+  member_count?: number;
+  flags?: number;
+}
+
+export interface StoredAttachment {
+  id: string;
+  filename: string;
+  size: number;
+  contentType: string;
+  data: Buffer;
+  url: string;
+}
+
+export interface StoredMessage {
+  id: string;
+  channelId: string;
+  guildId?: string;
+  author: UserObject;
+  content: string;
+  /** Earlier contents, oldest first (one entry per edit). */
+  edits: string[];
+  attachments: StoredAttachment[];
+  mentions: UserObject[];
+  createdAt: number;
+  editedAt: number | null;
+  /** 64 = ephemeral (interaction responses only). */
+  flags: number;
+  /** Set when the message was written through an interaction token. */
+  interactionId?: string;
+  /** `allowed_mentions` as the bot sent it (who may be pinged). */
+  allowedMentions?: unknown;
+  deleted?: boolean;
+}
+
+export interface StoredInteraction {
+  id: string;
+  token: string;
+  type: number;
+  name: string;
+  channelId: string;
+  userId: string;
+  /** Callback types in order (4 reply, 5 deferred, 6 deferred update, 7 update, 8 autocomplete). */
+  callbacks: number[];
+  /** Autocomplete choices returned by the bot (callback type 8). */
+  choices?: { name: string; value: string | number }[];
+  /** Id of the message holding the original response, once there is one. */
+  originalId?: string;
+  followupIds: string[];
+  /** ms between the interaction being sent and its first callback. */
+  ackMs?: number;
+  sentAt: number;
+}
+
+export interface RestRecord {
+  method: string;
+  path: string;
+  status: number;
+  at: number;
+}
+
+export interface RenameRecord {
+  channelId: string;
+  name: string;
+  at: number;
+}

@@ -1,0 +1,119 @@
+import type { ParsedBody } from "./body.js";
+import { HttpError, type Reply, type RestContext, tooManyRequests, writeMessage } from "./rest.js";
+import type { StoredInteraction, StoredMessage } from "./types.js";
+
+/** Discord's deadline for the first interaction callback. */
+export const INTERACTION_ACK_MS = 3_000;
+const EPHEMERAL = 64;
+const LOADING = 128;
+
+/**
+ * Interaction callbacks and the interaction webhook (`@original` edits, follow-ups).
+ * These routes take no bot token (the interaction token is the credential), as on Discord.
+ */
+export async function handleInteractionRoute(
+  ctx: RestContext,
+  method: string,
+  p: string,
+  parsed: () => Promise<ParsedBody>,
+  url: URL,
+): Promise<Reply | undefined> {
+  const cb = /^\/interactions\/(\d+)\/([^/]+)\/callback$/.exec(p);
+  if (cb && method === "POST") return callback(ctx, cb[1] ?? "", cb[2] ?? "", await parsed(), url);
+  const hook = /^\/webhooks\/(\d+)\/([^/]+)(?:\/messages\/(@original|%40original|\d+))?$/.exec(p);
+  if (!hook) return undefined;
+  const interaction = byToken(ctx, hook[2] ?? "");
+  const which = hook[3];
+  if (!which && method === "POST") {
+    const body = await parsed();
+    const flags = typeof body.json.flags === "number" ? body.json.flags : 0;
+    const msg = writeMessage(ctx, interaction.channelId, body, undefined, {
+      interactionId: interaction.id,
+      flags,
+    });
+    interaction.followupIds.push(msg.id);
+    return { status: 200, body: ctx.state.messageJson(msg) };
+  }
+  const msg =
+    which === "@original" || which === "%40original"
+      ? original(ctx, interaction)
+      : ctx.state.findMessage(which ?? "");
+  if (!msg) throw new HttpError(404, { message: "Unknown Message", code: 10008 });
+  if (method === "GET") return { status: 200, body: ctx.state.messageJson(msg) };
+  if (method === "DELETE") {
+    msg.deleted = true;
+    return { status: 204 };
+  }
+  if (method === "PATCH") {
+    const verdict = ctx.limiter.take(`webhook:${interaction.token}`, "edit", p);
+    if (!verdict.ok) return tooManyRequests(verdict.retryAfterMs, verdict.headers);
+    writeMessage(ctx, interaction.channelId, await parsed(), msg, { flags: msg.flags & ~LOADING });
+    return { status: 200, body: ctx.state.messageJson(msg), headers: verdict.headers };
+  }
+  return undefined;
+}
+
+function byToken(ctx: RestContext, token: string): StoredInteraction {
+  for (const i of ctx.state.interactions.values()) if (i.token === token) return i;
+  throw new HttpError(404, { message: "Unknown Webhook", code: 10015 });
+}
+
+function original(ctx: RestContext, i: StoredInteraction): StoredMessage | undefined {
+  return i.originalId ? ctx.state.findMessage(i.originalId) : undefined;
+}
+
+async function callback(
+  ctx: RestContext,
+  id: string,
+  token: string,
+  body: ParsedBody,
+  url: URL,
+): Promise<Reply> {
+  const i = ctx.state.interactions.get(id);
+  if (!i || i.token !== token) throw new HttpError(404, { message: "Unknown interaction", code: 10062 });
+  if (Date.now() - i.sentAt > INTERACTION_ACK_MS) {
+    throw new HttpError(404, { message: "Unknown interaction", code: 10062 });
+  }
+  if (i.callbacks.length > 0) {
+    throw new HttpError(400, { message: "Interaction has already been acknowledged.", code: 40060 });
+  }
+  const type = Number(body.json.type);
+  const data = (body.json.data ?? {}) as Record<string, unknown>;
+  const flags = typeof data.flags === "number" ? data.flags : 0;
+  i.callbacks.push(type);
+  i.ackMs = Date.now() - i.sentAt;
+  let msg: StoredMessage | undefined;
+  if (type === 4) {
+    msg = writeMessage(ctx, i.channelId, { ...body, json: data }, undefined, { interactionId: i.id, flags });
+    i.originalId = msg.id;
+  } else if (type === 5) {
+    msg = ctx.state.addMessage({
+      channelId: i.channelId,
+      guildId: ctx.state.channels.get(i.channelId)?.guild_id,
+      author: ctx.state.bot,
+      content: "",
+      attachments: [],
+      mentions: [],
+      flags: (flags & EPHEMERAL) | LOADING,
+      interactionId: i.id,
+    });
+    i.originalId = msg.id;
+  } else if (type === 8) {
+    i.choices = (data.choices ?? []) as { name: string; value: string | number }[];
+  } else if (type !== 6 && type !== 7) {
+    throw new HttpError(400, { message: `Unsupported callback type ${type}`, code: 50035 });
+  }
+  if (url.searchParams.get("with_response") !== "true") return { status: 204 };
+  return {
+    status: 200,
+    body: {
+      interaction: {
+        id: i.id,
+        type: i.type,
+        response_message_loading: type === 5,
+        response_message_ephemeral: (flags & EPHEMERAL) !== 0,
+      },
+      resource: { type, ...(msg ? { message: ctx.state.messageJson(msg) } : {}) },
+    },
+  };
+}
