@@ -43,7 +43,7 @@ function scenario(req: RecordedRequest): ScriptedTurn {
     case "badjson":
       return step === 0
         ? { toolCalls: [{ name: "everything__echo", arguments: '{"message": "unterminated' }] }
-        : { text: `Recovered from: ${results[0]?.slice(0, 40)}` };
+        : { text: `Recovered from: ${results[0]?.slice(0, 80)}` };
     case "unknown":
       return step === 0
         ? { toolCalls: [{ name: "everything__does_not_exist", arguments: {} }] }
