@@ -92,7 +92,8 @@ async function checkPlatforms(secrets: Secrets): Promise<Check[]> {
     const base = secrets.slackApiUrl ?? "https://slack.com/api/";
     checks.push(
       await probe("slack", async () => {
-        const res = await fetch(new URL("auth.test", base.endsWith("/") ? base : `${base}/`), {
+        const url = new URL("auth.test", base.endsWith("/") ? base : `${base}/`);
+        const res = await fetch(url, {
           method: "POST",
           headers: { Authorization: `Bearer ${secrets.slackBotToken}` },
           signal: AbortSignal.timeout(TIMEOUT_MS),
