@@ -1,0 +1,83 @@
+import { rmSync } from "node:fs";
+import { join } from "node:path";
+import { createClient } from "@redis/client";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type App, startApp } from "../../src/app.js";
+import { DiscordEmulator, waitFor } from "../emulators/discord/index.js";
+import { LlmEmulator } from "../emulators/llm/index.js";
+import { scratchConfig } from "../support/chat-process.js";
+import { isTitleRequest, lastUserText } from "../support/llm-text.js";
+
+// A database of its own on the machine's Redis, emptied before and after.
+const REDIS_URL = "redis://127.0.0.1:6379/9";
+
+async function flush(): Promise<void> {
+  const client = createClient({ url: REDIS_URL });
+  await client.connect();
+  await client.flushDb();
+  await client.close();
+}
+
+describe("two replicas on Redis (a rolling deploy)", () => {
+  let llm: LlmEmulator;
+  let discord: DiscordEmulator;
+  let replicas: App[] = [];
+  let dir: string;
+
+  beforeAll(async () => {
+    await flush();
+    llm = await LlmEmulator.start({
+      responder: (req) =>
+        isTitleRequest(req)
+          ? { text: "Replica test" }
+          : {
+              text: `You said: ${lastUserText(req).replace(/^\[[^\]]*\]\s*/, "")}`,
+              chunkSize: 4,
+              delayMs: 20,
+            },
+    });
+    discord = await DiscordEmulator.start();
+    dir = scratchConfig("discord:\n  editIntervalMs: 250\n");
+    const env = {
+      DISCORD_TOKEN: discord.token,
+      DISCORD_API_URL: discord.apiUrl,
+      DISCORD_GUILD_ID: discord.guildId,
+      OPENAI_API_KEY: "sk-test-emulator-key",
+      OPENAI_BASE_URL: llm.openaiBaseUrl,
+      SWITCHBOARD_CONFIG: join(dir, "switchboard.yaml"),
+      STORE_URL: REDIS_URL,
+    };
+    // Both replicas hold a gateway session for the same shard, so both receive every event.
+    replicas = [await startApp({ env, cwd: dir }), await startApp({ env, cwd: dir })];
+  }, 90_000);
+
+  afterAll(async () => {
+    await Promise.all(replicas.map((r) => r.stop()));
+    await discord?.stop();
+    await llm?.close();
+    await flush();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("answers each message once, although both replicas receive it", async () => {
+    const first = discord.userMessage(discord.state.general, "hello replicas", { mentionsBot: true });
+    await waitFor(() => discord.botMessages(first.id).some((m) => m.content === "You said: hello replicas"), {
+      timeoutMs: 25_000,
+    });
+    // A follow-up in the thread: one turn, with the first exchange from the shared session.
+    discord.userMessage(first.id, "and again");
+    await waitFor(() => discord.botMessages(first.id).some((m) => m.content === "You said: and again"), {
+      timeoutMs: 25_000,
+    });
+    await new Promise((r) => setTimeout(r, 1_000));
+    expect(discord.botMessages(first.id).map((m) => m.content)).toEqual([
+      "You said: hello replicas",
+      "You said: and again",
+    ]);
+    const asked = llm.requests.filter((r) => !isTitleRequest(r)).map((r) => lastUserText(r));
+    expect(asked.filter((t) => t.endsWith("hello replicas"))).toHaveLength(1);
+    expect(asked.filter((t) => t.endsWith("and again"))).toHaveLength(1);
+    const followUp = llm.requests.find((r) => lastUserText(r).endsWith("and again"));
+    expect(JSON.stringify(followUp?.messages)).toContain("You said: hello replicas");
+  }, 60_000);
+});
