@@ -8,7 +8,16 @@ import { WebClient } from "@slack/web-api";
 import { type Harness, type Script, startHarness } from "../test/emulators/slack/adapter-harness.js";
 import { waitFor } from "../test/emulators/slack/index.js";
 
-const WRITE_METHODS = new Set(["chat.postMessage", "chat.update", "chat.delete"]);
+const WRITE_METHODS = new Set([
+  "chat.postMessage",
+  "chat.update",
+  "chat.delete",
+  "chat.startStream",
+  "chat.appendStream",
+  "chat.stopStream",
+]);
+/** The calls that show the first answer text: a posted message or a started stream. */
+const FIRST_TEXT = new Set(["chat.postMessage", "chat.startStream"]);
 /** ~1,000 tokens of English prose (about 4 characters per token). */
 const ANSWER_1K = Array.from(
   { length: 80 },
@@ -48,7 +57,7 @@ async function latency(h: Harness, runs = 10): Promise<{ ack: number; text: numb
       h.emu.api.calls.find((c) => c.method === "reactions.add" && c.params.timestamp === m.ts),
     );
     const post = await waitFor(() =>
-      h.emu.api.calls.find((c) => c.method === "chat.postMessage" && c.ok && c.params.thread_ts === m.ts),
+      h.emu.api.calls.find((c) => FIRST_TEXT.has(c.method) && c.ok && c.params.thread_ts === m.ts),
     );
     acks.push(ack.at - t0);
     texts.push(post.at - t0);
@@ -80,7 +89,7 @@ async function oneAnswer(h: Harness): Promise<{ writes: number; limited: number;
 async function crowd(
   h: Harness,
   threads = 20,
-): Promise<{ limited: number; byMethod: string; complete: number; seconds: number }> {
+): Promise<{ limited: number; byMethod: string; complete: number; seconds: number; streamed: number }> {
   h.runner.script = modelLike(ANSWER_1K.slice(0, 2_000));
   const limitedBefore = h.emu.rates.limited.length;
   const t0 = Date.now();
@@ -99,18 +108,20 @@ async function crowd(
   const byMethod = [...new Set(limited.map((l) => l.method))].map(
     (m) => `${m} ${limited.filter((l) => l.method === m).length}`,
   );
+  const streamed = roots.filter((m) => h.emu.botReplies("C1", m.ts).some((r) => r.stream)).length;
   return {
     limited: limited.length,
     byMethod: byMethod.join(", ") || "none",
+    streamed,
     complete,
     seconds: (Date.now() - t0) / 1000,
   };
 }
 
-export async function runSlackBench(): Promise<string> {
-  // The adapter's defaults: the shipped cadence and the Tier 3 workspace budget.
+async function modeSection(nativeStreaming: boolean): Promise<string> {
+  // The adapter's defaults: the shipped cadence and the Tier 3 / Tier 4 workspace budgets.
   const h = await startHarness({
-    config: { slack: { updateIntervalMs: 1_200 } },
+    config: { slack: { updateIntervalMs: 1_200, nativeStreaming } },
     adapter: { writesPerMinute: 50 },
     emulator: { rateLimits: { enabled: true, speed: 1 } },
   });
@@ -118,8 +129,11 @@ export async function runSlackBench(): Promise<string> {
     const l = await latency(h);
     const a = await oneAnswer(h);
     const c = await crowd(h);
+    const mode = nativeStreaming
+      ? "native streaming (chat.startStream / appendStream / stopStream), the default"
+      : "post + chat.update (slack.nativeStreaming: false)";
     return [
-      "## Slack (emulator on loopback, Socket Mode, adapter defaults)",
+      `## Slack: ${mode} (emulator on loopback, Socket Mode, adapter defaults)`,
       "",
       "| measure | value |",
       "| --- | --- |",
@@ -130,11 +144,18 @@ export async function runSlackBench(): Promise<string> {
       `| 429s during that answer (Slack's limits on) | ${a.limited} |`,
       `| that answer's final text complete | ${a.complete ? "yes" : "NO"} |`,
       `| 20 threads streaming at once: 429s | ${c.limited} (${c.byMethod}) |`,
+      ...(nativeStreaming
+        ? [`| 20 threads: replies that streamed natively (rest fell back) | ${c.streamed} of 20 |`]
+        : []),
       `| 20 threads: final texts complete | ${c.complete} of 20 (all done in ${c.seconds.toFixed(1)} s) |`,
     ].join("\n");
   } finally {
     await h.stop();
   }
+}
+
+export async function runSlackBench(): Promise<string> {
+  return [await modeSection(true), "", await modeSection(false)].join("\n");
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {

@@ -1,6 +1,6 @@
 import type { Server } from "node:http";
 import { App, type Logger, LogLevel, SocketModeReceiver } from "@slack/bolt";
-import { WebClient } from "@slack/web-api";
+import { ErrorCode, type WebAPICallResult, WebClient, type WebClientOptions } from "@slack/web-api";
 import type { Config, Secrets } from "../../config.js";
 import { SwitchboardError } from "../../errors.js";
 import { log } from "../../log.js";
@@ -34,6 +34,30 @@ export function boltLogger(name = "slack"): Logger {
   };
 }
 
+/** A WebClient that reports each failed call (for /metrics: 429 or other) before its caller sees it. */
+export class ReportingWebClient extends WebClient {
+  constructor(
+    token: string,
+    options: WebClientOptions,
+    private readonly report?: (rateLimited: boolean) => void,
+  ) {
+    super(token, options);
+  }
+
+  override async apiCall(method: string, options?: Record<string, unknown>): Promise<WebAPICallResult> {
+    try {
+      return await super.apiCall(method, options);
+    } catch (err) {
+      try {
+        this.report?.((err as { code?: string }).code === ErrorCode.RateLimitedError);
+      } catch {
+        // Counting must never change what the caller sees.
+      }
+      throw err;
+    }
+  }
+}
+
 export interface SlackConnection {
   app: App;
   /** Writes: automatic retries off, 429 rejected at once (handled by the writer, never retried blindly). */
@@ -51,18 +75,23 @@ export function createSlackConnection(
   config: Config,
   secrets: Secrets,
   opts: SlackAppOptions = {},
+  onWriteError?: (rateLimited: boolean) => void,
 ): SlackConnection {
   const token = secrets.slackBotToken;
   if (!token) throw new SwitchboardError("config_invalid", "SLACK_BOT_TOKEN is not set.");
   const slackApiUrl = secrets.slackApiUrl ?? "https://slack.com/api/";
   const logger = boltLogger();
   const clientOptions = { slackApiUrl, logger };
-  const writes = new WebClient(token, {
-    slackApiUrl,
-    logger: boltLogger("slack-writes"),
-    retryConfig: { retries: 0 },
-    rejectRateLimitedCalls: true,
-  });
+  const writes = new ReportingWebClient(
+    token,
+    {
+      slackApiUrl,
+      logger: boltLogger("slack-writes"),
+      retryConfig: { retries: 0 },
+      rejectRateLimitedCalls: true,
+    },
+    onWriteError,
+  );
   let connected = false;
 
   if (secrets.slackAppToken) {

@@ -6,7 +6,7 @@ import type { RateBudget } from "../stream.js";
 import type { Inbound, PriorMessage, ThreadKey, TurnRunner } from "../types.js";
 import { type SlackFile, toInboundFiles } from "./files.js";
 import { fromSlackText } from "./mrkdwn.js";
-import { type SlackPlace, SlackReply } from "./reply.js";
+import { type ReplyDeps, type SlackPlace, SlackReply } from "./reply.js";
 
 export interface SlackIdentity {
   teamId: string;
@@ -70,6 +70,8 @@ export interface EventDeps {
   writes: WebClient;
   reads: WebClient;
   budget: RateBudget;
+  /** Native streaming settings, or undefined for post + update. */
+  native?: ReplyDeps["native"];
 }
 
 /** Bounded memory of recent keys (messages acknowledged, assistant threads). */
@@ -208,6 +210,7 @@ export class SlackEvents {
         web: this.deps.writes,
         budget: this.deps.budget,
         intervalMs: this.deps.config.slack.updateIntervalMs,
+        native: this.deps.native,
       },
       place,
     );

@@ -1,9 +1,10 @@
 import { log } from "../../log.js";
 import { RateBudget } from "../stream.js";
-import type { Adapter, AdapterDeps } from "../types.js";
+import type { Adapter, AdapterDeps, ThreadKey } from "../types.js";
 import { createSlackConnection, type SlackAppOptions } from "./app.js";
 import { registerCommands } from "./commands.js";
 import { SlackEvents, type SlackIdentity } from "./events.js";
+import { SLACK_MESSAGE_LIMIT } from "./reply.js";
 
 export { route, threadKey } from "./events.js";
 export { fromSlackText, toMrkdwn, toSlackMarkdown } from "./mrkdwn.js";
@@ -15,6 +16,24 @@ export interface SlackAdapterOptions extends SlackAppOptions {
    * about 50 per minute per workspace, and every reply draws on it.
    */
   writesPerMinute?: number;
+  /** Native streaming (when `slack.nativeStreaming` is on); tests shorten the lifetime and segments. */
+  stream?: {
+    /** `chat.appendStream` calls per minute for the workspace (Slack Tier 4: 100). */
+    appendsPerMinute?: number;
+    /** Slack's stream lifetime (~5 min, UNVERIFIED); segments rotate at 80% of it. */
+    lifetimeMs?: number;
+    /** Characters per streamed message (default: the same as a posted message). */
+    segmentChars?: number;
+  };
+}
+
+/** `slack:{team}:{channel}:{thread ts}` -> where to write, or an error for another shape. */
+export function parseThreadKey(key: ThreadKey): { team: string; channel: string; threadTs: string } {
+  const [platform, team, channel, threadTs, ...rest] = key.split(":");
+  if (platform !== "slack" || !team || !channel || !threadTs || rest.length > 0) {
+    throw new Error(`Not a Slack thread key: ${key}`);
+  }
+  return { team, channel, threadTs };
 }
 
 export interface SlackAdapter extends Adapter {
@@ -24,13 +43,21 @@ export interface SlackAdapter extends Adapter {
 
 export function createSlackAdapter(deps: AdapterDeps, opts: SlackAdapterOptions = {}): SlackAdapter {
   const { config, secrets, runner } = deps;
-  const conn = createSlackConnection(config, secrets, opts);
-  const perMinute = opts.writesPerMinute ?? 50;
-  // A burst of a few writes lets a new reply show at once; the refill keeps the workspace under Tier 3.
-  const budget = new RateBudget({
-    capacity: Math.max(1, Math.min(10, Math.floor(perMinute / 5))),
-    refillPerSec: perMinute / 60,
-  });
+  const conn = createSlackConnection(config, secrets, opts, deps.platformError);
+  // A burst of a few writes lets a new reply show at once; the refill keeps the workspace under its tier.
+  const perMinuteBudget = (perMinute: number) =>
+    new RateBudget({
+      capacity: Math.max(1, Math.min(10, Math.floor(perMinute / 5))),
+      refillPerSec: perMinute / 60,
+    });
+  const budget = perMinuteBudget(opts.writesPerMinute ?? 50);
+  const native = config.slack.nativeStreaming
+    ? {
+        budget: perMinuteBudget(opts.stream?.appendsPerMinute ?? 100),
+        lifetimeMs: opts.stream?.lifetimeMs ?? 5 * 60_000,
+        segmentChars: opts.stream?.segmentChars ?? SLACK_MESSAGE_LIMIT,
+      }
+    : undefined;
   let identity: SlackIdentity | undefined;
   const me = (): SlackIdentity => {
     if (!identity) throw new Error("Slack adapter used before start()");
@@ -44,6 +71,7 @@ export function createSlackAdapter(deps: AdapterDeps, opts: SlackAdapterOptions 
     writes: conn.writes,
     reads: conn.reads,
     budget,
+    native,
   });
   events.register(conn.app);
   registerCommands(conn.app, { runner, config, identity: me, writes: conn.writes, events });
@@ -65,6 +93,11 @@ export function createSlackAdapter(deps: AdapterDeps, opts: SlackAdapterOptions 
       await conn.stop();
     },
     ready: () => conn.connected(),
+    async recover(key, note) {
+      const { channel, threadTs } = parseThreadKey(key);
+      // One post, never retried blindly: a failure leaves the reply pending for the next start.
+      await conn.writes.chat.postMessage({ channel, thread_ts: threadTs, markdown_text: note });
+    },
     port: () => listeningPortOf(conn.app),
   };
 }

@@ -5,6 +5,7 @@ import { type MessageOps, type RateBudget, RateLimitedError, StreamWriter } from
 import type { Reply, TextSink } from "../types.js";
 import { uploadArtifact } from "./files.js";
 import { toMrkdwn, toSlackMarkdown } from "./mrkdwn.js";
+import { NativeStream, type NativeStreamOptions } from "./native-stream.js";
 
 /**
  * Characters per Slack message. `markdown_text` takes 12,000, but PLATFORMS.md advises
@@ -29,6 +30,8 @@ export interface ReplyDeps {
   /** Shared by every reply of the workspace: chat.update is limited per workspace. */
   budget: RateBudget;
   intervalMs: number;
+  /** Native text streaming (chat.startStream...), or undefined for post + update. */
+  native?: Omit<NativeStreamOptions, "intervalMs">;
 }
 
 /** A WebClient error as the writer understands it: a 429 becomes `RateLimitedError`. */
@@ -74,6 +77,7 @@ export function slackMessageOps(web: WebClient, place: { channel: string; thread
 /** One turn's way back into its Slack thread. */
 export class SlackReply implements Reply {
   private writer: StreamWriter | undefined;
+  private native: NativeStream | undefined;
   private lastStatus = "";
 
   constructor(
@@ -81,27 +85,52 @@ export class SlackReply implements Reply {
     readonly place: SlackPlace,
   ) {}
 
-  /** The writer, made on first use (a status may come before any text). */
-  private sink(): StreamWriter {
-    this.writer ??= new StreamWriter(slackMessageOps(this.deps.web, this.place), {
+  /**
+   * Where status text goes. A native stream cannot take a status line back (appends are
+   * final), so with native streaming, as in assistant threads, the status is Slack's own
+   * thread status (`assistant.threads.setStatus`, which Bolt also offers for any thread).
+   */
+  private get statusInThread(): boolean {
+    return this.place.assistant || this.deps.native !== undefined;
+  }
+
+  /** A post + update writer; `rendered` when its text is already in Slack's Markdown. */
+  private postWriter(rendered = false): StreamWriter {
+    return new StreamWriter(slackMessageOps(this.deps.web, this.place), {
       limit: SLACK_MESSAGE_LIMIT,
       intervalMs: this.deps.intervalMs,
       budget: this.deps.budget,
-      render: toSlackMarkdown,
-      // Assistant threads have their own status line under the composer.
-      statusLine: !this.place.assistant,
+      render: rendered ? undefined : toSlackMarkdown,
+      statusLine: !this.statusInThread,
     });
-    return this.writer;
+  }
+
+  /** The sink, made on first use (a status may come before any text). */
+  private sink(): TextSink {
+    const native = this.deps.native;
+    if (!native) {
+      this.writer ??= this.postWriter();
+      return this.writer;
+    }
+    this.native ??= new NativeStream(
+      this.deps.web,
+      this.place,
+      { ...native, intervalMs: this.deps.intervalMs },
+      toSlackMarkdown,
+      () => this.postWriter(true),
+    );
+    return this.native;
   }
 
   async status(text: string): Promise<void> {
     if (text === this.lastStatus) return;
     this.lastStatus = text;
-    if (this.place.assistant) {
+    if (this.statusInThread) {
       await this.setAssistantStatus(text);
       return;
     }
-    this.sink().status(`_${text}_`);
+    this.writer ??= this.postWriter();
+    this.writer.status(`_${text}_`);
   }
 
   /** Best effort: a status that does not show must never end the turn. */
@@ -120,7 +149,7 @@ export class SlackReply implements Reply {
   stream(): TextSink {
     const writer = this.sink();
     const clear = async () => {
-      if (this.place.assistant && this.lastStatus !== "") await this.setAssistantStatus("");
+      if (this.statusInThread && this.lastStatus !== "") await this.setAssistantStatus("");
     };
     return {
       write: (delta) => writer.write(delta),

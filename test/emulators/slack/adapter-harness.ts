@@ -80,6 +80,8 @@ export interface Harness {
   runner: ScriptedRunner;
   adapter: SlackAdapter;
   config: Config;
+  /** Every failed Web API write the adapter reported (`true`: a 429). */
+  platformErrors: boolean[];
   stop(): Promise<void>;
 }
 
@@ -99,6 +101,7 @@ export async function startHarness(
   });
   // Port 0 is no valid setting for operators, but lets tests listen on a free port.
   if (opts.http) config.slack.port = 0;
+  const platformErrors: boolean[] = [];
   const adapter = createSlackAdapter(
     {
       runner,
@@ -109,6 +112,7 @@ export async function startHarness(
         ...(opts.http ? { slackSigningSecret: emu.signingSecret } : { slackAppToken: emu.appToken }),
       },
       models: () => [config.llm.model],
+      platformError: (rateLimited) => platformErrors.push(rateLimited),
     },
     { reconnectDelayMs: 100, writesPerMinute: 600, host: "127.0.0.1", ...opts.adapter },
   );
@@ -119,6 +123,7 @@ export async function startHarness(
     runner,
     adapter,
     config,
+    platformErrors,
     async stop() {
       await runner.idle();
       // The adapter takes its :eyes: away after the turn; let that land before Slack goes.

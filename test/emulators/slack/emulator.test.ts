@@ -151,6 +151,54 @@ describe("Slack emulator: Web API", () => {
     expect(await platformError(again)).toBe("message_not_in_streaming_state");
   });
 
+  it("holds streams to Slack's rules: recipients in channels, a lifetime, a size limit, valid chunks", async () => {
+    const emu = await emulator({ limits: { streamLifetimeMs: 300, markdownChars: 20 } });
+    const web = client(emu);
+    const root = await web.chat.postMessage({ channel: "C1", text: "root" });
+    const thread_ts = root.ts ?? "";
+    expect(await platformError(web.chat.startStream({ channel: "C1", thread_ts }))).toBe(
+      "missing_recipient_user_id",
+    );
+    const recipient = { recipient_user_id: "U_ALICE", recipient_team_id: "T1" };
+    const bad = web.chat.startStream({
+      channel: "C1",
+      thread_ts,
+      ...recipient,
+      chunks: [{ type: "confetti" } as never],
+    });
+    expect(await platformError(bad)).toBe("invalid_chunks");
+    const started = await web.chat.startStream({ channel: "C1", thread_ts, ...recipient });
+    const ts = started.ts ?? "";
+    const append = (text: string) =>
+      web.chat.appendStream({ channel: "C1", ts, chunks: [{ type: "markdown_text", text }] });
+    await append("0123456789");
+    expect(await platformError(append("0123456789A"))).toBe("msg_too_long");
+    expect(await platformError(web.chat.update({ channel: "C1", ts, text: "edit" }))).toBe(
+      "cant_update_message",
+    );
+    await new Promise((r) => setTimeout(r, 350));
+    expect(await platformError(append("late"))).toBe("message_not_in_streaming_state");
+    expect(emu.botReplies("C1", thread_ts).map((m) => [m.text, m.stream?.state])).toEqual([
+      ["0123456789", "expired"],
+    ]);
+    // Appending to a message that never streamed is refused the same way.
+    const plain = await web.chat.postMessage({ channel: "C1", thread_ts, text: "plain" });
+    const onPlain = web.chat.appendStream({ channel: "C1", ts: plain.ts ?? "", markdown_text: "x" });
+    expect(await platformError(onPlain)).toBe("message_not_in_streaming_state");
+  });
+
+  it("can refuse a method, as a workspace that does not allow it would", async () => {
+    const emu = await emulator();
+    emu.state.dmChannel("U_ALICE");
+    const web = client(emu);
+    const root = await web.chat.postMessage({ channel: "DALICE", text: "root" });
+    emu.api.refuse("chat.startStream", "not_allowed_token_type", 1);
+    const start = () => web.chat.startStream({ channel: "DALICE", thread_ts: root.ts ?? "" });
+    expect(await platformError(start())).toBe("not_allowed_token_type");
+    // A DM needs no recipient; the refusal was for one call only.
+    expect((await start()).ok).toBe(true);
+  });
+
   it("returns thread history with conversations.replies and user names with users.info", async () => {
     const emu = await emulator();
     const root = emu.post("C1", "U_ALICE", "first");

@@ -55,8 +55,8 @@ export interface EmuMessage {
   /** reaction name -> users who reacted. */
   reactions: Map<string, Set<string>>;
   deleted: boolean;
-  /** Native stream state (chat.startStream .. chat.stopStream). */
-  stream?: { state: "streaming" | "stopped"; startedAt: number; chunks: unknown[] };
+  /** Native stream state (chat.startStream .. chat.stopStream, or past the stream's lifetime). */
+  stream?: { state: "streaming" | "stopped" | "expired"; startedAt: number; chunks: unknown[] };
 }
 
 export interface EmuEphemeral {

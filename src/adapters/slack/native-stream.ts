@@ -1,0 +1,360 @@
+import { ErrorCode, type WebClient } from "@slack/web-api";
+import { log } from "../../log.js";
+import { type Fence, openFenceAtEnd, splitMarkdown } from "../split.js";
+import type { RateBudget, StreamWriter } from "../stream.js";
+import type { TextSink } from "../types.js";
+import { RenderedText } from "./stable-text.js";
+
+export interface NativeStreamOptions {
+  /** Characters per streamed message; a longer answer continues in a new one (a segment). */
+  segmentChars: number;
+  /** Slack ends a stream after about this long; a segment gives way to the next at 80% of it. */
+  lifetimeMs: number;
+  /** Minimum gap between two appends of one stream. */
+  intervalMs: number;
+  /** `chat.appendStream` is Tier 4 per workspace: every stream draws on this budget. */
+  budget: RateBudget;
+}
+
+export interface StreamPlace {
+  team: string;
+  channel: string;
+  threadTs: string;
+  /** The asker: Slack requires a recipient for streams outside DMs. */
+  user: string;
+}
+
+/** One streamed message: the rendered answer from `start` on, `sent` characters of it out. */
+interface Segment {
+  ts: string | null;
+  start: number;
+  /** The code block open at `start`, reopened at the top of this message. */
+  fence: Fence | null;
+  sent: number;
+  startedAt: number;
+}
+
+/** A stream call failed for good: the rest of the reply goes the post + update way. */
+class StreamBroken extends Error {}
+
+/** 429s in a row on one stream call before giving up on streaming, and the longest wait. */
+const ATTEMPTS = 3;
+const MAX_RETRY_WAIT_MS = 10_000;
+/** Text that may still move to the next segment when a cut is chosen (see `step`). */
+const HOLD_BACK = 600;
+/** A segment gives way to the next at this share of the stream's lifetime. */
+const ROTATE_AT = 0.8;
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+const reopenOf = (fence: Fence | null) => (fence ? `${fence.opener}\n` : "");
+/** What closes `fence` at a cut (the same repair `splitMarkdown` makes). */
+const closerAt = (fence: Fence | null, atLineStart: boolean) =>
+  fence ? (atLineStart ? fence.closer : `\n${fence.closer} `) : "";
+
+function retryAfterMs(err: unknown): number | null {
+  const e = err as { code?: string; retryAfter?: number };
+  return e?.code === ErrorCode.RateLimitedError ? Math.max(0, e.retryAfter ?? 1) * 1000 : null;
+}
+
+/**
+ * Writes a reply with Slack's native text streaming (`chat.startStream`, `appendStream`
+ * with `markdown_text` chunks, `stopStream`). Appends are coalesced to one per
+ * `intervalMs`. Since appends cannot be taken back, the split into segments is decided
+ * before text goes out: while a segment nears its size, the last `HOLD_BACK` characters
+ * wait until `splitMarkdown` can place the cut (fences closed and reopened across it); a
+ * segment near the stream's lifetime ends at a line break and the next one goes on.
+ * Any streaming error hands the rest of the reply, from the last character Slack
+ * accepted, to the post + update writer: the answer appears complete and once.
+ */
+export class NativeStream implements TextSink {
+  private readonly text: RenderedText;
+  private seg: Segment = { ts: null, start: 0, fence: null, sent: 0, startedAt: 0 };
+  private fallback: StreamWriter | null = null;
+  /** How much of the rendered text the fallback writer has been given. */
+  private fed = 0;
+  private ended = false;
+  private complete = false;
+  private active = false;
+  private dirty = false;
+  private loop: Promise<void> = Promise.resolve();
+  private lastWrite = Number.NEGATIVE_INFINITY;
+  private failed: { error: unknown } | null = null;
+  private done: Promise<void> | null = null;
+  private timer: ReturnType<typeof setTimeout> | null = null;
+
+  constructor(
+    private readonly web: WebClient,
+    private readonly place: StreamPlace,
+    private readonly opts: NativeStreamOptions,
+    render: (markdown: string) => string,
+    private readonly makeFallback: () => StreamWriter,
+  ) {
+    this.text = new RenderedText(render);
+  }
+
+  /** True once streaming failed and the post + update writer took over. */
+  get fellBack(): boolean {
+    return this.fallback !== null;
+  }
+
+  write(delta: string): void {
+    if (this.ended || delta === "") return;
+    this.text.push(delta);
+    this.dirty = true;
+    this.kick();
+  }
+
+  finish(): Promise<void> {
+    this.done ??= this.end();
+    return this.done;
+  }
+
+  fail(message: string): Promise<void> {
+    if (!this.done) {
+      const text = this.text.text;
+      let extra = "";
+      const fence = openFenceAtEnd(text);
+      if (fence) extra += `${text.endsWith("\n") ? "" : "\n"}${fence.closer}`;
+      const sofar = text + extra;
+      if (sofar !== "") extra += sofar.endsWith("\n\n") ? "" : sofar.endsWith("\n") ? "\n" : "\n\n";
+      this.text.push(extra + message);
+    }
+    return this.finish();
+  }
+
+  private async end(): Promise<void> {
+    this.ended = true;
+    for (;;) {
+      this.kick();
+      await this.loop;
+      if (this.failed) throw this.failed.error;
+      if (this.complete) return;
+    }
+  }
+
+  private kick(): void {
+    if (this.active || this.failed || this.complete) return;
+    this.active = true;
+    this.loop = this.run();
+  }
+
+  private async run(): Promise<void> {
+    try {
+      for (;;) {
+        await sleep(Math.max(0, this.lastWrite + this.opts.intervalMs - Date.now()));
+        this.dirty = false;
+        const next = await this.step(this.ended);
+        if (next === "done") this.complete = true;
+        if (next !== "more") break;
+      }
+    } catch (error) {
+      this.failed = { error };
+      log.warn({ err: error }, "streamed reply failed");
+    } finally {
+      this.active = false;
+      // Text that came while the last step was finishing would otherwise wait for the next write.
+      if (this.dirty) this.kick();
+    }
+  }
+
+  private async step(final: boolean): Promise<"more" | "idle" | "done"> {
+    const rendered = this.text.update(final);
+    if (!this.fallback) {
+      try {
+        return await this.nativeStep(rendered, final);
+      } catch (err) {
+        if (!(err instanceof StreamBroken)) throw err;
+        await this.toFallback(rendered, err.cause);
+      }
+    }
+    const writer = this.fallback!;
+    writer.write(rendered.slice(this.fed));
+    this.fed = rendered.length;
+    if (!final) return "idle";
+    await writer.finish();
+    return "done";
+  }
+
+  private async nativeStep(r: string, final: boolean): Promise<"more" | "idle" | "done"> {
+    const seg = this.seg;
+    const sentAbs = seg.start + seg.sent;
+    if (seg.ts && Date.now() - seg.startedAt >= this.opts.lifetimeMs * ROTATE_AT) {
+      await this.rotate(r);
+      return "more";
+    }
+    if (sentAbs >= r.length && !final) return "idle";
+    const limit = this.opts.segmentChars;
+    const reopen = reopenOf(seg.fence);
+    const parts = splitMarkdown(r.slice(seg.start), limit, seg.fence);
+    if (parts.length <= 1) {
+      if (final) {
+        const whole = parts[0]?.text ?? reopen;
+        await this.send(whole.slice(reopen.length + seg.sent), r.length - sentAbs);
+        await this.stopSegment();
+        return "done";
+      }
+      // Near the end of a segment the cut is not known yet: hold the text back until it is.
+      if (reopen.length + r.length - seg.start > limit - Math.min(HOLD_BACK, limit / 4)) return "idle";
+      await this.send(r.slice(sentAbs), r.length - sentAbs);
+      return "more";
+    }
+    const cut = this.cut(r);
+    await this.send(cut.piece, cut.at - sentAbs);
+    await this.stopSegment();
+    this.seg = { ts: null, start: cut.at, fence: cut.fence, sent: 0, startedAt: 0 };
+    return "more";
+  }
+
+  /**
+   * Where the current segment ends, at or after what is already out: `splitMarkdown` on
+   * the text from the start of the line being streamed, within the room left.
+   */
+  private cut(r: string): { piece: string; at: number; fence: Fence | null } {
+    const seg = this.seg;
+    const sentAbs = seg.start + seg.sent;
+    const w0 = seg.sent === 0 ? seg.start : Math.max(seg.start, r.lastIndexOf("\n", sentAbs - 1) + 1);
+    const fence = openFenceAtEnd(r.slice(seg.start, w0), seg.fence);
+    const before = reopenOf(seg.fence).length + (w0 - seg.start);
+    const room = Math.max(1, this.opts.segmentChars - before + reopenOf(fence).length);
+    const first = splitMarkdown(r.slice(w0), room, fence)[0]!;
+    const out = sentAbs - w0;
+    if (first.source.length >= out) {
+      // A part cut without repairs (no safe cut) carries no reopened fence either.
+      const head = first.text === first.source ? 0 : reopenOf(fence).length;
+      return {
+        piece: first.text.slice(head + out),
+        at: w0 + first.source.length,
+        fence: first.open,
+      };
+    }
+    // The best cut is in text already out: end the segment right where it is.
+    const open = openFenceAtEnd(r.slice(seg.start, sentAbs), seg.fence);
+    return { piece: closerAt(open, r[sentAbs - 1] === "\n"), at: sentAbs, fence: open };
+  }
+
+  /**
+   * Before the stream's lifetime runs out (a timer wakes the writer even when no text
+   * comes): end this segment, at the last line break of the text waiting if there is
+   * one, and go on in a new one when more text comes.
+   */
+  private async rotate(r: string): Promise<void> {
+    const seg = this.seg;
+    const sentAbs = seg.start + seg.sent;
+    const nl = r.lastIndexOf("\n");
+    let at = nl >= sentAbs ? nl + 1 : sentAbs;
+    const shown = reopenOf(seg.fence).length + seg.sent;
+    if (shown + at - sentAbs > this.opts.segmentChars - Math.min(HOLD_BACK, this.opts.segmentChars / 4)) {
+      at = sentAbs;
+    }
+    const fence = openFenceAtEnd(r.slice(seg.start, at), seg.fence);
+    // Past the lifetime Slack refuses appends: leave that message as it is.
+    if (Date.now() - seg.startedAt < this.opts.lifetimeMs) {
+      const atLineStart = at === seg.start || r[at - 1] === "\n";
+      await this.send(r.slice(sentAbs, at) + closerAt(fence, atLineStart), at - sentAbs);
+      await this.stopSegment();
+    } else {
+      at = sentAbs;
+    }
+    this.seg = {
+      ts: null,
+      start: at,
+      fence: openFenceAtEnd(r.slice(seg.start, at), seg.fence),
+      sent: 0,
+      startedAt: 0,
+    };
+  }
+
+  /** Appends `piece` (starting the segment's stream if needed); `advance` counts rendered text it carries. */
+  private async send(piece: string, advance: number): Promise<void> {
+    const seg = this.seg;
+    if (piece === "") {
+      seg.sent += advance;
+      return;
+    }
+    const { channel, threadTs, user, team } = this.place;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        if (seg.ts === null) {
+          const startedAt = Date.now();
+          const res = await this.web.chat.startStream({
+            channel,
+            thread_ts: threadTs,
+            recipient_user_id: user,
+            recipient_team_id: team,
+            chunks: [{ type: "markdown_text", text: reopenOf(seg.fence) + piece }],
+          });
+          if (!res.ts) throw new Error("chat.startStream answered without a ts");
+          seg.ts = res.ts;
+          seg.startedAt = startedAt;
+          this.wakeForRotation();
+        } else {
+          await this.opts.budget.take();
+          await this.web.chat.appendStream({
+            channel,
+            ts: seg.ts,
+            chunks: [{ type: "markdown_text", text: piece }],
+          });
+        }
+        seg.sent += advance;
+        this.lastWrite = Date.now();
+        return;
+      } catch (err) {
+        const wait = retryAfterMs(err);
+        // A 429 never wrote anything, so trying again cannot show the text twice.
+        if (wait === null || attempt >= ATTEMPTS || wait > MAX_RETRY_WAIT_MS) {
+          throw new StreamBroken("streaming failed", { cause: err });
+        }
+        if (seg.ts === null) await sleep(wait);
+        else this.opts.budget.pause(wait);
+      }
+    }
+  }
+
+  private wakeForRotation(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = setTimeout(
+      () => {
+        this.timer = null;
+        this.kick();
+      },
+      this.opts.lifetimeMs * ROTATE_AT + 1,
+    );
+    this.timer.unref?.();
+  }
+
+  /** Ends the segment's stream. Its text is all out already, so a failure here loses nothing. */
+  private async stopSegment(attempts = ATTEMPTS): Promise<void> {
+    const ts = this.seg.ts;
+    if (ts === null) return;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.web.chat.stopStream({ channel: this.place.channel, ts });
+        return;
+      } catch (err) {
+        const wait = retryAfterMs(err);
+        if (wait === null || attempt >= attempts || wait > MAX_RETRY_WAIT_MS) {
+          log.debug({ err, ts }, "chat.stopStream failed; the stream ends on its own");
+          return;
+        }
+        await sleep(wait);
+      }
+    }
+  }
+
+  /** From here on the post + update writer carries the reply, from the first character not out. */
+  private async toFallback(r: string, cause: unknown): Promise<void> {
+    const seg = this.seg;
+    log.warn(
+      { err: cause, channel: this.place.channel },
+      "native streaming failed; posting and updating instead",
+    );
+    await this.stopSegment(1);
+    const handover = seg.start + seg.sent;
+    const fence = openFenceAtEnd(r.slice(seg.start, handover), seg.fence);
+    this.fallback = this.makeFallback();
+    this.fallback.write(reopenOf(fence) + r.slice(handover));
+    this.fed = r.length;
+  }
+}

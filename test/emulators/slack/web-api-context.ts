@@ -1,0 +1,88 @@
+import { type Params, str } from "./http-util.js";
+import { BOT_USER_ID, type EmuMessage, type SlackState } from "./state.js";
+
+export interface WebApiLimits {
+  /** chat.postMessage `text` (Slack truncates past 40,000; the emulator refuses instead). */
+  postTextChars: number;
+  /** chat.update `text`: PLATFORMS.md reports msg_too_long for long updates; 4,000 chosen. */
+  updateTextChars: number;
+  /** `markdown_text` on any method (Slack documents 12,000); also the size of one streamed message. */
+  markdownChars: number;
+  blocksPerMessage: number;
+  /** Native stream lifetime (Slack: ~5 min, then message_not_in_streaming_state). */
+  streamLifetimeMs: number;
+  /** Bytes per uploaded file. */
+  maxFileBytes: number;
+}
+
+export const DEFAULT_LIMITS: WebApiLimits = {
+  postTextChars: 40_000,
+  updateTextChars: 4_000,
+  markdownChars: 12_000,
+  blocksPerMessage: 50,
+  streamLifetimeMs: 5 * 60_000,
+  maxFileBytes: 1024 * 1024 * 1024,
+};
+
+export interface WebApiHooks {
+  baseUrl(): string;
+  socketUrl(): string;
+  /** A change the bot made that Slack would echo as a `message` event. */
+  echo(kind: "posted" | "changed" | "deleted", message: EmuMessage, previous?: EmuMessage): void;
+}
+
+/** A Slack `ok:false` answer. */
+export class ApiError extends Error {}
+
+export const fail = (error: string): never => {
+  throw new ApiError(error);
+};
+
+export type Handler = (p: Params) => Params;
+
+/** What every group of handlers shares: the state, the limits, and Slack's common checks. */
+export class ApiContext {
+  constructor(
+    readonly state: SlackState,
+    readonly hooks: WebApiHooks,
+    readonly limits: () => WebApiLimits,
+  ) {}
+
+  channel(p: Params, key = "channel"): string {
+    const id = str(p, key) ?? fail("channel_not_found");
+    if (!this.state.channels.has(id)) fail("channel_not_found");
+    return id;
+  }
+
+  /** A message the bot wrote, named by `channel` and `ts`. */
+  own(p: Params): EmuMessage {
+    const channel = this.channel(p);
+    const message = this.state.find(channel, str(p, "ts") ?? "") ?? fail("message_not_found");
+    if (message.user !== BOT_USER_ID) fail("cant_update_message");
+    return message;
+  }
+
+  /** Text, blocks and markdown_text, validated with Slack's rules for `textLimit`. */
+  content(p: Params, textLimit: number): { text: string; markdown: boolean; blocks?: unknown[] } {
+    const markdown = str(p, "markdown_text");
+    const text = str(p, "text");
+    const blocks = Array.isArray(p.blocks) ? p.blocks : undefined;
+    if (markdown !== undefined) {
+      if (text !== undefined || blocks) fail("markdown_text_conflict");
+      if (markdown.length > this.limits().markdownChars) fail("msg_too_long");
+      return { text: markdown, markdown: true };
+    }
+    if (text === undefined && !blocks) fail("no_text");
+    if (text !== undefined && text.length > textLimit) fail("msg_too_long");
+    if (blocks && blocks.length > this.limits().blocksPerMessage) fail("invalid_blocks");
+    return { text: text ?? "", markdown: false, blocks };
+  }
+
+  threadTs(channel: string, p: Params): string | undefined {
+    const ts = str(p, "thread_ts");
+    if (ts === undefined || ts === "") return undefined;
+    // Real Slack would post at top level; refusing makes a wrong thread_ts visible in tests.
+    if (!this.state.find(channel, ts)) fail("thread_not_found");
+    return ts;
+  }
+}
