@@ -13,7 +13,7 @@ async function doctor(env: NodeJS.ProcessEnv): Promise<{ ok: boolean; text: stri
   out.on("data", (d: Buffer) => {
     text += d.toString();
   });
-  const ok = await runDoctor(env, out as unknown as NodeJS.WriteStream);
+  const ok = await runDoctor(env, out);
   return { ok, text };
 }
 
