@@ -17,7 +17,7 @@ const TIMEOUT_MS = 15_000;
 /** Checks everything Switchboard depends on and prints one line per check. Resolves true when all pass. */
 export async function runDoctor(
   env: NodeJS.ProcessEnv = process.env,
-  out = process.stdout,
+  out: NodeJS.WritableStream = process.stdout,
 ): Promise<boolean> {
   const checks: Check[] = [];
   let loaded: LoadedConfig;
