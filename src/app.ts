@@ -1,12 +1,12 @@
-import { Dispatcher, INTERRUPTED_NOTE, type TurnObserver } from "./adapters/dispatcher.js";
+import { Dispatcher, type TurnObserver } from "./adapters/dispatcher.js";
 import type { Adapter, AdapterDeps, Platform } from "./adapters/types.js";
 import { Agent } from "./agent/agent.js";
 import { providerFor } from "./agent/providers/index.js";
 import type { Provider } from "./agent/providers/provider.js";
-import { type LoadedConfig, loadConfig } from "./config.js";
+import { allowedModels, type LoadedConfig, loadConfig } from "./config.js";
 import { log, registerSecret } from "./log.js";
 import { McpHub } from "./mcp/hub.js";
-import { loadMcpConfig } from "./mcp/servers.js";
+import { loadMcpConfig, type ServerConfig } from "./mcp/servers.js";
 import { type HealthServer, startHealthServer } from "./ops/health.js";
 import { Metrics } from "./ops/metrics.js";
 import { createDedupe } from "./store/dedupe.js";
@@ -20,6 +20,8 @@ export interface CoreOptions {
   observer?: TurnObserver;
   /** Wraps every provider (benchmarks time the model with it). */
   wrapProvider?: (p: Provider) => Provider;
+  /** The configuration, when the caller has loaded it already. */
+  loaded?: LoadedConfig;
 }
 
 /** Everything but the platforms: config -> store -> MCP hub -> providers -> agent -> dispatcher. */
@@ -37,11 +39,23 @@ export interface Core {
 export async function buildCore(opts: CoreOptions = {}): Promise<Core> {
   const env = opts.env ?? process.env;
   const cwd = opts.cwd ?? process.cwd();
-  const loaded = loadConfig(env, cwd);
+  const loaded = opts.loaded ?? loadConfig(env, cwd);
   const { config, secrets } = loaded;
-  for (const value of Object.values(secrets)) registerSecret(value);
+  const { slackBotToken, slackAppToken, slackSigningSecret, discordToken, openaiApiKey, anthropicApiKey } =
+    secrets;
+  for (const value of [
+    slackBotToken,
+    slackAppToken,
+    slackSigningSecret,
+    discordToken,
+    openaiApiKey,
+    anthropicApiKey,
+  ]) {
+    registerSecret(value);
+  }
 
   const servers = loadMcpConfig(loaded.mcpConfigFile, env);
+  registerServerSecrets(servers);
   const providers = new Map<string, Provider>();
   const providerForModel = (model: string): Provider => {
     let p = providers.get(model);
@@ -87,6 +101,20 @@ export async function buildCore(opts: CoreOptions = {}): Promise<Core> {
   };
 }
 
+/** Header values and secret-looking env values of MCP servers are scrubbed from logs and errors too. */
+function registerServerSecrets(servers: ServerConfig[]): void {
+  for (const server of servers) {
+    if (server.transport === "http") {
+      for (const value of Object.values(server.headers))
+        registerSecret(value.replace(/^(Bearer|Bot|Basic)\s+/i, ""));
+    } else {
+      for (const [name, value] of Object.entries(server.env)) {
+        if (/TOKEN|KEY|SECRET|PASSWORD|AUTH|CREDENTIAL/i.test(name)) registerSecret(value);
+      }
+    }
+  }
+}
+
 /** Platforms whose credentials are present in the environment. */
 export function configuredPlatforms(loaded: LoadedConfig): Platform[] {
   const { secrets } = loaded;
@@ -104,9 +132,9 @@ export interface App extends Core {
 }
 
 export async function startApp(opts: CoreOptions = {}): Promise<App> {
-  const provisional = loadConfig(opts.env ?? process.env, opts.cwd ?? process.cwd());
-  const metrics = new Metrics(provisional.config.llm.provider);
-  const core = await buildCore({ ...opts, observer: opts.observer ?? metrics.observer() });
+  const loaded = opts.loaded ?? loadConfig(opts.env ?? process.env, opts.cwd ?? process.cwd());
+  const metrics = new Metrics(loaded.config.llm.provider);
+  const core = await buildCore({ ...opts, loaded, observer: opts.observer ?? metrics.observer() });
   const { config, secrets } = core.loaded;
   metrics.watchHub(core.hub);
   const adapters: Adapter[] = [];
@@ -125,7 +153,7 @@ export async function startApp(opts: CoreOptions = {}): Promise<App> {
         runner: core.dispatcher,
         config,
         secrets,
-        models: () => [...new Set([config.llm.model, ...config.models.allowed])],
+        models: () => allowedModels(config),
         platformError: (rateLimited) => metrics.platformError(platform, rateLimited),
       };
       adapters.push(await loadAdapter(platform, deps));
@@ -137,7 +165,8 @@ export async function startApp(opts: CoreOptions = {}): Promise<App> {
     await core.close();
     throw err;
   }
-  await recoverInterrupted(core, adapters);
+  // In the background: on Redis a thread another replica is answering holds its lock until done.
+  const recovering = core.dispatcher.recoverInterrupted(adapters);
   let stopped: Promise<{ interrupted: number }> | undefined;
   return {
     ...core,
@@ -148,6 +177,7 @@ export async function startApp(opts: CoreOptions = {}): Promise<App> {
       stopped ??= (async () => {
         await Promise.allSettled(adapters.map((a) => a.stop()));
         const result = await core.dispatcher.drain(config.shutdown.graceMs);
+        await recovering;
         await health?.close();
         await core.close();
         return result;
@@ -155,27 +185,6 @@ export async function startApp(opts: CoreOptions = {}): Promise<App> {
       return stopped;
     },
   };
-}
-
-/** Replies a crash (kill -9) left half-written get the same note a graceful restart writes. */
-export async function recoverInterrupted(core: Core, adapters: Adapter[]): Promise<number> {
-  let recovered = 0;
-  for (const session of await core.sessions.listPending()) {
-    const platform = session.key.split(":")[0];
-    const adapter = adapters.find((a) => a.platform === platform);
-    // A platform that is not running now keeps its pending replies for a later start.
-    if (!adapter?.recover) continue;
-    try {
-      await adapter.recover(session.key, INTERRUPTED_NOTE);
-      delete session.pendingReply;
-      await core.sessions.save(session);
-      recovered++;
-    } catch (err) {
-      log.warn({ err, key: session.key }, "could not end an interrupted reply");
-    }
-  }
-  if (recovered) log.info({ recovered }, "ended replies interrupted by a crash");
-  return recovered;
 }
 
 async function loadAdapter(platform: Platform, deps: AdapterDeps): Promise<Adapter> {

@@ -279,3 +279,8 @@ function readSecrets(env: NodeJS.ProcessEnv): Secrets {
     anthropicBaseUrl: nonEmpty(env.ANTHROPIC_BASE_URL),
   };
 }
+
+/** The models a thread may use: the configured one first, then `models.allowed`. */
+export function allowedModels(config: Config): string[] {
+  return [...new Set([config.llm.model, ...config.models.allowed])];
+}

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import { Command } from "commander";
 import { CONSOLE_KEY, runConsole } from "./adapters/console/index.js";
-import { buildCore, configuredPlatforms, recoverInterrupted, startApp } from "./app.js";
+import { buildCore, configuredPlatforms, startApp } from "./app.js";
 import { loadConfig } from "./config.js";
 import { runDoctor } from "./doctor.js";
 import { SwitchboardError } from "./errors.js";
@@ -54,8 +54,10 @@ async function start(): Promise<void> {
     process.stderr.write(`${NOTHING_TO_START}\n`);
     process.exit(1);
   }
-  const app = await startApp();
-  onSignals(() => app.stop());
+  // Signals are handled from the first moment: a stop during start-up waits for it, then stops.
+  const starting = startApp({ loaded });
+  onSignals(async () => (await starting).stop());
+  const app = await starting;
   log.info({ adapters: app.adapters.map((a) => a.platform) }, "Switchboard is running");
 }
 
@@ -72,7 +74,7 @@ async function chat(): Promise<void> {
     return stopping;
   };
   onSignals(stop);
-  await recoverInterrupted(core, [
+  await core.dispatcher.recoverInterrupted([
     {
       platform: "console",
       start: async () => undefined,

@@ -1,3 +1,4 @@
+import { allowedModels } from "../config.js";
 import type { DispatcherDeps } from "./dispatcher.js";
 import type { Command } from "./types.js";
 
@@ -59,7 +60,7 @@ export async function runCommand(cmd: Command, deps: DispatcherDeps): Promise<st
     case "model":
       return lock.run(cmd.key, async () => {
         const session = await sessions.getOrCreate(cmd.key);
-        const allowed = [...new Set([config.llm.model, ...config.models.allowed])];
+        const allowed = allowedModels(config);
         const wanted = cmd.arg?.trim();
         if (!wanted) return `This thread uses ${agent.modelFor(session)}. Available: ${allowed.join(", ")}.`;
         if (!allowed.includes(wanted)) {

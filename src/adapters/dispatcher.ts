@@ -2,7 +2,7 @@ import type { Agent } from "../agent/agent.js";
 import { countTokens, modelLimits } from "../agent/context.js";
 import type { AgentEvent } from "../agent/events.js";
 import type { Config } from "../config.js";
-import { SwitchboardError } from "../errors.js";
+import { SwitchboardError, toUserFacing } from "../errors.js";
 import { log } from "../log.js";
 import type { Artifact, ToolHub } from "../mcp/types.js";
 import type { Dedupe } from "../store/dedupe.js";
@@ -10,7 +10,7 @@ import type { ThreadLock } from "../store/locks.js";
 import type { Session, SessionRepository } from "../store/sessions.js";
 import { runCommand } from "./commands.js";
 import { prepareAttachments } from "./inbound-files.js";
-import type { Command, Inbound, PriorMessage, Reply, ThreadKey, TurnRunner } from "./types.js";
+import type { Adapter, Command, Inbound, PriorMessage, Reply, ThreadKey, TurnRunner } from "./types.js";
 
 export const INTERRUPTED_NOTE = "Interrupted by a restart; ask again.";
 
@@ -66,23 +66,31 @@ export class Dispatcher implements TurnRunner {
         log.debug({ id: inbound.id, key: inbound.key }, "duplicate event dropped");
         return;
       }
-      if (this.stopping) {
-        await inbound.reply.notice(INTERRUPTED_NOTE).catch(() => undefined);
-        return;
-      }
-      await this.deps.lock.run(inbound.key, () => this.track(inbound));
     } catch (err) {
-      log.error({ err, key: inbound.key }, "turn could not run");
+      log.error({ err, key: inbound.key }, "could not check the event for duplicates");
+      await inbound.reply.notice(toUserFacing(err).message).catch(() => undefined);
+      return;
     }
+    if (this.stopping) return this.refuse(inbound);
+    // Tracked from here, not from when the lock is taken: a turn queued behind another is
+    // still owed an answer (or the restart note) when the process stops.
+    const controller = new AbortController();
+    const entry: InFlight = { controller, done: Promise.resolve() };
+    this.inFlight.add(entry);
+    entry.done = this.deps.lock
+      .run(inbound.key, () =>
+        controller.signal.aborted ? this.refuse(inbound) : this.turn(inbound, controller),
+      )
+      .catch(async (err: unknown) => {
+        log.error({ err, key: inbound.key }, "turn could not run");
+        await inbound.reply.notice(toUserFacing(err).message).catch(() => undefined);
+      })
+      .finally(() => this.inFlight.delete(entry));
+    await entry.done;
   }
 
   command(cmd: Command): Promise<string> {
     return runCommand(cmd, this.deps);
-  }
-
-  /** Turns in flight right now (for shutdown and metrics). */
-  get activeTurns(): number {
-    return this.inFlight.size;
   }
 
   /**
@@ -104,31 +112,49 @@ export class Dispatcher implements TurnRunner {
     return { interrupted };
   }
 
-  private track(inbound: Inbound): Promise<void> {
-    const controller = new AbortController();
-    const entry: InFlight = { controller, done: Promise.resolve() };
-    entry.done = this.turn(inbound, controller).finally(() => this.inFlight.delete(entry));
-    this.inFlight.add(entry);
-    return entry.done;
+  /**
+   * Replies a crash (kill -9) left half-written get the same note a graceful restart writes.
+   * Each thread is checked under its lock and read again there, so a reply another replica
+   * is still writing (it holds the lock) is left alone.
+   */
+  async recoverInterrupted(adapters: Adapter[]): Promise<number> {
+    const { sessions, lock } = this.deps;
+    let recovered = 0;
+    for (const pending of await sessions.listPending().catch(() => [])) {
+      const adapter = adapters.find((a) => a.platform === pending.key.split(":")[0]);
+      // A platform that is not running now keeps its pending replies for a later start.
+      if (!adapter?.recover) continue;
+      await lock
+        .run(pending.key, async () => {
+          const session = await sessions.get(pending.key);
+          if (!session?.pendingReply) return;
+          await adapter.recover?.(session.key, INTERRUPTED_NOTE);
+          delete session.pendingReply;
+          await sessions.save(session);
+          recovered++;
+        })
+        .catch((err: unknown) => log.warn({ err, key: pending.key }, "could not end an interrupted reply"));
+    }
+    if (recovered) log.info({ recovered }, "ended replies interrupted by a crash");
+    return recovered;
+  }
+
+  private async refuse(inbound: Inbound): Promise<void> {
+    await inbound.reply
+      .stream()
+      .fail(INTERRUPTED_NOTE)
+      .catch((err: unknown) => log.warn({ err, key: inbound.key }, "could not post the restart note"));
   }
 
   private async turn(inbound: Inbound, controller: AbortController): Promise<void> {
     const { agent, sessions, config, observer } = this.deps;
     const started = Date.now();
     observer?.turnStarted?.(inbound);
-    const session = await sessions.getOrCreate(inbound.key);
-    if (session.turns === 0 && session.messages.length === 0 && inbound.history) {
-      await this.seedFromThread(session, inbound.history, agent.modelFor(session));
-    }
-    const model = agent.modelFor(session);
-    const input = await prepareAttachments(inbound.text, inbound.attachments, { config, model });
-    session.pendingReply = { startedAt: new Date().toISOString() };
-    await sessions.save(session);
-
     const events: AgentEvent[] = [];
     let outcome: "ok" | "error" | "interrupted" = "ok";
     const sink = inbound.reply.stream();
     const artifacts: Artifact[] = [];
+    let session: Session | undefined;
     let visible = false;
     const markVisible = () => {
       if (visible) return;
@@ -136,6 +162,18 @@ export class Dispatcher implements TurnRunner {
       observer?.firstVisible?.(inbound, Date.now() - started);
     };
     try {
+      session = await sessions.getOrCreate(inbound.key);
+      if (session.turns === 0 && session.messages.length === 0 && inbound.history) {
+        await this.seedFromThread(session, inbound.history, agent.modelFor(session));
+      }
+      const model = agent.modelFor(session);
+      const input = await prepareAttachments(inbound.text, inbound.attachments, {
+        config,
+        model,
+        signal: controller.signal,
+      });
+      session.pendingReply = { startedAt: new Date().toISOString() };
+      await sessions.save(session);
       const run = agent.runTurn({
         session,
         user: inbound.user,
@@ -185,8 +223,13 @@ export class Dispatcher implements TurnRunner {
     } catch (err) {
       outcome = "error";
       log.error({ err, key: inbound.key }, "reply failed");
-      await sink.fail("I could not finish writing this answer. Please ask again.").catch(() => undefined);
+      await sink.fail(toUserFacing(err).message).catch(() => undefined);
     } finally {
+      if (session?.pendingReply) {
+        await this.clearPending(session).catch((err: unknown) =>
+          log.warn({ err }, "could not clear the pending reply"),
+        );
+      }
       const ms = Date.now() - started;
       observer?.turnEnded?.(inbound, outcome, ms, events);
       log.info({ key: inbound.key, outcome, ms, ...turnFigures(events) }, "turn");

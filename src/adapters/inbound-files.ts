@@ -25,9 +25,11 @@ export function modelSupportsVision(config: Config, model: string): boolean {
 export async function prepareAttachments(
   text: string,
   files: InboundFile[],
-  opts: { config: Config; model: string },
+  opts: { config: Config; model: string; signal?: AbortSignal },
 ): Promise<PreparedInput> {
   const { maxTextBytes, maxImageBytes } = opts.config.attachments;
+  // Inlined files share the message's size limit with what the person typed.
+  let room = opts.config.agent.maxUserMessageChars - text.length;
   const notes: string[] = [];
   const parts: UserPart[] = [];
   for (const file of files) {
@@ -36,12 +38,18 @@ export async function prepareAttachments(
     const isText = TEXT_TYPES.test(file.mimeType) || TEXT_EXTENSIONS.test(file.name);
     try {
       if (isImage && modelSupportsVision(opts.config, opts.model) && file.size <= maxImageBytes) {
-        const bytes = await file.fetch();
+        const bytes = await file.fetch(opts.signal);
         parts.push({ type: "image", mimeType: file.mimeType, data: Buffer.from(bytes).toString("base64") });
         notes.push(`[Attached image: ${label}, shown to you as an image]`);
       } else if (isText && file.size <= maxTextBytes) {
-        const content = new TextDecoder().decode(await file.fetch());
-        notes.push(`[Attached file: ${label}]\n\`\`\`\n${content}\n\`\`\``);
+        const content = new TextDecoder().decode(await file.fetch(opts.signal));
+        const fits = content.slice(0, Math.max(0, room - label.length - 200));
+        room -= fits.length + label.length + 200;
+        const cut =
+          fits.length < content.length
+            ? `\n[Only the first ${fits.length} of ${content.length} characters fit.]`
+            : "";
+        notes.push(`[Attached file: ${label}]\n\`\`\`\n${fits}\n\`\`\`${cut}`);
       } else {
         const why = isText || isImage ? "too large to read" : "a type I cannot read";
         notes.push(`[Attached file: ${label}; ${why}, so its content is not included]`);

@@ -1,4 +1,4 @@
-import { mkdir, writeFile } from "node:fs/promises";
+import { access, mkdir, writeFile } from "node:fs/promises";
 import { join, relative } from "node:path";
 import type { Artifact } from "../../mcp/types.js";
 import type { Reply, TextSink } from "../types.js";
@@ -57,7 +57,6 @@ export class ConsoleReply implements Reply {
 
 async function uniquePath(dir: string, filename: string): Promise<string> {
   const safe = filename.replace(/[^\w.-]+/g, "_") || "file";
-  const { access } = await import("node:fs/promises");
   const dot = safe.lastIndexOf(".");
   const [base, ext] = dot > 0 ? [safe.slice(0, dot), safe.slice(dot)] : [safe, ""];
   for (let n = 0; ; n++) {

@@ -32,9 +32,9 @@ export interface Provider {
   readonly name: ProviderName;
   /**
    * Streams one model response. Retries rate limits and server errors before the first
-   * event; throws a `ProviderError` when it gives up or the request is bad.
+   * event; throws a `SwitchboardError` (code `llm_*`) when it gives up or the request is bad.
    */
   stream(req: ModelRequest, signal: AbortSignal): AsyncIterable<ModelEvent>;
-  /** Lists model ids (used by `doctor`); may throw a `ProviderError`. */
+  /** Lists model ids (used by `doctor`); may throw a `SwitchboardError`. */
   listModels(signal?: AbortSignal): Promise<string[]>;
 }

@@ -1,0 +1,153 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { FunctionHub } from "../../test/support/scripted.js";
+import { Agent } from "../agent/agent.js";
+import type { ModelEvent, ModelRequest, Provider } from "../agent/providers/provider.js";
+import { configSchema } from "../config.js";
+import { SwitchboardError } from "../errors.js";
+import { MemoryDedupe } from "../store/dedupe.js";
+import { openStore, type Store } from "../store/index.js";
+import { LocalThreadLock } from "../store/locks.js";
+import { SessionRepository } from "../store/sessions.js";
+import { Dispatcher, INTERRUPTED_NOTE } from "./dispatcher.js";
+import type { Inbound, Reply } from "./types.js";
+
+/** Answers "Echo: <text>" in pieces, slowly when the text says so, and stops when aborted. */
+class EchoProvider implements Provider {
+  readonly name = "openai" as const;
+  readonly asked: string[] = [];
+  async *stream(req: ModelRequest, signal: AbortSignal): AsyncIterable<ModelEvent> {
+    const last = req.messages.at(-1);
+    const text = last?.role === "user" ? last.content : "";
+    if (req.tools.length === 0 && /title/i.test(req.system)) {
+      yield { type: "text", delta: "A title" };
+      return;
+    }
+    this.asked.push(text);
+    for (const word of `Echo: ${text}`.split(/(?= )/)) {
+      if (signal.aborted) throw new SwitchboardError("llm_aborted", "aborted");
+      await new Promise((r) => setTimeout(r, text.includes("slow") ? 150 : 1));
+      yield { type: "text", delta: word };
+    }
+    yield { type: "stop", reason: "end" };
+  }
+  async listModels() {
+    return [];
+  }
+}
+
+interface Written {
+  text: string;
+  failed?: string;
+  notices: string[];
+}
+
+function inbound(id: string, text: string, key = "test:thread"): Inbound & { written: Written } {
+  const written: Written = { text: "", notices: [] };
+  const reply: Reply = {
+    status: async () => undefined,
+    stream: () => ({
+      write: (d) => {
+        written.text += d;
+      },
+      finish: async () => undefined,
+      fail: async (m) => {
+        written.failed = m;
+      },
+    }),
+    upload: async () => undefined,
+    title: async () => undefined,
+    notice: async (t) => {
+      written.notices.push(t);
+    },
+  };
+  return {
+    id,
+    key,
+    platform: "console",
+    channel: "c",
+    user: { id: "u" },
+    text,
+    attachments: [],
+    reply,
+    written,
+  };
+}
+
+describe("the dispatcher", () => {
+  let dir: string;
+  let store: Store;
+  let provider: EchoProvider;
+  let dispatcher: Dispatcher;
+
+  beforeEach(async () => {
+    dir = mkdtempSync(join(tmpdir(), "sb-dispatch-"));
+    store = await openStore(`sqlite://${join(dir, "s.sqlite")}`);
+    provider = new EchoProvider();
+    const config = configSchema.parse({});
+    const sessions = new SessionRepository(store);
+    const hub = new FunctionHub({});
+    const agent = new Agent({ config, hub, providerFor: () => provider, sessions });
+    dispatcher = new Dispatcher({
+      agent,
+      sessions,
+      lock: new LocalThreadLock(),
+      dedupe: new MemoryDedupe(),
+      hub,
+      config,
+    });
+  });
+
+  afterEach(async () => {
+    await store.close().catch(() => undefined);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("answers an event delivered twice, or under two ids of one message, once", async () => {
+    const a = inbound("ev1", "hello");
+    const b = inbound("ev1", "hello");
+    const c = { ...inbound("ev2", "hello"), aliases: ["C1:111"] };
+    const d = { ...inbound("ev3", "hello"), aliases: ["C1:111"] };
+    await Promise.all([
+      dispatcher.handle(a),
+      dispatcher.handle(b),
+      dispatcher.handle(c),
+      dispatcher.handle(d),
+    ]);
+    expect(provider.asked).toEqual(["hello", "hello"]);
+    expect([a, b].filter((x) => x.written.text).length).toBe(1);
+    expect([c, d].filter((x) => x.written.text).length).toBe(1);
+  });
+
+  it("queues messages of a busy thread and answers every one, in order", async () => {
+    const msgs = ["slow one", "two", "three"].map((t, i) => inbound(`q${i}`, t));
+    await Promise.all(msgs.map((m) => dispatcher.handle(m)));
+    expect(msgs.map((m) => m.written.text)).toEqual(["Echo: slow one", "Echo: two", "Echo: three"]);
+    expect(provider.asked).toEqual(["slow one", "two", "three"]);
+  });
+
+  it("on drain ends the running turn and the queued one with the restart note", async () => {
+    const running = inbound("d1", "slow answer with many words in it to take a while");
+    const queued = inbound("d2", "queued behind it");
+    const done = Promise.all([dispatcher.handle(running), dispatcher.handle(queued)]);
+    await new Promise((r) => setTimeout(r, 400));
+    const { interrupted } = await dispatcher.drain(100);
+    await done;
+    expect(interrupted).toBe(2);
+    expect(running.written.text.startsWith("Echo: slow")).toBe(true);
+    expect(running.written.failed).toBe(INTERRUPTED_NOTE);
+    expect(queued.written.failed).toBe(INTERRUPTED_NOTE);
+    expect(provider.asked).not.toContain("queued behind it");
+  });
+
+  it("tells the user in a sentence when the store fails before the answer starts", async () => {
+    await store.close();
+    const m = inbound("s1", "hello");
+    await dispatcher.handle(m);
+    const said = m.written.failed ?? m.written.notices[0];
+    expect(said).toMatch(/\w+ .*\./);
+    expect(provider.asked).toEqual([]);
+  });
+});
