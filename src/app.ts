@@ -128,6 +128,8 @@ export interface App extends Core {
   adapters: Adapter[];
   metrics: Metrics;
   health?: HealthServer;
+  /** Resolves with the number of crash-interrupted replies ended at start-up. */
+  recovered: Promise<number>;
   stop(): Promise<{ interrupted: number }>;
 }
 
@@ -147,7 +149,8 @@ export async function startApp(opts: CoreOptions = {}): Promise<App> {
       })
     : undefined;
   try {
-    // discord.js first: Slack's socket-mode swaps the global fetch dispatcher (PLATFORMS.md).
+    // discord.js first: @slack/socket-mode loads undici 7, which replaces Node's global fetch
+    // dispatcher and breaks @discordjs/rest multipart uploads made with the one it expects.
     for (const platform of configuredPlatforms(core.loaded)) {
       const deps: AdapterDeps = {
         runner: core.dispatcher,
@@ -173,6 +176,7 @@ export async function startApp(opts: CoreOptions = {}): Promise<App> {
     adapters,
     metrics,
     health,
+    recovered: recovering,
     stop() {
       stopped ??= (async () => {
         await Promise.allSettled(adapters.map((a) => a.stop()));

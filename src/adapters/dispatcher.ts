@@ -241,16 +241,20 @@ export class Dispatcher implements TurnRunner {
     await this.deps.sessions.save(session);
   }
 
+  /** Each artifact once; all at once, so a platform can put several files in one message. */
   private async upload(reply: Reply, artifacts: Artifact[]): Promise<void> {
     const seen = new Set<string>();
-    for (const a of artifacts) {
+    const unique = artifacts.filter((a) => {
       const id = `${a.filename}:${a.bytes.length}:${Buffer.from(a.bytes.subarray(0, 64)).toString("base64")}`;
-      if (seen.has(id)) continue;
+      if (seen.has(id)) return false;
       seen.add(id);
-      await reply
-        .upload(a)
-        .catch((err: unknown) => log.warn({ err, file: a.filename }, "artifact not uploaded"));
-    }
+      return true;
+    });
+    await Promise.all(
+      unique.map((a) =>
+        reply.upload(a).catch((err: unknown) => log.warn({ err, file: a.filename }, "artifact not uploaded")),
+      ),
+    );
   }
 
   /** A mention mid-thread: start the session with what was said before, newest first until a quarter of the window. */

@@ -1,6 +1,7 @@
 import type { UserPart } from "../agent/messages.js";
 import type { Config } from "../config.js";
 import { log } from "../log.js";
+import { formatBytes } from "../mcp/results.js";
 import type { InboundFile } from "./types.js";
 
 const TEXT_TYPES = /^(text\/|application\/(json|xml|yaml|x-yaml|toml|javascript|typescript|x-sh|sql|csv))/;
@@ -60,10 +61,4 @@ export async function prepareAttachments(
     }
   }
   return { text: notes.length ? `${text}\n\n${notes.join("\n\n")}`.trim() : text, parts };
-}
-
-function formatBytes(n: number): string {
-  if (n < 1024) return `${n} B`;
-  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KB`;
-  return `${(n / 1024 / 1024).toFixed(1)} MB`;
 }

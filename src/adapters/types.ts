@@ -1,4 +1,3 @@
-import type { AgentEvent } from "../agent/events.js";
 import type { Config, Secrets } from "../config.js";
 import type { Artifact } from "../mcp/types.js";
 
@@ -11,8 +10,8 @@ export interface InboundFile {
   name: string;
   mimeType: string;
   size: number;
-  /** Loads the bytes (platform download with auth); may throw. */
-  fetch(): Promise<Uint8Array>;
+  /** Loads the bytes (platform download with auth, at most 30 s); may throw, also when `signal` aborts. */
+  fetch(signal?: AbortSignal): Promise<Uint8Array>;
 }
 
 export interface PriorMessage {
@@ -47,13 +46,6 @@ export interface TextSink {
   fail(message: string): Promise<void>;
 }
 
-export interface ApprovalRequest {
-  server: string;
-  tool: string;
-  arguments: Record<string, unknown>;
-  userId: string;
-}
-
 /** One per turn, made by the adapter: knows how to write back to that place. */
 export interface Reply {
   /** Shown while the agent works ("Calling everything__echo…"); cleared by the answer. */
@@ -64,9 +56,6 @@ export interface Reply {
   /** Informational answers (commands); ephemeral where the platform allows it. */
   notice(text: string): Promise<void>;
 }
-
-/** Optional helper for renderers: a `Reply` consumes the agent's events through this. */
-export type EventSink = (event: AgentEvent) => Promise<void> | void;
 
 export interface Adapter {
   readonly platform: Platform;
@@ -82,7 +71,9 @@ export interface Adapter {
   recover?(key: ThreadKey, note: string): Promise<void>;
 }
 
-export type CommandName = "new" | "compact" | "summary" | "title" | "tools" | "model" | "help";
+export const COMMAND_NAMES = ["new", "compact", "summary", "title", "tools", "model", "help"] as const;
+
+export type CommandName = (typeof COMMAND_NAMES)[number];
 
 export interface Command {
   name: CommandName;

@@ -50,6 +50,7 @@ describe("Switchboard in Slack after a crash", () => {
       },
       cwd: dir,
     });
+    expect(await app.recovered).toBe(1);
     expect(slack.botReplies("C1", root.ts).map((r) => r.text)).toEqual([INTERRUPTED_NOTE]);
     expect((await app.sessions.get(key))?.pendingReply).toBeUndefined();
     expect(await app.sessions.listPending()).toHaveLength(0);

@@ -180,6 +180,9 @@ describe("Switchboard in Slack (real app, emulated Slack and LLM)", () => {
     expect(await asked("help")).toContain("/switchboard ask");
     expect(await asked("tools")).toMatch(/everything \(stdio\): connected, \d+ tools/);
     expect(await asked("model")).toContain("gpt-4o-mini");
+    // Thread commands act on the asker's latest thread with the bot; without one they say so.
+    expect(await asked("new")).toContain("I don't know which thread you mean");
+    expect(await answered(slack.mention("C1", "U_ERIN", "hello there"))).toEqual(["You said: hello there"]);
     expect(await asked("new")).toContain("Started a new conversation");
     expect(await asked("compact")).toMatch(/Nothing to compress|Folded/);
     expect(await asked("title")).toMatch(/nothing to title yet|New title/);

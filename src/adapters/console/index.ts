@@ -2,12 +2,12 @@ import { randomUUID } from "node:crypto";
 import { resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { HELP_TEXT } from "../commands.js";
-import type { CommandName, TurnRunner } from "../types.js";
+import { COMMAND_NAMES, type CommandName, type TurnRunner } from "../types.js";
 import { ConsoleReply } from "./reply.js";
 
 export const CONSOLE_KEY = "console:local";
 
-const COMMANDS = new Set<CommandName>(["new", "compact", "summary", "title", "tools", "model", "help"]);
+const COMMANDS = new Set<string>(COMMAND_NAMES);
 
 export interface ConsoleOptions {
   runner: TurnRunner;

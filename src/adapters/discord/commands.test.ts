@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { waitFor } from "../../../test/emulators/discord/index.js";
+import { COMMAND_FAILED } from "./commands.js";
 import { answer, type Harness, ScriptedRunner, startHarness } from "./harness.test-helper.js";
 
 let h: Harness;
@@ -72,6 +73,32 @@ describe("Discord adapter: slash commands", () => {
       );
     });
   }
+
+  it("replaces the deferred reply with an error sentence when the command fails", async () => {
+    const runner = new ScriptedRunner();
+    runner.command = async () => {
+      throw new Error("the session store is down");
+    };
+    h = await startHarness({ runner });
+    const s = h.emulator.state;
+    const rec = h.emulator.slash("compact", {}, s.general, s.alice.id);
+    await waitFor(() => s.findMessage(rec.originalId ?? "")?.content);
+    const msg = s.findMessage(rec.originalId!)!;
+    expect(msg.content).toBe(COMMAND_FAILED);
+    expect(msg.flags & EPHEMERAL).toBe(EPHEMERAL);
+  });
+
+  it("still fills the deferred /ask reply when its first write is rate limited", async () => {
+    h = await startHarness({ runner: new ScriptedRunner(answer("Answer after a pause.")) });
+    const s = h.emulator.state;
+    h.emulator.rateLimitEdits(300, 1);
+    const dm = s.dmChannel(s.bob.id);
+    const rec = h.emulator.slash("ask", { question: "slow?" }, dm.id, s.bob.id);
+    await waitFor(() => h.runner.done.length === 1);
+    expect(h.emulator.limiter.hits.filter((x) => x.kind === "edit")).toHaveLength(1);
+    expect(s.findMessage(rec.originalId!)?.content).toBe("Answer after a pause.");
+    expect(rec.followupIds).toEqual([]);
+  });
 
   it("passes /model's name and autocompletes the configured models", async () => {
     h = await startHarness();

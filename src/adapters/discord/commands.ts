@@ -15,6 +15,8 @@ import { type DiscordContext, dmKey, guildKey, provisionalName } from "./context
 import { channelPlace, interactionPlace } from "./places.js";
 import { DISCORD_MESSAGE_LIMIT, DiscordReply, type Place } from "./reply.js";
 
+export const COMMAND_FAILED = "That did not work: something went wrong on my side. Please try again.";
+
 const SIMPLE: { name: CommandName; description: string }[] = [
   { name: "new", description: "Start a fresh conversation in this thread or DM" },
   { name: "tools", description: "List the tool servers and their status" },
@@ -64,13 +66,23 @@ export async function onInteraction(ctx: DiscordContext, interaction: Interactio
   await interaction.deferReply({ flags: MessageFlags.Ephemeral });
   const name = interaction.commandName as CommandName;
   const arg = interaction.options.getString("name") ?? undefined;
-  const text = await ctx.deps.runner.command({
-    name,
-    key: keyFor(interaction),
-    platform: "discord",
-    user: userOf(interaction),
-    arg,
-  });
+  let text: string;
+  try {
+    text = await ctx.deps.runner.command({
+      name,
+      key: keyFor(interaction),
+      platform: "discord",
+      user: userOf(interaction),
+      arg,
+    });
+  } catch (err) {
+    log.warn({ err, command: name }, "slash command failed");
+    // The deferred reply would otherwise say "thinking…" forever.
+    await interaction
+      .editReply({ content: COMMAND_FAILED })
+      .catch((e: unknown) => log.warn({ err: e }, "command failure not shown"));
+    return;
+  }
   const [first = "", ...rest] = splitMessage(text, DISCORD_MESSAGE_LIMIT);
   await interaction.editReply({ content: first });
   for (const part of rest) await interaction.followUp({ content: part, flags: MessageFlags.Ephemeral });

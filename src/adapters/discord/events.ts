@@ -1,7 +1,7 @@
 import { type Message, MessageType, type SendableChannels, type ThreadChannel } from "discord.js";
 import { log } from "../../log.js";
 import type { Inbound, PriorMessage, ThreadKey } from "../types.js";
-import { type DiscordContext, dmKey, guildKey, provisionalName } from "./context.js";
+import { channelOfKey, type DiscordContext, dmKey, guildKey, provisionalName } from "./context.js";
 import { inboundFiles } from "./files.js";
 import { channelPlace } from "./places.js";
 import { DiscordReply, type Place } from "./reply.js";
@@ -45,13 +45,9 @@ export async function onMessage(ctx: DiscordContext, message: Message): Promise<
     const follow = ctx.deps.config.discord.followThreads && (await ctx.deps.runner.knows(key));
     if (!mentioned && !follow) return;
     const place = channelPlace(channel, { rename: ctx.renamer(channel) });
-    await dispatch(
-      ctx,
-      message,
-      key,
-      place,
-      mentioned ? () => threadHistory(channel, message.id, botId) : undefined,
-    );
+    await dispatch(ctx, message, key, place, {
+      history: mentioned ? () => threadHistory(channel, message.id, botId) : undefined,
+    });
     return;
   }
   if (!mentioned || !channel.isSendable()) return;
@@ -74,11 +70,15 @@ export async function onMessage(ctx: DiscordContext, message: Message): Promise<
       channelPlace(thread, { rename: ctx.renamer(thread) }),
     );
   } else {
+    // The session is keyed by the message, but the writes go to (and share the budget of) its channel.
     await dispatch(
       ctx,
       message,
       guildKey(message.guildId, message.id),
       channelPlace(channel as SendableChannels),
+      {
+        writeChannel: message.channelId,
+      },
     );
   }
 }
@@ -88,10 +88,11 @@ async function dispatch(
   message: Message,
   key: ThreadKey,
   place: Place,
-  history?: () => Promise<PriorMessage[]>,
+  opts: { history?: () => Promise<PriorMessage[]>; writeChannel?: string } = {},
 ): Promise<void> {
   const botId = ctx.botId ?? "";
-  const channelId = key.split(":").at(-1) ?? message.channelId;
+  const { history } = opts;
+  const channelId = opts.writeChannel ?? channelOfKey(key) ?? message.channelId;
   const inbound: Inbound = {
     id: `discord:m:${message.id}`,
     key,

@@ -1,49 +1,49 @@
 import type { Attachment, Collection } from "discord.js";
+import { formatBytes } from "../../mcp/results.js";
 import type { Artifact } from "../../mcp/types.js";
 import type { InboundFile } from "../types.js";
+
+/** A download that takes longer than this is given up, so a stalled CDN cannot hold a turn. */
+export const DOWNLOAD_TIMEOUT_MS = 30_000;
 
 /** Discord's per-message attachment count. */
 export const FILES_PER_MESSAGE = 10;
 /** Discord's per-request upload size (all files of one message together). */
 export const BYTES_PER_REQUEST = 25 * 1024 * 1024;
 
-export interface UploadPlan {
-  /** Groups of artifacts, each small enough for one message. */
-  batches: Artifact[][];
-  /** Artifacts over the per-file limit: said in a sentence instead. */
-  tooLarge: Artifact[];
+export interface UploadPlan<T> {
+  /** Groups of files, each small enough for one message. */
+  batches: T[][];
+  /** Files over the per-file limit: said in a sentence instead. */
+  tooLarge: T[];
 }
 
-/** Packs artifacts into messages of at most 10 files and 25 MiB; files over `maxFileBytes` are set aside. */
-export function planUploads(artifacts: readonly Artifact[], maxFileBytes: number): UploadPlan {
-  const batches: Artifact[][] = [];
-  const tooLarge: Artifact[] = [];
-  let current: Artifact[] = [];
+/** Packs files into messages of at most 10 files and 25 MiB; files over `maxFileBytes` are set aside. */
+export function planUploads<T>(
+  items: readonly T[],
+  maxFileBytes: number,
+  sizeOf: (item: T) => number,
+): UploadPlan<T> {
+  const batches: T[][] = [];
+  const tooLarge: T[] = [];
+  let current: T[] = [];
   let bytes = 0;
-  for (const a of artifacts) {
-    if (a.bytes.length > maxFileBytes) {
-      tooLarge.push(a);
+  for (const item of items) {
+    const size = sizeOf(item);
+    if (size > maxFileBytes) {
+      tooLarge.push(item);
       continue;
     }
-    if (
-      current.length === FILES_PER_MESSAGE ||
-      (current.length > 0 && bytes + a.bytes.length > BYTES_PER_REQUEST)
-    ) {
+    if (current.length === FILES_PER_MESSAGE || (current.length > 0 && bytes + size > BYTES_PER_REQUEST)) {
       batches.push(current);
       current = [];
       bytes = 0;
     }
-    current.push(a);
-    bytes += a.bytes.length;
+    current.push(item);
+    bytes += size;
   }
   if (current.length > 0) batches.push(current);
   return { batches, tooLarge };
-}
-
-export function formatBytes(n: number): string {
-  if (n >= 1024 * 1024) return `${(n / (1024 * 1024)).toFixed(1)} MiB`;
-  if (n >= 1024) return `${(n / 1024).toFixed(1)} KiB`;
-  return `${n} bytes`;
 }
 
 export function tooLargeSentence(a: Artifact, maxFileBytes: number): string {
@@ -56,9 +56,10 @@ export function inboundFiles(attachments: Collection<string, Attachment>): Inbou
     name: a.name,
     mimeType: a.contentType ?? guessType(a.name),
     size: a.size,
-    async fetch() {
+    async fetch(signal?: AbortSignal) {
+      const timeout = AbortSignal.timeout(DOWNLOAD_TIMEOUT_MS);
       // Attachment URLs are signed CDN links that need no bot token.
-      const res = await fetch(a.url);
+      const res = await fetch(a.url, { signal: signal ? AbortSignal.any([timeout, signal]) : timeout });
       if (!res.ok) throw new Error(`Downloading ${a.name} failed with HTTP ${res.status}`);
       return new Uint8Array(await res.arrayBuffer());
     },

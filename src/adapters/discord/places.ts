@@ -70,8 +70,10 @@ export function interactionPlace(interaction: ChatInputCommandInteraction): Plac
     async post(text) {
       try {
         if (!originalUsed) {
+          // Only once Discord took it: after a 429 the writer posts again, and that must still fill the deferred reply.
+          const id = (await interaction.editReply({ content: text, allowedMentions: NO_PINGS })).id;
           originalUsed = true;
-          return (await interaction.editReply({ content: text, allowedMentions: NO_PINGS })).id;
+          return id;
         }
         return (await interaction.followUp({ content: text, allowedMentions: NO_PINGS })).id;
       } catch (err) {

@@ -36,6 +36,22 @@ export interface ReplyOptions {
   maxFileBytes: number;
 }
 
+interface PendingUpload {
+  artifact: Artifact;
+  resolve: () => void;
+  reject: (err: unknown) => void;
+}
+
+/** Tells every upload of a message how sending it went. */
+async function settle(uploads: PendingUpload[], sent: Promise<void>): Promise<void> {
+  try {
+    await sent;
+    for (const u of uploads) u.resolve();
+  } catch (err) {
+    for (const u of uploads) u.reject(err);
+  }
+}
+
 /** A discord.js rate-limit rejection as the writer understands it. */
 export function asWriteError(err: unknown): unknown {
   if (err instanceof RateLimitError) return new RateLimitedError(err.retryAfter, { cause: err });
@@ -68,7 +84,7 @@ export class DiscordReply implements Reply {
   private writer: StreamWriter | undefined;
   private readonly typing: Typing;
   private lastStatus = "";
-  private pending: Artifact[] = [];
+  private pending: PendingUpload[] = [];
   private flushing: Promise<void> = Promise.resolve();
 
   constructor(
@@ -112,24 +128,19 @@ export class DiscordReply implements Reply {
   }
 
   /**
-   * Queues the file and returns at once: the dispatcher hands artifacts over one by one,
-   * and collecting them for a tick lets up to 10 share one message.
+   * Resolves once the file is on Discord (or a sentence says why it could not be), and
+   * rejects when sending failed. Files handed over in the same tick (e.g. with
+   * `Promise.all`) share messages, up to 10 each.
    */
-  async upload(a: Artifact): Promise<void> {
-    this.pending.push(a);
-    if (this.pending.length === 1) {
-      this.flushing = this.flushing.then(
-        () =>
-          new Promise<void>((resolve) => {
-            setTimeout(() => void this.flush().finally(resolve), 0);
-          }),
-      );
-    }
-  }
-
-  /** Resolves once queued uploads are on Discord (for tests and shutdown). */
-  uploaded(): Promise<void> {
-    return this.flushing;
+  upload(a: Artifact): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      this.pending.push({ artifact: a, resolve, reject });
+      if (this.pending.length === 1) {
+        this.flushing = this.flushing.then(
+          () => new Promise<void>((done) => setTimeout(() => void this.flush().finally(done), 0)),
+        );
+      }
+    });
   }
 
   async title(t: string): Promise<void> {
@@ -148,16 +159,23 @@ export class DiscordReply implements Reply {
   private async flush(): Promise<void> {
     const batch = this.pending;
     this.pending = [];
-    const { batches, tooLarge } = planUploads(batch, this.opts.maxFileBytes);
-    for (const files of batches) {
-      await this.sendWithRetry({
-        files: files.map(
-          (f) => new AttachmentBuilder(Buffer.from(f.bytes), { name: f.filename, description: f.title }),
-        ),
-      });
+    const { batches, tooLarge } = planUploads(batch, this.opts.maxFileBytes, (p) => p.artifact.bytes.length);
+    for (const group of batches) {
+      await settle(
+        group,
+        this.sendWithRetry({
+          files: group.map(
+            ({ artifact: f }) =>
+              new AttachmentBuilder(Buffer.from(f.bytes), { name: f.filename, description: f.title }),
+          ),
+        }),
+      );
     }
-    for (const a of tooLarge) {
-      await this.sendWithRetry({ content: tooLargeSentence(a, this.opts.maxFileBytes) });
+    for (const p of tooLarge) {
+      await settle(
+        [p],
+        this.sendWithRetry({ content: tooLargeSentence(p.artifact, this.opts.maxFileBytes) }),
+      );
     }
   }
 
@@ -170,10 +188,7 @@ export class DiscordReply implements Reply {
         return;
       } catch (err) {
         const e = asWriteError(err);
-        if (!(e instanceof RateLimitedError) || attempt >= UPLOAD_ATTEMPTS) {
-          log.warn({ err }, "attachment not sent");
-          return;
-        }
+        if (!(e instanceof RateLimitedError) || attempt >= UPLOAD_ATTEMPTS) throw e;
         // The next take() waits until the pause is over.
         this.opts.budget.pause(e.retryAfterMs);
       }

@@ -3,7 +3,6 @@ import "@slack/bolt";
 import { afterEach, expect, it } from "vitest";
 import { waitFor } from "../../../test/emulators/discord/index.js";
 import { answer, type Harness, ScriptedRunner, startHarness } from "./harness.test-helper.js";
-import type { DiscordReply } from "./reply.js";
 
 let h: Harness;
 
@@ -21,7 +20,6 @@ it("uploads a Discord attachment with @slack/bolt loaded in the same process", a
         mimeType: "text/plain",
         bytes: new TextEncoder().encode("all good"),
       });
-      await (inbound.reply as DiscordReply).uploaded();
     }),
   });
   const asked = h.emulator.userMessage(h.emulator.state.general, "send the report", { mentionsBot: true });

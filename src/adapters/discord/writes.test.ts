@@ -1,9 +1,9 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { waitFor } from "../../../test/emulators/discord/index.js";
+import { DiscordEmulator, waitFor } from "../../../test/emulators/discord/index.js";
 import type { Artifact } from "../../mcp/types.js";
 import { joinParts } from "../split.js";
+import { channelOfKey } from "./context.js";
 import { answer, type Harness, ScriptedRunner, startHarness } from "./harness.test-helper.js";
-import type { DiscordReply } from "./reply.js";
 
 let h: Harness;
 
@@ -77,15 +77,43 @@ describe("Discord adapter: writing answers", () => {
       discord: { maxFileBytes: 1_000 },
       runner: new ScriptedRunner(async (inbound) => {
         await answer("Here are your charts.")(inbound);
-        for (const f of [...files, big]) await inbound.reply.upload(f);
-        await (inbound.reply as DiscordReply).uploaded();
+        await Promise.all([...files, big].map((f) => inbound.reply.upload(f)));
       }),
     });
     const thread = await askInThread();
     const msgs = h.emulator.botMessages(thread);
     expect(msgs.map((m) => m.attachments.length)).toEqual([0, 10, 2, 0]);
     expect(msgs[1]?.attachments[0]).toMatchObject({ filename: "chart-0.png", size: 100 });
-    expect(msgs[3]?.content).toMatch(/huge\.png \(2\.0 KiB\).*could not attach/);
+    expect(msgs[3]?.content).toMatch(/huge\.png \(2\.0 KB\).*could not attach/);
+  });
+
+  it("resolves each upload only once its file is in the thread, and rejects one Discord refuses", async () => {
+    const emulator = await DiscordEmulator.start({ rateLimits: { speed: 10 }, maxFileBytes: 500 });
+    const outcomes: string[] = [];
+    h = await startHarness({
+      emulator,
+      discord: { maxFileBytes: 10_000 },
+      runner: new ScriptedRunner(async (inbound) => {
+        await answer("Two files.")(inbound);
+        const thread = channelOfKey(inbound.key) ?? "";
+        await inbound.reply.upload(artifact("small.png", 100));
+        outcomes.push(
+          `small: ${h.emulator.botMessages(thread).flatMap((m) => m.attachments).length} attached`,
+        );
+        await inbound.reply.upload(artifact("refused.png", 1_000)).then(
+          () => outcomes.push("refused: resolved"),
+          () => outcomes.push("refused: rejected"),
+        );
+      }),
+    });
+    try {
+      await askInThread();
+      expect(outcomes).toEqual(["small: 1 attached", "refused: rejected"]);
+    } finally {
+      await h.close();
+      await emulator.stop();
+      h = undefined as unknown as Harness;
+    }
   });
 
   it("ends with a clear sentence when the turn fails, never a dangling placeholder", async () => {

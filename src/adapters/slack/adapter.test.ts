@@ -7,6 +7,7 @@ import {
 } from "../../../test/emulators/slack/adapter-harness.js";
 import { BOT_USER_ID, type EmuMessage, waitFor } from "../../../test/emulators/slack/index.js";
 import { joinParts, openFenceAtEnd } from "../split.js";
+import { HISTORY_PAGE_SIZE, HISTORY_PAGES } from "./events.js";
 import { SLACK_MESSAGE_LIMIT } from "./reply.js";
 
 let h: Harness | undefined;
@@ -73,6 +74,22 @@ describe("Slack adapter: where it answers", () => {
       { author: "bob", fromBot: false, text: "Same here since <yesterday>" },
     ]);
     expect(h.runner.inbounds[0]?.key).toBe(`slack:T1:C1:${root.ts}`);
+  });
+
+  it("reads at most 5 pages of a very long thread's history", async () => {
+    h = await startHarness();
+    const root = h.emu.post("C1", "U_ALICE", "message 0");
+    // Written straight into the emulator: 1,199 deliveries would only slow the test.
+    h.emu.state.user("U_BOB");
+    for (let i = 1; i < 1_200; i++) {
+      h.emu.state.addMessage({ channel: "C1", user: "U_BOB", text: `message ${i}`, thread_ts: root.ts });
+    }
+    h.emu.mention("C1", "U_CAROL", "sum it up", { threadTs: root.ts });
+    await waitFor(() => h!.runner.histories.length === 1);
+    const reads = h.emu.api.calls.filter((c) => c.method === "conversations.replies");
+    expect(reads).toHaveLength(HISTORY_PAGES);
+    expect(h.runner.histories[0]).toHaveLength(HISTORY_PAGES * HISTORY_PAGE_SIZE);
+    expect(h.runner.histories[0]?.[0]).toMatchObject({ author: "alice", text: "message 0" });
   });
 
   it("continues a thread it answered without a new mention, and stays out of other threads", async () => {

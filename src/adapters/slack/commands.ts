@@ -2,11 +2,23 @@ import type { App, RespondFn } from "@slack/bolt";
 import type { WebClient } from "@slack/web-api";
 import type { Config } from "../../config.js";
 import { log } from "../../log.js";
-import type { CommandName, TurnRunner } from "../types.js";
+import { COMMAND_NAMES, type CommandName, type TurnRunner } from "../types.js";
 import { type SlackEvents, type SlackIdentity, threadKey } from "./events.js";
 import { escapeMrkdwn, fromSlackText, toMrkdwn } from "./mrkdwn.js";
 
-const RUNNER_COMMANDS = new Set<string>(["new", "compact", "summary", "title", "tools", "model", "help"]);
+const RUNNER_COMMANDS = new Set<string>(COMMAND_NAMES);
+
+/**
+ * Said when a thread-scoped subcommand has no thread to act on (the latest thread is only
+ * remembered in memory, so a restart forgets it). Slash commands cannot be used in threads.
+ */
+export const NO_THREAD =
+  "I don't know which thread you mean: mention me in that thread first, then use this command again here.";
+
+/** Subcommands that act on one thread; `model` only when it switches. */
+function needsThread(sub: string, arg: string): boolean {
+  return sub === "model" ? arg !== "" : sub !== "tools" && sub !== "help";
+}
 
 export interface CommandDeps {
   runner: TurnRunner;
@@ -69,9 +81,10 @@ export function registerCommands(app: App, deps: CommandDeps): void {
         return await say(prefix + usage(name));
       }
       if (sub === "help") return await say(usage(name));
-      const key =
-        deps.events.latestThread(command.channel_id, command.user_id) ??
-        threadKey(command.team_id ?? me.teamId, command.channel_id, "channel");
+      const latest = deps.events.latestThread(command.channel_id, command.user_id);
+      if (!latest && needsThread(sub, arg)) return await say(NO_THREAD);
+      // Without a thread, only answers that need none (tools, the model shown) use this stand-in key.
+      const key = latest ?? threadKey(command.team_id ?? me.teamId, command.channel_id, "channel");
       const text = await deps.runner.command({
         name: sub as CommandName,
         key,

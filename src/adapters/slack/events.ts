@@ -1,5 +1,5 @@
 import type { App } from "@slack/bolt";
-import { ErrorCode, type WebClient } from "@slack/web-api";
+import { type ConversationsRepliesResponse, ErrorCode, type WebClient } from "@slack/web-api";
 import type { Config } from "../../config.js";
 import { log } from "../../log.js";
 import type { RateBudget } from "../stream.js";
@@ -7,6 +7,10 @@ import type { Inbound, PriorMessage, ThreadKey, TurnRunner } from "../types.js";
 import { type SlackFile, toInboundFiles } from "./files.js";
 import { fromSlackText } from "./mrkdwn.js";
 import { type ReplyDeps, type SlackPlace, SlackReply } from "./reply.js";
+
+/** Thread history reads at most this many pages of `HISTORY_PAGE_SIZE` (the dispatcher trims further). */
+export const HISTORY_PAGES = 5;
+export const HISTORY_PAGE_SIZE = 200;
 
 export interface SlackIdentity {
   teamId: string;
@@ -269,30 +273,49 @@ export class SlackEvents {
     }
   }
 
-  /** The thread's messages before this one, for a mention in the middle of a thread. */
+  /**
+   * The thread's messages before this one, for a mention in the middle of a thread, at
+   * most `HISTORY_PAGES` pages of them. Slack lists replies oldest first and offers no
+   * newest-first order, so a thread longer than that keeps its first 1,000 messages.
+   */
   private async history(channel: string, ts: string, threadRoot: string): Promise<PriorMessage[]> {
     const me = this.deps.identity();
-    const out: PriorMessage[] = [];
+    const raw: NonNullable<ConversationsRepliesResponse["messages"]> = [];
     let cursor: string | undefined;
-    do {
+    for (let page = 0; page < HISTORY_PAGES; page++) {
       const res = await this.deps.reads.conversations.replies({
         channel,
         ts: threadRoot,
-        limit: 200,
+        // Nothing said after the mention is needed.
+        latest: ts,
+        limit: HISTORY_PAGE_SIZE,
         cursor,
       });
-      for (const m of res.messages ?? []) {
-        if (!m.ts || Number(m.ts) >= Number(ts)) continue;
-        const fromBot = m.user === me.botUserId || (m.bot_id !== undefined && m.bot_id === me.botId);
-        const author = fromBot ? "Switchboard" : m.user ? await this.userName(m.user) : "a bot";
-        const text = fromSlackText(m.text ?? "", me.botUserId, this.names);
-        if (text || m.files?.length) {
-          const files = (m.files ?? []).map((f) => `[file: ${f.name ?? f.title ?? "file"}]`).join(" ");
-          out.push({ author, fromBot, text: [text, files].filter(Boolean).join(" ") });
-        }
-      }
+      raw.push(...(res.messages ?? []).filter((m) => m.ts && Number(m.ts) < Number(ts)));
       cursor = res.response_metadata?.next_cursor || undefined;
-    } while (cursor);
+      if (!cursor) break;
+    }
+    if (cursor) log.info({ channel, threadRoot, read: raw.length }, "long thread: history capped");
+    // One lookup per author, also for those users.info does not know (not cached by userName).
+    const names = new Map<string, Promise<string>>();
+    const nameOf = (id: string) => {
+      let name = names.get(id);
+      if (!name) {
+        name = this.userName(id);
+        names.set(id, name);
+      }
+      return name;
+    };
+    const out: PriorMessage[] = [];
+    for (const m of raw) {
+      const fromBot = m.user === me.botUserId || (m.bot_id !== undefined && m.bot_id === me.botId);
+      const author = fromBot ? "Switchboard" : m.user ? await nameOf(m.user) : "a bot";
+      const text = fromSlackText(m.text ?? "", me.botUserId, this.names);
+      if (text || m.files?.length) {
+        const files = (m.files ?? []).map((f) => `[file: ${f.name ?? f.title ?? "file"}]`).join(" ");
+        out.push({ author, fromBot, text: [text, files].filter(Boolean).join(" ") });
+      }
+    }
     return out;
   }
 }

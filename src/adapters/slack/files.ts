@@ -3,6 +3,9 @@ import { log } from "../../log.js";
 import type { Artifact } from "../../mcp/types.js";
 import type { InboundFile } from "../types.js";
 
+/** A download that takes longer than this is given up, so a stalled CDN cannot hold a turn. */
+export const DOWNLOAD_TIMEOUT_MS = 30_000;
+
 /** Slack's per-file upload limit. */
 export const SLACK_MAX_FILE_BYTES = 1024 * 1024 * 1024;
 
@@ -33,8 +36,11 @@ export function toInboundFiles(files: SlackFile[] | undefined, token: string): I
         name,
         mimeType,
         size: f.size ?? 0,
-        async fetch(): Promise<Uint8Array> {
-          const res = await fetch(url, { headers: { Authorization: `Bearer ${token}` } });
+        async fetch(signal?: AbortSignal): Promise<Uint8Array> {
+          const res = await fetch(url, {
+            headers: { Authorization: `Bearer ${token}` },
+            signal: withTimeout(signal),
+          });
           if (!res.ok) throw new Error(`Slack file download failed with HTTP ${res.status} for ${name}`);
           const type = res.headers.get("content-type") ?? "";
           if (type.startsWith("text/html") && !mimeType.startsWith("text/html")) {
@@ -47,6 +53,12 @@ export function toInboundFiles(files: SlackFile[] | undefined, token: string): I
       },
     ];
   });
+}
+
+/** The caller's signal, also aborted after `DOWNLOAD_TIMEOUT_MS`. */
+export function withTimeout(signal?: AbortSignal, ms = DOWNLOAD_TIMEOUT_MS): AbortSignal {
+  const timeout = AbortSignal.timeout(ms);
+  return signal ? AbortSignal.any([timeout, signal]) : timeout;
 }
 
 export interface UploadPlace {

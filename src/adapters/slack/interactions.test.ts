@@ -1,6 +1,8 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { type Harness, startHarness } from "../../../test/emulators/slack/adapter-harness.js";
 import { waitFor } from "../../../test/emulators/slack/index.js";
+import { NO_THREAD } from "./commands.js";
+import { toMrkdwn } from "./mrkdwn.js";
 
 let h: Harness | undefined;
 afterEach(async () => {
@@ -69,6 +71,24 @@ describe("Slack adapter: the slash command", () => {
     });
   }
 
+  for (const text of ["new", "compact", "title", "summary", "model gpt-4.1"]) {
+    it(`says it does not know the thread for "${text}" when the user has no thread with it yet`, async () => {
+      h = await startHarness();
+      h.emu.slash("/switchboard", text, "U_ALICE", "C1");
+      expect((await lastEphemeral(h)).text).toBe(toMrkdwn(NO_THREAD));
+      expect(h.runner.commands).toHaveLength(0);
+    });
+  }
+
+  for (const text of ["tools", "model"]) {
+    it(`answers "${text}" without a thread`, async () => {
+      h = await startHarness();
+      h.emu.slash("/switchboard", text, "U_ALICE", "C1");
+      expect((await lastEphemeral(h)).text).toBe(`ran ${text}`);
+      expect(h.runner.commands[0]).toMatchObject({ name: text });
+    });
+  }
+
   it("ask posts the question in the channel and answers in its thread", async () => {
     h = await startHarness();
     h.emu.slash("/switchboard", "ask what is the weather?", "U_ALICE", "C1");
@@ -122,6 +142,17 @@ describe("Slack adapter: files, failures, connection", () => {
     const file = h.runner.inbounds[0]?.attachments[0];
     expect(file).toMatchObject({ name: "data.csv", mimeType: "text/csv", size: bytes.byteLength });
     expect(new TextDecoder().decode(await file!.fetch())).toBe("name,count\na,1\n");
+  });
+
+  it("gives up a download of the user's file when the caller aborts it", async () => {
+    h = await startHarness();
+    h.emu.mention("C1", "U_ALICE", "what is in this?", {
+      files: [{ name: "data.csv", mimetype: "text/csv", bytes: new TextEncoder().encode("a,b\n") }],
+    });
+    await waitFor(() => h!.runner.inbounds.length === 1);
+    const file = h.runner.inbounds[0]!.attachments[0]!;
+    const aborted = AbortSignal.abort(new Error("the turn was cancelled"));
+    await expect(file.fetch(aborted)).rejects.toThrow("the turn was cancelled");
   });
 
   it("ends the reply with a clear sentence when the turn fails, leaving no placeholder", async () => {

@@ -8,8 +8,9 @@ import { toMrkdwn, toSlackMarkdown } from "./mrkdwn.js";
 import { NativeStream, type NativeStreamOptions } from "./native-stream.js";
 
 /**
- * Characters per Slack message. `markdown_text` takes 12,000, but PLATFORMS.md advises
- * <= 4,000 per message (longer ones get truncated or refused on update).
+ * Characters per Slack message. `markdown_text` takes 12,000, but Slack truncates very
+ * long messages and `chat.update` reportedly refuses long text with `msg_too_long`, so
+ * each message stays under 4,000.
  */
 export const SLACK_MESSAGE_LIMIT = 3_900;
 

@@ -4,7 +4,7 @@ import { BOT_USER_ID, type EmuMessage, type SlackState } from "./state.js";
 export interface WebApiLimits {
   /** chat.postMessage `text` (Slack truncates past 40,000; the emulator refuses instead). */
   postTextChars: number;
-  /** chat.update `text`: PLATFORMS.md reports msg_too_long for long updates; 4,000 chosen. */
+  /** chat.update `text`: Slack reportedly answers msg_too_long for long updates; 4,000 chosen. */
   updateTextChars: number;
   /** `markdown_text` on any method (Slack documents 12,000); also the size of one streamed message. */
   markdownChars: number;
