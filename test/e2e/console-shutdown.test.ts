@@ -6,7 +6,7 @@ import { SessionRepository } from "../../src/store/sessions.js";
 import { LlmEmulator } from "../emulators/llm/index.js";
 import { everythingServer, scratchConfig } from "../support/chat-process.js";
 import { lastUserText } from "../support/llm-text.js";
-import { alive, childPids, startSwitchboard, waitUntil } from "../support/process.js";
+import { alive, childPids, killStarted, startSwitchboard, waitUntil } from "../support/process.js";
 
 const startChat = (env: NodeJS.ProcessEnv) => startSwitchboard("chat", env);
 const waitFor = waitUntil;
@@ -37,6 +37,7 @@ describe("stopping the terminal chat mid-answer", () => {
   });
 
   afterAll(async () => {
+    killStarted();
     await llm?.close();
     rmSync(dir, { recursive: true, force: true });
   });

@@ -12,7 +12,7 @@ import { LlmEmulator, type RecordedRequest } from "../emulators/llm/index.js";
 import { SlackEmulator, waitFor } from "../emulators/slack/index.js";
 import { everythingServer, scratchConfig } from "../support/chat-process.js";
 import { isTitleRequest, lastUserText } from "../support/llm-text.js";
-import { alive, childPids, startSwitchboard, waitUntil } from "../support/process.js";
+import { alive, childPids, killStarted, startSwitchboard, waitUntil } from "../support/process.js";
 
 const OPENAI_KEY = "sk-test-operations-secret-key";
 const SLOW_ANSWER = `${"chunk ".repeat(300)}THE-END`;
@@ -99,6 +99,7 @@ describe("health, readiness and metrics", () => {
     }, 60_000);
 
     afterAll(async () => {
+      killStarted();
       await app?.stop();
       await slack?.stop();
       await llm?.close();
@@ -167,6 +168,7 @@ describe("stopping `switchboard start` in Slack", () => {
   });
 
   afterAll(async () => {
+    killStarted();
     await slack?.stop();
     await llm?.close();
     rmSync(dir, { recursive: true, force: true });

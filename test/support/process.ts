@@ -9,12 +9,22 @@ export interface Running {
   exited: Promise<number | null>;
 }
 
+const started = new Set<ChildProcessWithoutNullStreams>();
+
+/** Kills whatever a failed test left running (call it in afterAll). */
+export function killStarted(): void {
+  for (const child of started)
+    if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+  started.clear();
+}
+
 /** `src/main.ts <command>` in one process (no npm or tsx wrapper), so signals reach it directly. */
 export function startSwitchboard(command: "start" | "chat", env: NodeJS.ProcessEnv): Running {
   const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts", command], {
     cwd: repoRoot,
     env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
   });
+  started.add(child);
   let out = "";
   let err = "";
   child.stdout.on("data", (d: Buffer) => {
