@@ -12,9 +12,18 @@ function resolveToolName(name: string, offered: string[]): string {
 
 /**
  * For trying the bot without an API key: "use tool <name> <json>" calls that tool, a tool
- * result is answered with "Tool said: <result>", anything else is echoed.
+ * result is answered with "Tool said: <result>", a title request gets "Demo: <first
+ * words>", anything else is echoed.
  */
 export function demoResponder(req: RecordedRequest): ScriptedTurn {
+  // The bot's title request: answer with the first words of the conversation it quotes.
+  if (req.toolNames.length === 0 && /\btitle\b/i.test(req.system)) {
+    const words = lastUserText(req)
+      .replace(/^\W*(user|assistant)\W*/i, "")
+      .split(/\s+/)
+      .slice(0, 4);
+    return { text: `Demo: ${words.join(" ")}` };
+  }
   const results = trailingToolResults(req);
   if (results !== undefined) return { text: `Tool said: ${results}` };
   const match = USE_TOOL.exec(lastUserText(req));
