@@ -18,7 +18,8 @@ function resolveToolName(name: string, offered: string[]): string {
 export function demoResponder(req: RecordedRequest): ScriptedTurn {
   // The bot's title request: answer with the first words of the conversation it quotes.
   if (req.toolNames.length === 0 && /\btitle\b/i.test(req.system)) {
-    const words = lastUserText(req)
+    const firstLine = lastUserText(req).split("\n")[0] ?? "";
+    const words = firstLine
       .replace(/^\W*(user|assistant)\W*/i, "")
       .split(/\s+/)
       .slice(0, 4);
