@@ -75,6 +75,9 @@ export class Agent {
         channel: input.channel,
         user: input.user.name ?? input.user.id,
       });
+      const toolsTokens = countTokens(
+        JSON.stringify(tools.map((t) => [t.name, t.description, t.inputSchema])),
+      );
       const prompt = buildPrompt({
         system,
         summary: session.summary,
@@ -82,7 +85,7 @@ export class Agent {
         history: session.messages,
         current: input.parts?.length ? { ...current, parts: input.parts } : current,
         limits,
-        toolsTokens: countTokens(JSON.stringify(tools.map((t) => [t.name, t.description, t.inputSchema]))),
+        toolsTokens,
       });
       const result = yield* runToolLoop(
         {
@@ -93,6 +96,7 @@ export class Agent {
           repeatLimit: config.agent.repeatLimit,
           maxOutputTokens: limits.maxOutputTokens,
           temperature: config.llm.temperature,
+          budgetTokens: limits.contextWindow - limits.maxOutputTokens - toolsTokens,
           signal: input.signal,
         },
         { system: prompt.system, messages: prompt.messages, tools },

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { callTools, FunctionHub, ScriptedProvider, say } from "../../test/support/scripted.js";
+import { countTokens, messagesTokens } from "./context.js";
 import type { AgentEvent } from "./events.js";
 import { type LoopResult, runToolLoop } from "./loop.js";
 import type { ModelEvent } from "./providers/provider.js";
@@ -16,6 +17,7 @@ async function run(
       model: "scripted",
       maxSteps: opts.maxSteps ?? 10,
       repeatLimit: opts.repeatLimit ?? 3,
+      budgetTokens: opts.budgetTokens,
       signal: new AbortController().signal,
     },
     { system: "sys", messages: [{ role: "user", content: "hi" }], tools: hub.tools() },
@@ -147,5 +149,18 @@ describe("the tool loop", () => {
     ]);
     const { text } = await run(provider, new FunctionHub({ t__a: () => "r" }));
     expect(text).toBe("Let me check.\n\nFound it.");
+  });
+
+  it("trims a bulky tool result of this turn so the next step still fits the model's window", async () => {
+    const bulky = Array.from({ length: 20_000 }, (_, i) => `line ${i} of the log`).join("\n");
+    const provider = new ScriptedProvider([callTools(["t__logs", {}]), say("The log ends at line 19999.")]);
+    const { text } = await run(provider, new FunctionHub({ t__logs: () => bulky }), { budgetTokens: 4_000 });
+    const second = provider.requests[1]!;
+    expect(countTokens(second.system) + messagesTokens(second.messages)).toBeLessThanOrEqual(4_000);
+    const result = second.messages.at(-1)!;
+    expect(result.content).toContain("line 0 of the log");
+    expect(result.content).toContain("line 19999 of the log");
+    expect(result.content).toMatch(/characters left out/);
+    expect(text).toBe("The log ends at line 19999.");
   });
 });

@@ -12,6 +12,7 @@ import {
 } from "./messages.js";
 import type { ModelRequest, Provider, ToolSpec } from "./providers/provider.js";
 import { AsyncQueue } from "./queue.js";
+import { fitStep } from "./step-budget.js";
 import { ThinkFilter } from "./think.js";
 
 export interface LoopOptions {
@@ -23,6 +24,8 @@ export interface LoopOptions {
   repeatLimit: number;
   maxOutputTokens?: number;
   temperature?: number;
+  /** Tokens a request may use (window minus answer and tool specs); later steps are trimmed to it. */
+  budgetTokens?: number;
   signal: AbortSignal;
 }
 
@@ -100,7 +103,9 @@ export async function* runToolLoop(
     added.push(m);
   };
 
+  const firstOfTurn = convo.length;
   for (let step = 1; ; step++) {
+    if (step > 1 && opts.budgetTokens) fitStep(input.system, convo, firstOfTurn, opts.budgetTokens);
     const request: ModelRequest = {
       model: opts.model,
       system: forced ? `${input.system}\n\n${FINAL_NOTES[forced]}` : input.system,
