@@ -4,30 +4,11 @@
  * at real speed (5 writes per 5 s per channel).
  * Run: `npx tsx bench/discord.bench.ts`, or through `npm run bench`.
  */
-import { type Harness, type Script, startHarness } from "../src/adapters/discord/harness.test-helper.js";
+import { type Harness, startHarness } from "../src/adapters/discord/harness.test-helper.js";
 import { waitFor } from "../test/emulators/discord/index.js";
+import { ANSWER_1K, median, modelLike } from "./common.js";
 
-/** ~1,000 tokens of English prose (about 4 characters per token). */
-const ANSWER_1K = Array.from(
-  { length: 80 },
-  (_, i) => `This is sentence ${i + 1} of a thousand-token answer.`,
-).join(" ");
 const WRITE = /^\/api\/v10\/channels\/\d+\/messages(\/\d+)?$/;
-
-/** Streams `text` like a model at ~`charsPerSec`. */
-function modelLike(text: string, charsPerSec = 800): Script {
-  return async (inbound) => {
-    const sink = inbound.reply.stream();
-    const step = 40;
-    for (let i = 0; i < text.length; i += step) {
-      sink.write(text.slice(i, i + step));
-      await new Promise((r) => setTimeout(r, (step / charsPerSec) * 1000));
-    }
-    await sink.finish();
-  };
-}
-
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
 
 async function latency(h: Harness, runs = 10): Promise<{ first: number; rtt: number }> {
   const rtts: number[] = [];

@@ -5,8 +5,9 @@
  */
 import { LogLevel } from "@slack/bolt";
 import { WebClient } from "@slack/web-api";
-import { type Harness, type Script, startHarness } from "../test/emulators/slack/adapter-harness.js";
+import { type Harness, startHarness } from "../test/emulators/slack/adapter-harness.js";
 import { waitFor } from "../test/emulators/slack/index.js";
+import { ANSWER_1K, median, modelLike } from "./common.js";
 
 const WRITE_METHODS = new Set([
   "chat.postMessage",
@@ -18,26 +19,6 @@ const WRITE_METHODS = new Set([
 ]);
 /** The calls that show the first answer text: a posted message or a started stream. */
 const FIRST_TEXT = new Set(["chat.postMessage", "chat.startStream"]);
-/** ~1,000 tokens of English prose (about 4 characters per token). */
-const ANSWER_1K = Array.from(
-  { length: 80 },
-  (_, i) => `This is sentence ${i + 1} of a thousand-token answer.`,
-).join(" ");
-
-/** Streams `text` like a model at ~`charsPerSec`. */
-function modelLike(text: string, charsPerSec = 800): Script {
-  return async (inbound) => {
-    const sink = inbound.reply.stream();
-    const step = 40;
-    for (let i = 0; i < text.length; i += step) {
-      sink.write(text.slice(i, i + step));
-      await new Promise((r) => setTimeout(r, (step / charsPerSec) * 1000));
-    }
-    await sink.finish();
-  };
-}
-
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
 
 async function latency(h: Harness, runs = 10): Promise<{ ack: number; text: number; rtt: number }> {
   const web = new WebClient(h.emu.botToken, { slackApiUrl: h.emu.apiUrl, logLevel: LogLevel.ERROR });

@@ -8,7 +8,7 @@ import type { ModelEvent } from "./providers/provider.js";
 async function run(
   provider: ScriptedProvider,
   hub: FunctionHub,
-  opts: { maxSteps?: number; repeatLimit?: number } = {},
+  opts: { maxSteps?: number; repeatLimit?: number; budgetTokens?: number } = {},
 ) {
   const gen = runToolLoop(
     {

@@ -2,8 +2,10 @@ import { existsSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LlmEmulator, type RecordedRequest, type ScriptedTurn } from "../emulators/llm/index.js";
-import { everythingServer, repoRoot, runChat, scratchConfig } from "../support/chat-process.js";
+import { appEnv } from "../support/app-env.js";
+import { everythingMcp, repoRoot, runChat, scratchConfig } from "../support/chat-process.js";
 import { isTitleRequest, lastUserText, toolResultsSinceUser, toolsForbidden } from "../support/llm-text.js";
+import { sharedTurn } from "../support/scenario.js";
 
 /** What the scripted model does for each kind of message; the first word of the message picks it. */
 function scenario(req: RecordedRequest): ScriptedTurn {
@@ -28,10 +30,6 @@ function scenario(req: RecordedRequest): ScriptedTurn {
             ],
           }
         : { text: `Sums: ${results.join(" | ")}` };
-    case "image":
-      return step === 0
-        ? { toolCalls: [{ name: "everything__get-tiny-image", arguments: {} }] }
-        : { text: "Here is the image." };
     case "loop":
       return toolsForbidden(req)
         ? { text: "I stopped repeating myself." }
@@ -48,10 +46,8 @@ function scenario(req: RecordedRequest): ScriptedTurn {
       return step === 0
         ? { toolCalls: [{ name: "everything__does_not_exist", arguments: {} }] }
         : { text: `Tool error seen: ${results[0]}` };
-    case "fail":
-      return { error: { status: 500, message: "upstream exploded" } };
     default:
-      return { text: `You said: ${text}` };
+      return sharedTurn(text, step);
   }
 }
 
@@ -73,22 +69,7 @@ for (const protocol of ["openai", "anthropic"] as const) {
 
     beforeAll(async () => {
       llm = await LlmEmulator.start({ responder: scenario });
-      dir = scratchConfig(CONFIG, {
-        mcpServers: { everything: { command: process.execPath, args: [everythingServer] } },
-      });
-      const env =
-        protocol === "openai"
-          ? {
-              OPENAI_API_KEY: "sk-test-emulator-key",
-              OPENAI_BASE_URL: llm.openaiBaseUrl,
-              LLM_MODEL: "gpt-4o-mini",
-            }
-          : {
-              LLM_PROVIDER: "anthropic",
-              ANTHROPIC_API_KEY: "sk-ant-test-emulator-key",
-              ANTHROPIC_BASE_URL: llm.anthropicBaseUrl,
-              LLM_MODEL: "claude-sonnet-4-5",
-            };
+      dir = scratchConfig(CONFIG, everythingMcp);
       run = await runChat(
         [
           "plain hello",
@@ -103,12 +84,7 @@ for (const protocol of ["openai", "anthropic"] as const) {
           `big ${"x".repeat(200_000)}`,
           "after everything, still here?",
         ],
-        {
-          ...env,
-          SWITCHBOARD_CONFIG: join(dir, "switchboard.yaml"),
-          MCP_CONFIG: join(dir, "mcp.json"),
-          STORE_URL: `sqlite://${join(dir, "store.sqlite")}`,
-        },
+        appEnv({ dir, llm, protocol }),
       );
       answers = run.stdout;
     }, 120_000);

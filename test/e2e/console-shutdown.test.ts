@@ -1,10 +1,10 @@
 import { rmSync } from "node:fs";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openStore } from "../../src/store/index.js";
 import { SessionRepository } from "../../src/store/sessions.js";
 import { LlmEmulator } from "../emulators/llm/index.js";
-import { everythingServer, scratchConfig } from "../support/chat-process.js";
+import { appEnv } from "../support/app-env.js";
+import { everythingMcp, scratchConfig } from "../support/chat-process.js";
 import { lastUserText } from "../support/llm-text.js";
 import { alive, childPids, killStarted, startSwitchboard, waitUntil } from "../support/process.js";
 
@@ -24,16 +24,8 @@ describe("stopping the terminal chat mid-answer", () => {
           ? { text: slowAnswer, chunkSize: 5, delayMs: 30 }
           : { text: `You said: ${lastUserText(req)}` },
     });
-    dir = scratchConfig("shutdown:\n  graceMs: 300\n", {
-      mcpServers: { everything: { command: process.execPath, args: [everythingServer] } },
-    });
-    env = {
-      OPENAI_API_KEY: "sk-test-emulator-key",
-      OPENAI_BASE_URL: llm.openaiBaseUrl,
-      SWITCHBOARD_CONFIG: join(dir, "switchboard.yaml"),
-      MCP_CONFIG: join(dir, "mcp.json"),
-      STORE_URL: `sqlite://${join(dir, "store.sqlite")}`,
-    };
+    dir = scratchConfig("shutdown:\n  graceMs: 300\n", everythingMcp);
+    env = appEnv({ dir, llm });
   });
 
   afterAll(async () => {

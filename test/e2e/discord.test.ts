@@ -1,12 +1,10 @@
-import { rmSync } from "node:fs";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { joinParts, openFenceAtEnd } from "../../src/adapters/split.js";
-import { type App, startApp } from "../../src/app.js";
 import { DiscordEmulator, type StoredMessage, waitFor } from "../emulators/discord/index.js";
 import { LlmEmulator, type RecordedRequest, type ScriptedTurn } from "../emulators/llm/index.js";
-import { everythingServer, scratchConfig } from "../support/chat-process.js";
+import { type RunningApp, startWithEverything } from "../support/app-env.js";
 import { isTitleRequest, lastUserText, toolResultsSinceUser } from "../support/llm-text.js";
+import { sharedTurn } from "../support/scenario.js";
 
 /** A 9,000+ character answer made of prose and code blocks. */
 const LONG_ANSWER = (() => {
@@ -46,14 +44,8 @@ function scenario(req: RecordedRequest): ScriptedTurn {
       return { text: SLOW_ANSWER, chunkSize: 6, delayMs: 40 };
     case "limited":
       return { text: LIMITED_ANSWER, chunkSize: 20, delayMs: 60 };
-    case "image":
-      return step === 0
-        ? { toolCalls: [{ name: "everything__get-tiny-image", arguments: {} }] }
-        : { text: "Here is the image." };
-    case "fail":
-      return { error: { status: 500, message: "upstream exploded" } };
     default:
-      return { text: `You said: ${text}` };
+      return sharedTurn(text, step);
   }
 }
 
@@ -68,37 +60,19 @@ discord:
 
 let llm: LlmEmulator;
 let discord: DiscordEmulator;
-let app: App;
-let dir: string;
+let running: RunningApp | undefined;
 
 beforeAll(async () => {
   llm = await LlmEmulator.start({ responder: scenario });
   // Discord's limits (5 writes per 5 s per channel, 2 renames per 10 min), run 10x faster.
   discord = await DiscordEmulator.start({ rateLimits: { speed: 10 } });
-  dir = scratchConfig(CONFIG, {
-    mcpServers: { everything: { command: process.execPath, args: [everythingServer] } },
-  });
-  app = await startApp({
-    env: {
-      DISCORD_TOKEN: discord.token,
-      DISCORD_API_URL: discord.apiUrl,
-      DISCORD_GUILD_ID: discord.guildId,
-      OPENAI_API_KEY: "sk-test-emulator-key",
-      OPENAI_BASE_URL: llm.openaiBaseUrl,
-      LLM_MODEL: "gpt-4o-mini",
-      SWITCHBOARD_CONFIG: join(dir, "switchboard.yaml"),
-      MCP_CONFIG: join(dir, "mcp.json"),
-      STORE_URL: `sqlite://${join(dir, "store.sqlite")}`,
-    },
-    cwd: dir,
-  });
+  running = await startWithEverything(CONFIG, { llm, discord });
 }, 60_000);
 
 afterAll(async () => {
-  await app?.stop();
+  await running?.stop();
   await discord?.stop();
   await llm?.close();
-  rmSync(dir, { recursive: true, force: true });
 });
 
 const s = () => discord.state;

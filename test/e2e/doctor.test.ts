@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runDoctor } from "../../src/doctor.js";
 import { LlmEmulator } from "../emulators/llm/index.js";
 import { SlackEmulator } from "../emulators/slack/index.js";
+import { appEnv } from "../support/app-env.js";
 import { everythingServer, scratchConfig } from "../support/chat-process.js";
 
 async function doctor(env: NodeJS.ProcessEnv): Promise<{ ok: boolean; text: string }> {
@@ -32,13 +33,7 @@ describe("npm run doctor", () => {
         broken: { command: "/nonexistent/mcp-server" },
       },
     });
-    base = {
-      OPENAI_API_KEY: "sk-test-doctor",
-      OPENAI_BASE_URL: llm.openaiBaseUrl,
-      SWITCHBOARD_CONFIG: join(dir, "switchboard.yaml"),
-      MCP_CONFIG: join(dir, "mcp.json"),
-      STORE_URL: `sqlite://${join(dir, "store.sqlite")}`,
-    };
+    base = appEnv({ dir, llm, apiKey: "sk-test-doctor" });
   });
 
   afterAll(async () => {

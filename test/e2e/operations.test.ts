@@ -10,6 +10,7 @@ import { Metrics } from "../../src/ops/metrics.js";
 import { openStore } from "../../src/store/index.js";
 import { LlmEmulator, type RecordedRequest } from "../emulators/llm/index.js";
 import { SlackEmulator, waitFor } from "../emulators/slack/index.js";
+import { appEnv } from "../support/app-env.js";
 import { everythingServer, scratchConfig } from "../support/chat-process.js";
 import { isTitleRequest, lastUserText } from "../support/llm-text.js";
 import { alive, childPids, killStarted, startSwitchboard, waitUntil } from "../support/process.js";
@@ -84,16 +85,7 @@ describe("health, readiness and metrics", () => {
       slack = await SlackEmulator.start();
       dir = scratchConfig("slack:\n  updateIntervalMs: 250\n", MCP);
       app = await startApp({
-        env: {
-          SLACK_BOT_TOKEN: slack.botToken,
-          SLACK_APP_TOKEN: slack.appToken,
-          SLACK_API_URL: slack.apiUrl,
-          OPENAI_API_KEY: OPENAI_KEY,
-          OPENAI_BASE_URL: llm.openaiBaseUrl,
-          SWITCHBOARD_CONFIG: join(dir, "switchboard.yaml"),
-          MCP_CONFIG: join(dir, "mcp.json"),
-          STORE_URL: `sqlite://${join(dir, "store.sqlite")}`,
-        },
+        env: appEnv({ dir, llm, slack, apiKey: OPENAI_KEY }),
         cwd: dir,
       });
     }, 60_000);
@@ -154,17 +146,7 @@ describe("stopping `switchboard start` in Slack", () => {
     llm = await LlmEmulator.start({ responder });
     slack = await SlackEmulator.start();
     dir = scratchConfig("shutdown:\n  graceMs: 300\nslack:\n  updateIntervalMs: 250\n", MCP);
-    env = {
-      SLACK_BOT_TOKEN: slack.botToken,
-      SLACK_APP_TOKEN: slack.appToken,
-      SLACK_API_URL: slack.apiUrl,
-      OPENAI_API_KEY: OPENAI_KEY,
-      OPENAI_BASE_URL: llm.openaiBaseUrl,
-      SWITCHBOARD_CONFIG: join(dir, "switchboard.yaml"),
-      MCP_CONFIG: join(dir, "mcp.json"),
-      STORE_URL: `sqlite://${join(dir, "store.sqlite")}`,
-      LOG_LEVEL: "debug",
-    };
+    env = { ...appEnv({ dir, llm, slack, apiKey: OPENAI_KEY }), LOG_LEVEL: "debug" };
   });
 
   afterAll(async () => {

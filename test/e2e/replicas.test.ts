@@ -1,10 +1,10 @@
 import { rmSync } from "node:fs";
-import { join } from "node:path";
 import { createClient } from "@redis/client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type App, startApp } from "../../src/app.js";
 import { DiscordEmulator, waitFor } from "../emulators/discord/index.js";
 import { LlmEmulator } from "../emulators/llm/index.js";
+import { appEnv } from "../support/app-env.js";
 import { scratchConfig } from "../support/chat-process.js";
 import { isTitleRequest, lastUserText } from "../support/llm-text.js";
 
@@ -38,15 +38,7 @@ describe("two replicas on Redis (a rolling deploy)", () => {
     });
     discord = await DiscordEmulator.start();
     dir = scratchConfig("discord:\n  editIntervalMs: 250\n");
-    const env = {
-      DISCORD_TOKEN: discord.token,
-      DISCORD_API_URL: discord.apiUrl,
-      DISCORD_GUILD_ID: discord.guildId,
-      OPENAI_API_KEY: "sk-test-emulator-key",
-      OPENAI_BASE_URL: llm.openaiBaseUrl,
-      SWITCHBOARD_CONFIG: join(dir, "switchboard.yaml"),
-      STORE_URL: REDIS_URL,
-    };
+    const env = appEnv({ dir, llm, discord, store: REDIS_URL });
     // Both replicas hold a gateway session for the same shard, so both receive every event.
     replicas = [await startApp({ env, cwd: dir }), await startApp({ env, cwd: dir })];
   }, 90_000);

@@ -6,6 +6,7 @@ import { type App, startApp } from "../../src/app.js";
 import { openStore } from "../../src/store/index.js";
 import { SessionRepository } from "../../src/store/sessions.js";
 import { type EmuMessage, SlackEmulator } from "../emulators/slack/index.js";
+import { appEnv } from "../support/app-env.js";
 import { scratchConfig } from "../support/chat-process.js";
 
 let slack: SlackEmulator;
@@ -37,17 +38,7 @@ afterAll(async () => {
 describe("Switchboard in Slack after a crash", () => {
   it("ends the interrupted reply with a note in its thread at start-up, once", async () => {
     app = await startApp({
-      env: {
-        SLACK_BOT_TOKEN: slack.botToken,
-        SLACK_APP_TOKEN: slack.appToken,
-        SLACK_API_URL: slack.apiUrl,
-        OPENAI_API_KEY: "sk-test-emulator-key",
-        OPENAI_BASE_URL: "http://127.0.0.1:9/v1",
-        LLM_MODEL: "gpt-4o-mini",
-        SWITCHBOARD_CONFIG: join(dir, "switchboard.yaml"),
-        MCP_CONFIG: join(dir, "mcp.json"),
-        STORE_URL: `sqlite://${join(dir, "store.sqlite")}`,
-      },
+      env: appEnv({ dir, llm: "http://127.0.0.1:9/v1", slack }),
       cwd: dir,
     });
     expect(await app.recovered).toBe(1);

@@ -1,12 +1,10 @@
-import { rmSync } from "node:fs";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { joinParts, openFenceAtEnd } from "../../src/adapters/split.js";
-import { type App, startApp } from "../../src/app.js";
 import { LlmEmulator, type RecordedRequest, type ScriptedTurn } from "../emulators/llm/index.js";
 import { type EmuMessage, SlackEmulator, waitFor } from "../emulators/slack/index.js";
-import { everythingServer, scratchConfig } from "../support/chat-process.js";
+import { type RunningApp, startWithEverything } from "../support/app-env.js";
 import { isTitleRequest, lastUserText, toolResultsSinceUser } from "../support/llm-text.js";
+import { sharedTurn } from "../support/scenario.js";
 
 /** A 20,000+ character answer made of prose and code blocks. */
 const LONG_ANSWER = (() => {
@@ -44,14 +42,8 @@ function scenario(req: RecordedRequest): ScriptedTurn {
       return { text: LONG_ANSWER, chunkSize: 400 };
     case "limited":
       return { text: RATE_LIMITED_ANSWER, chunkSize: 20, delayMs: 80 };
-    case "image":
-      return step === 0
-        ? { toolCalls: [{ name: "everything__get-tiny-image", arguments: {} }] }
-        : { text: "Here is the image." };
-    case "fail":
-      return { error: { status: 500, message: "upstream exploded" } };
     default:
-      return { text: `You said: ${text}` };
+      return sharedTurn(text, step);
   }
 }
 
@@ -67,37 +59,19 @@ slack:
 
 let llm: LlmEmulator;
 let slack: SlackEmulator;
-let app: App;
-let dir: string;
+let running: RunningApp | undefined;
 
 beforeAll(async () => {
   llm = await LlmEmulator.start({ responder: scenario });
   // Slack's limits, with its minute shortened to 6 s so the suite stays quick.
   slack = await SlackEmulator.start({ rateLimits: { speed: 10 } });
-  dir = scratchConfig(CONFIG, {
-    mcpServers: { everything: { command: process.execPath, args: [everythingServer] } },
-  });
-  app = await startApp({
-    env: {
-      SLACK_BOT_TOKEN: slack.botToken,
-      SLACK_APP_TOKEN: slack.appToken,
-      SLACK_API_URL: slack.apiUrl,
-      OPENAI_API_KEY: "sk-test-emulator-key",
-      OPENAI_BASE_URL: llm.openaiBaseUrl,
-      LLM_MODEL: "gpt-4o-mini",
-      SWITCHBOARD_CONFIG: join(dir, "switchboard.yaml"),
-      MCP_CONFIG: join(dir, "mcp.json"),
-      STORE_URL: `sqlite://${join(dir, "store.sqlite")}`,
-    },
-    cwd: dir,
-  });
+  running = await startWithEverything(CONFIG, { llm, slack });
 }, 60_000);
 
 afterAll(async () => {
-  await app?.stop();
+  await running?.stop();
   await slack?.stop();
   await llm?.close();
-  rmSync(dir, { recursive: true, force: true });
 });
 
 const replies = (m: EmuMessage) => slack.botReplies(m.channel, m.ts).map((r) => r.text);

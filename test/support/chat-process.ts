@@ -8,6 +8,10 @@ export const everythingServer = join(
   repoRoot,
   "node_modules/@modelcontextprotocol/server-everything/dist/index.js",
 );
+/** An mcp.json with only the reference "everything" server, run by this Node. */
+export const everythingMcp = {
+  mcpServers: { everything: { command: process.execPath, args: [everythingServer] } },
+};
 
 export interface ChatRun {
   code: number | null;

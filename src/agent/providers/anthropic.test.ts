@@ -1,34 +1,13 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { LlmEmulator } from "../../../test/emulators/llm/index.js";
+import { describe, expect, it } from "vitest";
 import type { ChatMessage } from "../messages.js";
-import { AnthropicProvider, DEFAULT_MAX_TOKENS } from "./anthropic.js";
+import { DEFAULT_MAX_TOKENS } from "./anthropic.js";
+import { emulatedProvider, sentBody, useLlmEmulator } from "./emulator-setup.test-helper.js";
 import type { ModelRequest } from "./provider.js";
 
-let emulator: LlmEmulator;
-beforeAll(async () => {
-  emulator = await LlmEmulator.start();
-});
-afterEach(() => emulator.reset());
-afterAll(async () => {
-  await emulator.close();
-});
+const emulator = useLlmEmulator();
 
-const provider = () =>
-  new AnthropicProvider({
-    apiKey: "sk-ant-test-key",
-    baseURL: emulator.anthropicBaseUrl,
-    maxRetries: 0,
-    timeoutMs: 10_000,
-  });
-
-async function send(req: ModelRequest): Promise<Record<string, unknown>> {
-  for await (const _ of provider().stream(req, new AbortController().signal)) {
-    // drained for the request it makes
-  }
-  const recorded = emulator.requests.at(-1);
-  if (!recorded) throw new Error("no request reached the emulator");
-  return recorded.body;
-}
+const send = (req: ModelRequest) =>
+  sentBody(emulator(), emulatedProvider(emulator(), "anthropic", { apiKey: "sk-ant-test-key" }), req);
 
 const history: ChatMessage[] = [
   {

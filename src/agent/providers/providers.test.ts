@@ -1,21 +1,14 @@
 import { type AddressInfo, createServer } from "node:net";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { LlmEmulator } from "../../../test/emulators/llm/index.js";
+import { describe, expect, it } from "vitest";
 import { SwitchboardError } from "../../errors.js";
 import { AnthropicProvider } from "./anthropic.js";
+import { emulatedProvider, useLlmEmulator } from "./emulator-setup.test-helper.js";
 import { OpenAIProvider } from "./openai.js";
 import type { ModelEvent, ModelRequest, Provider } from "./provider.js";
 
 const API_KEY = "sk-test-0123456789abcdef";
 
-let emulator: LlmEmulator;
-beforeAll(async () => {
-  emulator = await LlmEmulator.start();
-});
-afterEach(() => emulator.reset());
-afterAll(async () => {
-  await emulator.close();
-});
+const emulator = useLlmEmulator();
 
 interface Outcome {
   events: ModelEvent[];
@@ -44,19 +37,12 @@ const kinds = [
   {
     name: "openai",
     model: "gpt-4o-mini",
-    make: (maxRetries = 3): Provider =>
-      new OpenAIProvider({ apiKey: API_KEY, baseURL: emulator.openaiBaseUrl, maxRetries, timeoutMs: 10_000 }),
+    make: (maxRetries = 3) => emulatedProvider(emulator(), "openai", { apiKey: API_KEY, maxRetries }),
   },
   {
     name: "anthropic",
     model: "claude-haiku-5-5",
-    make: (maxRetries = 3): Provider =>
-      new AnthropicProvider({
-        apiKey: API_KEY,
-        baseURL: emulator.anthropicBaseUrl,
-        maxRetries,
-        timeoutMs: 10_000,
-      }),
+    make: (maxRetries = 3) => emulatedProvider(emulator(), "anthropic", { apiKey: API_KEY, maxRetries }),
   },
 ];
 
@@ -70,7 +56,7 @@ describe.each(kinds)("the $name provider", ({ model, make }) => {
   });
 
   it("streams the answer as several text deltas and stops at the end", async () => {
-    emulator.enqueue({ text: "Hello there, how are you today?", chunkSize: 5 });
+    emulator().enqueue({ text: "Hello there, how are you today?", chunkSize: 5 });
     const { events, error } = await run(make(), request());
     expect(error).toBeUndefined();
     expect(events.filter((e) => e.type === "text").length).toBeGreaterThan(1);
@@ -79,7 +65,7 @@ describe.each(kinds)("the $name provider", ({ model, make }) => {
   });
 
   it("reports tool calls with their parsed arguments and stops for tool calls", async () => {
-    emulator.enqueue({
+    emulator().enqueue({
       text: "Looking.",
       toolCalls: [
         { name: "fs__read_file", arguments: { path: "/etc/hosts", lines: 3 }, id: "call_a" },
@@ -95,17 +81,17 @@ describe.each(kinds)("the $name provider", ({ model, make }) => {
     ]);
     expect(textOf(events)).toBe("Looking.");
     expect(events.at(-1)).toEqual({ type: "stop", reason: "tool_calls" });
-    expect(emulator.requests[0]?.toolNames).toEqual(["fs__read_file", "web__search"]);
+    expect(emulator().requests[0]?.toolNames).toEqual(["fs__read_file", "web__search"]);
   });
 
   it("reports the usage the server counted, before the stop", async () => {
-    emulator.enqueue({ text: "Hi.", usage: { input: 42, output: 7 } });
+    emulator().enqueue({ text: "Hi.", usage: { input: 42, output: 7 } });
     const { events } = await run(make(), request());
     expect(events.at(-2)).toEqual({ type: "usage", usage: { inputTokens: 42, outputTokens: 7 } });
   });
 
   it("succeeds after two rate-limit answers, waiting as retry-after says", async () => {
-    emulator.enqueue(
+    emulator().enqueue(
       { error: { status: 429, retryAfter: 0 } },
       { error: { status: 429, retryAfter: 0 } },
       { text: "Finally." },
@@ -113,20 +99,20 @@ describe.each(kinds)("the $name provider", ({ model, make }) => {
     const { events, error } = await run(make(), request());
     expect(error).toBeUndefined();
     expect(textOf(events)).toBe("Finally.");
-    expect(emulator.requests).toHaveLength(3);
+    expect(emulator().requests).toHaveLength(3);
   });
 
   it("gives up on a persistent server error with llm_unavailable and a sentence that says how often it tried", async () => {
-    emulator.setResponder(() => ({ error: { status: 500, retryAfter: 0 } }));
+    emulator().setResponder(() => ({ error: { status: 500, retryAfter: 0 } }));
     const { events, error } = await run(make(3), request());
     expect(events).toEqual([]);
     expect(error?.code).toBe("llm_unavailable");
     expect(error?.userMessage).toMatch(/^The language model .*I tried 4 times\. Please try again/);
-    expect(emulator.requests).toHaveLength(4);
+    expect(emulator().requests).toHaveLength(4);
   });
 
   it("reports a rate limit that does not clear as llm_rate_limited", async () => {
-    emulator.setResponder(() => ({ error: { status: 429, retryAfter: 0 } }));
+    emulator().setResponder(() => ({ error: { status: 429, retryAfter: 0 } }));
     const { error } = await run(make(1), request());
     expect(error?.code).toBe("llm_rate_limited");
     expect(error?.userMessage).toBe(
@@ -135,16 +121,16 @@ describe.each(kinds)("the $name provider", ({ model, make }) => {
   });
 
   it("fails with llm_auth on a 401 at once, naming the key to check but never its value", async () => {
-    emulator.enqueue({ error: { status: 401 } });
+    emulator().enqueue({ error: { status: 401 } });
     const { error } = await run(make(), request());
     expect(error?.code).toBe("llm_auth");
     expect(error?.userMessage).toMatch(/_API_KEY/);
     expect(`${error?.message} ${error?.userMessage}`).not.toContain(API_KEY);
-    expect(emulator.requests).toHaveLength(1);
+    expect(emulator().requests).toHaveLength(1);
   });
 
   it("reports a context-length rejection as llm_context_length", async () => {
-    emulator.enqueue({
+    emulator().enqueue({
       error: { status: 400, message: "prompt is too long: 210000 tokens > 200000 maximum context length" },
     });
     const { error } = await run(make(), request());
@@ -153,14 +139,16 @@ describe.each(kinds)("the $name provider", ({ model, make }) => {
   });
 
   it("reports another 400 as llm_bad_request with the server's reason", async () => {
-    emulator.enqueue({ error: { status: 400, message: "temperature must be at most 2" } });
+    emulator().enqueue({ error: { status: 400, message: "temperature must be at most 2" } });
     const { error } = await run(make(), request());
     expect(error?.code).toBe("llm_bad_request");
     expect(error?.userMessage).toContain("temperature must be at most 2");
   });
 
   it("passes malformed tool-call JSON on as invalidArguments", async () => {
-    emulator.enqueue({ toolCalls: [{ name: "fs__read_file", arguments: '{"path": "/etc', id: "call_bad" }] });
+    emulator().enqueue({
+      toolCalls: [{ name: "fs__read_file", arguments: '{"path": "/etc', id: "call_bad" }],
+    });
     const { events } = await run(make(), request({ tools: [tool("fs__read_file")] }));
     const call = events.find((e) => e.type === "tool_call");
     expect(call).toEqual({
@@ -170,7 +158,11 @@ describe.each(kinds)("the $name provider", ({ model, make }) => {
   });
 
   it("stops with llm_aborted when the signal aborts in the middle of the answer", async () => {
-    emulator.enqueue({ text: "one two three four five six seven eight nine ten", chunkSize: 3, delayMs: 40 });
+    emulator().enqueue({
+      text: "one two three four five six seven eight nine ten",
+      chunkSize: 3,
+      delayMs: 40,
+    });
     const controller = new AbortController();
     const events: ModelEvent[] = [];
     let error: unknown;
@@ -195,7 +187,7 @@ describe.each(kinds)("the $name provider", ({ model, make }) => {
   });
 
   it("reports a stream cut after some text as llm_unavailable and does not ask again", async () => {
-    emulator.enqueue(
+    emulator().enqueue(
       { cut: { afterChars: 12, text: "The answer is forty-two, because" } },
       { text: "SECOND TRY" },
     );
@@ -203,15 +195,15 @@ describe.each(kinds)("the $name provider", ({ model, make }) => {
     expect(textOf(events)).toBe("The answer i");
     expect(error?.code).toBe("llm_unavailable");
     expect(error?.userMessage).toMatch(/broke off midway/);
-    expect(emulator.requests).toHaveLength(1);
+    expect(emulator().requests).toHaveLength(1);
   });
 
   it("asks again when the stream breaks before anything was yielded", async () => {
-    emulator.enqueue({ cut: { afterChars: 0, text: "lost" } }, { text: "Here it is." });
+    emulator().enqueue({ cut: { afterChars: 0, text: "lost" } }, { text: "Here it is." });
     const { events, error } = await run(make(), request());
     expect(error).toBeUndefined();
     expect(textOf(events)).toBe("Here it is.");
-    expect(emulator.requests).toHaveLength(2);
+    expect(emulator().requests).toHaveLength(2);
   });
 
   it("reports a server that cannot be reached as llm_unavailable, saying it could not reach it", async () => {
