@@ -139,6 +139,7 @@ export async function startApp(opts: CoreOptions = {}): Promise<App> {
   const core = await buildCore({ ...opts, loaded, observer: opts.observer ?? metrics.observer() });
   const { config, secrets } = core.loaded;
   metrics.watchHub(core.hub);
+  metrics.watchQueues(() => core.dispatcher.queueStats());
   const adapters: Adapter[] = [];
   const health = config.health.enabled
     ? await startHealthServer(config.health.host, config.health.port, {

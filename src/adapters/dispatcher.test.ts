@@ -128,6 +128,16 @@ describe("the dispatcher", () => {
     expect(provider.asked).toEqual(["slow one", "two", "three"]);
   });
 
+  it("counts the turns waiting behind a busy thread, and none once they have run", async () => {
+    const first = dispatcher.handle(inbound("w1", "slow first"));
+    const rest = [dispatcher.handle(inbound("w2", "second")), dispatcher.handle(inbound("w3", "third"))];
+    const other = dispatcher.handle(inbound("w4", "elsewhere", "test:other"));
+    await new Promise((r) => setTimeout(r, 50));
+    expect(dispatcher.queueStats()).toEqual({ queued: 2, longest: 2 });
+    await Promise.all([first, ...rest, other]);
+    expect(dispatcher.queueStats()).toEqual({ queued: 0, longest: 0 });
+  });
+
   it("on drain ends the running turn and the queued one with the restart note", async () => {
     const running = inbound("d1", "slow answer with many words in it to take a while");
     const queued = inbound("d2", "queued behind it");

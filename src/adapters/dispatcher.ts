@@ -44,6 +44,8 @@ interface InFlight {
 /** Dedupe, per-thread queue, session load, run the agent, drive the Reply. Shared by every adapter. */
 export class Dispatcher implements TurnRunner {
   private readonly inFlight = new Set<InFlight>();
+  /** Turns waiting for their thread's lock, per thread (for /metrics). */
+  private readonly waiting = new Map<ThreadKey, number>();
   private stopping = false;
 
   constructor(private readonly deps: DispatcherDeps) {}
@@ -77,16 +79,40 @@ export class Dispatcher implements TurnRunner {
     const controller = new AbortController();
     const entry: InFlight = { controller, done: Promise.resolve() };
     this.inFlight.add(entry);
+    this.waiting.set(inbound.key, (this.waiting.get(inbound.key) ?? 0) + 1);
+    let waited = false;
+    const leaveQueue = () => {
+      if (waited) return;
+      waited = true;
+      const n = (this.waiting.get(inbound.key) ?? 1) - 1;
+      if (n > 0) this.waiting.set(inbound.key, n);
+      else this.waiting.delete(inbound.key);
+    };
     entry.done = this.deps.lock
-      .run(inbound.key, () =>
-        controller.signal.aborted ? this.refuse(inbound) : this.turn(inbound, controller),
-      )
+      .run(inbound.key, () => {
+        leaveQueue();
+        return controller.signal.aborted ? this.refuse(inbound) : this.turn(inbound, controller);
+      })
       .catch(async (err: unknown) => {
         log.error({ err, key: inbound.key }, "turn could not run");
         await inbound.reply.notice(toUserFacing(err).message).catch(() => undefined);
       })
-      .finally(() => this.inFlight.delete(entry));
+      .finally(() => {
+        leaveQueue();
+        this.inFlight.delete(entry);
+      });
     await entry.done;
+  }
+
+  /** Turns waiting behind another turn of their thread: in total and in the longest queue. */
+  queueStats(): { queued: number; longest: number } {
+    let queued = 0;
+    let longest = 0;
+    for (const n of this.waiting.values()) {
+      queued += n;
+      longest = Math.max(longest, n);
+    }
+    return { queued, longest };
   }
 
   command(cmd: Command): Promise<string> {

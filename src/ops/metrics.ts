@@ -66,6 +66,16 @@ export class Metrics {
     help: "Turns running or waiting for their thread's lock.",
     registers: [this.registry],
   });
+  readonly queuedTurns = new Gauge({
+    name: "switchboard_turns_queued",
+    help: "Turns waiting behind another turn of the same thread.",
+    registers: [this.registry],
+  });
+  readonly longestQueue = new Gauge({
+    name: "switchboard_thread_queue_longest",
+    help: "Turns waiting in the busiest thread's queue.",
+    registers: [this.registry],
+  });
   readonly serverUp = new Gauge({
     name: "switchboard_mcp_server_up",
     help: "1 when the MCP server is connected, 0 otherwise.",
@@ -88,6 +98,15 @@ export class Metrics {
   }
 
   private readonly collectors: Array<() => void> = [];
+
+  /** Per-thread queues, read at scrape time. */
+  watchQueues(stats: () => { queued: number; longest: number }): void {
+    this.collectors.push(() => {
+      const { queued, longest } = stats();
+      this.queuedTurns.set(queued);
+      this.longestQueue.set(longest);
+    });
+  }
 
   async render(): Promise<string> {
     for (const c of this.collectors) c();
