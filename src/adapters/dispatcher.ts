@@ -55,7 +55,7 @@ export class Dispatcher implements TurnRunner {
   }
 
   async knows(key: ThreadKey): Promise<boolean> {
-    return (await this.deps.sessions.get(key)) !== undefined;
+    return this.deps.sessions.exists(key);
   }
 
   async handle(inbound: Inbound): Promise<void> {

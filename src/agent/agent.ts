@@ -1,7 +1,7 @@
 import type { Config } from "../config.js";
 import { SwitchboardError, toUserFacing } from "../errors.js";
 import { log } from "../log.js";
-import type { ToolHub } from "../mcp/types.js";
+import type { ToolEntry, ToolHub } from "../mcp/types.js";
 import type { Session, SessionRepository } from "../store/sessions.js";
 import { codeBlockArtifacts } from "./artifacts.js";
 import { buildPrompt, countTokens, modelLimits, renderSystemPrompt } from "./context.js";
@@ -41,6 +41,15 @@ export interface TurnSummary {
 export class Agent {
   constructor(private readonly deps: AgentDeps) {}
 
+  private catalogTokens = { json: "", tokens: 0 };
+
+  /** Tokens the tool specs take; the catalog rarely changes, so the count is kept until it does. */
+  private toolsTokens(tools: ToolEntry[]): number {
+    const json = JSON.stringify(tools.map((t) => [t.name, t.description, t.inputSchema]));
+    if (json !== this.catalogTokens.json) this.catalogTokens = { json, tokens: countTokens(json) };
+    return this.catalogTokens.tokens;
+  }
+
   modelFor(session: Session): string {
     return session.settings.model ?? this.deps.config.llm.model;
   }
@@ -75,9 +84,7 @@ export class Agent {
         channel: input.channel,
         user: input.user.name ?? input.user.id,
       });
-      const toolsTokens = countTokens(
-        JSON.stringify(tools.map((t) => [t.name, t.description, t.inputSchema])),
-      );
+      const toolsTokens = this.toolsTokens(tools);
       const prompt = buildPrompt({
         system,
         summary: session.summary,

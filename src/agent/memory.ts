@@ -3,6 +3,7 @@ import { decode, encode } from "gpt-tokenizer/encoding/o200k_base";
 import type { Config } from "../config.js";
 import { SwitchboardError } from "../errors.js";
 import { log } from "../log.js";
+import { withTimeout } from "../signals.js";
 import type { Session, SessionRepository } from "../store/sessions.js";
 import { countTokens, messagesTokens } from "./context.js";
 import type { ChatMessage } from "./messages.js";
@@ -164,8 +165,7 @@ async function summarise(
   if (previous?.trim()) parts.push(`<previous_summary>\n${previous.trim()}\n</previous_summary>`);
   parts.push(`<new_messages>\n${transcript}\n</new_messages>`);
   parts.push("Write the updated summary.");
-  const timeout = AbortSignal.timeout(deps.config.llm.requestTimeoutMs);
-  const signal = deps.signal ? AbortSignal.any([deps.signal, timeout]) : timeout;
+  const signal = withTimeout(deps.config.llm.requestTimeoutMs, deps.signal);
   let text = "";
   let stop = "end";
   for await (const event of deps.provider.stream(

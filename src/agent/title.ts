@@ -1,4 +1,5 @@
 import { log } from "../log.js";
+import { withTimeout } from "../signals.js";
 import type { Provider } from "./providers/provider.js";
 
 /** The first exchange is enough to name a thread; more only costs tokens. */
@@ -84,8 +85,7 @@ export async function makeTitle(
   exchange: { user: string; assistant: string },
   deps: { provider: Provider; model: string; signal?: AbortSignal },
 ): Promise<string> {
-  const timeout = AbortSignal.timeout(TITLE_TIMEOUT_MS);
-  const signal = deps.signal ? AbortSignal.any([deps.signal, timeout]) : timeout;
+  const signal = withTimeout(TITLE_TIMEOUT_MS, deps.signal);
   try {
     let raw = "";
     const stream = deps.provider.stream(

@@ -61,7 +61,7 @@ export class Metrics {
     labelNames: ["platform", "kind"],
     registers: [this.registry],
   });
-  readonly queued = new Gauge({
+  readonly inFlight = new Gauge({
     name: "switchboard_turns_in_flight",
     help: "Turns running or waiting for their thread's lock.",
     registers: [this.registry],
@@ -120,11 +120,11 @@ export class Metrics {
 
   observer(): TurnObserver {
     return {
-      turnStarted: () => this.queued.inc(),
+      turnStarted: () => this.inFlight.inc(),
       firstVisible: (inbound: Inbound, ms: number) =>
         this.firstVisibleSeconds.observe({ platform: inbound.platform }, ms / 1000),
       turnEnded: (inbound: Inbound, outcome, ms: number, events: AgentEvent[]) => {
-        this.queued.dec();
+        this.inFlight.dec();
         this.turns.inc({ platform: inbound.platform, outcome });
         this.turnSeconds.observe({ platform: inbound.platform }, ms / 1000);
         for (const e of events) this.countEvent(e);

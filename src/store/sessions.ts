@@ -82,6 +82,11 @@ export class SessionRepository {
     return session;
   }
 
+  /** True when the thread has a session record; reads no session body (asked for every followed message). */
+  async exists(key: string): Promise<boolean> {
+    return this.store.kv.has(sessionKey(key));
+  }
+
   async getOrCreate(key: string): Promise<Session> {
     const [session, generation] = await this.readWithGeneration(key);
     if (session && session.generation >= generation) return session;

@@ -1,6 +1,7 @@
 import type { Attachment, Collection } from "discord.js";
 import { formatBytes } from "../../mcp/results.js";
 import type { Artifact } from "../../mcp/types.js";
+import { withTimeout } from "../../signals.js";
 import type { InboundFile } from "../types.js";
 
 /** A download that takes longer than this is given up, so a stalled CDN cannot hold a turn. */
@@ -57,9 +58,8 @@ export function inboundFiles(attachments: Collection<string, Attachment>): Inbou
     mimeType: a.contentType ?? guessType(a.name),
     size: a.size,
     async fetch(signal?: AbortSignal) {
-      const timeout = AbortSignal.timeout(DOWNLOAD_TIMEOUT_MS);
       // Attachment URLs are signed CDN links that need no bot token.
-      const res = await fetch(a.url, { signal: signal ? AbortSignal.any([timeout, signal]) : timeout });
+      const res = await fetch(a.url, { signal: withTimeout(DOWNLOAD_TIMEOUT_MS, signal) });
       if (!res.ok) throw new Error(`Downloading ${a.name} failed with HTTP ${res.status}`);
       return new Uint8Array(await res.arrayBuffer());
     },

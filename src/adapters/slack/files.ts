@@ -1,6 +1,7 @@
 import type { WebClient } from "@slack/web-api";
 import { log } from "../../log.js";
 import type { Artifact } from "../../mcp/types.js";
+import { withTimeout } from "../../signals.js";
 import type { InboundFile } from "../types.js";
 
 /** A download that takes longer than this is given up, so a stalled CDN cannot hold a turn. */
@@ -39,7 +40,7 @@ export function toInboundFiles(files: SlackFile[] | undefined, token: string): I
         async fetch(signal?: AbortSignal): Promise<Uint8Array> {
           const res = await fetch(url, {
             headers: { Authorization: `Bearer ${token}` },
-            signal: withTimeout(signal),
+            signal: withTimeout(DOWNLOAD_TIMEOUT_MS, signal),
           });
           if (!res.ok) throw new Error(`Slack file download failed with HTTP ${res.status} for ${name}`);
           const type = res.headers.get("content-type") ?? "";
@@ -53,12 +54,6 @@ export function toInboundFiles(files: SlackFile[] | undefined, token: string): I
       },
     ];
   });
-}
-
-/** The caller's signal, also aborted after `DOWNLOAD_TIMEOUT_MS`. */
-export function withTimeout(signal?: AbortSignal, ms = DOWNLOAD_TIMEOUT_MS): AbortSignal {
-  const timeout = AbortSignal.timeout(ms);
-  return signal ? AbortSignal.any([timeout, signal]) : timeout;
 }
 
 export interface UploadPlace {
