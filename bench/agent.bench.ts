@@ -2,9 +2,9 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
-import type { Reply } from "../src/adapters/types.js";
 import type { Provider } from "../src/agent/providers/provider.js";
 import { buildCore } from "../src/app.js";
+import type { Reply } from "../src/runtime/contract.js";
 import { LlmEmulator } from "../test/emulators/llm/index.js";
 import { machine } from "./machine.js";
 

@@ -1,4 +1,4 @@
-import type { Inbound } from "../src/adapters/types.js";
+import type { Inbound } from "../src/runtime/contract.js";
 
 /** ~1,000 tokens of English prose (about 4 characters per token). */
 export const ANSWER_1K = Array.from(

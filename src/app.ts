@@ -1,14 +1,15 @@
-import { Dispatcher, type TurnObserver } from "./adapters/dispatcher.js";
-import type { Adapter, AdapterDeps, Platform } from "./adapters/types.js";
 import { Agent } from "./agent/agent.js";
 import { providerFor } from "./agent/providers/index.js";
 import type { Provider } from "./agent/providers/provider.js";
 import { allowedModels, type LoadedConfig, loadConfig } from "./config.js";
+import type { Platform } from "./core/thread.js";
 import { log, registerSecret } from "./log.js";
 import { McpHub } from "./mcp/hub.js";
 import { loadMcpConfig, type ServerConfig } from "./mcp/servers.js";
 import { type HealthServer, startHealthServer } from "./ops/health.js";
 import { Metrics } from "./ops/metrics.js";
+import type { Adapter, AdapterDeps } from "./runtime/contract.js";
+import { Dispatcher, type TurnObserver } from "./runtime/dispatcher.js";
 import { createDedupe } from "./store/dedupe.js";
 import { openStore, type Store } from "./store/index.js";
 import { createThreadLock } from "./store/locks.js";

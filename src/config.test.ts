@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { interpolate, loadConfig } from "./config.js";
-import { SwitchboardError } from "./errors.js";
+import { SwitchboardError } from "./core/errors.js";
 
 function dirWith(files: Record<string, string>): string {
   const dir = mkdtempSync(join(tmpdir(), "sb-config-"));

@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
-import { SwitchboardError } from "./errors.js";
+import { SwitchboardError } from "./core/errors.js";
 
 const modelSettings = z
   .object({

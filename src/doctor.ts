@@ -1,6 +1,6 @@
 import { providerFor } from "./agent/providers/index.js";
 import { type LoadedConfig, loadConfig, type Secrets } from "./config.js";
-import { SwitchboardError } from "./errors.js";
+import { SwitchboardError } from "./core/errors.js";
 import { scrub } from "./log.js";
 import { McpHub } from "./mcp/hub.js";
 import { loadMcpConfig } from "./mcp/servers.js";

@@ -3,8 +3,8 @@ import { Command } from "commander";
 import { CONSOLE_KEY, runConsole } from "./adapters/console/index.js";
 import { buildCore, configuredPlatforms, startApp } from "./app.js";
 import { loadConfig } from "./config.js";
+import { SwitchboardError } from "./core/errors.js";
 import { runDoctor } from "./doctor.js";
-import { SwitchboardError } from "./errors.js";
 import { log } from "./log.js";
 
 const EXIT_CONFIG = 2;

@@ -1,14 +1,14 @@
 import type { Config } from "../config.js";
-import { SwitchboardError, toUserFacing } from "../errors.js";
+import { SwitchboardError, toUserFacing } from "../core/errors.js";
+import type { AgentEvent } from "../core/events.js";
+import { addUsage, type ChatMessage, type UserMessage, type UserPart } from "../core/messages.js";
 import { log } from "../log.js";
 import type { ToolEntry, ToolHub } from "../mcp/types.js";
 import type { Session, SessionRepository } from "../store/sessions.js";
 import { codeBlockArtifacts } from "./artifacts.js";
 import { buildPrompt, countTokens, modelLimits, renderSystemPrompt } from "./context.js";
-import type { AgentEvent } from "./events.js";
 import { runToolLoop } from "./loop.js";
 import { compress, needsCompression } from "./memory.js";
-import { addUsage, type ChatMessage, type UserMessage, type UserPart } from "./messages.js";
 import type { Provider } from "./providers/provider.js";
 import { makeTitle } from "./title.js";
 

@@ -1,5 +1,3 @@
-import type { Artifact } from "../mcp/types.js";
-
 const EXTENSIONS: Record<string, string> = {
   ts: "ts",
   typescript: "ts",
@@ -58,3 +56,5 @@ export function codeBlockArtifacts(answer: string, minLines: number): Artifact[]
   }
   return artifacts;
 }
+
+import type { Artifact } from "../core/artifacts.js";

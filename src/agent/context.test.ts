@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { configSchema } from "../config.js";
-import { SwitchboardError } from "../errors.js";
+import { SwitchboardError } from "../core/errors.js";
+import type { AssistantMessage, ChatMessage, ToolMessage, UserMessage } from "../core/messages.js";
 import { log } from "../log.js";
 import {
   buildPrompt,
@@ -13,7 +14,6 @@ import {
   modelLimits,
   renderSystemPrompt,
 } from "./context.js";
-import type { AssistantMessage, ChatMessage, ToolMessage, UserMessage } from "./messages.js";
 
 const config = (over: Record<string, unknown> = {}) => configSchema.parse(over);
 const vars = { model: "gpt-4o-mini", platform: "slack", channel: "C1", user: "Ada" };

@@ -1,7 +1,7 @@
 import { countTokens as countO200k } from "gpt-tokenizer/encoding/o200k_base";
 import type { Config } from "../config.js";
-import { SwitchboardError } from "../errors.js";
-import type { ChatMessage, ToolMessage, UserMessage } from "./messages.js";
+import { SwitchboardError } from "../core/errors.js";
+import type { ChatMessage, ToolMessage, UserMessage } from "../core/messages.js";
 import type { ModelLimits } from "./model-limits.js";
 
 export { type ModelLimits, modelLimits } from "./model-limits.js";

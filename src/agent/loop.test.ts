@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { callTools, FunctionHub, ScriptedProvider, say } from "../../test/support/scripted.js";
+import type { AgentEvent } from "../core/events.js";
 import { countTokens, messagesTokens } from "./context.js";
-import type { AgentEvent } from "./events.js";
 import { type LoopResult, runToolLoop } from "./loop.js";
 import type { ModelEvent } from "./providers/provider.js";
 

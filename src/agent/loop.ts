@@ -1,6 +1,5 @@
-import { SwitchboardError } from "../errors.js";
-import type { ToolEntry, ToolHub, ToolOutcome } from "../mcp/types.js";
-import type { AgentEvent } from "./events.js";
+import { SwitchboardError } from "../core/errors.js";
+import type { AgentEvent } from "../core/events.js";
 import {
   type AssistantMessage,
   addUsage,
@@ -9,7 +8,8 @@ import {
   type ToolMessage,
   type Usage,
   zeroUsage,
-} from "./messages.js";
+} from "../core/messages.js";
+import type { ToolEntry, ToolHub, ToolOutcome } from "../mcp/types.js";
 import type { ModelRequest, Provider, ToolSpec } from "./providers/provider.js";
 import { AsyncQueue } from "./queue.js";
 import { fitStep } from "./step-budget.js";

@@ -1,6 +1,7 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { LlmEmulator } from "../../test/emulators/llm/index.js";
 import { configSchema } from "../config.js";
+import type { AssistantMessage, ChatMessage, ToolMessage, UserMessage } from "../core/messages.js";
 import { type Session, SessionRepository } from "../store/sessions.js";
 import { type TestStores, testStores } from "../store/testing.js";
 import { countTokens } from "./context.js";
@@ -13,7 +14,6 @@ import {
   summaryTargetTokens,
   transcriptLine,
 } from "./memory.js";
-import type { AssistantMessage, ChatMessage, ToolMessage, UserMessage } from "./messages.js";
 import { createProvider } from "./providers/index.js";
 import type { Provider } from "./providers/provider.js";
 

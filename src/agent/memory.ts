@@ -1,12 +1,12 @@
 import { performance } from "node:perf_hooks";
 import { decode, encode } from "gpt-tokenizer/encoding/o200k_base";
 import type { Config } from "../config.js";
-import { SwitchboardError } from "../errors.js";
+import { SwitchboardError } from "../core/errors.js";
+import type { ChatMessage } from "../core/messages.js";
 import { log } from "../log.js";
 import { withTimeout } from "../signals.js";
 import type { Session, SessionRepository } from "../store/sessions.js";
 import { countTokens, messagesTokens } from "./context.js";
-import type { ChatMessage } from "./messages.js";
 import { type ModelLimits, modelLimits } from "./model-limits.js";
 import type { Provider } from "./providers/provider.js";
 

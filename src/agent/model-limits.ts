@@ -91,3 +91,10 @@ export function modelLimits(config: Config, model: string): ModelLimits {
   }
   return { contextWindow, maxOutputTokens };
 }
+
+const VISION_MODELS = /^(gpt-4o|gpt-4\.1|gpt-5|o3|o4|claude-|chatgpt-4o|llava|qwen.*vl|gemma3)/i;
+
+/** Whether the model takes images as input: `modelSettings.<model>.vision`, else known model families. */
+export function modelSupportsVision(config: Config, model: string): boolean {
+  return config.modelSettings[model]?.vision ?? VISION_MODELS.test(model);
+}

@@ -1,6 +1,6 @@
+import type { ChatMessage, ToolMessage } from "../core/messages.js";
 import { countTokens, messagesTokens } from "./context.js";
 import { headAndTail } from "./memory.js";
-import type { ChatMessage, ToolMessage } from "./messages.js";
 
 /**
  * The prompt of a turn's first step is budgeted by `buildPrompt`; every later step adds

@@ -1,5 +1,5 @@
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
-import type { Artifact } from "./types.js";
+import type { Artifact } from "../core/artifacts.js";
 
 export interface ModelResult {
   ok: boolean;

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { SwitchboardError } from "../errors.js";
+import { SwitchboardError } from "../core/errors.js";
 import { loadMcpConfig, parseMcpConfig } from "./servers.js";
 
 const FILE = "config/mcp.json";

@@ -1,11 +1,6 @@
 /** What the MCP hub offers the agent. The agent depends on these types, never on the SDK. */
 
-export interface Artifact {
-  title: string;
-  filename: string;
-  mimeType: string;
-  bytes: Uint8Array;
-}
+import type { Artifact } from "../core/artifacts.js";
 
 export interface ToolEntry {
   /** Provider-safe name sent to the model: `server__tool`, `^[a-zA-Z0-9_-]{1,64}$`. */

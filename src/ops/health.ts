@@ -1,8 +1,8 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import type { Adapter } from "../adapters/types.js";
 import { log } from "../log.js";
 import type { ToolHub } from "../mcp/types.js";
+import type { Adapter } from "../runtime/contract.js";
 import type { Store } from "../store/index.js";
 import type { Metrics } from "./metrics.js";
 

@@ -1,8 +1,8 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
-import type { TurnObserver } from "../adapters/dispatcher.js";
-import type { Inbound } from "../adapters/types.js";
-import type { AgentEvent } from "../agent/events.js";
+import type { AgentEvent } from "../core/events.js";
 import type { ToolHub } from "../mcp/types.js";
+import type { Inbound } from "../runtime/contract.js";
+import type { TurnObserver } from "../runtime/dispatcher.js";
 
 /**
  * Prometheus metrics. Label sets are kept small on purpose: thread keys and user ids

@@ -2,9 +2,9 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
-import { SwitchboardError } from "../errors.js";
+import { SwitchboardError } from "../core/errors.js";
 import { openStore, redactUrl, sweepExpired } from "./index.js";
-import { STORE_KINDS, type TestStores, testStores } from "./testing.js";
+import { describeEachStore, needsServer, type TestStores, testStores } from "./testing.js";
 
 const nested = {
   a: [[1, [2, "x", null]], { b: ":base64:abc", c: [] }],
@@ -14,7 +14,7 @@ const nested = {
   t: true,
 };
 
-describe.each(STORE_KINDS)("openStore on %s", (kind) => {
+describeEachStore("openStore on %s", (kind) => {
   let stores: TestStores;
   afterEach(async () => {
     await stores.dispose();
@@ -103,6 +103,31 @@ describe("openStore on sqlite files", () => {
     const err = await openStore("sqlite:///etc/hostname/sub/x.sqlite").catch((e: unknown) => e);
     expect(err).toBeInstanceOf(SwitchboardError);
     expect((err as SwitchboardError).code).toBe("store_unavailable");
+  });
+});
+
+describe("sweepExpired on postgres", needsServer("postgres"), () => {
+  const mine = testStores("postgres");
+  const neighbour = testStores("postgres");
+  afterAll(async () => {
+    await mine.dispose();
+    await neighbour.dispose();
+  });
+
+  it("deletes the expired rows of its own namespace, and only those", async () => {
+    const store = await mine.open();
+    const other = await neighbour.open();
+    await store.kv.set("gone", 1, 1);
+    await store.kv.set("stays", 2, 60_000);
+    await store.kv.set("forever", 3);
+    await other.kv.set("gone", 4, 1);
+    await new Promise((r) => setTimeout(r, 20));
+    expect(await sweepExpired(store)).toBe(1);
+    const rows = await store.sql?.query("SELECT key FROM switchboard WHERE key LIKE $1 ORDER BY key", [
+      `${store.namespace}:%`,
+    ]);
+    expect(rows?.map((r) => r.key)).toEqual([`${store.namespace}:forever`, `${store.namespace}:stays`]);
+    expect(await sweepExpired(other)).toBe(1);
   });
 });
 

@@ -5,7 +5,7 @@ import KeyvRedis from "@keyv/redis";
 import KeyvSqlite from "@keyv/sqlite";
 import { createClient } from "@redis/client";
 import Keyv, { type DeserializedData } from "keyv";
-import { SwitchboardError } from "../errors.js";
+import { SwitchboardError } from "../core/errors.js";
 import { log } from "../log.js";
 
 export type StoreKind = "sqlite" | "redis" | "postgres";

@@ -1,7 +1,7 @@
-import { afterEach, describe, expect, it } from "vitest";
-import type { ChatMessage } from "../agent/messages.js";
+import { afterEach, expect, it } from "vitest";
+import type { ChatMessage } from "../core/messages.js";
 import { SessionRepository } from "./sessions.js";
-import { STORE_KINDS, type TestStores, testStores } from "./testing.js";
+import { describeEachStore, type TestStores, testStores } from "./testing.js";
 
 const KEY = "slack:T1:C1:1712345678.000100";
 
@@ -21,7 +21,7 @@ function exchange(i: number): ChatMessage[] {
   ];
 }
 
-describe.each(STORE_KINDS)("SessionRepository on %s", (kind) => {
+describeEachStore("SessionRepository on %s", (kind) => {
   let stores: TestStores;
   afterEach(async () => {
     await stores.dispose();

@@ -1,5 +1,5 @@
-import type { ChatMessage, Usage } from "../agent/messages.js";
-import { zeroUsage } from "../agent/messages.js";
+import type { ChatMessage, Usage } from "../core/messages.js";
+import { zeroUsage } from "../core/messages.js";
 import { log } from "../log.js";
 import type { Store } from "./index.js";
 import { LocalThreadLock } from "./locks.js";

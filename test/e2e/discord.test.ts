@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { joinParts, openFenceAtEnd } from "../../src/adapters/split.js";
+import { joinParts, openFenceAtEnd } from "../../src/runtime/split.js";
 import { DiscordEmulator, type StoredMessage, waitFor } from "../emulators/discord/index.js";
 import { LlmEmulator, type RecordedRequest, type ScriptedTurn } from "../emulators/llm/index.js";
 import { type RunningApp, startWithEverything } from "../support/app-env.js";

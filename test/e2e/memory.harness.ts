@@ -1,9 +1,9 @@
 import { Agent } from "../../src/agent/agent.js";
 import { countTokens, messagesTokens } from "../../src/agent/context.js";
-import type { AgentEvent } from "../../src/agent/events.js";
-import type { ChatMessage } from "../../src/agent/messages.js";
 import { createProvider } from "../../src/agent/providers/index.js";
 import { type Config, configSchema } from "../../src/config.js";
+import type { AgentEvent } from "../../src/core/events.js";
+import type { ChatMessage } from "../../src/core/messages.js";
 import type { Store } from "../../src/store/index.js";
 import type { Session } from "../../src/store/sessions.js";
 import { SessionRepository } from "../../src/store/sessions.js";

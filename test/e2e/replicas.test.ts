@@ -1,31 +1,37 @@
 import { rmSync } from "node:fs";
-import { createClient } from "@redis/client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type App, startApp } from "../../src/app.js";
+import { openStore } from "../../src/store/index.js";
+import { deleteRedisKeys, needsServer, serverUrl } from "../../src/store/testing.js";
 import { DiscordEmulator, waitFor } from "../emulators/discord/index.js";
 import { LlmEmulator } from "../emulators/llm/index.js";
 import { appEnv } from "../support/app-env.js";
 import { scratchConfig } from "../support/chat-process.js";
 import { isTitleRequest, lastUserText } from "../support/llm-text.js";
 
-// A database of its own on the machine's Redis, emptied before and after.
-const REDIS_URL = "redis://127.0.0.1:6379/9";
+const REDIS_URL = serverUrl("redis");
 
-async function flush(): Promise<void> {
-  const client = createClient({ url: REDIS_URL });
-  await client.connect();
-  await client.flushDb();
-  await client.close();
+/**
+ * The app writes under its default namespace, "switchboard:", in the tests' database; no
+ * other test does. Only those keys are deleted, never the whole database (others' data).
+ */
+async function deleteAppKeys(): Promise<void> {
+  const store = await openStore(REDIS_URL);
+  try {
+    await deleteRedisKeys(store.redis!, `${store.namespace}:*`);
+  } finally {
+    await store.close();
+  }
 }
 
-describe("two replicas on Redis (a rolling deploy)", () => {
+describe("two replicas on Redis (a rolling deploy)", needsServer("redis"), () => {
   let llm: LlmEmulator;
   let discord: DiscordEmulator;
   let replicas: App[] = [];
   let dir: string;
 
   beforeAll(async () => {
-    await flush();
+    await deleteAppKeys();
     llm = await LlmEmulator.start({
       responder: (req) =>
         isTitleRequest(req)
@@ -47,7 +53,7 @@ describe("two replicas on Redis (a rolling deploy)", () => {
     await Promise.all(replicas.map((r) => r.stop()));
     await discord?.stop();
     await llm?.close();
-    await flush();
+    await deleteAppKeys();
     rmSync(dir, { recursive: true, force: true });
   });
 

@@ -1,8 +1,8 @@
 import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { INTERRUPTED_NOTE } from "../../src/adapters/dispatcher.js";
 import { type App, startApp } from "../../src/app.js";
+import { INTERRUPTED_NOTE } from "../../src/runtime/dispatcher.js";
 import { openStore } from "../../src/store/index.js";
 import { SessionRepository } from "../../src/store/sessions.js";
 import { type EmuMessage, SlackEmulator } from "../emulators/slack/index.js";

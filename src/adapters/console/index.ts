@@ -1,11 +1,12 @@
 import { randomUUID } from "node:crypto";
 import { resolve } from "node:path";
 import { createInterface } from "node:readline";
-import { HELP_TEXT } from "../commands.js";
-import { COMMAND_NAMES, type CommandName, type TurnRunner } from "../types.js";
+import { encodeThread } from "../../core/thread.js";
+import { HELP_TEXT } from "../../runtime/commands.js";
+import { COMMAND_NAMES, type CommandName, type TurnRunner } from "../../runtime/contract.js";
 import { ConsoleReply } from "./reply.js";
 
-export const CONSOLE_KEY = "console:local";
+export const CONSOLE_KEY = encodeThread({ platform: "console", name: "local" });
 
 const COMMANDS = new Set<string>(COMMAND_NAMES);
 

@@ -1,7 +1,7 @@
 import { access, mkdir, writeFile } from "node:fs/promises";
 import { join, relative } from "node:path";
-import type { Artifact } from "../../mcp/types.js";
-import type { Reply, TextSink } from "../types.js";
+import type { Artifact } from "../../core/artifacts.js";
+import type { Reply, TextSink } from "../../runtime/contract.js";
 
 export interface ConsoleStreams {
   out: NodeJS.WritableStream;

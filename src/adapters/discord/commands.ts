@@ -8,9 +8,10 @@ import {
   type RESTPostAPIChatInputApplicationCommandsJSONBody,
   SlashCommandBuilder,
 } from "discord.js";
+import type { ThreadKey } from "../../core/thread.js";
 import { log } from "../../log.js";
-import { splitMessage } from "../split.js";
-import type { CommandName, ThreadKey } from "../types.js";
+import type { CommandName } from "../../runtime/contract.js";
+import { splitMessage } from "../../runtime/split.js";
 import { type DiscordContext, dmKey, guildKey, provisionalName } from "./context.js";
 import { channelPlace, interactionPlace } from "./places.js";
 import { DISCORD_MESSAGE_LIMIT, DiscordReply, type Place } from "./reply.js";

@@ -1,7 +1,9 @@
 import type { Client, ThreadChannel } from "discord.js";
+import type { ThreadKey } from "../../core/thread.js";
+import { decodeThread, encodeThread, platformOf } from "../../core/thread.js";
 import { log } from "../../log.js";
-import { RateBudget } from "../stream.js";
-import type { AdapterDeps, ThreadKey } from "../types.js";
+import type { AdapterDeps } from "../../runtime/contract.js";
+import { RateBudget } from "../../runtime/stream.js";
 import type { ReplyOptions } from "./reply.js";
 
 /**
@@ -11,17 +13,18 @@ import type { ReplyOptions } from "./reply.js";
 const BUDGET = { capacity: 3, refillPerSec: 0.6 };
 
 export function guildKey(guildId: string, channelId: string): ThreadKey {
-  return `discord:${guildId}:${channelId}`;
+  return encodeThread({ platform: "discord", guild: guildId, channel: channelId });
 }
 
 export function dmKey(channelId: string): ThreadKey {
-  return `discord:dm:${channelId}`;
+  return encodeThread({ platform: "discord", guild: "dm", channel: channelId });
 }
 
 /** The channel (thread or DM) a key names. */
 export function channelOfKey(key: ThreadKey): string | undefined {
-  const parts = key.split(":");
-  return parts[0] === "discord" && parts.length === 3 ? parts[2] : undefined;
+  if (platformOf(key) !== "discord") return undefined;
+  const ref = decodeThread(key);
+  return ref.platform === "discord" ? ref.channel : undefined;
 }
 
 /** A thread name from the first words of a question (1-100 chars, as Discord requires). */

@@ -1,6 +1,8 @@
 import { type Message, MessageType, type SendableChannels, type ThreadChannel } from "discord.js";
+import type { PriorMessage } from "../../core/inbound.js";
+import type { ThreadKey } from "../../core/thread.js";
 import { log } from "../../log.js";
-import type { Inbound, PriorMessage, ThreadKey } from "../types.js";
+import type { Inbound } from "../../runtime/contract.js";
 import { channelOfKey, type DiscordContext, dmKey, guildKey, provisionalName } from "./context.js";
 import { inboundFiles } from "./files.js";
 import { channelPlace } from "./places.js";

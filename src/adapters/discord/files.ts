@@ -1,8 +1,8 @@
 import type { Attachment, Collection } from "discord.js";
+import type { Artifact } from "../../core/artifacts.js";
+import type { InboundFile } from "../../core/inbound.js";
 import { formatBytes } from "../../mcp/results.js";
-import type { Artifact } from "../../mcp/types.js";
 import { withTimeout } from "../../signals.js";
-import type { InboundFile } from "../types.js";
 
 /** A download that takes longer than this is given up, so a stalled CDN cannot hold a turn. */
 export const DOWNLOAD_TIMEOUT_MS = 30_000;

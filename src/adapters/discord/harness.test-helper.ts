@@ -1,6 +1,7 @@
 import { DiscordEmulator } from "../../../test/emulators/discord/index.js";
 import { configSchema } from "../../config.js";
-import type { Command, Inbound, ThreadKey, TurnRunner } from "../types.js";
+import type { ThreadKey } from "../../core/thread.js";
+import type { Command, Inbound, Interaction, TurnRunner } from "../../runtime/contract.js";
 import { createDiscordAdapter, type DiscordAdapter } from "./index.js";
 
 export type Script = (inbound: Inbound) => Promise<void>;
@@ -32,6 +33,12 @@ export class ScriptedRunner implements TurnRunner {
 
   async knows(key: ThreadKey): Promise<boolean> {
     return this.keys.has(key);
+  }
+
+  readonly interactions: Interaction[] = [];
+
+  async interact(interaction: Interaction): Promise<void> {
+    this.interactions.push(interaction);
   }
 
   async firstSight(id: string): Promise<boolean> {

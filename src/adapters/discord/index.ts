@@ -1,8 +1,9 @@
 import { once } from "node:events";
 import { type Client, Events, Status } from "discord.js";
-import { SwitchboardError } from "../../errors.js";
+import { SwitchboardError } from "../../core/errors.js";
+import type { ThreadKey } from "../../core/thread.js";
 import { log } from "../../log.js";
-import type { Adapter, AdapterDeps, ThreadKey } from "../types.js";
+import type { Adapter, AdapterDeps, ReplyAddress } from "../../runtime/contract.js";
 import { createClient, inviteUrl } from "./client.js";
 import { onInteraction, registerCommands } from "./commands.js";
 import { channelOfKey, DiscordContext } from "./context.js";
@@ -68,7 +69,7 @@ export class DiscordAdapter implements Adapter {
     return this.client.isReady() && this.client.ws.status === Status.Ready;
   }
 
-  async recover(key: ThreadKey, note: string): Promise<void> {
+  async recover(key: ThreadKey, _address: ReplyAddress | undefined, note: string): Promise<void> {
     const id = channelOfKey(key);
     if (!id || id === "dm") return;
     const channel = await this.client.channels.fetch(id).catch(() => null);

@@ -5,7 +5,7 @@ import {
   type ThreadChannel,
 } from "discord.js";
 import { log } from "../../log.js";
-import type { MessageOps } from "../stream.js";
+import type { MessageOps } from "../../runtime/stream.js";
 import { asWriteError, type OutgoingMessage, type Place } from "./reply.js";
 
 /** A channel, thread or DM the bot can write in. */

@@ -1,9 +1,9 @@
 import { AttachmentBuilder, RateLimitError } from "discord.js";
+import type { Artifact } from "../../core/artifacts.js";
 import { log } from "../../log.js";
-import type { Artifact } from "../../mcp/types.js";
-import { type MessageOps, type RateBudget, RateLimitedError, StreamWriter } from "../stream.js";
-import { tablesToCodeBlocks } from "../tables.js";
-import type { Reply, TextSink } from "../types.js";
+import type { Reply, TextSink } from "../../runtime/contract.js";
+import { type MessageOps, type RateBudget, RateLimitedError, StreamWriter } from "../../runtime/stream.js";
+import { tablesToCodeBlocks } from "../../runtime/tables.js";
 import { planUploads, tooLargeSentence } from "./files.js";
 
 /** Discord's content limit for bots (4,000 is a user Nitro perk). */

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { DiscordEmulator, waitFor } from "../../../test/emulators/discord/index.js";
-import type { Artifact } from "../../mcp/types.js";
-import { joinParts } from "../split.js";
+import type { Artifact } from "../../core/artifacts.js";
+import { joinParts } from "../../runtime/split.js";
 import { channelOfKey } from "./context.js";
 import { answer, type Harness, ScriptedRunner, startHarness } from "./harness.test-helper.js";
 

@@ -6,7 +6,7 @@ import {
   streamText,
 } from "../../../test/emulators/slack/adapter-harness.js";
 import { BOT_USER_ID, type EmuMessage, waitFor } from "../../../test/emulators/slack/index.js";
-import { joinParts, openFenceAtEnd } from "../split.js";
+import { joinParts, openFenceAtEnd } from "../../runtime/split.js";
 import { HISTORY_PAGE_SIZE, HISTORY_PAGES } from "./events.js";
 import { SLACK_MESSAGE_LIMIT } from "./reply.js";
 

@@ -2,7 +2,7 @@ import type { Server } from "node:http";
 import { App, type Logger, LogLevel, SocketModeReceiver } from "@slack/bolt";
 import { ErrorCode, type WebAPICallResult, WebClient, type WebClientOptions } from "@slack/web-api";
 import type { Config, Secrets } from "../../config.js";
-import { SwitchboardError } from "../../errors.js";
+import { SwitchboardError } from "../../core/errors.js";
 import { log } from "../../log.js";
 
 export interface SlackAppOptions {

@@ -2,7 +2,7 @@ import type { App, RespondFn } from "@slack/bolt";
 import type { WebClient } from "@slack/web-api";
 import type { Config } from "../../config.js";
 import { log } from "../../log.js";
-import { COMMAND_NAMES, type CommandName, type TurnRunner } from "../types.js";
+import { COMMAND_NAMES, type CommandName, type TurnRunner } from "../../runtime/contract.js";
 import { type SlackEvents, type SlackIdentity, threadKey } from "./events.js";
 import { escapeMrkdwn, fromSlackText, toMrkdwn } from "./mrkdwn.js";
 

@@ -1,9 +1,12 @@
 import type { App } from "@slack/bolt";
 import { type ConversationsRepliesResponse, ErrorCode, type WebClient } from "@slack/web-api";
 import type { Config } from "../../config.js";
+import type { PriorMessage } from "../../core/inbound.js";
+import type { ThreadKey } from "../../core/thread.js";
+import { encodeThread } from "../../core/thread.js";
 import { log } from "../../log.js";
-import type { RateBudget } from "../stream.js";
-import type { Inbound, PriorMessage, ThreadKey, TurnRunner } from "../types.js";
+import type { Inbound, TurnRunner } from "../../runtime/contract.js";
+import type { RateBudget } from "../../runtime/stream.js";
 import { type SlackFile, toInboundFiles } from "./files.js";
 import { fromSlackText } from "./mrkdwn.js";
 import { type ReplyDeps, type SlackPlace, SlackReply } from "./reply.js";
@@ -63,7 +66,7 @@ export function route(e: SlackMessageEvent, me: SlackIdentity, opts: { allowBots
 }
 
 export function threadKey(team: string, channel: string, threadRoot: string): ThreadKey {
-  return `slack:${team}:${channel}:${threadRoot}`;
+  return encodeThread({ platform: "slack", team, channel, thread: threadRoot });
 }
 
 export interface EventDeps {

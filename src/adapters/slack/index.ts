@@ -1,6 +1,8 @@
+import type { ThreadKey } from "../../core/thread.js";
+import { decodeThread, type ThreadRef } from "../../core/thread.js";
 import { log } from "../../log.js";
-import { RateBudget } from "../stream.js";
-import type { Adapter, AdapterDeps, ThreadKey } from "../types.js";
+import type { Adapter, AdapterDeps } from "../../runtime/contract.js";
+import { RateBudget } from "../../runtime/stream.js";
 import { createSlackConnection, type SlackAppOptions } from "./app.js";
 import { registerCommands } from "./commands.js";
 import { SlackEvents, type SlackIdentity } from "./events.js";
@@ -29,11 +31,12 @@ export interface SlackAdapterOptions extends SlackAppOptions {
 
 /** `slack:{team}:{channel}:{thread ts}` -> where to write, or an error for another shape. */
 export function parseThreadKey(key: ThreadKey): { team: string; channel: string; threadTs: string } {
-  const [platform, team, channel, threadTs, ...rest] = key.split(":");
-  if (platform !== "slack" || !team || !channel || !threadTs || rest.length > 0) {
-    throw new Error(`Not a Slack thread key: ${key}`);
-  }
-  return { team, channel, threadTs };
+  let ref: ThreadRef | undefined;
+  try {
+    ref = decodeThread(key);
+  } catch {}
+  if (ref?.platform !== "slack") throw new Error(`Not a Slack thread key: ${key}`);
+  return { team: ref.team, channel: ref.channel, threadTs: ref.thread };
 }
 
 export interface SlackAdapter extends Adapter {
@@ -93,7 +96,7 @@ export function createSlackAdapter(deps: AdapterDeps, opts: SlackAdapterOptions 
       await conn.stop();
     },
     ready: () => conn.connected(),
-    async recover(key, note) {
+    async recover(key, _address, note) {
       const { channel, threadTs } = parseThreadKey(key);
       // One post, never retried blindly: a failure leaves the reply pending for the next start.
       await conn.writes.chat.postMessage({ channel, thread_ts: threadTs, markdown_text: note });

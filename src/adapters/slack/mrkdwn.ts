@@ -1,5 +1,5 @@
-import { closesFence, type Fence, parseOpener } from "../split.js";
-import { tablesToCodeBlocks } from "../tables.js";
+import { closesFence, type Fence, parseOpener } from "../../runtime/split.js";
+import { tablesToCodeBlocks } from "../../runtime/tables.js";
 
 /**
  * Answers go to Slack as `markdown_text` (standard Markdown, rendered by Slack), which has

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { type Harness, startHarness, streamText } from "../../../test/emulators/slack/adapter-harness.js";
 import { type EmuMessage, waitFor } from "../../../test/emulators/slack/index.js";
-import { joinParts, openFenceAtEnd } from "../split.js";
+import { joinParts, openFenceAtEnd } from "../../runtime/split.js";
 import { toSlackMarkdown } from "./mrkdwn.js";
 import { SLACK_MESSAGE_LIMIT } from "./reply.js";
 

@@ -1,8 +1,8 @@
 import { ErrorCode, type WebClient } from "@slack/web-api";
 import { log } from "../../log.js";
-import { type Fence, openFenceAtEnd, splitMarkdown } from "../split.js";
-import type { RateBudget, StreamWriter } from "../stream.js";
-import type { TextSink } from "../types.js";
+import type { TextSink } from "../../runtime/contract.js";
+import { type Fence, openFenceAtEnd, splitMarkdown } from "../../runtime/split.js";
+import type { RateBudget, StreamWriter } from "../../runtime/stream.js";
 import { RenderedText } from "./stable-text.js";
 
 export interface NativeStreamOptions {

@@ -15,7 +15,7 @@ describe("Slack adapter: ending replies a crash interrupted", () => {
   it("posts the note in the thread the key names", async () => {
     h = await startHarness();
     const root = h.emu.post("C1", "U_ALICE", "a question the crash interrupted");
-    await h.adapter.recover!(`slack:T1:C1:${root.ts}`, NOTE);
+    await h.adapter.recover!(`slack:T1:C1:${root.ts}`, undefined, NOTE);
     const replies = h.emu.botReplies("C1", root.ts);
     expect(replies.map((r) => r.text)).toEqual([NOTE]);
     expect(replies[0]?.thread_ts).toBe(root.ts);
@@ -24,8 +24,12 @@ describe("Slack adapter: ending replies a crash interrupted", () => {
 
   it("rejects a key that names no Slack thread, posting nothing", async () => {
     h = await startHarness();
-    await expect(h.adapter.recover!("discord:G1:123", NOTE)).rejects.toThrow(/Not a Slack thread key/);
-    await expect(h.adapter.recover!("slack:T1:C1", NOTE)).rejects.toThrow(/Not a Slack thread key/);
+    await expect(h.adapter.recover!("discord:G1:123", undefined, NOTE)).rejects.toThrow(
+      /Not a Slack thread key/,
+    );
+    await expect(h.adapter.recover!("slack:T1:C1", undefined, NOTE)).rejects.toThrow(
+      /Not a Slack thread key/,
+    );
     expect(h.emu.api.calls.filter((c) => c.method === "chat.postMessage")).toHaveLength(0);
     expect(parseThreadKey("slack:T1:C1:1712345678.000100")).toEqual({
       team: "T1",
@@ -36,7 +40,7 @@ describe("Slack adapter: ending replies a crash interrupted", () => {
 
   it("fails when Slack refuses the note, so the reply stays pending, and counts the failed write", async () => {
     h = await startHarness();
-    await expect(h.adapter.recover!("slack:T1:C_GONE:1712345678.000100", NOTE)).rejects.toThrow(
+    await expect(h.adapter.recover!("slack:T1:C_GONE:1712345678.000100", undefined, NOTE)).rejects.toThrow(
       /channel_not_found/,
     );
     expect(h.platformErrors).toEqual([false]);

@@ -1,8 +1,8 @@
 import { ErrorCode, type WebClient } from "@slack/web-api";
+import type { Artifact } from "../../core/artifacts.js";
 import { log } from "../../log.js";
-import type { Artifact } from "../../mcp/types.js";
-import { type MessageOps, type RateBudget, RateLimitedError, StreamWriter } from "../stream.js";
-import type { Reply, TextSink } from "../types.js";
+import type { Reply, TextSink } from "../../runtime/contract.js";
+import { type MessageOps, type RateBudget, RateLimitedError, StreamWriter } from "../../runtime/stream.js";
 import { uploadArtifact } from "./files.js";
 import { toMrkdwn, toSlackMarkdown } from "./mrkdwn.js";
 import { NativeStream, type NativeStreamOptions } from "./native-stream.js";

@@ -1,4 +1,4 @@
-import { closesFence, type Fence, openFenceAtEnd, parseOpener } from "../split.js";
+import { closesFence, type Fence, openFenceAtEnd, parseOpener } from "../../runtime/split.js";
 
 /** A line that may belong to a GitHub table (the same test `tablesToCodeBlocks` uses). */
 function isRow(line: string): boolean {

@@ -8,8 +8,8 @@ import type {
   RawMessageStreamEvent,
   Tool,
 } from "@anthropic-ai/sdk/resources/messages";
+import type { ChatMessage, Usage, UserMessage } from "../../core/messages.js";
 import { log } from "../../log.js";
-import type { ChatMessage, Usage, UserMessage } from "../messages.js";
 import { abortedError, isTransientStreamError, toProviderError } from "./errors.js";
 import type { ModelEvent, ModelRequest, Provider, StopReason, ToolSpec } from "./provider.js";
 import { StreamInterrupted, streamWithRetry } from "./retry.js";

@@ -10,7 +10,7 @@ import {
   APIConnectionError as OpenAIConnectionError,
   APIConnectionTimeoutError as OpenAITimeoutError,
 } from "openai";
-import { SwitchboardError } from "../../errors.js";
+import { SwitchboardError } from "../../core/errors.js";
 import { scrub } from "../../log.js";
 import type { ProviderName } from "./provider.js";
 

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LlmEmulator } from "../../../test/emulators/llm/index.js";
 import { configSchema } from "../../config.js";
-import { SwitchboardError } from "../../errors.js";
+import { SwitchboardError } from "../../core/errors.js";
 import { createProvider, providerFor } from "./index.js";
 import type { ModelEvent, ModelRequest, Provider } from "./provider.js";
 

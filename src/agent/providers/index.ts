@@ -1,5 +1,5 @@
 import type { Config, Secrets } from "../../config.js";
-import { SwitchboardError } from "../../errors.js";
+import { SwitchboardError } from "../../core/errors.js";
 import { registerSecret } from "../../log.js";
 import { AnthropicProvider } from "./anthropic.js";
 import { OpenAIProvider } from "./openai.js";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { ChatMessage } from "../messages.js";
+import type { ChatMessage } from "../../core/messages.js";
 import { emulatedProvider, sentBody, useLlmEmulator } from "./emulator-setup.test-helper.js";
 import type { ModelRequest } from "./provider.js";
 

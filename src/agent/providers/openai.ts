@@ -6,8 +6,8 @@ import type {
   ChatCompletionMessageParam,
   ChatCompletionTool,
 } from "openai/resources/chat/completions";
+import type { ChatMessage, ToolCall, UserMessage } from "../../core/messages.js";
 import { log } from "../../log.js";
-import type { ChatMessage, ToolCall, UserMessage } from "../messages.js";
 import { abortedError, isTransientStreamError, toProviderError } from "./errors.js";
 import type { ModelEvent, ModelRequest, Provider, StopReason, ToolSpec } from "./provider.js";
 import { StreamInterrupted, streamWithRetry } from "./retry.js";

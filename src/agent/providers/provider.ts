@@ -1,4 +1,4 @@
-import type { ChatMessage, ToolCall, Usage } from "../messages.js";
+import type { ChatMessage, ToolCall, Usage } from "../../core/messages.js";
 
 /** A tool as offered to the model: provider-safe name, JSON Schema object for its input. */
 export interface ToolSpec {

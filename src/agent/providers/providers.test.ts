@@ -1,6 +1,6 @@
 import { type AddressInfo, createServer } from "node:net";
 import { describe, expect, it } from "vitest";
-import { SwitchboardError } from "../../errors.js";
+import { SwitchboardError } from "../../core/errors.js";
 import { AnthropicProvider } from "./anthropic.js";
 import { emulatedProvider, useLlmEmulator } from "./emulator-setup.test-helper.js";
 import { OpenAIProvider } from "./openai.js";

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LlmEmulator } from "../../../test/emulators/llm/index.js";
-import type { ChatMessage, ToolCall } from "../messages.js";
+import type { ChatMessage, ToolCall } from "../../core/messages.js";
 import { OpenAIProvider } from "./openai.js";
 import type { ModelEvent } from "./provider.js";
 import { renderHistory, ToolCallParser, toolManifest, withTextToolProtocol } from "./text-tools.js";

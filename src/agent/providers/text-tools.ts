@@ -1,4 +1,4 @@
-import type { ChatMessage, ToolCall, UserMessage } from "../messages.js";
+import type { ChatMessage, ToolCall, UserMessage } from "../../core/messages.js";
 import type { ModelEvent, ModelRequest, Provider, ToolSpec } from "./provider.js";
 import { newCallId, parseArguments } from "./wire.js";
 

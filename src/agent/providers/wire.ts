@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import type { ToolCall, UserMessage } from "../messages.js";
+import type { ToolCall, UserMessage } from "../../core/messages.js";
 
 /** Small pieces of wire translation that every provider shares. */
 

@@ -3,8 +3,9 @@ import {
   type SlackAdapter,
   type SlackAdapterOptions,
 } from "../../../src/adapters/slack/index.js";
-import type { Command, Inbound, ThreadKey, TurnRunner } from "../../../src/adapters/types.js";
 import { type Config, configSchema } from "../../../src/config.js";
+import type { ThreadKey } from "../../../src/core/thread.js";
+import type { Command, Inbound, Interaction, TurnRunner } from "../../../src/runtime/contract.js";
 import { SlackEmulator, type SlackEmulatorOptions, waitFor } from "./index.js";
 
 /** What the scripted runner does with one inbound message. */
@@ -66,6 +67,12 @@ export class ScriptedRunner implements TurnRunner {
 
   async knows(key: ThreadKey): Promise<boolean> {
     return this.threads.has(key);
+  }
+
+  readonly interactions: Interaction[] = [];
+
+  async interact(interaction: Interaction): Promise<void> {
+    this.interactions.push(interaction);
   }
 
   async firstSight(id: string): Promise<boolean> {

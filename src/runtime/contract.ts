@@ -1,25 +1,7 @@
 import type { Config, Secrets } from "../config.js";
-import type { Artifact } from "../mcp/types.js";
-
-/** "slack:T1:C1:1712345678.000100", "discord:G1:THREAD_ID", "console:local" */
-export type ThreadKey = string;
-
-export type Platform = "slack" | "discord" | "console";
-
-export interface InboundFile {
-  name: string;
-  mimeType: string;
-  size: number;
-  /** Loads the bytes (platform download with auth, at most 30 s); may throw, also when `signal` aborts. */
-  fetch(signal?: AbortSignal): Promise<Uint8Array>;
-}
-
-export interface PriorMessage {
-  author: string;
-  text: string;
-  /** True when the bot wrote it. */
-  fromBot: boolean;
-}
+import type { Artifact } from "../core/artifacts.js";
+import type { InboundFile, PriorMessage } from "../core/inbound.js";
+import type { Platform, ThreadKey } from "../core/thread.js";
 
 export interface Inbound {
   /** Platform event id, for dedupe. */
@@ -46,8 +28,27 @@ export interface TextSink {
   fail(message: string): Promise<void>;
 }
 
+/**
+ * Where a reply's messages are on the platform: plain JSON, stored with the turn, enough
+ * for any process to find them again (crash recovery, a click an hour later, a replica).
+ */
+export interface ReplyAddress {
+  /** Platform message ids in order (Slack ts, Discord message ids); the last one is being written. */
+  messages: string[];
+  /** The channel they are in, when the thread key does not say it (a Discord interaction's channel). */
+  channel?: string;
+  /** A Slack native stream (`chat.startStream`) was still open at the last write. */
+  streaming?: boolean;
+}
+
 /** One per turn, made by the adapter: knows how to write back to that place. */
 export interface Reply {
+  /**
+   * Registers the runtime's recorder: called with the reply's address each time a new
+   * platform message is started (or a stream opened or closed), and awaited before the
+   * reply goes on, so the stored address is never behind the platform.
+   */
+  onAddress?(record: (address: ReplyAddress) => Promise<void>): void;
   /** Shown while the agent works ("Calling everything__echo…"); cleared by the answer. */
   status(text: string): Promise<void>;
   stream(): TextSink;
@@ -65,10 +66,32 @@ export interface Adapter {
   /** True while connected to the platform (for /readyz). */
   ready(): boolean;
   /**
-   * Ends a reply that a crash left half-written: posts `note` in the thread named by `key`
-   * (called once per such thread at start-up). Optional; without it the note is skipped.
+   * Ends a reply that a crash left half-written: the message at `address` itself ends with
+   * `note` (an open Slack native stream is stopped with it). Without an address (the crash
+   * came before the first write) the note is posted in the thread. Called once per such
+   * thread at start-up; optional.
    */
-  recover?(key: ThreadKey, note: string): Promise<void>;
+  recover?(key: ThreadKey, address: ReplyAddress | undefined, note: string): Promise<void>;
+  /** Rebuilds the way back to a stored reply in this process, to write to the same messages. */
+  replyFor?(key: ThreadKey, address: ReplyAddress): Reply;
+}
+
+/**
+ * A click or a form submission (Slack `block_actions` / `view_submission`, Discord
+ * component and modal interactions), addressed by the stored id its button or form carries.
+ */
+export interface Interaction {
+  /** Platform event id, for dedupe. */
+  id: string;
+  kind: "button" | "form";
+  /** The stored id (`interactions:{id}` in the store); buttons and forms carry nothing else. */
+  ref: string;
+  /** The button's value (e.g. "approve", "deny") or the form's fields by input name. */
+  value: string | Record<string, string>;
+  platform: Platform;
+  user: { id: string; name?: string; bot?: boolean };
+  /** Answers only the person who clicked (ephemeral where the platform allows it). */
+  respond(text: string): Promise<void>;
 }
 
 export const COMMAND_NAMES = ["new", "compact", "summary", "title", "tools", "model", "help"] as const;
@@ -96,6 +119,8 @@ export interface TurnRunner {
   knows(key: ThreadKey): Promise<boolean>;
   /** Marks an event id as seen; false if it was already seen (for events handled outside `handle`). */
   firstSight(id: string): Promise<boolean>;
+  /** A click or form submission; answers the person through `interaction.respond`. Never throws. */
+  interact(interaction: Interaction): Promise<void>;
 }
 
 /** What every platform adapter is built from (see src/app.ts). */

@@ -1,5 +1,5 @@
-import type { UserFacingError } from "../errors.js";
-import type { Artifact } from "../mcp/types.js";
+import type { Artifact } from "./artifacts.js";
+import type { UserFacingError } from "./errors.js";
 import type { Usage } from "./messages.js";
 
 /** What the agent tells an adapter's renderer, in order. Platform-neutral. */

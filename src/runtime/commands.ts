@@ -1,6 +1,19 @@
+import type { Agent } from "../agent/agent.js";
+import type { Config } from "../config.js";
 import { allowedModels } from "../config.js";
-import type { DispatcherDeps } from "./dispatcher.js";
-import type { Command } from "./types.js";
+import type { ToolHub } from "../mcp/types.js";
+import type { ThreadLock } from "../store/locks.js";
+import type { SessionRepository } from "../store/sessions.js";
+import type { Command } from "./contract.js";
+
+/** What commands read and change: the thread's session (under its lock), the tool hub, the agent. */
+export interface CommandDeps {
+  agent: Agent;
+  sessions: SessionRepository;
+  lock: ThreadLock;
+  hub: ToolHub;
+  config: Config;
+}
 
 export const HELP_TEXT = [
   "Mention me or write in a thread I am in, and I answer there using my tools.",
@@ -14,7 +27,7 @@ export const HELP_TEXT = [
   "• help: this text",
 ].join("\n");
 
-export async function runCommand(cmd: Command, deps: DispatcherDeps): Promise<string> {
+export async function runCommand(cmd: Command, deps: CommandDeps): Promise<string> {
   const { sessions, lock, hub, agent, config } = deps;
   switch (cmd.name) {
     case "help":

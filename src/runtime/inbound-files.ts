@@ -1,22 +1,18 @@
-import type { UserPart } from "../agent/messages.js";
+import { modelSupportsVision } from "../agent/model-limits.js";
 import type { Config } from "../config.js";
+import type { InboundFile } from "../core/inbound.js";
+import type { UserPart } from "../core/messages.js";
 import { log } from "../log.js";
 import { formatBytes } from "../mcp/results.js";
-import type { InboundFile } from "./types.js";
 
 const TEXT_TYPES = /^(text\/|application\/(json|xml|yaml|x-yaml|toml|javascript|typescript|x-sh|sql|csv))/;
 const TEXT_EXTENSIONS =
   /\.(txt|md|markdown|csv|tsv|json|ya?ml|toml|xml|html?|css|js|mjs|cjs|ts|tsx|jsx|py|rb|go|rs|java|kt|c|h|cpp|hpp|cs|php|sh|sql|log|ini|cfg|conf|env)$/i;
 const IMAGE_TYPES = /^image\/(png|jpeg|gif|webp)$/;
-const VISION_MODELS = /^(gpt-4o|gpt-4\.1|gpt-5|o3|o4|claude-|chatgpt-4o|llava|qwen.*vl|gemma3)/i;
 
 export interface PreparedInput {
   text: string;
   parts: UserPart[];
-}
-
-export function modelSupportsVision(config: Config, model: string): boolean {
-  return config.modelSettings[model]?.vision ?? VISION_MODELS.test(model);
 }
 
 /**

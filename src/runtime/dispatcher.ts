@@ -1,16 +1,21 @@
 import type { Agent } from "../agent/agent.js";
 import { countTokens, modelLimits } from "../agent/context.js";
-import type { AgentEvent } from "../agent/events.js";
 import type { Config } from "../config.js";
-import { SwitchboardError, toUserFacing } from "../errors.js";
+import type { Artifact } from "../core/artifacts.js";
+import { SwitchboardError, toUserFacing } from "../core/errors.js";
+import type { AgentEvent } from "../core/events.js";
+import type { PriorMessage } from "../core/inbound.js";
+import type { ThreadKey } from "../core/thread.js";
+import { platformOf } from "../core/thread.js";
 import { log } from "../log.js";
-import type { Artifact, ToolHub } from "../mcp/types.js";
+import type { ToolHub } from "../mcp/types.js";
 import type { Dedupe } from "../store/dedupe.js";
 import type { ThreadLock } from "../store/locks.js";
 import type { Session, SessionRepository } from "../store/sessions.js";
 import { runCommand } from "./commands.js";
+import type { Adapter, Command, Inbound, Interaction, Reply, TurnRunner } from "./contract.js";
 import { prepareAttachments } from "./inbound-files.js";
-import type { Adapter, Command, Inbound, PriorMessage, Reply, ThreadKey, TurnRunner } from "./types.js";
+import { handleInteraction } from "./interactions.js";
 
 export const INTERRUPTED_NOTE = "Interrupted by a restart; ask again.";
 
@@ -115,6 +120,12 @@ export class Dispatcher implements TurnRunner {
     return { queued, longest };
   }
 
+  async interact(interaction: Interaction): Promise<void> {
+    if (interaction.user.bot) return;
+    if (!(await this.firstSight(interaction.id).catch(() => true))) return;
+    await handleInteraction(interaction);
+  }
+
   command(cmd: Command): Promise<string> {
     return runCommand(cmd, this.deps);
   }
@@ -147,14 +158,14 @@ export class Dispatcher implements TurnRunner {
     const { sessions, lock } = this.deps;
     let recovered = 0;
     for (const pending of await sessions.listPending().catch(() => [])) {
-      const adapter = adapters.find((a) => a.platform === pending.key.split(":")[0]);
+      const adapter = adapters.find((a) => a.platform === platformOf(pending.key));
       // A platform that is not running now keeps its pending replies for a later start.
       if (!adapter?.recover) continue;
       await lock
         .run(pending.key, async () => {
           const session = await sessions.get(pending.key);
           if (!session?.pendingReply) return;
-          await adapter.recover?.(session.key, INTERRUPTED_NOTE);
+          await adapter.recover?.(session.key, undefined, INTERRUPTED_NOTE);
           delete session.pendingReply;
           await sessions.save(session);
           recovered++;

@@ -1,6 +1,6 @@
 import { log } from "../log.js";
+import type { TextSink } from "./contract.js";
 import { type Fence, type MessagePart, openFenceAtEnd, splitMarkdown } from "./split.js";
-import type { TextSink } from "./types.js";
 
 /** The two writes a reply needs, implemented per platform. */
 export interface MessageOps {

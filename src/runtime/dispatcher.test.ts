@@ -6,13 +6,13 @@ import { FunctionHub } from "../../test/support/scripted.js";
 import { Agent } from "../agent/agent.js";
 import type { ModelEvent, ModelRequest, Provider } from "../agent/providers/provider.js";
 import { configSchema } from "../config.js";
-import { SwitchboardError } from "../errors.js";
+import { SwitchboardError } from "../core/errors.js";
 import { MemoryDedupe } from "../store/dedupe.js";
 import { openStore, type Store } from "../store/index.js";
 import { LocalThreadLock } from "../store/locks.js";
 import { SessionRepository } from "../store/sessions.js";
+import type { Inbound, Reply } from "./contract.js";
 import { Dispatcher, INTERRUPTED_NOTE } from "./dispatcher.js";
-import type { Inbound, Reply } from "./types.js";
 
 /** Answers "Echo: <text>" in pieces, slowly when the text says so, and stops when aborted. */
 class EchoProvider implements Provider {
