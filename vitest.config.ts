@@ -9,5 +9,12 @@ export default defineConfig({
     pool: "forks",
     // In-process apps log only errors; tests that need more set LOG_LEVEL on the child they start.
     env: { LOG_LEVEL: process.env.LOG_LEVEL ?? "error" },
+    // Finds Redis and PostgreSQL (or starts PGlite) once; the reporter names what was skipped.
+    globalSetup: ["test/support/services.ts"],
+    reporters: ["default", "./test/support/services-reporter.ts"],
+    tags: [
+      { name: "redis", description: "needs Redis at TEST_REDIS_URL; skipped when none answers" },
+      { name: "postgres", description: "needs PostgreSQL at TEST_POSTGRES_URL, or the embedded PGlite" },
+    ],
   },
 });

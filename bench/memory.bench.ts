@@ -9,17 +9,29 @@ import {
 } from "../test/e2e/memory.harness.js";
 import type { RecordedRequest, ScriptedTurn } from "../test/emulators/llm/index.js";
 import { lastUserText, trailingToolResults } from "../test/emulators/llm/script.js";
+import { atMost, type BenchResult } from "./support/report.js";
 
 /**
  * One 200-turn thread through the real Agent, OpenAI provider, LLM emulator and sqlite
- * store, once with compression and once without. A small context window makes the
- * figures show within 200 turns; they scale with the window.
+ * store, once with compression and once without; each turn is followed by the after-turn
+ * title and compression as the runtime runs them (MemoryHarness.turn). A small context
+ * window makes the figures show within 200 turns; they scale with the window.
+ * Targets: the prompt at turn 200 <= 1.2 x the prompt at turn 20 (10-turn means, so the
+ * saw-tooth of compression cycles evens out), and bytes written per turn flat: turns
+ * 191-200 <= 1.2 x turns 11-20, with compression.
  */
 const TURNS = 200;
 const POINTS = [10, 20, 50, 100, 200];
 const WINDOW = { contextWindow: 8_000, maxOutputTokens: 1_000 };
 const COMPRESS_AT = 0.4;
 const KEEP = 6;
+
+/** Targets: turn-200 prompt over turn-20 prompt, and late bytes per turn over early ones. */
+const MAX_PROMPT_GROWTH = 1.2;
+const MAX_BYTES_GROWTH = 1.2;
+
+/** When the last summary request arrived (performance.now()), to time compressions. */
+let summaryAskedAt: number | undefined;
 
 const WORDS = "release plan ticket build deploy review branch merge test fix owner date risk note".split(" ");
 
@@ -35,7 +47,10 @@ function prose(seed: number, n: number): string {
 function benchModel(req: RecordedRequest): ScriptedTurn {
   const kind = kindOf(req);
   if (kind === "title") return { text: "Release planning", chunkSize: 1_000 };
-  if (kind === "summary") return { text: `- Summary: ${prose(req.messages.length, 120)}`, chunkSize: 1_000 };
+  if (kind === "summary") {
+    summaryAskedAt = performance.now();
+    return { text: `- Summary: ${prose(req.messages.length, 120)}`, chunkSize: 1_000 };
+  }
   const results = trailingToolResults(req);
   if (results !== undefined) return { text: `From the tool: ${prose(results.length, 60)}`, chunkSize: 1_000 };
   const n = Number(lastUserText(req).match(/Turn (\d+)/)?.[1] ?? 0);
@@ -66,17 +81,9 @@ async function conversation(compression: boolean): Promise<TurnFigures[]> {
       const bytes = h.sessions.bytesWritten;
       const chunks = h.session.archiveChunks;
       const history = h.session.messages.length;
-      let doneAt = 0;
-      const run = h.agent.runTurn({
-        session: h.session,
-        user: { id: "U1", name: "ana" },
-        text: `Turn ${i}: ${prose(i + 1_000, 15 + (i % 20))}`,
-        platform: "console",
-        channel: "bench",
-        signal: new AbortController().signal,
-      });
-      for await (const e of run) if (e.type === "done") doneAt = performance.now();
-      const afterTurnMs = performance.now() - doneAt;
+      summaryAskedAt = undefined;
+      await h.turn(`Turn ${i}: ${prose(i + 1_000, 15 + (i % 20))}`, { channel: "bench" });
+      const afterTurnMs = summaryAskedAt === undefined ? undefined : performance.now() - summaryAskedAt;
       const req = h.emu.requests[first] as RecordedRequest;
       figures.push({
         promptTokens: receivedTokens(req),
@@ -97,7 +104,7 @@ const at = (f: TurnFigures[], turn: number) => f[turn - 1] as TurnFigures;
 /** Turns `turn-9 .. turn`: one compression cycle is about that long, so this evens out the saw-tooth. */
 const window10 = (f: TurnFigures[], turn: number) => f.slice(Math.max(0, turn - 10), turn);
 
-export async function run(): Promise<Record<string, number | string>> {
+export async function run(): Promise<BenchResult> {
   const on = await conversation(true);
   const off = await conversation(false);
   const out: Record<string, number | string> = {
@@ -133,11 +140,45 @@ export async function run(): Promise<Record<string, number | string>> {
   out.compressions = ms.length;
   out["ms per compression, mean (emulated model)"] = round(mean(ms), 1);
   out["ms per compression, max (emulated model)"] = round(Math.max(0, ...ms), 1);
-  return out;
+  const promptGrowth =
+    mean(window10(on, 200).map((f) => f.promptTokens)) / mean(window10(on, 20).map((f) => f.promptTokens));
+  const bytesGrowth =
+    mean(window10(on, 200).map((f) => f.bytes)) / mean(window10(on, 20).map((f) => f.bytes));
+  return {
+    about:
+      "One thread of 200 turns through the real Agent, OpenAI provider, LLM emulator and SQLite store, each " +
+      "turn followed by the after-turn title and compression as the runtime runs them; once with compression " +
+      "and once without (nothing folded). Prompt tokens as the emulator received them; bytes as the session " +
+      "repository wrote them (session, archive records).",
+    figures: out,
+    checks: [
+      atMost(
+        "Memory: prompt tokens, turns 191-200 / turns 11-20 (10-turn means), with compression",
+        promptGrowth,
+        MAX_PROMPT_GROWTH,
+        "x",
+      ),
+      atMost(
+        "Memory: prompt tokens, turn 200 / turn 20, with compression",
+        at(on, 200).promptTokens / at(on, 20).promptTokens,
+        MAX_PROMPT_GROWTH,
+        "x",
+      ),
+      atMost(
+        "Memory: bytes written per turn, turns 191-200 / turns 11-20 (10-turn means), with compression",
+        bytesGrowth,
+        MAX_BYTES_GROWTH,
+        "x",
+        "bytes per save flat",
+      ),
+    ],
+  };
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
   const result = await run();
-  for (const [k, v] of Object.entries(result)) console.log(`${k}: ${v}`);
-  process.exit(0);
+  for (const [k, v] of Object.entries(result.figures ?? {})) console.log(`${k}: ${v}`);
+  for (const c of result.checks)
+    console.log(`${c.ok ? "ok" : "MISSED"} ${c.name}: ${c.value} ${c.op} ${c.target}`);
+  process.exit(result.checks.every((c) => c.ok) ? 0 : 1);
 }

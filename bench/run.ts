@@ -1,65 +1,104 @@
+/**
+ * `npm run bench [-- name...]`: runs the benchmarks (all, or those whose file name starts
+ * with one of the names), prints their figures and target checks, and exits 1 when a
+ * target is missed or a benchmark fails. A full run writes bench/RESULTS.md, stamped with
+ * the commit, the date and the machine; a filtered run prints the same Markdown instead.
+ */
 import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { machine } from "./machine.js";
+import { commitStamp, machine } from "./machine.js";
+import { type BenchResult, type Check, checksTable, markdownTable } from "./support/report.js";
 
-/** Every benchmark module exports `run()`; missing ones are skipped and said so. */
-const BENCHES: Array<{ file: string; title: string; targets: string }> = [
-  {
-    file: "mcp.bench.ts",
-    title: "MCP hub",
-    targets: "callTool overhead <= 1 ms added; 3 stdio servers ready <= 2 s",
-  },
-  {
-    file: "agent.bench.ts",
-    title: "Agent overhead",
-    targets: "time per turn not spent in the model or tools",
-  },
-  {
-    file: "memory.bench.ts",
-    title: "Memory",
-    targets: "turn 200 prompt <= 1.2 x turn 20 with compression; bytes per save flat",
-  },
-  {
-    file: "slack.bench.ts",
-    title: "Slack",
-    targets: "ack and first text latency; writes per answer; 429s; 20 threads",
-  },
-  {
-    file: "discord.bench.ts",
-    title: "Discord",
-    targets: "first message latency; writes per answer; 429s; 20 threads",
-  },
+process.env.LOG_LEVEL ??= "error";
+
+const BENCHES: Array<{ file: string; title: string }> = [
+  { file: "mcp.bench.ts", title: "MCP hub" },
+  { file: "agent.bench.ts", title: "Agent overhead" },
+  { file: "memory.bench.ts", title: "Memory" },
+  { file: "slack.bench.ts", title: "Slack" },
+  { file: "discord.bench.ts", title: "Discord" },
 ];
 
 const dir = import.meta.dirname;
 const only = process.argv.slice(2);
+const started = new Date();
 const sections: string[] = [];
+const checks: Check[] = [];
+const failures: string[] = [];
+
 for (const b of BENCHES) {
   if (only.length && !only.some((o) => b.file.startsWith(o))) continue;
   const path = join(dir, b.file);
   if (!existsSync(path)) {
-    sections.push(`## ${b.title}\n\nNot run: ${b.file} does not exist yet.\n`);
+    failures.push(`${b.file} does not exist`);
+    sections.push(`## ${b.title}\n\nNot run: ${b.file} does not exist.\n`);
     continue;
   }
   process.stderr.write(`running ${b.file}…\n`);
-  const mod = (await import(path)) as { run: () => Promise<Record<string, unknown> | string> };
-  const result = await mod.run();
-  console.log(b.file, typeof result === "string" ? result : JSON.stringify(result));
-  if (typeof result === "string") {
-    // A bench that writes its own Markdown table; its first line is its heading.
-    sections.push(`${result.replace(/^## .*\n/, `## ${b.title}\n\nTarget: ${b.targets}.\n`)}\n`);
+  const t0 = performance.now();
+  let result: BenchResult;
+  try {
+    const mod = (await import(path)) as { run: () => Promise<BenchResult> };
+    result = await mod.run();
+  } catch (err) {
+    const why = err instanceof Error ? (err.stack ?? err.message) : String(err);
+    failures.push(`${b.file} failed: ${why}`);
+    sections.push(`## ${b.title}\n\nThe benchmark failed:\n\n\`\`\`\n${why}\n\`\`\`\n`);
     continue;
   }
-  const rows = Object.entries(result).map(
-    ([k, v]) => `| ${k} | ${typeof v === "object" ? JSON.stringify(v) : String(v)} |`,
-  );
-  sections.push(
-    `## ${b.title}\n\nTarget: ${b.targets}.\n\n| figure | value |\n| --- | --- |\n${rows.join("\n")}\n`,
-  );
+  const seconds = ((performance.now() - t0) / 1000).toFixed(0);
+  checks.push(...result.checks);
+  const parts = [`## ${b.title}`];
+  if (result.about) parts.push(result.about);
+  if (result.figures) {
+    parts.push(
+      markdownTable({
+        columns: ["figure", "value"],
+        rows: Object.entries(result.figures).map(([k, v]) => [k, v]),
+      }),
+    );
+  }
+  for (const t of result.tables ?? []) parts.push(markdownTable(t));
+  parts.push(markdownTable({ title: "Targets", ...checksTable(result.checks) }));
+  for (const n of result.notes ?? []) parts.push(`Note: ${n}`);
+  parts.push(`_${b.file} ran ${seconds} s._`);
+  const section = `${parts.join("\n\n")}\n`;
+  sections.push(section);
+  console.log(`${section}`);
 }
 
 const m = machine();
-const header = `# Benchmark results\n\nLatest \`npm run bench\`, ${new Date().toISOString()}, on ${m.cpu} (${m.cpus} CPUs, ${m.memoryGiB} GiB), Node ${m.node}, ${m.platform}. Every network peer is an emulator or server on 127.0.0.1.\n`;
-if (!only.length) writeFileSync(join(dir, "RESULTS.md"), `${header}\n${sections.join("\n")}`);
-else console.log(`${header}\n${sections.join("\n")}`);
+const missed = checks.filter((c) => !c.ok);
+const header = [
+  "# Benchmark results",
+  "",
+  `\`npm run bench\`${only.length ? ` (${only.join(", ")})` : ""} at commit ${commitStamp(join(dir, ".."))}, ` +
+    `${started.toISOString()}, on ${m.cpu} (${m.cpus} cores, ${m.memoryGiB} GiB), Node ${m.node}, ` +
+    `${m.os} (${m.platform}). Every network peer is an emulator or server on 127.0.0.1.`,
+  "",
+  `Targets: ${checks.length - missed.length} of ${checks.length} met` +
+    `${missed.length ? `; missed: ${missed.map((c) => c.name).join("; ")}` : ""}` +
+    `${failures.length ? `; ${failures.length} benchmark(s) failed to run` : ""}.`,
+  "",
+].join("\n");
+const markdown = `${header}\n${sections.join("\n")}`;
+if (!only.length) writeFileSync(join(dir, "RESULTS.md"), markdown);
+else console.log(header);
+
+for (const c of checks) {
+  process.stderr.write(
+    `${c.ok ? "ok    " : "MISSED"} ${c.name}: ${c.value} ${c.unit} (must be ${c.op} ${c.target} ${c.unit})\n`,
+  );
+}
+if (missed.length || failures.length) {
+  process.stderr.write(`\n${missed.length} target(s) missed, ${failures.length} benchmark(s) failed:\n`);
+  for (const c of missed) {
+    process.stderr.write(
+      `  MISSED ${c.name}: ${c.value} ${c.unit}, must be ${c.op} ${c.target} ${c.unit}${c.rule ? ` (${c.rule})` : ""}\n`,
+    );
+  }
+  for (const f of failures) process.stderr.write(`  FAILED ${f}\n`);
+  process.exit(1);
+}
+process.stderr.write(`\nall ${checks.length} targets met\n`);
 process.exit(0);

@@ -14,6 +14,7 @@ import { createDedupe } from "./store/dedupe.js";
 import { openStore, type Store } from "./store/index.js";
 import { createThreadLock } from "./store/locks.js";
 import { SessionRepository } from "./store/sessions.js";
+import { TurnLedger } from "./store/turns.js";
 
 export interface CoreOptions {
   env?: NodeJS.ProcessEnv;
@@ -77,6 +78,7 @@ export async function buildCore(opts: CoreOptions = {}): Promise<Core> {
   const dispatcher = new Dispatcher({
     agent,
     sessions,
+    ledger: new TurnLedger(store),
     lock: createThreadLock(store),
     dedupe: createDedupe(store),
     hub,

@@ -29,15 +29,26 @@ function fail(err: unknown): never {
   process.exit(1);
 }
 
-/** First signal: graceful stop. Second: leave at once. */
+/**
+ * Signals this close together are one: a signal sent to the process group (Ctrl+C on
+ * `npm start`, or `kill -TERM -<pgid>`) reaches npm, tsx and the bot, and tsx relays its
+ * copy, so the bot sees the same stop twice within milliseconds.
+ */
+const SAME_SIGNAL_MS = 1_000;
+
+/** First signal: graceful stop. Another more than a second later: leave at once, with code 1. */
 function onSignals(stop: () => Promise<unknown>): void {
-  let stopping = false;
+  let firstAt: number | undefined;
   const handler = (signal: NodeJS.Signals) => {
-    if (stopping) {
+    if (firstAt !== undefined) {
+      if (performance.now() - firstAt <= SAME_SIGNAL_MS) {
+        log.debug({ signal }, "repeated signal within a second: already stopping");
+        return;
+      }
       log.warn({ signal }, "second signal: exiting now");
       process.exit(1);
     }
-    stopping = true;
+    firstAt = performance.now();
     log.info({ signal }, "stopping");
     stop().then(
       () => process.exit(0),
@@ -80,7 +91,7 @@ async function chat(): Promise<void> {
       start: async () => undefined,
       stop: async () => undefined,
       ready: () => true,
-      recover: async (key, note) => {
+      recover: async (key, _address, note) => {
         if (key === CONSOLE_KEY) process.stdout.write(`(The last answer here was cut off. ${note})\n`);
       },
     },

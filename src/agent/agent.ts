@@ -8,7 +8,7 @@ import type { Session, SessionRepository } from "../store/sessions.js";
 import { codeBlockArtifacts } from "./artifacts.js";
 import { buildPrompt, countTokens, modelLimits, renderSystemPrompt } from "./context.js";
 import { runToolLoop } from "./loop.js";
-import { compress, needsCompression } from "./memory.js";
+import { compress, type FoldPlan, planCompression } from "./memory.js";
 import type { Provider } from "./providers/provider.js";
 import { makeTitle } from "./title.js";
 
@@ -29,6 +29,11 @@ export interface TurnInput {
   platform: string;
   channel: string;
   signal: AbortSignal;
+  /**
+   * Persists the session as it is now. Called after each tool step (the turn's messages
+   * so far are in `session.messages`); the caller saves once more when the turn ends.
+   */
+  checkpoint?: () => Promise<void>;
 }
 
 export interface TurnSummary {
@@ -37,7 +42,11 @@ export interface TurnSummary {
   ok: boolean;
 }
 
-/** One turn: context -> loop -> events -> persist -> after-turn jobs (title, compression). */
+/**
+ * One turn: context -> loop -> events. The turn's messages go into `session` as they
+ * happen; the caller owns the session and saves it (`checkpoint`, then once at the end).
+ * Titles and compression are separate jobs the caller runs after the turn.
+ */
 export class Agent {
   constructor(private readonly deps: AgentDeps) {}
 
@@ -55,7 +64,7 @@ export class Agent {
   }
 
   async *runTurn(input: TurnInput): AsyncGenerator<AgentEvent, TurnSummary> {
-    const { config, sessions, hub } = this.deps;
+    const { config, hub } = this.deps;
     const { session } = input;
     const current: UserMessage = { role: "user", content: input.text };
     if (input.user.name) current.author = input.user.name;
@@ -73,7 +82,11 @@ export class Agent {
 
     const model = this.modelFor(session);
     let summary: TurnSummary = { toolCalls: 0, steps: 0, ok: false };
-    let answer = "";
+    let kept = false;
+    const keep = (...messages: ChatMessage[]) => {
+      kept = true;
+      session.messages.push(...messages);
+    };
     try {
       const provider = this.deps.providerFor(model);
       const limits = modelLimits(config, model);
@@ -94,6 +107,8 @@ export class Agent {
         limits,
         toolsTokens,
       });
+      keep(current);
+      let stepMessages = 0;
       const result = yield* runToolLoop(
         {
           provider,
@@ -105,15 +120,18 @@ export class Agent {
           temperature: config.llm.temperature,
           budgetTokens: limits.contextWindow - limits.maxOutputTokens - toolsTokens,
           signal: input.signal,
+          onStep: async (added) => {
+            stepMessages += added.length;
+            keep(...added);
+            await input.checkpoint?.();
+          },
         },
         { system: prompt.system, messages: prompt.messages, tools },
       );
-      answer = result.text;
-      session.messages.push(current, ...result.added);
+      keep(...result.added.slice(stepMessages));
       session.usage = addUsage(session.usage, result.usage);
       session.turns += 1;
-      await sessions.save(session);
-      for (const artifact of codeBlockArtifacts(answer, config.agent.codeBlockArtifactLines)) {
+      for (const artifact of codeBlockArtifacts(result.text, config.agent.codeBlockArtifactLines)) {
         yield { type: "artifact", artifact };
       }
       summary = { toolCalls: result.toolCalls, steps: result.steps, ok: true };
@@ -121,38 +139,32 @@ export class Agent {
     } catch (err) {
       if (!(err instanceof SwitchboardError)) log.error({ err, key: session.key }, "turn failed");
       // Keep what the user said, so a retry ("try again") has the context.
-      if (!(err instanceof SwitchboardError && err.code === "input_too_large")) {
-        session.messages.push(current);
-        await sessions.save(session).catch((e: unknown) => log.error({ err: e }, "could not save session"));
-      }
+      if (!kept) keep(current);
       yield { type: "error", error: toUserFacing(err) };
       return summary;
     }
-
-    yield* this.afterTurn(session, input.text, answer, model);
     return summary;
   }
 
-  /** Runs once the answer is delivered (the dispatcher finishes the reply on `done`). */
-  private async *afterTurn(
-    session: Session,
-    userText: string,
-    answer: string,
-    model: string,
-  ): AsyncGenerator<AgentEvent> {
-    if (!session.title) {
-      const title = await this.title(session, { user: userText, assistant: answer });
-      yield { type: "title", title };
-    }
-    await this.compact(session, false).catch((err: unknown) =>
-      log.warn({ err, key: session.key, model }, "compression failed; will retry next turn"),
-    );
+  /** Whether the thread still needs a title (after its first answer). */
+  needsTitle(session: Session): boolean {
+    return !session.title && session.messages.some((m) => m.role === "assistant" && m.content);
   }
 
-  async title(session: Session, exchange?: { user: string; assistant: string }): Promise<string> {
-    const first = exchange ?? firstExchange(session.messages);
+  /** A title for the thread from its first exchange; changes nothing. */
+  async makeTitle(session: Session): Promise<string> {
     const model = this.deps.config.models.title ?? this.modelFor(session);
-    const title = await makeTitle(first, { provider: this.deps.providerFor(model), model });
+    return makeTitle(firstExchange(session.messages), { provider: this.deps.providerFor(model), model });
+  }
+
+  /** A fold of the oldest messages when the window is over budget (or always with `force`); changes nothing. */
+  planCompaction(session: Session, force = false): Promise<FoldPlan | undefined> {
+    return planCompression(session, this.compressDeps(session), { force });
+  }
+
+  /** Titles the thread now and saves it (the /title command, under the thread's lock). */
+  async title(session: Session): Promise<string> {
+    const title = await this.makeTitle(session);
     session.title = title;
     await this.deps.sessions.save(session);
     return title;
@@ -163,16 +175,14 @@ export class Agent {
     session: Session,
     force: boolean,
   ): Promise<{ compressed: boolean; archived: number; ms: number }> {
-    const { config, sessions } = this.deps;
+    return compress(session, { ...this.compressDeps(session), sessions: this.deps.sessions }, { force });
+  }
+
+  private compressDeps(session: Session) {
+    const { config } = this.deps;
     const model = config.models.summary ?? this.modelFor(session);
     const limits = modelLimits(config, this.modelFor(session));
-    if (!force && !needsCompression(session, config, limits))
-      return { compressed: false, archived: 0, ms: 0 };
-    return compress(
-      session,
-      { provider: this.deps.providerFor(model), model, sessions, config, limits },
-      { force },
-    );
+    return { provider: this.deps.providerFor(model), model, config, limits };
   }
 }
 

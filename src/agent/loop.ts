@@ -27,6 +27,12 @@ export interface LoopOptions {
   /** Tokens a request may use (window minus answer and tool specs); later steps are trimmed to it. */
   budgetTokens?: number;
   signal: AbortSignal;
+  /**
+   * Called after each tool step with the messages it added (the assistant's calls and
+   * their results, never one without the other), before the next step starts: the turn's
+   * owner checkpoints the session here.
+   */
+  onStep?: (added: ChatMessage[]) => Promise<void>;
 }
 
 export interface LoopInput {
@@ -104,6 +110,7 @@ export async function* runToolLoop(
   };
 
   const firstOfTurn = convo.length;
+  let checkpointed = 0;
   for (let step = 1; ; step++) {
     if (step > 1 && opts.budgetTokens) fitStep(input.system, convo, firstOfTurn, opts.budgetTokens);
     const request: ModelRequest = {
@@ -132,6 +139,8 @@ export async function* runToolLoop(
     }
     toolCalls += response.calls.length;
     if (outcome.kind === "force_final") forced = outcome.cause;
+    await opts.onStep?.(added.slice(checkpointed));
+    checkpointed = added.length;
   }
 }
 

@@ -155,7 +155,7 @@ function capTokens(text: string, cap: number): string {
 }
 
 async function summarise(
-  deps: CompressDeps,
+  deps: Omit<CompressDeps, "sessions">,
   previous: string | undefined,
   transcript: string,
   maxOutputTokens: number,
@@ -187,25 +187,31 @@ async function summarise(
   return text.replace(/<think>[\s\S]*?(?:<\/think>|$)/g, "").trim();
 }
 
+/** A fold worked out on a snapshot of a session: the summary of its first `count` messages. */
+export interface FoldPlan {
+  count: number;
+  summary: string;
+  /** What the session looked like when the plan was made; `applyFold` refuses a session that moved on. */
+  generation: number;
+  archivedCount: number;
+  ms: number;
+}
+
 /**
- * Folds the previous summary and the oldest messages (all but the newest
- * `memory.keepMessages`, tool groups kept whole) into a new summary, moves the folded
- * messages to the archive and saves the session. On any failure the session object and
- * the stored session are as they were, and the error is thrown.
+ * Summarises the previous summary and the oldest messages (all but the newest
+ * `memory.keepMessages`, tool groups kept whole) with the summarisation model. Reads the
+ * session and changes nothing, so it can run while the thread's next turn does.
  */
-export async function compress(
+export async function planCompression(
   session: Session,
-  deps: CompressDeps,
+  deps: Omit<CompressDeps, "sessions">,
   opts: { force?: boolean } = {},
-): Promise<CompressResult> {
+): Promise<FoldPlan | undefined> {
   const started = performance.now();
-  const elapsed = () => Math.round(performance.now() - started);
   const { config, limits } = deps;
-  if (!opts.force && !needsCompression(session, config, limits)) {
-    return { compressed: false, archived: 0, ms: 0 };
-  }
+  if (!opts.force && !needsCompression(session, config, limits)) return undefined;
   const cut = foldPoint(session.messages, config.memory.keepMessages);
-  if (cut === 0) return { compressed: false, archived: 0, ms: elapsed() };
+  if (cut === 0) return undefined;
 
   const target = summaryTargetTokens(limits);
   // About 0.7 words a token in English; other languages run shorter, which errs the safe way.
@@ -215,7 +221,7 @@ export async function compress(
   const overhead = countTokens(summarySystem(words)) + countTokens(session.summary ?? "") + 64;
   const room = reader.contextWindow - outputTokens - overhead;
   const { count, transcript } = planFold(session.messages, cut, room);
-  if (count === 0) return { compressed: false, archived: 0, ms: elapsed() };
+  if (count === 0) return undefined;
 
   const raw = await summarise(deps, session.summary, transcript, outputTokens, words);
   if (!raw) {
@@ -226,8 +232,56 @@ export async function compress(
   if (summary !== raw) {
     log.warn({ model: deps.model, cap }, "summary longer than allowed; cut to fit the budget");
   }
+  const { generation, archivedCount } = session;
+  return { count, summary, generation, archivedCount, ms: Math.round(performance.now() - started) };
+}
 
-  const folded = session.messages.slice(0, count);
+/**
+ * Moves the planned messages to the archive and puts the summary in their place, on the
+ * session as it is now (turns since the plan only appended, so its first `count` messages
+ * are the planned ones). False, changing nothing, when /new or another fold came between.
+ * The caller saves the session; until then the stored one does not point at the new
+ * archive record, and the next fold overwrites it.
+ */
+export async function applyFold(
+  session: Session,
+  plan: FoldPlan,
+  sessions: SessionRepository,
+): Promise<boolean> {
+  if (session.generation !== plan.generation || session.archivedCount !== plan.archivedCount) return false;
+  if (session.messages.length < plan.count) return false;
+  const folded = session.messages.slice(0, plan.count);
+  await sessions.archive(session, folded);
+  session.summary = plan.summary;
+  session.messages = session.messages.slice(plan.count);
+  log.info(
+    {
+      key: session.key,
+      archived: plan.count,
+      kept: session.messages.length,
+      summaryTokens: countTokens(plan.summary),
+      keptTokens: messagesTokens(session.messages),
+      ms: plan.ms,
+    },
+    "compressed conversation memory",
+  );
+  return true;
+}
+
+/**
+ * Plans, applies and saves a fold in one go (the /compact command, under the thread's
+ * lock). On any failure the session object and the stored session are as they were, and
+ * the error is thrown.
+ */
+export async function compress(
+  session: Session,
+  deps: CompressDeps,
+  opts: { force?: boolean } = {},
+): Promise<CompressResult> {
+  const started = performance.now();
+  const elapsed = () => Math.round(performance.now() - started);
+  const plan = await planCompression(session, deps, opts);
+  if (!plan) return { compressed: false, archived: 0, ms: elapsed() };
   const before = {
     summary: session.summary,
     messages: session.messages,
@@ -235,28 +289,11 @@ export async function compress(
     archiveChunks: session.archiveChunks,
   };
   try {
-    // Counts the chunk on `session`; until the save below, the stored session does not
-    // point at it, and the next archive overwrites the same chunk number.
-    await deps.sessions.archive(session, folded);
-    session.summary = summary;
-    session.messages = session.messages.slice(count);
+    await applyFold(session, plan, deps.sessions);
     await deps.sessions.save(session);
   } catch (err) {
     Object.assign(session, before);
     throw err;
   }
-  const ms = elapsed();
-  log.info(
-    {
-      key: session.key,
-      model: deps.model,
-      archived: count,
-      kept: session.messages.length,
-      summaryTokens: countTokens(summary),
-      keptTokens: messagesTokens(session.messages),
-      ms,
-    },
-    "compressed conversation memory",
-  );
-  return { compressed: true, archived: count, ms };
+  return { compressed: true, archived: plan.count, ms: elapsed() };
 }

@@ -9,6 +9,5 @@ export type AgentEvent =
   | { type: "tool"; phase: "start"; server: string; tool: string }
   | { type: "tool"; phase: "end"; server: string; tool: string; ok: boolean; ms: number }
   | { type: "artifact"; artifact: Artifact }
-  | { type: "title"; title: string }
   | { type: "done"; usage: Usage }
   | { type: "error"; error: UserFacingError };

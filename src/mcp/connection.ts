@@ -3,7 +3,8 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
 import { log } from "../log.js";
-import { type CallFailure, describeCallFailure, describeStartFailure, seconds } from "./failures.js";
+import { DeadlineError, seconds, withDeadline } from "../signals.js";
+import { type CallFailure, describeCallFailure, describeStartFailure } from "./failures.js";
 import type { ServerConfig } from "./servers.js";
 import {
   childOf,
@@ -53,14 +54,6 @@ const STABLE_MS = 30_000;
 /** Progress resets the timeout, so a chatty tool is still bounded by this many timeouts in total. */
 const MAX_TOTAL_TIMEOUTS = 10;
 const STDERR_TAIL_LINES = 5;
-
-function withDeadline<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what} did not finish within ${seconds(ms)}`)), ms);
-  });
-  return Promise.race([work, deadline]).finally(() => clearTimeout(timer));
-}
 
 /** One MCP server: connect, tools, calls, death, restart with back-off, circuit breaker. */
 export class ServerConnection {
@@ -233,25 +226,21 @@ export class ServerConnection {
     let tools: Tool[];
     try {
       const t = this.opts.connectTimeoutMs;
-      tools = await withDeadline(
-        (async () => {
-          const connecting = client.connect(transport, { timeout: t });
-          session.child = childOf(transport);
-          await connecting;
-          watchExit(session.child, (how) => this.connectionLost(session, `the server process ${how}`));
-          return this.filter(await listAllTools(client, t));
-        })(),
-        t,
-        "start-up",
-      );
+      tools = await withDeadline("start-up", t, async (signal) => {
+        const connecting = client.connect(transport, { timeout: t, signal });
+        session.child = childOf(transport);
+        await connecting;
+        watchExit(session.child, (how) => this.connectionLost(session, `the server process ${how}`));
+        return this.filter(await listAllTools(client, t, signal));
+      });
     } catch (err) {
       markLost(session, "start-up failed");
       void closeClient(client, session.child, true).catch(() => {});
       if (attempt !== this.attempt || this.closed) return null;
-      const timedOut = err instanceof Error && err.message.startsWith("start-up did not finish");
-      const reason = timedOut
-        ? `did not finish starting within ${seconds(this.opts.connectTimeoutMs)}.`
-        : describeStartFailure(err, this.config, this.stderrTail.at(-1) ?? "");
+      const reason =
+        err instanceof DeadlineError
+          ? `did not finish starting within ${seconds(this.opts.connectTimeoutMs)}.`
+          : describeStartFailure(err, this.config, this.stderrTail.at(-1) ?? "");
       log.warn({ server: this.name, reason }, "mcp server failed to start");
       return reason;
     }
@@ -300,7 +289,7 @@ export class ServerConnection {
     this.session = undefined;
     const { transport, client } = session;
     if (transport instanceof StreamableHTTPClientTransport) {
-      await withDeadline(transport.terminateSession(), 1_000, "session end").catch(() => {});
+      await withDeadline("session end", 1_000, () => transport.terminateSession()).catch(() => {});
     }
     await closeClient(client, session.child).catch((err: unknown) =>
       log.debug({ err, server: this.name }, "close failed"),

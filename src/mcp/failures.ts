@@ -1,6 +1,7 @@
 import { StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
 import { scrub } from "../log.js";
+import { seconds } from "../signals.js";
 import type { ServerConfig } from "./servers.js";
 
 /** A URL without its query or credentials: those may hold keys. */
@@ -11,10 +12,6 @@ export function safeUrl(url: string): string {
   } catch {
     return "(invalid URL)";
   }
-}
-
-export function seconds(ms: number): string {
-  return ms % 1000 === 0 ? `${ms / 1000} s` : `${(ms / 1000).toFixed(1)} s`;
 }
 
 const messageOf = (err: unknown) => (err instanceof Error ? err.message : String(err));

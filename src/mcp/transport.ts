@@ -1,5 +1,6 @@
 import type { ChildProcess } from "node:child_process";
-import { EventEmitter } from "node:events";
+import { EventEmitter, once } from "node:events";
+import { setTimeout as sleep } from "node:timers/promises";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -68,9 +69,13 @@ export async function closeClient(
   if (child && now && running(child)) child.kill("SIGKILL");
   await client.close();
   if (child && running(child)) {
-    const gone = new Promise<void>((done) => child.once("exit", () => done()));
+    // Whichever wait loses is cancelled, so no timer outlives the child and holds up our exit.
+    const settled = new AbortController();
+    const gone = once(child, "exit", { signal: settled.signal });
     child.kill("SIGKILL");
-    await Promise.race([gone, new Promise((done) => setTimeout(done, 2_000))]);
+    await Promise.race([gone, sleep(2_000, undefined, { signal: settled.signal })]).finally(() =>
+      settled.abort(),
+    );
   }
 }
 
@@ -79,12 +84,12 @@ export function pidOf(transport: McpTransport | undefined): number | undefined {
 }
 
 /** Every page of `tools/list`, following `nextCursor`. */
-export async function listAllTools(client: Client, timeout: number): Promise<Tool[]> {
+export async function listAllTools(client: Client, timeout: number, signal?: AbortSignal): Promise<Tool[]> {
   const tools: Tool[] = [];
   const seen = new Set<string>();
   let cursor: string | undefined;
   for (let page = 0; page < MAX_PAGES; page++) {
-    const res = await client.listTools(cursor === undefined ? undefined : { cursor }, { timeout });
+    const res = await client.listTools(cursor === undefined ? undefined : { cursor }, { timeout, signal });
     tools.push(...res.tools);
     cursor = res.nextCursor;
     // A server that hands out the same cursor again would page forever.

@@ -1,6 +1,7 @@
 import type { Agent } from "../agent/agent.js";
 import type { Config } from "../config.js";
 import { allowedModels } from "../config.js";
+import type { Platform } from "../core/thread.js";
 import type { ToolHub } from "../mcp/types.js";
 import type { ThreadLock } from "../store/locks.js";
 import type { SessionRepository } from "../store/sessions.js";
@@ -15,27 +16,56 @@ export interface CommandDeps {
   config: Config;
 }
 
-export const HELP_TEXT = [
-  "Mention me or write in a thread I am in, and I answer there using my tools.",
-  "Commands:",
-  "• new: start a fresh conversation in this thread",
-  "• tools: list the tool servers and their status",
-  "• model [name]: show the model, or switch this thread to another allowed model",
-  "• compact: fold the older part of this conversation into a summary now",
-  "• summary: show the current summary",
-  "• title: make a new title for this thread",
-  "• help: this text",
-].join("\n");
+/** Lists a platform can offer while the argument is typed (Discord autocomplete). */
+export type SuggestionSource = "models";
 
-export async function runCommand(cmd: Command, deps: CommandDeps): Promise<string> {
-  const { sessions, lock, hub, agent, config } = deps;
-  switch (cmd.name) {
-    case "help":
-      return HELP_TEXT;
-    case "new":
+export interface CommandArgument {
+  /** The option's name on Discord, the placeholder in help texts ("[name]"). */
+  name: string;
+  /** Shown next to the option on Discord (at most 100 characters). */
+  description: string;
+  required: boolean;
+  suggest?: SuggestionSource;
+}
+
+/**
+ * One command, as every platform offers it. The platforms register from this table only:
+ * Slack's `/switchboard <name>`, a Discord slash command, the console's `/name`, the help texts.
+ */
+export interface CommandSpec {
+  name: string;
+  /**
+   * One line, starting in lower case, for help texts ("• new: start a fresh…"); Discord shows
+   * it capitalised as the command's description, which allows at most 100 characters.
+   */
+  help: string;
+  argument?: CommandArgument;
+  /**
+   * Whether the command acts on one thread: Slack's slash command cannot be used inside a
+   * thread, so it must then know the user's latest one. "argument": only when one is given.
+   */
+  thread: "always" | "never" | "argument";
+  run(cmd: Command, deps: CommandDeps): Promise<string>;
+}
+
+export const HELP_INTRO = "Mention me or write in a thread I am in, and I answer there using my tools.";
+
+/** The command catalog. Adding a command is one entry here; every platform picks it up. */
+const CATALOG = [
+  {
+    name: "new",
+    help: "start a fresh conversation in this thread",
+    thread: "always",
+    async run(cmd, { lock, sessions }) {
       await lock.run(cmd.key, () => sessions.reset(cmd.key));
       return "Started a new conversation. I have forgotten what was said before in this thread.";
-    case "tools": {
+    },
+  },
+  {
+    name: "tools",
+    help: "list the tool servers and their status",
+    thread: "never",
+    async run(_cmd, { hub }) {
       const status = hub.status();
       if (status.length === 0)
         return "No tool servers are configured. Add them to config/mcp.json (see the README).";
@@ -44,15 +74,21 @@ export async function runCommand(cmd: Command, deps: CommandDeps): Promise<strin
         return `• ${s.name} (${s.transport}): ${state}${s.error ? ` (${s.error})` : ""}`;
       });
       return `Tool servers:\n${lines.join("\n")}`;
-    }
-    case "summary": {
-      const session = await sessions.get(cmd.key);
-      return session?.summary
-        ? `Summary so far:\n${session.summary}`
-        : "There is no summary yet: this conversation is still short.";
-    }
-    case "compact":
-      return lock.run(cmd.key, async () => {
+    },
+  },
+  {
+    name: "model",
+    help: "show the model, or switch this thread to another allowed model",
+    argument: { name: "name", description: "Model id", required: false, suggest: "models" },
+    thread: "argument",
+    run: switchModel,
+  },
+  {
+    name: "compact",
+    help: "fold the older part of this conversation into a summary now",
+    thread: "always",
+    run: (cmd, { lock, sessions, agent }) =>
+      lock.run(cmd.key, async () => {
         const session = await sessions.getOrCreate(cmd.key);
         try {
           const r = await agent.compact(session, true);
@@ -62,26 +98,101 @@ export async function runCommand(cmd: Command, deps: CommandDeps): Promise<strin
         } catch {
           return "I could not compress the conversation right now (the model did not answer). Nothing was lost; try again later.";
         }
-      });
-    case "title":
-      return lock.run(cmd.key, async () => {
+      }),
+  },
+  {
+    name: "summary",
+    help: "show the current summary of this conversation",
+    thread: "always",
+    async run(cmd, { sessions }) {
+      const session = await sessions.get(cmd.key);
+      return session?.summary
+        ? `Summary so far:\n${session.summary}`
+        : "There is no summary yet: this conversation is still short.";
+    },
+  },
+  {
+    name: "title",
+    help: "make a new title for this thread",
+    thread: "always",
+    run: (cmd, { lock, sessions, agent }) =>
+      lock.run(cmd.key, async () => {
         const session = await sessions.getOrCreate(cmd.key);
         if (!session.messages.some((m: { role: string }) => m.role === "assistant"))
           return "There is nothing to title yet: ask me something first.";
         return `New title: ${await agent.title(session)}`;
-      });
-    case "model":
-      return lock.run(cmd.key, async () => {
-        const session = await sessions.getOrCreate(cmd.key);
-        const allowed = allowedModels(config);
-        const wanted = cmd.arg?.trim();
-        if (!wanted) return `This thread uses ${agent.modelFor(session)}. Available: ${allowed.join(", ")}.`;
-        if (!allowed.includes(wanted)) {
-          return `${wanted} is not one of the allowed models (${allowed.join(", ")}). Ask an admin to add it to models.allowed.`;
-        }
-        session.settings.model = wanted === config.llm.model ? undefined : wanted;
-        await sessions.save(session);
-        return `This thread now uses ${wanted}.`;
-      });
-  }
+      }),
+  },
+  {
+    name: "help",
+    help: "what I can do and how to ask me",
+    thread: "never",
+    async run(cmd, { config }) {
+      return helpText(commandPrefix(cmd.platform, config));
+    },
+  },
+] as const satisfies readonly CommandSpec[];
+
+export type CommandName = (typeof CATALOG)[number]["name"];
+
+/** An entry of the catalog, its name typed. */
+export type CatalogCommand = CommandSpec & { name: CommandName };
+
+/** The catalog in order, as platforms read it. */
+export const COMMANDS: readonly CatalogCommand[] = CATALOG;
+
+function switchModel(cmd: Command, { lock, sessions, agent, config }: CommandDeps): Promise<string> {
+  return lock.run(cmd.key, async () => {
+    const session = await sessions.getOrCreate(cmd.key);
+    const allowed = allowedModels(config);
+    const wanted = cmd.arg?.trim();
+    if (!wanted) return `This thread uses ${agent.modelFor(session)}. Available: ${allowed.join(", ")}.`;
+    if (!allowed.includes(wanted)) {
+      return `${wanted} is not one of the allowed models (${allowed.join(", ")}). Ask an admin to add it to models.allowed.`;
+    }
+    session.settings.model = wanted === config.llm.model ? undefined : wanted;
+    await sessions.save(session);
+    return `This thread now uses ${wanted}.`;
+  });
+}
+
+/** The catalog entry for a name a person typed (any case), if there is one. */
+export function findCommand(name: string): CatalogCommand | undefined {
+  const wanted = name.toLowerCase();
+  return COMMANDS.find((c) => c.name === wanted);
+}
+
+/** How a person types a command: "/new" on Discord and the console, "/switchboard new" on Slack. */
+export function commandPrefix(platform: Platform, config: Config): string {
+  return platform === "slack" ? `${config.slack.slashCommand} ` : "/";
+}
+
+/** "/model [name]": the command as typed, its argument required (<…>) or optional ([…]). */
+export function usageOf(spec: CommandSpec, prefix: string): string {
+  const a = spec.argument;
+  return `${prefix}${spec.name}${a ? (a.required ? ` <${a.name}>` : ` [${a.name}]`) : ""}`;
+}
+
+export interface HelpOptions {
+  /** Platform commands that are not in the catalog (Slack's `ask`), listed first. */
+  extra?: { usage: string; help: string }[];
+  /** Wraps each usage in backticks (Slack shows them as code). */
+  code?: boolean;
+  /** A closing line about the platform. */
+  note?: string;
+}
+
+/** The help text, one line per catalog command. */
+export function helpText(prefix: string, opts: HelpOptions = {}): string {
+  const lines = [
+    ...(opts.extra ?? []),
+    ...COMMANDS.map((c) => ({ usage: usageOf(c, prefix), help: c.help })),
+  ].map(({ usage, help }) => `• ${opts.code ? `\`${usage}\`` : usage}: ${help}`);
+  return [HELP_INTRO, "Commands:", ...lines, ...(opts.note ? [opts.note] : [])].join("\n");
+}
+
+export function runCommand(cmd: Command, deps: CommandDeps): Promise<string> {
+  const spec = findCommand(cmd.name);
+  if (!spec) return Promise.resolve(`I do not know the command ${cmd.name}.`);
+  return spec.run(cmd, deps);
 }

@@ -1,7 +1,11 @@
 import type { Config, Secrets } from "../config.js";
 import type { Artifact } from "../core/artifacts.js";
 import type { InboundFile, PriorMessage } from "../core/inbound.js";
+import type { ReplyAddress } from "../core/replies.js";
 import type { Platform, ThreadKey } from "../core/thread.js";
+import type { CommandName } from "./commands.js";
+
+export type { ReplyAddress };
 
 export interface Inbound {
   /** Platform event id, for dedupe. */
@@ -28,19 +32,6 @@ export interface TextSink {
   fail(message: string): Promise<void>;
 }
 
-/**
- * Where a reply's messages are on the platform: plain JSON, stored with the turn, enough
- * for any process to find them again (crash recovery, a click an hour later, a replica).
- */
-export interface ReplyAddress {
-  /** Platform message ids in order (Slack ts, Discord message ids); the last one is being written. */
-  messages: string[];
-  /** The channel they are in, when the thread key does not say it (a Discord interaction's channel). */
-  channel?: string;
-  /** A Slack native stream (`chat.startStream`) was still open at the last write. */
-  streaming?: boolean;
-}
-
 /** One per turn, made by the adapter: knows how to write back to that place. */
 export interface Reply {
   /**
@@ -52,7 +43,17 @@ export interface Reply {
   /** Shown while the agent works ("Calling everything__echo…"); cleared by the answer. */
   status(text: string): Promise<void>;
   stream(): TextSink;
+  /**
+   * Resolves once the file is on the platform. Handed over while the answer is written
+   * (after `stream()`, before its `finish()`/`fail()`), a file may wait to go with the
+   * answer's final write (Discord): so never await it before ending the stream.
+   */
   upload(a: Artifact): Promise<void>;
+  /**
+   * True when files handed over while the answer is written can go with its final write.
+   * Otherwise the renderer hands them over once the answer has ended, so they follow it.
+   */
+  readonly filesWithAnswer?: boolean;
   title(t: string): Promise<void>;
   /** Informational answers (commands); ephemeral where the platform allows it. */
   notice(text: string): Promise<void>;
@@ -94,9 +95,8 @@ export interface Interaction {
   respond(text: string): Promise<void>;
 }
 
-export const COMMAND_NAMES = ["new", "compact", "summary", "title", "tools", "model", "help"] as const;
-
-export type CommandName = (typeof COMMAND_NAMES)[number];
+/** A name from the command catalog (`COMMANDS` in ./commands.ts, the one place commands are defined). */
+export type { CommandName } from "./commands.js";
 
 export interface Command {
   name: CommandName;

@@ -11,6 +11,7 @@ import { MemoryDedupe } from "../store/dedupe.js";
 import { openStore, type Store } from "../store/index.js";
 import { LocalThreadLock } from "../store/locks.js";
 import { SessionRepository } from "../store/sessions.js";
+import { TurnLedger } from "../store/turns.js";
 import type { Inbound, Reply } from "./contract.js";
 import { Dispatcher, INTERRUPTED_NOTE } from "./dispatcher.js";
 
@@ -93,6 +94,7 @@ describe("the dispatcher", () => {
     dispatcher = new Dispatcher({
       agent,
       sessions,
+      ledger: new TurnLedger(store),
       lock: new LocalThreadLock(),
       dedupe: new MemoryDedupe(),
       hub,

@@ -1,27 +1,27 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import type { Agent } from "../agent/agent.js";
-import { countTokens, modelLimits } from "../agent/context.js";
 import type { Config } from "../config.js";
-import type { Artifact } from "../core/artifacts.js";
 import { SwitchboardError, toUserFacing } from "../core/errors.js";
 import type { AgentEvent } from "../core/events.js";
-import type { PriorMessage } from "../core/inbound.js";
-import type { ThreadKey } from "../core/thread.js";
-import { platformOf } from "../core/thread.js";
+import { platformOf, type ThreadKey } from "../core/thread.js";
 import { log } from "../log.js";
 import type { ToolHub } from "../mcp/types.js";
 import type { Dedupe } from "../store/dedupe.js";
 import type { ThreadLock } from "../store/locks.js";
 import type { Session, SessionRepository } from "../store/sessions.js";
+import type { TurnLedger } from "../store/turns.js";
+import { runAfterTurn } from "./after-turn.js";
 import { runCommand } from "./commands.js";
 import type { Adapter, Command, Inbound, Interaction, Reply, TurnRunner } from "./contract.js";
-import { prepareAttachments } from "./inbound-files.js";
 import { handleInteraction } from "./interactions.js";
+import { runTurn } from "./turn.js";
 
 export const INTERRUPTED_NOTE = "Interrupted by a restart; ask again.";
 
 export interface DispatcherDeps {
   agent: Agent;
   sessions: SessionRepository;
+  ledger: TurnLedger;
   lock: ThreadLock;
   dedupe: Dedupe;
   hub: ToolHub;
@@ -49,6 +49,8 @@ interface InFlight {
 /** Dedupe, per-thread queue, session load, run the agent, drive the Reply. Shared by every adapter. */
 export class Dispatcher implements TurnRunner {
   private readonly inFlight = new Set<InFlight>();
+  /** Titles and compressions running after their turn, outside the thread's lock. */
+  private readonly afterTurns = new Map<ThreadKey, InFlight>();
   /** Turns waiting for their thread's lock, per thread (for /metrics). */
   private readonly waiting = new Map<ThreadKey, number>();
   private stopping = false;
@@ -59,8 +61,14 @@ export class Dispatcher implements TurnRunner {
     return this.deps.dedupe.firstSight(id);
   }
 
+  /**
+   * A thread's session is first saved when its first turn ends; its turn record exists
+   * from the turn's start, so a follow-up sent while the first answer is still being
+   * written is known too.
+   */
   async knows(key: ThreadKey): Promise<boolean> {
-    return this.deps.sessions.exists(key);
+    const [session, turn] = await Promise.all([this.deps.sessions.exists(key), this.deps.ledger.get(key)]);
+    return session || turn !== undefined;
   }
 
   async handle(inbound: Inbound): Promise<void> {
@@ -109,6 +117,13 @@ export class Dispatcher implements TurnRunner {
     await entry.done;
   }
 
+  /** Resolves when no turn and no after-turn job is running (tests and benchmarks wait for it). */
+  async settled(): Promise<void> {
+    while (this.inFlight.size > 0 || this.afterTurns.size > 0) {
+      await Promise.all([...this.inFlight, ...this.afterTurns.values()].map((t) => t.done));
+    }
+  }
+
   /** Turns waiting behind another turn of their thread: in total and in the longest queue. */
   queueStats(): { queued: number; longest: number } {
     let queued = 0;
@@ -137,15 +152,18 @@ export class Dispatcher implements TurnRunner {
   async drain(graceMs: number): Promise<{ interrupted: number }> {
     this.stopping = true;
     const all = () => Promise.all([...this.inFlight].map((t) => t.done));
+    const grace = new AbortController();
     const timedOut = await Promise.race([
       all().then(() => false),
-      new Promise<boolean>((r) => setTimeout(() => r(true), graceMs).unref()),
+      sleep(graceMs, true, { ref: false, signal: grace.signal }).catch(() => false),
     ]);
+    grace.abort();
     const interrupted = timedOut ? this.inFlight.size : 0;
-    for (const t of this.inFlight) {
+    for (const t of [...this.inFlight, ...this.afterTurns.values()]) {
       t.controller.abort(new SwitchboardError("interrupted", INTERRUPTED_NOTE));
     }
     await all();
+    await Promise.all([...this.afterTurns.values()].map((t) => t.done));
     return { interrupted };
   }
 
@@ -155,22 +173,25 @@ export class Dispatcher implements TurnRunner {
    * is still writing (it holds the lock) is left alone.
    */
   async recoverInterrupted(adapters: Adapter[]): Promise<number> {
-    const { sessions, lock } = this.deps;
+    const { ledger, lock } = this.deps;
     let recovered = 0;
-    for (const pending of await sessions.listPending().catch(() => [])) {
-      const adapter = adapters.find((a) => a.platform === platformOf(pending.key));
+    const pending = await ledger.pending().catch((err: unknown) => {
+      log.warn({ err }, "could not list the turns a crash interrupted");
+      return [];
+    });
+    for (const { key } of pending) {
+      const adapter = adapters.find((a) => a.platform === platformOf(key));
       // A platform that is not running now keeps its pending replies for a later start.
       if (!adapter?.recover) continue;
       await lock
-        .run(pending.key, async () => {
-          const session = await sessions.get(pending.key);
-          if (!session?.pendingReply) return;
-          await adapter.recover?.(session.key, undefined, INTERRUPTED_NOTE);
-          delete session.pendingReply;
-          await sessions.save(session);
+        .run(key, async () => {
+          const record = await ledger.get(key);
+          if (!record) return;
+          await adapter.recover?.(key, record.address, INTERRUPTED_NOTE);
+          await ledger.end(key);
           recovered++;
         })
-        .catch((err: unknown) => log.warn({ err, key: pending.key }, "could not end an interrupted reply"));
+        .catch((err: unknown) => log.warn({ err, key }, "could not end an interrupted reply"));
     }
     if (recovered) log.info({ recovered }, "ended replies interrupted by a crash");
     return recovered;
@@ -184,143 +205,30 @@ export class Dispatcher implements TurnRunner {
   }
 
   private async turn(inbound: Inbound, controller: AbortController): Promise<void> {
-    const { agent, sessions, config, observer } = this.deps;
+    const { observer } = this.deps;
     const started = Date.now();
     observer?.turnStarted?.(inbound);
-    const events: AgentEvent[] = [];
-    let outcome: "ok" | "error" | "interrupted" = "ok";
-    const sink = inbound.reply.stream();
-    const artifacts: Artifact[] = [];
-    let session: Session | undefined;
-    let visible = false;
-    const markVisible = () => {
-      if (visible) return;
-      visible = true;
-      observer?.firstVisible?.(inbound, Date.now() - started);
-    };
-    try {
-      session = await sessions.getOrCreate(inbound.key);
-      if (session.turns === 0 && session.messages.length === 0 && inbound.history) {
-        await this.seedFromThread(session, inbound.history, agent.modelFor(session));
-      }
-      const model = agent.modelFor(session);
-      const input = await prepareAttachments(inbound.text, inbound.attachments, {
-        config,
-        model,
-        signal: controller.signal,
-      });
-      session.pendingReply = { startedAt: new Date().toISOString() };
-      await sessions.save(session);
-      const run = agent.runTurn({
-        session,
-        user: inbound.user,
-        text: input.text,
-        parts: input.parts,
-        platform: inbound.platform,
-        channel: inbound.channel,
-        signal: controller.signal,
-      });
-      for await (const event of run) {
-        events.push(event);
-        switch (event.type) {
-          case "status":
-            markVisible();
-            void inbound.reply
-              .status(event.text)
-              .catch((err: unknown) => log.debug({ err }, "status not shown"));
-            break;
-          case "text":
-            markVisible();
-            sink.write(event.delta);
-            break;
-          case "artifact":
-            artifacts.push(event.artifact);
-            break;
-          case "done":
-            await sink.finish();
-            await this.clearPending(session);
-            await this.upload(inbound.reply, artifacts);
-            break;
-          case "error": {
-            const interrupted = controller.signal.aborted && this.stopping;
-            outcome = interrupted ? "interrupted" : "error";
-            await sink.fail(interrupted ? INTERRUPTED_NOTE : event.error.message);
-            await this.clearPending(session);
-            break;
-          }
-          case "title":
-            await inbound.reply
-              .title(event.title)
-              .catch((err: unknown) => log.warn({ err }, "title not set"));
-            break;
-          case "tool":
-            break;
-        }
-      }
-    } catch (err) {
-      outcome = "error";
-      log.error({ err, key: inbound.key }, "reply failed");
-      await sink.fail(toUserFacing(err).message).catch(() => undefined);
-    } finally {
-      if (session?.pendingReply) {
-        await this.clearPending(session).catch((err: unknown) =>
-          log.warn({ err }, "could not clear the pending reply"),
-        );
-      }
-      const ms = Date.now() - started;
-      observer?.turnEnded?.(inbound, outcome, ms, events);
-      log.info({ key: inbound.key, outcome, ms, ...turnFigures(events) }, "turn");
-    }
-  }
-
-  private async clearPending(session: Session): Promise<void> {
-    delete session.pendingReply;
-    await this.deps.sessions.save(session);
-  }
-
-  /** Each artifact once; all at once, so a platform can put several files in one message. */
-  private async upload(reply: Reply, artifacts: Artifact[]): Promise<void> {
-    const seen = new Set<string>();
-    const unique = artifacts.filter((a) => {
-      const id = `${a.filename}:${a.bytes.length}:${Buffer.from(a.bytes.subarray(0, 64)).toString("base64")}`;
-      if (seen.has(id)) return false;
-      seen.add(id);
-      return true;
+    const result = await runTurn(inbound, this.deps, controller.signal, {
+      firstVisible: (ms) => observer?.firstVisible?.(inbound, ms),
+      interruptedNote: () => (controller.signal.aborted && this.stopping ? INTERRUPTED_NOTE : undefined),
     });
-    await Promise.all(
-      unique.map((a) =>
-        reply.upload(a).catch((err: unknown) => log.warn({ err, file: a.filename }, "artifact not uploaded")),
-      ),
-    );
+    const ms = Date.now() - started;
+    observer?.turnEnded?.(inbound, result.outcome, ms, result.events);
+    log.info({ key: inbound.key, outcome: result.outcome, ms, ...turnFigures(result.events) }, "turn");
+    if (result.session && result.outcome === "ok") this.afterTurn(result.session, inbound.reply);
   }
 
-  /** A mention mid-thread: start the session with what was said before, newest first until a quarter of the window. */
-  private async seedFromThread(
-    session: Session,
-    history: () => Promise<PriorMessage[]>,
-    model: string,
-  ): Promise<void> {
-    let prior: PriorMessage[];
-    try {
-      prior = await history();
-    } catch (err) {
-      log.warn({ err, key: session.key }, "could not read the thread's earlier messages");
-      return;
-    }
-    const budget = Math.floor(modelLimits(this.deps.config, model).contextWindow / 4);
-    const lines: string[] = [];
-    let used = 0;
-    for (const m of [...prior].reverse()) {
-      const line = `${m.fromBot ? "You (the assistant)" : m.author}: ${m.text}`;
-      used += countTokens(line);
-      if (used > budget) break;
-      lines.unshift(line);
-    }
-    if (lines.length === 0) return;
-    session.messages.push({
-      role: "user",
-      content: `Earlier messages in this thread, before I asked you:\n\n${lines.join("\n\n")}`,
-    });
+  /** Title and compression run outside the lock: the thread's next message never waits for them. */
+  private afterTurn(session: Session, reply: Reply): void {
+    // One job per thread at a time: a turn that ends while the last one's title is still
+    // being made would only ask the model for the same title again.
+    if (this.stopping || this.afterTurns.has(session.key)) return;
+    const controller = new AbortController();
+    const job: InFlight = { controller, done: Promise.resolve() };
+    job.done = runAfterTurn(session, reply, this.deps, controller.signal)
+      .catch((err: unknown) => log.warn({ err, key: session.key }, "after-turn work failed"))
+      .finally(() => this.afterTurns.delete(session.key));
+    this.afterTurns.set(session.key, job);
   }
 }
 

@@ -1,4 +1,4 @@
-import type { MessageOps } from "./stream.js";
+import type { MessageOps, WriteInfo } from "./stream.js";
 
 /** One recorded write: what was asked, when, and whether the "platform" accepted it. */
 export interface Call {
@@ -7,6 +7,8 @@ export interface Call {
   text: string;
   at: number;
   ok: boolean;
+  /** The writer said this is the reply's last write. */
+  final: boolean;
   /** Every message's text at the moment of the call (before it applies). */
   before: Map<string, string>;
 }
@@ -37,7 +39,7 @@ export class FakeChannel implements MessageOps {
   ) {
     if (opts.withRemove) {
       this.remove = (id: string) =>
-        this.call("remove", id, "", () => {
+        this.call("remove", id, "", undefined, () => {
           this.messages.delete(id);
         });
     }
@@ -45,10 +47,15 @@ export class FakeChannel implements MessageOps {
 
   remove?: (id: string) => Promise<void>;
 
-  post(text: string): Promise<string> {
+  /** A message written before this writer (a reply to resume). */
+  seed(id: string, text: string): void {
+    this.messages.set(id, text);
+  }
+
+  post(text: string, write?: WriteInfo): Promise<string> {
     const n = ++this.posts;
     const id = `${this.opts.prefix ?? "m"}${this.next++}`;
-    return this.call("post", id, text, () => {
+    return this.call("post", id, text, write, () => {
       const failure = this.opts.failPost?.(n, text);
       if (failure) throw failure;
       this.messages.set(id, text);
@@ -56,9 +63,9 @@ export class FakeChannel implements MessageOps {
     });
   }
 
-  edit(id: string, text: string): Promise<void> {
+  edit(id: string, text: string, write?: WriteInfo): Promise<void> {
     const n = ++this.edits;
-    return this.call("edit", id, text, () => {
+    return this.call("edit", id, text, write, () => {
       if (!this.messages.has(id)) throw new Error(`unknown message ${id}`);
       const failure = this.opts.failEdit?.(n, text);
       if (failure) throw failure;
@@ -75,8 +82,22 @@ export class FakeChannel implements MessageOps {
     return this.calls.filter((c) => c.op === op);
   }
 
-  private async call<T>(op: Call["op"], id: string, text: string, apply: () => T): Promise<T> {
-    const record: Call = { op, id, text, at: Date.now(), ok: false, before: new Map(this.messages) };
+  private async call<T>(
+    op: Call["op"],
+    id: string,
+    text: string,
+    write: WriteInfo | undefined,
+    apply: () => T,
+  ): Promise<T> {
+    const record: Call = {
+      op,
+      id,
+      text,
+      at: Date.now(),
+      ok: false,
+      final: write?.final ?? false,
+      before: new Map(this.messages),
+    };
     this.calls.push(record);
     this.inFlight++;
     this.maxInFlight = Math.max(this.maxInFlight, this.inFlight);

@@ -1,20 +1,11 @@
 import { log } from "../log.js";
 import type { TextSink } from "./contract.js";
-import { type Fence, type MessagePart, openFenceAtEnd, splitMarkdown } from "./split.js";
+import { endingFor, type MessageOps, RateLimitedError, type WriteInfo } from "./message-ops.js";
+import type { RateBudget } from "./rate-budget.js";
+import { type Fence, type MessagePart, splitMarkdown } from "./split.js";
 
-/** The two writes a reply needs, implemented per platform. */
-export interface MessageOps {
-  /**
-   * Creates a message and returns its id. Throw `RateLimitedError` only when the platform
-   * certainly did not create it (a 429): any other failure is not retried, since a blind
-   * retry can post the same message twice.
-   */
-  post(text: string): Promise<string>;
-  /** Replaces a message's text. Idempotent, so safe to retry. Throw `RateLimitedError` on a 429. */
-  edit(id: string, text: string): Promise<void>;
-  /** Optional: deletes a message. Used to take away a status-only placeholder when the answer has no text. */
-  remove?(id: string): Promise<void>;
-}
+export { endingFor, type MessageOps, RateLimitedError, type WriteInfo } from "./message-ops.js";
+export { RateBudget } from "./rate-budget.js";
 
 export interface StreamWriterOptions {
   /** Maximum characters per message, after `render` (Slack ~3,900, Discord 2,000). */
@@ -27,79 +18,18 @@ export interface StreamWriterOptions {
   render?: (markdown: string) => string;
   /** Show `status()` text as a line under the answer while streaming (removed at the end). */
   statusLine?: boolean;
-}
-
-/** Thrown by `MessageOps` on a 429: the writer waits, then writes the latest text. */
-export class RateLimitedError extends Error {
-  readonly retryAfterMs: number;
-
-  constructor(retryAfterMs: number, options: { cause?: unknown } = {}) {
-    super(`rate limited: retry after ${retryAfterMs} ms`, options);
-    this.name = "RateLimitedError";
-    this.retryAfterMs = Math.max(0, retryAfterMs);
-  }
-}
-
-/**
- * A token bucket shared by every reply that draws on the same platform quota (Slack
- * `chat.update` is Tier 3, ~50/min per workspace; Discord allows ~5 writes per 5 s per
- * channel). Waiters are served first come, first served.
- */
-export class RateBudget {
-  private readonly capacity: number;
-  private readonly perMs: number;
-  private tokens: number;
-  private stamp = Date.now();
-  private pausedUntil = 0;
-  private readonly waiters: (() => void)[] = [];
-  private timer: ReturnType<typeof setTimeout> | null = null;
-
-  constructor(opts: { capacity: number; refillPerSec: number }) {
-    if (!(opts.capacity >= 1) || !(opts.refillPerSec > 0)) {
-      throw new RangeError("RateBudget needs capacity >= 1 and refillPerSec > 0");
-    }
-    this.capacity = opts.capacity;
-    this.perMs = opts.refillPerSec / 1000;
-    this.tokens = opts.capacity;
-  }
-
-  /** Resolves when a write may go out. */
-  take(): Promise<void> {
-    return new Promise((resolve) => {
-      this.waiters.push(resolve);
-      this.serve();
-    });
-  }
-
-  /** After a 429 with Retry-After: nobody sharing this budget writes for `ms`. */
-  pause(ms: number): void {
-    this.refill();
-    // The platform says the quota is spent: start refilling from empty.
-    this.tokens = 0;
-    this.pausedUntil = Math.max(this.pausedUntil, Date.now() + ms);
-  }
-
-  private refill(): void {
-    const now = Date.now();
-    this.tokens = Math.min(this.capacity, this.tokens + (now - this.stamp) * this.perMs);
-    this.stamp = now;
-  }
-
-  private serve(): void {
-    this.refill();
-    const now = Date.now();
-    // The tolerance absorbs floating-point drift in the refill arithmetic.
-    while (this.waiters.length > 0 && now >= this.pausedUntil && this.tokens >= 1 - 1e-9) {
-      this.tokens -= 1;
-      this.waiters.shift()!();
-    }
-    if (this.waiters.length === 0 || this.timer) return;
-    const wait = Math.max(this.pausedUntil - now, Math.ceil((1 - this.tokens) / this.perMs), 1);
-    this.timer = setTimeout(() => {
-      this.timer = null;
-      this.serve();
-    }, wait);
-  }
+  /**
+   * Goes on with a reply written earlier, maybe by another process: `messages` are its
+   * messages, and the last one is written on. What it shows, read back with `shown` before
+   * the first write (null: the message is gone, so a new one is posted), stays in front
+   * of the new text, in the platform's format already.
+   */
+  resume?: { messages: string[]; shown(id: string): Promise<string | null> };
+  /**
+   * Told the reply's message ids each time a message is posted or removed, and awaited
+   * before the next write, so a record of them is never behind the platform.
+   */
+  onMessages?: (ids: string[]) => Promise<void>;
 }
 
 /** What a placeholder becomes when the answer has no text and `MessageOps.remove` is missing. */
@@ -141,6 +71,12 @@ export class StreamWriter implements TextSink {
   private editFailures = 0;
   private failed: { error: unknown } | null = null;
   private done: Promise<void> | null = null;
+  /** Messages of a resumed reply before the one written on: reported, never written. */
+  private readonly earlier: string[];
+  /** A resumed reply's text read back, then the `fail()` message waiting for it. */
+  private prepared: Promise<void> | null = null;
+  private failMessage: string | null = null;
+  private resumed = false;
 
   constructor(
     private readonly ops: MessageOps,
@@ -148,11 +84,19 @@ export class StreamWriter implements TextSink {
   ) {
     if (!Number.isInteger(opts.limit) || opts.limit < 1)
       throw new RangeError("limit must be a positive integer");
+    this.earlier = opts.resume?.messages.slice(0, -1) ?? [];
+    if (!opts.resume) this.prepared = Promise.resolve();
   }
 
   /** Ids of the messages this reply consists of, in order. */
   get messageIds(): string[] {
-    return this.slots.flatMap((s) => (s.id === null ? [] : [s.id]));
+    return [...this.earlier, ...this.slots.flatMap((s) => (s.id === null ? [] : [s.id]))];
+  }
+
+  /** The reply's last message as last written, if any. */
+  get lastMessage(): { id: string; text: string } | undefined {
+    const slot = this.slots.findLast((s) => s.id !== null && s.sent !== null);
+    return slot ? { id: slot.id!, text: slot.sent! } : undefined;
   }
 
   /** Appends answer text. Never blocks; clears the status line (the answer replaces it). */
@@ -179,13 +123,32 @@ export class StreamWriter implements TextSink {
   /** Ends the answer with `message` (after closing an open code block), then finishes. */
   fail(message: string): Promise<void> {
     if (!this.done) {
-      let text = this.text;
-      const fence = openFenceAtEnd(text);
-      if (fence) text += `${text.endsWith("\n") ? "" : "\n"}${fence.closer}`;
-      if (text !== "") text += text.endsWith("\n\n") ? "" : text.endsWith("\n") ? "\n" : "\n\n";
-      this.text = text + message;
+      // A resumed reply's ending depends on the text read back: added once it is there.
+      this.failMessage = message;
+      this.applyFailure();
     }
     return this.finish();
+  }
+
+  private applyFailure(): void {
+    if (this.failMessage === null || (this.opts.resume && !this.resumed)) return;
+    this.text += endingFor(this.text, this.failMessage);
+    this.failMessage = null;
+  }
+
+  /** Reads back the message a resumed reply goes on in (once), before anything is laid out. */
+  private prepare(): Promise<void> {
+    this.prepared ??= (async () => {
+      const id = this.opts.resume?.messages.at(-1);
+      const shown = id === undefined ? null : await this.opts.resume!.shown(id);
+      if (id !== undefined && shown !== null) {
+        this.text = shown + this.text;
+        this.slots[0] = { id, want: shown, sent: shown };
+      }
+      this.resumed = true;
+      this.applyFailure();
+    })();
+    return this.prepared;
   }
 
   private async end(): Promise<void> {
@@ -208,6 +171,7 @@ export class StreamWriter implements TextSink {
 
   private async run(): Promise<void> {
     try {
+      await this.prepare();
       for (;;) {
         await sleep(Math.max(0, this.lastWrite + this.opts.intervalMs - Date.now()));
         this.layout();
@@ -231,17 +195,22 @@ export class StreamWriter implements TextSink {
   /** One write of a slot's latest text. Throws only when the reply cannot go on. */
   private async attempt(slot: Slot): Promise<void> {
     const text = slot.want;
+    const write: WriteInfo = { final: this.ended && slot === this.slots.at(-1) };
     try {
+      let changed = false;
       if (slot.id === null) {
-        if (text !== "") slot.id = await this.ops.post(text);
+        if (text !== "") slot.id = await this.ops.post(text, write);
+        changed = text !== "";
       } else if (text === "") {
         await this.ops.remove?.(slot.id);
         slot.id = null;
+        changed = true;
       } else {
-        await this.ops.edit(slot.id, text);
+        await this.ops.edit(slot.id, text, write);
       }
       slot.sent = text;
       this.editFailures = 0;
+      if (changed) await this.report();
     } catch (error) {
       if (error instanceof RateLimitedError) {
         log.debug({ retryAfterMs: error.retryAfterMs }, "reply write rate limited");
@@ -252,6 +221,15 @@ export class StreamWriter implements TextSink {
       if (slot.id === null || ++this.editFailures >= EDIT_ATTEMPTS) throw error;
       log.debug({ err: error, attempt: this.editFailures }, "reply edit failed, retrying");
       await sleep(EDIT_RETRY_MS * this.editFailures);
+    }
+  }
+
+  /** A record that failed must not end the answer: the user still gets it, and the log says why. */
+  private async report(): Promise<void> {
+    try {
+      await this.opts.onMessages?.(this.messageIds);
+    } catch (err) {
+      log.warn({ err }, "reply messages not recorded");
     }
   }
 

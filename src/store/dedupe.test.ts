@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { createDedupe, MemoryDedupe } from "./dedupe.js";
-import { STORE_KINDS, type TestStores, testStores } from "./testing.js";
+import { describeEachStore, type TestStores, testStores } from "./testing.js";
 
 const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -27,7 +27,7 @@ describe("MemoryDedupe", () => {
   });
 });
 
-describe.each(STORE_KINDS)("store dedupe on %s", (kind) => {
+describeEachStore("store dedupe on %s", (kind) => {
   let stores: TestStores;
   afterEach(async () => {
     await stores.dispose();

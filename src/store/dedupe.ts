@@ -1,4 +1,5 @@
 import type { Store } from "./index.js";
+import { createState, type StateStore } from "./state.js";
 
 /** Seen-event ids. Slack redelivers for hours and Discord sessions overlap during deploys. */
 export interface Dedupe {
@@ -48,13 +49,16 @@ export class MemoryDedupe implements Dedupe {
 /**
  * The memory map in front of the store. The id is claimed in memory before the store is
  * asked, so two deliveries racing in one process cannot both pass; the store claim is
- * atomic too (SET NX PX on Redis, one conditional upsert in SQL), so replicas and a
- * restarted process agree.
+ * atomic too (the state store's set-if-absent), so replicas and a restarted process agree.
  */
 export class StoreDedupe implements Dedupe {
   private readonly memory = new MemoryDedupe();
 
-  constructor(private readonly store: Store) {}
+  private readonly state: StateStore;
+
+  constructor(store: Store) {
+    this.state = createState(store);
+  }
 
   async firstSight(id: string, ttlMs = DEDUPE_TTL_MS): Promise<boolean> {
     if (this.memory.has(id)) return false;
@@ -68,32 +72,8 @@ export class StoreDedupe implements Dedupe {
     }
   }
 
-  private async claim(key: string, ttlMs: number): Promise<boolean> {
-    const { redis, sql, namespace } = this.store;
-    if (redis) {
-      const ok = await redis.set(`${namespace}:${key}`, "1", {
-        condition: "NX",
-        expiration: { type: "PX", value: ttlMs },
-      });
-      return ok === "OK";
-    }
-    if (sql) {
-      // Keyv's row format (`ns:key`, `{"value":…,"expires":…}`), so keyv reads these rows as its own.
-      const now = Date.now();
-      const row = JSON.stringify({ value: 1, expires: now + ttlMs });
-      const t = sql.table;
-      const query =
-        this.store.kind === "postgres"
-          ? `INSERT INTO ${t} (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value
-             WHERE (${t}.value::jsonb->>'expires')::bigint < $3 RETURNING key`
-          : `INSERT INTO ${t} (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value
-             WHERE json_extract(${t}.value, '$.expires') < ? RETURNING key`;
-      const rows = await sql.query(query, [`${namespace}:${key}`, row, now]);
-      return rows.length > 0;
-    }
-    if ((await this.store.kv.get(key)) !== undefined) return false;
-    await this.store.kv.set(key, 1, ttlMs);
-    return true;
+  private claim(key: string, ttlMs: number): Promise<boolean> {
+    return this.state.setIfAbsent(key, 1, ttlMs);
   }
 }
 

@@ -1,7 +1,8 @@
-import { afterAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, describe, expect, it } from "vitest";
 import type { Store } from "./index.js";
-import { createThreadLock, LocalThreadLock, RedisThreadLock, type ThreadLock } from "./locks.js";
-import { testStores } from "./testing.js";
+import { createThreadLock, LocalThreadLock, type ThreadLock } from "./locks.js";
+import { createState, type Lease } from "./state.js";
+import { describeEachStore, needsServer, type TestStores, testStores } from "./testing.js";
 
 const tick = () => new Promise<void>((r) => setTimeout(r, 1));
 
@@ -36,12 +37,8 @@ afterAll(async () => {
   await redisStores.dispose();
 });
 
-const makers: Array<[string, () => Promise<ThreadLock>]> = [
-  ["in-process", async () => new LocalThreadLock()],
-  ["redis", async () => createThreadLock(await sharedRedisStore())],
-];
-
-describe.each(makers)("%s ThreadLock", (_name, make) => {
+/** What every ThreadLock does, whichever `make` returns. */
+const threadLockSpec = (make: () => Promise<ThreadLock>) => () => {
   it("runs 20 concurrent turns of one thread one at a time, in arrival order", async () => {
     const lock = await make();
     const order: number[] = [];
@@ -92,17 +89,32 @@ describe.each(makers)("%s ThreadLock", (_name, make) => {
     await Promise.all([first, second]);
     expect(lock.queued("t3")).toBe(0);
   });
-});
+};
 
-describe("RedisThreadLock across replicas", () => {
-  it("never lets two replicas run turns of the same thread at once", async () => {
-    const store = await sharedRedisStore();
-    const replicas = [createThreadLock(store), createThreadLock(await redisStores.open())];
+describe(
+  "in-process ThreadLock",
+  threadLockSpec(async () => new LocalThreadLock()),
+);
+describe(
+  "redis ThreadLock",
+  needsServer("redis"),
+  threadLockSpec(async () => createThreadLock(await sharedRedisStore())),
+);
+
+describeEachStore("the thread lock across processes on %s", (kind) => {
+  let stores: TestStores;
+  afterEach(async () => {
+    await stores.dispose();
+  });
+
+  it("never lets two processes run turns of the same thread at once", async () => {
+    stores = testStores(kind);
+    const processes = [createThreadLock(await stores.open()), createThreadLock(await stores.open())];
     let inside = 0;
     let most = 0;
     const done: string[] = [];
     await Promise.all(
-      replicas.flatMap((lock, r) =>
+      processes.flatMap((lock, r) =>
         Array.from({ length: 8 }, (_, i) =>
           lock.run("shared", async () => {
             inside++;
@@ -123,10 +135,10 @@ describe("RedisThreadLock across replicas", () => {
   });
 
   it("keeps the lock past its expiry while a long turn is still running", async () => {
-    const store = await sharedRedisStore();
+    stores = testStores(kind);
     const short = { ttlMs: 150, renewEveryMs: 40, maxPollMs: 20 };
-    const a = new RedisThreadLock(store.redis!, `${store.namespace}:`, short);
-    const b = new RedisThreadLock((await redisStores.open()).redis!, `${store.namespace}:`, short);
+    const a = createThreadLock(await stores.open(), short);
+    const b = createThreadLock(await stores.open(), short);
     const events: string[] = [];
     let started!: () => void;
     const aStarted = new Promise<void>((r) => {
@@ -146,14 +158,27 @@ describe("RedisThreadLock across replicas", () => {
     expect(events).toEqual(["a start", "a end", "b"]);
   });
 
-  it("deletes its lock key when the turn ends", async () => {
-    const store = await sharedRedisStore();
+  it("lets another process take a thread whose holder died, once the lease expires", async () => {
+    stores = testStores(kind);
+    const dead = createState(await stores.open());
+    expect(await dead.acquireLock("orphan", 200)).toBeDefined();
+    const lock = createThreadLock(await stores.open(), { ttlMs: 200, maxPollMs: 20 });
+    const started = performance.now();
+    await lock.run("orphan", async () => undefined);
+    expect(performance.now() - started).toBeGreaterThanOrEqual(150);
+  });
+
+  it("leaves no lock behind when the turn ends", async () => {
+    stores = testStores(kind);
+    const store = await stores.open();
+    const state = createState(store);
     const lock = createThreadLock(store);
-    let during: string | null = null;
+    let during: Lease | undefined;
     await lock.run("cleanup", async () => {
-      during = await store.redis!.get(`${store.namespace}:lock:cleanup`);
+      during = await state.acquireLock("cleanup", 1_000);
     });
-    expect(during).toMatch(/^[0-9a-f-]{36}$/);
-    expect(await store.redis!.get(`${store.namespace}:lock:cleanup`)).toBeNull();
+    expect(during).toBeUndefined();
+    const after = await state.acquireLock("cleanup", 1_000);
+    expect(after).toBeDefined();
   });
 });

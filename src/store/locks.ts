@@ -1,7 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import { log } from "../log.js";
-import type { RedisClient, Store } from "./index.js";
+import type { Store } from "./index.js";
+import { createState, type Lease, leaseOwner, type StateStore } from "./state.js";
 
 /** Runs the turns of one thread one at a time, in arrival order; different threads run concurrently. */
 export interface ThreadLock {
@@ -50,8 +51,8 @@ export class LocalThreadLock implements ThreadLock {
   }
 }
 
-export interface RedisLockOptions {
-  /** Lock expiry; a replica that dies holding the lock blocks its thread at most this long. */
+export interface LeaseLockOptions {
+  /** Lock expiry; a process that dies holding the lock blocks its thread at most this long. */
   ttlMs?: number;
   /** How often a running turn extends its lock; well under ttlMs. */
   renewEveryMs?: number;
@@ -59,28 +60,37 @@ export interface RedisLockOptions {
   maxPollMs?: number;
 }
 
-const RELEASE = `if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) else return 0 end`;
-const EXTEND = `if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("pexpire", KEYS[1], ARGV[2]) else return 0 end`;
+/**
+ * How long a process counts as alive after its last heartbeat. A live process whose
+ * event loop stalls for longer can lose its thread locks to another process; a dead one
+ * holds its threads for at most this long.
+ */
+const HEARTBEAT_TTL_MS = 4_000;
+const HEARTBEAT_EVERY_MS = 1_000;
+const aliveKey = (owner: string) => `alive:${owner}`;
 
 /**
- * The lock across replicas: SET NX PX with a random token, extended while the turn runs,
- * released only by its owner (compare-and-delete). Turns of one process first queue
- * locally, so arrival order holds within a process and only one of them polls Redis.
+ * The lock across processes and replicas, on any backend: a lease in the state store
+ * (set-if-absent with expiry and a random token), extended while the turn runs, released
+ * only by its holder. Turns of one process first queue locally, so arrival order holds
+ * within a process and only one of them polls the store.
  */
-export class RedisThreadLock implements ThreadLock {
+export class LeaseThreadLock implements ThreadLock {
   private readonly local = new LocalThreadLock();
+  /** Names this process in its lease tokens and its heartbeat. */
+  private readonly owner = randomUUID();
+  private alive: Promise<void> | undefined;
   private readonly ttlMs: number;
   private readonly renewEveryMs: number;
   private readonly maxPollMs: number;
 
   constructor(
-    private readonly client: RedisClient,
-    private readonly prefix: string,
-    options: RedisLockOptions = {},
+    private readonly state: StateStore,
+    options: LeaseLockOptions = {},
   ) {
     this.ttlMs = options.ttlMs ?? 30_000;
     this.renewEveryMs = options.renewEveryMs ?? Math.floor(this.ttlMs / 3);
-    this.maxPollMs = options.maxPollMs ?? 500;
+    this.maxPollMs = options.maxPollMs ?? 250;
   }
 
   run<T>(key: string, fn: () => Promise<T>): Promise<T> {
@@ -92,51 +102,72 @@ export class RedisThreadLock implements ThreadLock {
   }
 
   private async holding<T>(key: string, fn: () => Promise<T>): Promise<T> {
-    const lockKey = `${this.prefix}lock:${key}`;
-    const token = randomUUID();
-    await this.acquire(lockKey, token);
-    const timer = setInterval(() => void this.extend(lockKey, token), this.renewEveryMs);
+    const lease = await this.acquire(key);
+    const timer = setInterval(() => void this.extend(lease), this.renewEveryMs);
     timer.unref();
     try {
       return await fn();
     } finally {
       clearInterval(timer);
-      await this.client
-        .eval(RELEASE, { keys: [lockKey], arguments: [token] })
+      await this.state
+        .releaseLock(lease)
         .catch((err: unknown) =>
           log.warn({ err, key }, "releasing thread lock failed; it expires by itself"),
         );
     }
   }
 
-  private async acquire(lockKey: string, token: string): Promise<void> {
+  private async acquire(key: string): Promise<Lease> {
+    await this.heartbeat();
     let pause = 20;
     for (;;) {
-      const ok = await this.client.set(lockKey, token, {
-        condition: "NX",
-        expiration: { type: "PX", value: this.ttlMs },
-      });
-      if (ok === "OK") return;
-      // Jitter keeps replicas waiting on the same thread from polling in step.
+      const lease = await this.state.acquireLock(key, this.ttlMs, this.owner);
+      if (lease) return lease;
+      if (await this.takeOverFromStopped(key)) continue;
+      // Jitter keeps processes waiting on the same thread from polling in step.
       await sleep(pause / 2 + Math.random() * pause);
       pause = Math.min(pause * 2, this.maxPollMs);
     }
   }
 
-  private async extend(lockKey: string, token: string): Promise<void> {
+  /**
+   * A lease whose process no longer beats (killed, or its machine gone) is released here
+   * rather than waited out: after a crash the thread's next turn, or the restart's
+   * recovery, starts within a heartbeat's expiry instead of the lease's.
+   */
+  private async takeOverFromStopped(key: string): Promise<boolean> {
+    const holder = await this.state.lockHolder(key);
+    const owner = holder && leaseOwner(holder);
+    if (!holder || !owner || owner === this.owner) return false;
+    if ((await this.state.get(aliveKey(owner))) !== undefined) return false;
+    await this.state.releaseLock(holder);
+    log.info({ key, owner }, "took over the thread lock of a process that stopped");
+    return true;
+  }
+
+  /** This process's sign of life, renewed while it runs; the first one is written before any lease. */
+  private heartbeat(): Promise<void> {
+    const beat = () => this.state.set(aliveKey(this.owner), 1, HEARTBEAT_TTL_MS);
+    this.alive ??= beat().then(() => {
+      const timer = setInterval(
+        () => void beat().catch((err: unknown) => log.debug({ err }, "heartbeat not written")),
+        HEARTBEAT_EVERY_MS,
+      );
+      timer.unref();
+    });
+    return this.alive;
+  }
+
+  private async extend(lease: Lease): Promise<void> {
     try {
-      const kept = await this.client.eval(EXTEND, {
-        keys: [lockKey],
-        arguments: [token, String(this.ttlMs)],
-      });
-      if (kept !== 1) log.warn({ lockKey }, "thread lock expired while its turn was still running");
+      if (!(await this.state.extendLock(lease, this.ttlMs)))
+        log.warn({ lock: lease.key }, "thread lock expired while its turn was still running");
     } catch (err) {
-      log.warn({ err, lockKey }, "extending thread lock failed");
+      log.warn({ err, lock: lease.key }, "extending thread lock failed");
     }
   }
 }
 
-export function createThreadLock(store: Store, options?: RedisLockOptions): ThreadLock {
-  if (store.redis) return new RedisThreadLock(store.redis, `${store.namespace}:`, options);
-  return new LocalThreadLock();
+export function createThreadLock(store: Store, options?: LeaseLockOptions): ThreadLock {
+  return new LeaseThreadLock(createState(store), options);
 }

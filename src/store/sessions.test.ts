@@ -141,36 +141,4 @@ describeEachStore("SessionRepository on %s", (kind) => {
     await a.save(old);
     expect((await b.get(KEY))?.messages).toEqual([]);
   });
-
-  it("lists sessions with a pending reply until the reply ends", async () => {
-    stores = testStores(kind);
-    const sessions = await repo();
-    const keys = ["discord:G1:1", "discord:G1:2", "discord:G1:3"];
-    for (const key of keys) {
-      const s = await sessions.getOrCreate(key);
-      s.pendingReply = { startedAt: new Date().toISOString(), platformRef: { channel: "C1", ts: key } };
-      await sessions.save(s);
-    }
-    const done = await sessions.getOrCreate("discord:G1:2");
-    delete done.pendingReply;
-    await sessions.save(done);
-    await sessions.reset("discord:G1:3");
-    const pending = await sessions.listPending();
-    expect(pending.map((s) => s.key)).toEqual(["discord:G1:1"]);
-    expect(pending[0]?.pendingReply?.platformRef).toEqual({ channel: "C1", ts: "discord:G1:1" });
-  });
-
-  it("keeps every pending key when many threads start replies at once", async () => {
-    stores = testStores(kind);
-    const sessions = await repo();
-    const keys = Array.from({ length: 20 }, (_, i) => `console:local:${i}`);
-    await Promise.all(
-      keys.map(async (key) => {
-        const s = await sessions.getOrCreate(key);
-        s.pendingReply = { startedAt: new Date().toISOString() };
-        await sessions.save(s);
-      }),
-    );
-    expect((await sessions.listPending()).map((s) => s.key).sort()).toEqual([...keys].sort());
-  });
 });

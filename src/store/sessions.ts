@@ -9,12 +9,6 @@ export interface SessionSettings {
   servers?: string[];
 }
 
-export interface PendingReply {
-  startedAt: string;
-  /** Where the half-written reply lives on the platform (channel, message ts/id), to finish or mark it. */
-  platformRef?: Record<string, string>;
-}
-
 export interface Session {
   /** The ThreadKey. */
   key: string;
@@ -32,8 +26,6 @@ export interface Session {
   createdAt: string;
   updatedAt: string;
   turns: number;
-  /** Set while a reply is being written; cleared when it ends. Lets a restart find replies a crash left half-written. */
-  pendingReply?: PendingReply;
   /** Bumped by /new so that late writes of an old turn do not resurrect it. */
   generation: number;
 }
@@ -42,9 +34,6 @@ const sessionKey = (key: string) => `session:${key}`;
 /** Written by reset only: the generation a thread is at, read by every save to refuse stale writes. */
 const generationKey = (key: string) => `gen:${key}`;
 const archiveKey = (key: string, generation: number, n: number) => `archive:${key}:${generation}:${n}`;
-const PENDING = "pending";
-/** Keys the in-process write queue uses for the pending index (no ThreadKey starts with NUL). */
-const PENDING_QUEUE = "\u0000pending";
 const BATCH = 100;
 
 export function newSession(key: string, generation = 0, settings: SessionSettings = {}): Session {
@@ -105,9 +94,7 @@ export class SessionRepository {
         return;
       }
       session.updatedAt = new Date().toISOString();
-      if (session.pendingReply) await this.markPending(session.key, true);
       await this.write(sessionKey(session.key), session);
-      if (!session.pendingReply) await this.markPending(session.key, false);
     });
   }
 
@@ -155,7 +142,6 @@ export class SessionRepository {
       await this.write(generationKey(key), generation);
       const fresh = newSession(key, generation, old?.settings);
       await this.write(sessionKey(key), fresh);
-      await this.markPending(key, false);
       if (old && old.archiveChunks > 0) {
         const chunks = Array.from({ length: old.archiveChunks }, (_, n) =>
           archiveKey(key, old.generation, n),
@@ -166,18 +152,6 @@ export class SessionRepository {
       }
       return fresh;
     });
-  }
-
-  /** Sessions whose reply was still being written when they were last saved. */
-  async listPending(): Promise<Session[]> {
-    const keys = await this.pendingKeys();
-    const out: Session[] = [];
-    for (let start = 0; start < keys.length; start += BATCH) {
-      const batch = keys.slice(start, start + BATCH);
-      const sessions = await this.store.kv.getMany<Session>(batch.map(sessionKey));
-      for (const s of sessions) if (s?.pendingReply) out.push(s);
-    }
-    return out;
   }
 
   private async readWithGeneration(key: string): Promise<[Session | undefined, number]> {
@@ -191,34 +165,5 @@ export class SessionRepository {
   private async write(key: string, value: unknown): Promise<void> {
     this.bytesWritten += Buffer.byteLength(JSON.stringify(value));
     await this.store.kv.set(key, value);
-  }
-
-  private pendingSetKey(): string {
-    return `${this.store.namespace}:${PENDING}`;
-  }
-
-  private async pendingKeys(): Promise<string[]> {
-    const redis = this.store.redis;
-    if (redis) return redis.sMembers(this.pendingSetKey());
-    return (await this.store.kv.get<string[]>(PENDING)) ?? [];
-  }
-
-  /**
-   * The index of keys with a pending reply. Added before the session is saved and removed
-   * after, so after a crash it may list a key too many (listPending filters), never too few.
-   */
-  private async markPending(key: string, pending: boolean): Promise<void> {
-    const redis = this.store.redis;
-    if (redis) {
-      if (pending) await redis.sAdd(this.pendingSetKey(), key);
-      else await redis.sRem(this.pendingSetKey(), key);
-      return;
-    }
-    await this.writes.run(PENDING_QUEUE, async () => {
-      const keys = (await this.store.kv.get<string[]>(PENDING)) ?? [];
-      const has = keys.includes(key);
-      if (has === pending) return;
-      await this.write(PENDING, pending ? [...keys, key] : keys.filter((k) => k !== key));
-    });
   }
 }

@@ -2,6 +2,7 @@ import { rmSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openStore } from "../../src/store/index.js";
 import { SessionRepository } from "../../src/store/sessions.js";
+import { TurnLedger } from "../../src/store/turns.js";
 import { LlmEmulator } from "../emulators/llm/index.js";
 import { appEnv } from "../support/app-env.js";
 import { everythingMcp, scratchConfig } from "../support/chat-process.js";
@@ -49,9 +50,10 @@ describe("stopping the terminal chat mid-answer", () => {
     expect(servers.filter(alive)).toEqual([]);
     const store = await openStore(env.STORE_URL!);
     const session = await new SessionRepository(store).get("console:local");
+    const pending = await new TurnLedger(store).pending();
     await store.close();
     expect(session?.messages.at(-1)).toMatchObject({ role: "user", content: "slow answer please" });
-    expect(session?.pendingReply).toBeUndefined();
+    expect(pending).toEqual([]);
     console.info(`shutdown: exited ${exitMs} ms after SIGTERM, 1 turn interrupted`);
   }, 60_000);
 
@@ -69,5 +71,53 @@ describe("stopping the terminal chat mid-answer", () => {
       /The last answer here was cut off\. Interrupted by a restart; ask again\./,
     );
     expect(second.stdout()).toContain("You said: are you there?");
+  }, 60_000);
+});
+
+describe("a second stop signal", () => {
+  let llm: LlmEmulator;
+  const dirs: string[] = [];
+  const slowAnswer = `${"word ".repeat(400)}END`;
+
+  beforeAll(async () => {
+    llm = await LlmEmulator.start({ responder: () => ({ text: slowAnswer, chunkSize: 5, delayMs: 30 }) });
+  });
+
+  afterAll(async () => {
+    killStarted();
+    await llm?.close();
+    for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** A chat with no MCP server, `graceMs` to finish, already streaming a 12-second answer. */
+  async function streamingChat(graceMs: number) {
+    const dir = scratchConfig(`shutdown:\n  graceMs: ${graceMs}\n`);
+    dirs.push(dir);
+    const chat = startChat(appEnv({ dir, llm }));
+    chat.child.stdin.write("slow answer please\n");
+    await waitFor(() => chat.stdout().includes("word word word"), "the answer to start streaming");
+    return chat;
+  }
+
+  it("within a second of the first is the same stop (npm and tsx both pass it on): drains and exits 0", async () => {
+    const chat = await streamingChat(300);
+    chat.child.kill("SIGTERM");
+    await new Promise((r) => setTimeout(r, 100));
+    chat.child.kill("SIGTERM");
+    expect(await chat.exited).toBe(0);
+    expect(chat.stdout()).toContain("Interrupted by a restart; ask again.");
+  }, 60_000);
+
+  it("more than a second after the first exits at once with code 1, without waiting for the answer", async () => {
+    const chat = await streamingChat(20_000);
+    chat.child.kill("SIGTERM");
+    await new Promise((r) => setTimeout(r, 1_200));
+    expect(chat.child.exitCode).toBeNull();
+    const second = Date.now();
+    chat.child.kill("SIGTERM");
+    expect(await chat.exited).toBe(1);
+    expect(Date.now() - second).toBeLessThan(2_000);
+    expect(chat.stdout()).not.toContain("END");
+    expect(chat.stdout()).not.toContain("Interrupted by a restart");
   }, 60_000);
 });

@@ -21,17 +21,11 @@ describe("thread titles", () => {
   it("makes the title once, after the first reply, cleaned, and stores it", async () => {
     h = await MemoryHarness.start();
     const first = await h.turn("Turn 1: can we plan the 2.0 release?");
-    const types = first.events.map((e) => e.type);
-    expect(types.filter((t) => t === "title")).toHaveLength(1);
-    expect(types.indexOf("title")).toBeGreaterThan(types.indexOf("done"));
-    expect(first.events.find((e) => e.type === "title")).toEqual({
-      type: "title",
-      title: "Release planning notes",
-    });
+    expect(first.title).toBe("Release planning notes");
 
     for (let i = 2; i <= 4; i++) {
       const next = await h.turn(`Turn ${i}: and then?`);
-      expect(next.events.map((e) => e.type)).not.toContain("title");
+      expect(next.title).toBeUndefined();
     }
     expect(h.emu.requests.filter((r) => kindOf(r) === "title")).toHaveLength(1);
     expect((await h.sessions.get(KEY))?.title).toBe("Release planning notes");
@@ -55,7 +49,7 @@ describe("thread titles", () => {
     expect(out.text).toContain("Answer 1:");
     const expected = fallbackTitle("Turn 1: can we plan the 2.0 release next week?");
     expect(expected).toBe("Turn 1: can we plan the");
-    expect(out.events.find((e) => e.type === "title")).toEqual({ type: "title", title: expected });
+    expect(out.title).toBe(expected);
     expect((await h.sessions.get(KEY))?.title).toBe(expected);
   });
 });

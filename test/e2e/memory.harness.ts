@@ -4,7 +4,10 @@ import { createProvider } from "../../src/agent/providers/index.js";
 import { type Config, configSchema } from "../../src/config.js";
 import type { AgentEvent } from "../../src/core/events.js";
 import type { ChatMessage } from "../../src/core/messages.js";
+import { runAfterTurn } from "../../src/runtime/after-turn.js";
+import type { Reply } from "../../src/runtime/contract.js";
 import type { Store } from "../../src/store/index.js";
+import { LocalThreadLock } from "../../src/store/locks.js";
 import type { Session } from "../../src/store/sessions.js";
 import { SessionRepository } from "../../src/store/sessions.js";
 import { type TestStores, testStores } from "../../src/store/testing.js";
@@ -117,6 +120,8 @@ export function conversationalModel(): { responder: Responder; stats: { summarie
 export interface TurnOutcome {
   events: AgentEvent[];
   text: string;
+  /** The title the after-turn job gave the thread, if it made one. */
+  title?: string;
   /** The session's messages just before the turn. */
   before: ChatMessage[];
 }
@@ -126,6 +131,7 @@ export class MemoryHarness {
   private store!: Store;
   sessions!: SessionRepository;
   session!: Session;
+  private readonly lock = new LocalThreadLock();
   readonly hub = new FunctionHub({ util__echo: (args) => `echo: ${String(args.text)}` });
 
   private constructor(
@@ -182,10 +188,18 @@ export class MemoryHarness {
       platform: where.platform ?? "console",
       channel: where.channel ?? "local",
       signal: new AbortController().signal,
+      checkpoint: () => this.sessions.save(this.session),
     });
     for await (const e of run) events.push(e);
+    await this.sessions.save(this.session);
     const answer = events.map((e) => (e.type === "text" ? e.delta : "")).join("");
-    return { events, text: answer, before };
+    // As the runtime does once the thread's lock is released: title and compression.
+    const titles: string[] = [];
+    const reply = { title: async (t: string) => void titles.push(t) } as Reply;
+    const deps = { agent: this.agent, sessions: this.sessions, lock: this.lock };
+    await runAfterTurn(this.session, reply, deps, new AbortController().signal);
+    this.session = (await this.sessions.get(KEY)) ?? this.session;
+    return { events, text: answer, before, title: titles[0] };
   }
 
   /** A process restart: the store is closed and opened again, the agent rebuilt, the session reloaded. */

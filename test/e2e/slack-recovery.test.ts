@@ -4,46 +4,123 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type App, startApp } from "../../src/app.js";
 import { INTERRUPTED_NOTE } from "../../src/runtime/dispatcher.js";
 import { openStore } from "../../src/store/index.js";
-import { SessionRepository } from "../../src/store/sessions.js";
+import { TurnLedger } from "../../src/store/turns.js";
+import { LlmEmulator, type RecordedRequest } from "../emulators/llm/index.js";
 import { type EmuMessage, SlackEmulator } from "../emulators/slack/index.js";
 import { appEnv } from "../support/app-env.js";
 import { scratchConfig } from "../support/chat-process.js";
+import { isTitleRequest } from "../support/llm-text.js";
+import { killStarted, startSwitchboard, waitUntil } from "../support/process.js";
 
-let slack: SlackEmulator;
-let app: App | undefined;
-let dir: string;
-let root: EmuMessage;
-let key: string;
+/** An answer that takes about 10 s to stream: long enough to be killed in the middle of. */
+const SLOW_ANSWER = `${"chunk ".repeat(250)}THE-END`;
 
-beforeAll(async () => {
-  slack = await SlackEmulator.start();
-  // The thread whose answer was being written when the process was killed.
-  root = slack.state.addMessage({ channel: "C1", user: "U_ALICE", text: "<@U_BOT> a long question" });
-  key = `slack:T1:C1:${root.ts}`;
-  dir = scratchConfig("llm:\n  maxRetries: 0\n");
-  const store = await openStore(`sqlite://${join(dir, "store.sqlite")}`);
-  const sessions = new SessionRepository(store);
-  const session = await sessions.getOrCreate(key);
-  session.pendingReply = { startedAt: new Date().toISOString() };
-  await sessions.save(session);
-  await store.close();
-}, 30_000);
+function responder(req: RecordedRequest) {
+  if (isTitleRequest(req)) return { text: "Recovery" };
+  return { text: SLOW_ANSWER, chunkSize: 6, delayMs: 40 };
+}
 
-afterAll(async () => {
-  await app?.stop();
-  await slack?.stop();
-  rmSync(dir, { recursive: true, force: true });
-});
+describe("Switchboard in Slack after a crash before the first write", () => {
+  let slack: SlackEmulator;
+  let app: App | undefined;
+  let dir: string;
+  let root: EmuMessage;
+  let key: string;
 
-describe("Switchboard in Slack after a crash", () => {
-  it("ends the interrupted reply with a note in its thread at start-up, once", async () => {
+  beforeAll(async () => {
+    slack = await SlackEmulator.start();
+    // The thread whose answer had not reached Slack yet when the process was killed.
+    root = slack.state.addMessage({ channel: "C1", user: "U_ALICE", text: "<@U_BOT> a long question" });
+    key = `slack:T1:C1:${root.ts}`;
+    dir = scratchConfig("llm:\n  maxRetries: 0\n");
+    const store = await openStore(`sqlite://${join(dir, "store.sqlite")}`);
+    await new TurnLedger(store).begin(key);
+    await store.close();
+  }, 30_000);
+
+  afterAll(async () => {
+    await app?.stop();
+    await slack?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("posts the note in its thread at start-up, once", async () => {
     app = await startApp({
       env: appEnv({ dir, llm: "http://127.0.0.1:9/v1", slack }),
       cwd: dir,
     });
     expect(await app.recovered).toBe(1);
     expect(slack.botReplies("C1", root.ts).map((r) => r.text)).toEqual([INTERRUPTED_NOTE]);
-    expect((await app.sessions.get(key))?.pendingReply).toBeUndefined();
-    expect(await app.sessions.listPending()).toHaveLength(0);
+    expect(await new TurnLedger(app.store).pending()).toHaveLength(0);
   });
 });
+
+for (const native of [false, true]) {
+  describe(`kill -9 mid-answer in Slack, native streaming ${native ? "on" : "off"}`, () => {
+    let llm: LlmEmulator;
+    let slack: SlackEmulator;
+    let dir: string;
+    let env: NodeJS.ProcessEnv;
+
+    beforeAll(async () => {
+      llm = await LlmEmulator.start({ responder });
+      slack = await SlackEmulator.start();
+      dir = scratchConfig(
+        `llm:\n  maxRetries: 0\nslack:\n  updateIntervalMs: 250\n  nativeStreaming: ${native}\n`,
+      );
+      env = appEnv({ dir, llm, slack });
+    });
+
+    afterAll(async () => {
+      killStarted();
+      await slack?.stop();
+      await llm?.close();
+      rmSync(dir, { recursive: true, force: true });
+    });
+
+    it("ends the interrupted message itself with the note within 5 s of the restart, posting nothing else", async () => {
+      const first = startSwitchboard("start", env);
+      await waitUntil(() => first.stderr().includes("Switchboard is running"), "the bot to start");
+      const m = slack.mention("C1", "U_BOB", "a slow answer please");
+      // A message written on after its first write: its address is in the store by then.
+      const cut = () => slack.botReplies("C1", m.ts)[0];
+      await waitUntil(() => (cut()?.edits.length ?? 0) >= 2, "the answer to be streaming");
+      first.child.kill("SIGKILL");
+      await first.exited;
+      const before = { thread: slack.threadMessages("C1", m.ts).length, ts: cut()!.ts, text: cut()!.text };
+      expect(before.text).not.toContain("THE-END");
+      expect(cut()?.stream?.state ?? "none").toBe(native ? "streaming" : "none");
+      const callsBefore = slack.api.calls.length;
+
+      const restarted = Date.now();
+      const second = startSwitchboard("start", env);
+      try {
+        let upMs = -1;
+        await waitUntil(
+          () => {
+            if (upMs < 0 && second.stderr().includes("Switchboard is running")) upMs = Date.now() - restarted;
+            return cut()?.text.endsWith(INTERRUPTED_NOTE) ?? false;
+          },
+          "the note",
+          40_000,
+        );
+        const tookMs = Date.now() - restarted;
+        console.info(`slack recovery (native ${native}): bot up after ${upMs} ms, note after ${tookMs} ms`);
+        expect(tookMs).toBeLessThan(5_000);
+        expect(cut()?.ts).toBe(before.ts);
+        expect(cut()?.text).toBe(`${before.text}\n\n${INTERRUPTED_NOTE}`);
+        if (native) expect(cut()?.stream?.state).toBe("stopped");
+        // Nothing else lands in the thread, not even a moment later.
+        await new Promise((r) => setTimeout(r, 1_000));
+        expect(slack.threadMessages("C1", m.ts)).toHaveLength(before.thread);
+        const posts = slack.api.calls
+          .slice(callsBefore)
+          .filter((c) => c.method === "chat.postMessage" || c.method === "chat.startStream");
+        expect(posts).toEqual([]);
+      } finally {
+        second.child.kill("SIGTERM");
+        await second.exited;
+      }
+    }, 90_000);
+  });
+}

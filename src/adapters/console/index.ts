@@ -2,13 +2,11 @@ import { randomUUID } from "node:crypto";
 import { resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { encodeThread } from "../../core/thread.js";
-import { HELP_TEXT } from "../../runtime/commands.js";
-import { COMMAND_NAMES, type CommandName, type TurnRunner } from "../../runtime/contract.js";
+import { findCommand, helpText } from "../../runtime/commands.js";
+import type { TurnRunner } from "../../runtime/contract.js";
 import { ConsoleReply } from "./reply.js";
 
 export const CONSOLE_KEY = encodeThread({ platform: "console", name: "local" });
-
-const COMMANDS = new Set<string>(COMMAND_NAMES);
 
 export interface ConsoleOptions {
   runner: TurnRunner;
@@ -51,17 +49,17 @@ async function handleLine(
   const user = { id: "console" };
   const command = /^\/(\w+)\s*(.*)$/.exec(text);
   if (command) {
-    const name = command[1] as CommandName;
-    if (!COMMANDS.has(name)) {
-      io.out.write(`Unknown command /${command[1]}.\n${HELP_TEXT}\n`);
+    const spec = findCommand(command[1] ?? "");
+    if (!spec) {
+      io.out.write(`Unknown command /${command[1]}.\n${helpText("/")}\n`);
       return;
     }
     const reply = await runner.command({
-      name,
+      name: spec.name,
       key: CONSOLE_KEY,
       platform: "console",
       user,
-      arg: command[2],
+      arg: command[2] || undefined,
     });
     io.out.write(`${reply}\n`);
     return;

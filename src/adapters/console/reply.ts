@@ -17,6 +17,9 @@ export class ConsoleReply implements Reply {
 
   constructor(private readonly io: ConsoleStreams) {}
 
+  /** A terminal has no messages to find again: there is never an address to record. */
+  onAddress(): void {}
+
   async status(text: string): Promise<void> {
     if (text === this.lastStatus) return;
     this.lastStatus = text;

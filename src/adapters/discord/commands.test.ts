@@ -12,10 +12,10 @@ afterEach(async () => {
 const EPHEMERAL = 64;
 
 describe("Discord adapter: slash commands", () => {
-  it("registers /ask /new /tools /model /compact /title /help to DISCORD_GUILD_ID at start", async () => {
+  it("registers /ask and every catalog command to DISCORD_GUILD_ID at start", async () => {
     h = await startHarness();
     const names = h.emulator.state.commands.guild.get(h.emulator.guildId)?.map((c) => c.name);
-    expect(names?.sort()).toEqual(["ask", "compact", "help", "model", "new", "title", "tools"]);
+    expect(names?.sort()).toEqual(["ask", "compact", "help", "model", "new", "summary", "title", "tools"]);
     expect(h.emulator.state.commands.global).toEqual([]);
   });
 

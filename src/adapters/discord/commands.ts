@@ -10,33 +10,47 @@ import {
 } from "discord.js";
 import type { ThreadKey } from "../../core/thread.js";
 import { log } from "../../log.js";
-import type { CommandName } from "../../runtime/contract.js";
+import { COMMANDS, type CommandSpec, findCommand, type SuggestionSource } from "../../runtime/commands.js";
 import { splitMessage } from "../../runtime/split.js";
-import { type DiscordContext, dmKey, guildKey, provisionalName } from "./context.js";
+import { onAction } from "./actions.js";
+import { configuredChannel, type DiscordContext, dmKey, guildKey, provisionalName } from "./context.js";
 import { channelPlace, interactionPlace } from "./places.js";
 import { DISCORD_MESSAGE_LIMIT, DiscordReply, type Place } from "./reply.js";
 
 export const COMMAND_FAILED = "That did not work: something went wrong on my side. Please try again.";
 
-const SIMPLE: { name: CommandName; description: string }[] = [
-  { name: "new", description: "Start a fresh conversation in this thread or DM" },
-  { name: "tools", description: "List the tool servers and their status" },
-  { name: "compact", description: "Fold the older part of this conversation into a summary now" },
-  { name: "title", description: "Make a new title for this thread" },
-  { name: "help", description: "What I can do and how to ask" },
-];
+/** Said when Discord still shows a command this version no longer has (registrations lag behind). */
+export const UNKNOWN_COMMAND = "I no longer know this command. Type / to see the ones I have now.";
 
+/** Discord's command description: the catalog's help line, capitalised, at most 100 characters. */
+function description(help: string): string {
+  const text = help.charAt(0).toUpperCase() + help.slice(1);
+  return text.length > 100 ? `${text.slice(0, 99)}…` : text;
+}
+
+/** One catalog command as a Discord slash command, its argument a string option. */
+function slashCommand(spec: CommandSpec): SlashCommandBuilder {
+  const builder = new SlashCommandBuilder().setName(spec.name).setDescription(description(spec.help));
+  const arg = spec.argument;
+  if (arg) {
+    builder.addStringOption((o) =>
+      o
+        .setName(arg.name)
+        .setDescription(arg.description)
+        .setRequired(arg.required)
+        .setAutocomplete(arg.suggest !== undefined),
+    );
+  }
+  return builder;
+}
+
+/** `/ask` (a turn, only Discord has it as a command) and every command of the catalog. */
 export function commandDefinitions(): RESTPostAPIChatInputApplicationCommandsJSONBody[] {
   const ask = new SlashCommandBuilder()
     .setName("ask")
     .setDescription("Ask Switchboard; the answer comes in a new thread")
     .addStringOption((o) => o.setName("question").setDescription("Your question").setRequired(true));
-  const model = new SlashCommandBuilder()
-    .setName("model")
-    .setDescription("Show this thread's model, or switch to another allowed one")
-    .addStringOption((o) => o.setName("name").setDescription("Model id").setAutocomplete(true));
-  const simple = SIMPLE.map((c) => new SlashCommandBuilder().setName(c.name).setDescription(c.description));
-  return [ask, model, ...simple].map((b) => b.toJSON());
+  return [ask, ...COMMANDS.map(slashCommand)].map((b) => b.toJSON());
 }
 
 /** Registers the commands for one guild (updates show at once) or globally (may take a while to appear). */
@@ -60,24 +74,29 @@ function userOf(interaction: Interaction): { id: string; name: string } {
 
 export async function onInteraction(ctx: DiscordContext, interaction: Interaction): Promise<void> {
   if (interaction.isAutocomplete()) return autocomplete(ctx, interaction);
+  if (interaction.isMessageComponent() || interaction.isModalSubmit()) return onAction(ctx, interaction);
   if (!interaction.isChatInputCommand()) return;
   // Interactions can reach two sessions during a deploy; the second would fail to acknowledge.
   if (!(await ctx.deps.runner.firstSight(`discord:i:${interaction.id}`))) return;
   if (interaction.commandName === "ask") return ask(ctx, interaction);
   await interaction.deferReply({ flags: MessageFlags.Ephemeral });
-  const name = interaction.commandName as CommandName;
-  const arg = interaction.options.getString("name") ?? undefined;
+  const spec = findCommand(interaction.commandName);
+  if (!spec) {
+    await interaction.editReply({ content: UNKNOWN_COMMAND });
+    return;
+  }
+  const arg = spec.argument ? (interaction.options.getString(spec.argument.name) ?? undefined) : undefined;
   let text: string;
   try {
     text = await ctx.deps.runner.command({
-      name,
+      name: spec.name,
       key: keyFor(interaction),
       platform: "discord",
       user: userOf(interaction),
       arg,
     });
   } catch (err) {
-    log.warn({ err, command: name }, "slash command failed");
+    log.warn({ err, command: spec.name }, "slash command failed");
     // The deferred reply would otherwise say "thinking…" forever.
     await interaction
       .editReply({ content: COMMAND_FAILED })
@@ -87,14 +106,22 @@ export async function onInteraction(ctx: DiscordContext, interaction: Interactio
   const [first = "", ...rest] = splitMessage(text, DISCORD_MESSAGE_LIMIT);
   await interaction.editReply({ content: first });
   for (const part of rest) await interaction.followUp({ content: part, flags: MessageFlags.Ephemeral });
-  if (name === "title") await renameOnRequest(ctx, interaction, text);
+  if (spec.name === "title") await renameOnRequest(ctx, interaction, text);
+}
+
+function suggestions(ctx: DiscordContext, source: SuggestionSource): string[] {
+  switch (source) {
+    case "models":
+      return ctx.deps.models();
+  }
 }
 
 async function autocomplete(ctx: DiscordContext, interaction: AutocompleteInteraction): Promise<void> {
-  if (interaction.commandName !== "model") return;
+  const source = findCommand(interaction.commandName)?.argument?.suggest;
+  if (!source) return;
   const typed = String(interaction.options.getFocused()).toLowerCase();
-  const choices = ctx.deps
-    .models()
+  // Discord shows at most 25 choices.
+  const choices = suggestions(ctx, source)
     .filter((m) => m.toLowerCase().includes(typed))
     .slice(0, 25)
     .map((m) => ({ name: m, value: m }));
@@ -152,7 +179,7 @@ async function ask(ctx: DiscordContext, interaction: ChatInputCommandInteraction
     id: `discord:ask:${interaction.id}`,
     key,
     platform: "discord",
-    channel: interaction.channelId ?? "",
+    channel: (channel ? configuredChannel(channel) : interaction.channelId) ?? "",
     user,
     text: question,
     attachments: [],

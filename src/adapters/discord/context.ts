@@ -1,4 +1,4 @@
-import type { Client, ThreadChannel } from "discord.js";
+import type { Client, TextBasedChannel, ThreadChannel } from "discord.js";
 import type { ThreadKey } from "../../core/thread.js";
 import { decodeThread, encodeThread, platformOf } from "../../core/thread.js";
 import { log } from "../../log.js";
@@ -25,6 +25,14 @@ export function channelOfKey(key: ThreadKey): string | undefined {
   if (platformOf(key) !== "discord") return undefined;
   const ref = decodeThread(key);
   return ref.platform === "discord" ? ref.channel : undefined;
+}
+
+/**
+ * The channel people name in `agent.channelPrompts`: a thread's parent text (or forum)
+ * channel, since threads come and go; any other channel is itself.
+ */
+export function configuredChannel(channel: TextBasedChannel): string {
+  return (channel.isThread() && channel.parentId) || channel.id;
 }
 
 /** A thread name from the first words of a question (1-100 chars, as Discord requires). */

@@ -1,5 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { DiscordEmulator, waitFor } from "../../../test/emulators/discord/index.js";
+import { renderSystemPrompt } from "../../agent/context.js";
+import { configSchema } from "../../config.js";
 import { answer, type Harness, ScriptedRunner, startHarness } from "./harness.test-helper.js";
 
 let h: Harness;
@@ -149,5 +151,50 @@ describe("Discord adapter: where it answers", () => {
     });
     await waitFor(() => h.runner.done.length === 1);
     expect(h.runner.inbounds[0]?.text).toBe("ask @bob too");
+  });
+});
+
+describe("Discord adapter: the channel that picks a per-channel prompt", () => {
+  it("names the parent channel for a mention, a follow-up in its thread and a mention in another thread", async () => {
+    h = await startHarness();
+    const s = h.emulator.state;
+    const asked = h.emulator.userMessage(s.general, "first question", { mentionsBot: true });
+    await waitFor(() => h.runner.done.length === 1);
+    h.emulator.userMessage(asked.id, "and a follow-up");
+    await waitFor(() => h.runner.done.length === 2);
+    const t = h.emulator.existingThread(s.general, "older talk", [{ author: s.bob, content: "hi all" }]);
+    await waitFor(() => h.adapter.client.channels.cache.get(t.id));
+    h.emulator.userMessage(t.id, "over here", { mentionsBot: true, author: s.bob });
+    await waitFor(() => h.runner.done.length === 3);
+    expect(h.runner.inbounds.map((i) => i.channel)).toEqual([s.general, s.general, s.general]);
+
+    const config = configSchema.parse({
+      agent: { channelPrompts: [{ platform: "discord", channel: s.general, prompt: "You help #general." }] },
+    });
+    const followUp = h.runner.inbounds[1]!;
+    const prompt = renderSystemPrompt(config, {
+      platform: followUp.platform,
+      channel: followUp.channel,
+      model: "gpt-4o",
+      user: followUp.user.name ?? followUp.user.id,
+    });
+    expect(prompt).toBe("You help #general.");
+  });
+
+  it("names the thread's parent channel for /ask run inside a thread", async () => {
+    h = await startHarness();
+    const s = h.emulator.state;
+    const t = h.emulator.existingThread(s.general, "older talk", [{ author: s.bob, content: "hi all" }]);
+    await waitFor(() => h.adapter.client.channels.cache.get(t.id));
+    h.emulator.slash("ask", { question: "what now?" }, t.id, s.bob.id);
+    await waitFor(() => h.runner.done.length === 1);
+    expect(h.runner.inbounds[0]).toMatchObject({ key: `discord:${s.guildId}:${t.id}`, channel: s.general });
+  });
+
+  it("names the DM channel itself in a DM", async () => {
+    h = await startHarness();
+    const dm = h.emulator.dm(h.emulator.state.alice.id, "hello");
+    await waitFor(() => h.runner.done.length === 1);
+    expect(h.runner.inbounds[0]?.channel).toBe(dm.channelId);
   });
 });

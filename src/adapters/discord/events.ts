@@ -3,7 +3,14 @@ import type { PriorMessage } from "../../core/inbound.js";
 import type { ThreadKey } from "../../core/thread.js";
 import { log } from "../../log.js";
 import type { Inbound } from "../../runtime/contract.js";
-import { channelOfKey, type DiscordContext, dmKey, guildKey, provisionalName } from "./context.js";
+import {
+  channelOfKey,
+  configuredChannel,
+  type DiscordContext,
+  dmKey,
+  guildKey,
+  provisionalName,
+} from "./context.js";
 import { inboundFiles } from "./files.js";
 import { channelPlace } from "./places.js";
 import { DiscordReply, type Place } from "./reply.js";
@@ -99,7 +106,7 @@ async function dispatch(
     id: `discord:m:${message.id}`,
     key,
     platform: "discord",
-    channel: message.channelId,
+    channel: configuredChannel(message.channel),
     user: { id: message.author.id, name: authorName(message) },
     text: cleanText(message, botId),
     attachments: inboundFiles(message.attachments),

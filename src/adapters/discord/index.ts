@@ -3,11 +3,13 @@ import { type Client, Events, Status } from "discord.js";
 import { SwitchboardError } from "../../core/errors.js";
 import type { ThreadKey } from "../../core/thread.js";
 import { log } from "../../log.js";
-import type { Adapter, AdapterDeps, ReplyAddress } from "../../runtime/contract.js";
+import type { Adapter, AdapterDeps, Reply, ReplyAddress } from "../../runtime/contract.js";
 import { createClient, inviteUrl } from "./client.js";
 import { onInteraction, registerCommands } from "./commands.js";
 import { channelOfKey, DiscordContext } from "./context.js";
 import { onMessage } from "./events.js";
+import { channelPlaceById } from "./places.js";
+import { DiscordReply } from "./reply.js";
 
 export { BOT_PERMISSIONS, inviteUrl } from "./client.js";
 export { commandDefinitions } from "./commands.js";
@@ -69,11 +71,39 @@ export class DiscordAdapter implements Adapter {
     return this.client.isReady() && this.client.ws.status === Status.Ready;
   }
 
-  async recover(key: ThreadKey, _address: ReplyAddress | undefined, note: string): Promise<void> {
+  /**
+   * The interrupted message itself ends with the note (read back, then edited; a message
+   * too full for it continues in one more). Without an address, or when the message is
+   * gone, the note is posted in the thread. Rejects when Discord refuses, so the turn stays
+   * pending for the next start.
+   */
+  async recover(key: ThreadKey, address: ReplyAddress | undefined, note: string): Promise<void> {
+    if (address && address.messages.length > 0) {
+      // No typing indicator: nobody is waiting for an answer to this.
+      await this.rebuilt(key, address, false).stream().fail(note);
+      return;
+    }
     const id = channelOfKey(key);
     if (!id || id === "dm") return;
     const channel = await this.client.channels.fetch(id).catch(() => null);
     if (channel?.isSendable()) await channel.send({ content: note, allowedMentions: { parse: [] } });
+  }
+
+  /**
+   * A reply that goes on in the stored messages: its text continues the last one. Written
+   * through the channel by id (an interaction's token died with its process); it renames
+   * nothing, since whether the bot owns the thread is not known without a fetch.
+   */
+  replyFor(key: ThreadKey, address: ReplyAddress): Reply {
+    return this.rebuilt(key, address, true);
+  }
+
+  private rebuilt(key: ThreadKey, address: ReplyAddress, typing: boolean): DiscordReply {
+    const channel = address.channel ?? channelOfKey(key);
+    if (!channel) throw new Error(`Not a Discord thread key: ${key}`);
+    const place = channelPlaceById(this.client, channel);
+    if (!typing) delete place.typing;
+    return new DiscordReply(place, this.ctx.replyOptions(channel), address);
   }
 
   private track(run: () => Promise<void>, what: string): void {

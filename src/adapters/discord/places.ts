@@ -1,12 +1,14 @@
 import {
   type ChatInputCommandInteraction,
+  type Client,
+  DiscordAPIError,
   MessageFlags,
+  RESTJSONErrorCodes,
   type SendableChannels,
   type ThreadChannel,
 } from "discord.js";
 import { log } from "../../log.js";
-import type { MessageOps } from "../../runtime/stream.js";
-import { asWriteError, type OutgoingMessage, type Place } from "./reply.js";
+import { asWriteError, type OutgoingMessage, type Place, type PlaceOps } from "./reply.js";
 
 /** A channel, thread or DM the bot can write in. */
 export type WritableChannel = SendableChannels | ThreadChannel;
@@ -14,27 +16,42 @@ export type WritableChannel = SendableChannels | ThreadChannel;
 /** Nobody gets pinged by a bot's answer, whatever the model writes. */
 const NO_PINGS = { parse: [] as never[] };
 
-export function channelOps(channel: WritableChannel): MessageOps {
+/** Discord answered that the message does not exist (deleted, or never there). */
+function unknownMessage(err: unknown): boolean {
+  return err instanceof DiscordAPIError && err.code === RESTJSONErrorCodes.UnknownMessage;
+}
+
+/** Writes to a channel that may have to be fetched first (a reply rebuilt in a fresh process). */
+export function channelOps(channelOf: WritableChannel | (() => Promise<WritableChannel>)): PlaceOps {
+  const get = typeof channelOf === "function" ? channelOf : async () => channelOf;
   return {
-    async post(text) {
+    async post(text, files) {
       try {
-        return (await channel.send({ content: text, allowedMentions: NO_PINGS })).id;
+        return (await (await get()).send({ content: text, files, allowedMentions: NO_PINGS })).id;
       } catch (err) {
         throw asWriteError(err);
       }
     },
-    async edit(id, text) {
+    async edit(id, text, files) {
       try {
-        await channel.messages.edit(id, { content: text, allowedMentions: NO_PINGS });
+        await (await get()).messages.edit(id, { content: text, files, allowedMentions: NO_PINGS });
       } catch (err) {
         throw asWriteError(err);
       }
     },
     async remove(id) {
       try {
-        await channel.messages.delete(id);
+        await (await get()).messages.delete(id);
       } catch (err) {
         throw asWriteError(err);
+      }
+    },
+    async read(id) {
+      try {
+        return (await (await get()).messages.fetch({ message: id, force: true })).content;
+      } catch (err) {
+        if (unknownMessage(err)) return null;
+        throw err;
       }
     },
   };
@@ -47,6 +64,7 @@ export function channelPlace(
 ): Place {
   return {
     ops: channelOps(channel),
+    channel: channel.id,
     async send(message: OutgoingMessage) {
       await channel.send({ ...message, allowedMentions: NO_PINGS });
     },
@@ -61,28 +79,55 @@ export function channelPlace(
 }
 
 /**
+ * A channel known only by its id (from a stored reply address): fetched on the first
+ * write. An interaction's messages are edited this way too, since its token is gone
+ * with the process that had it; the bot wrote them, so it may edit them.
+ */
+export function channelPlaceById(client: Client, id: string): Place {
+  let channel: Promise<WritableChannel> | undefined;
+  const get = () =>
+    (channel ??= client.channels.fetch(id).then((c) => {
+      if (!c?.isSendable()) throw new Error(`Discord channel ${id} cannot be written to`);
+      return c;
+    }));
+  return {
+    ops: channelOps(get),
+    channel: id,
+    async send(message) {
+      await (await get()).send({ ...message, allowedMentions: NO_PINGS });
+    },
+    async notice(text) {
+      await (await get()).send({ content: text, allowedMentions: NO_PINGS });
+    },
+    typing: async () => {
+      await (await get()).sendTyping();
+    },
+  };
+}
+
+/**
  * An interaction with no thread to answer in (a DM, a thread already, a channel without
  * thread permission): the deferred reply becomes the first message, follow-ups the rest.
  */
 export function interactionPlace(interaction: ChatInputCommandInteraction): Place {
   let originalUsed = false;
-  const ops: MessageOps = {
-    async post(text) {
+  const ops: PlaceOps = {
+    async post(text, files) {
       try {
         if (!originalUsed) {
           // Only once Discord took it: after a 429 the writer posts again, and that must still fill the deferred reply.
-          const id = (await interaction.editReply({ content: text, allowedMentions: NO_PINGS })).id;
+          const id = (await interaction.editReply({ content: text, files, allowedMentions: NO_PINGS })).id;
           originalUsed = true;
           return id;
         }
-        return (await interaction.followUp({ content: text, allowedMentions: NO_PINGS })).id;
+        return (await interaction.followUp({ content: text, files, allowedMentions: NO_PINGS })).id;
       } catch (err) {
         throw asWriteError(err);
       }
     },
-    async edit(id, text) {
+    async edit(id, text, files) {
       try {
-        await interaction.editReply({ message: id, content: text, allowedMentions: NO_PINGS });
+        await interaction.editReply({ message: id, content: text, files, allowedMentions: NO_PINGS });
       } catch (err) {
         throw asWriteError(err);
       }
@@ -90,6 +135,7 @@ export function interactionPlace(interaction: ChatInputCommandInteraction): Plac
   };
   return {
     ops,
+    channel: interaction.channelId ?? undefined,
     async send(message) {
       await interaction.followUp({ ...message, allowedMentions: NO_PINGS });
     },

@@ -1,25 +1,39 @@
-import { AttachmentBuilder, RateLimitError } from "discord.js";
+import { type AttachmentBuilder, RateLimitError } from "discord.js";
 import type { Artifact } from "../../core/artifacts.js";
 import { log } from "../../log.js";
-import type { Reply, TextSink } from "../../runtime/contract.js";
+import type { Reply, ReplyAddress, TextSink } from "../../runtime/contract.js";
 import { type MessageOps, type RateBudget, RateLimitedError, StreamWriter } from "../../runtime/stream.js";
 import { tablesToCodeBlocks } from "../../runtime/tables.js";
-import { planUploads, tooLargeSentence } from "./files.js";
+import { ReplyFiles } from "./attach.js";
 
 /** Discord's content limit for bots (4,000 is a user Nitro perk). */
 export const DISCORD_MESSAGE_LIMIT = 2_000;
 /** A typing indicator lasts 10 s on Discord; renew it a little before. */
 const TYPING_RENEW_MS = 8_000;
-const UPLOAD_ATTEMPTS = 3;
+/** The status line under the answer: Discord subtext. */
+const statusLine = (text: string) => `-# ${text}`;
+/** A status line a crashed process left at the end of a message, with the blank line before it. */
+const LEFT_STATUS = /(?:^|\n\n)-# [^\n]*$/;
 
 export interface OutgoingMessage {
   content?: string;
   files?: AttachmentBuilder[];
 }
 
+/** A place's message writes; files go with a post or an edit where Discord allows it. */
+export interface PlaceOps {
+  post(text: string, files?: AttachmentBuilder[]): Promise<string>;
+  edit(id: string, text: string, files?: AttachmentBuilder[]): Promise<void>;
+  remove?(id: string): Promise<void>;
+  /** A message's text as Discord has it now; null when the message is gone. */
+  read?(id: string): Promise<string | null>;
+}
+
 /** Where one reply is written: a channel or thread, or an interaction's webhook. */
 export interface Place {
-  ops: MessageOps;
+  ops: PlaceOps;
+  /** The channel the messages are in (for the reply's address). */
+  channel?: string;
   /** Sends a message that is not part of the streamed answer (files, sentences). */
   send(message: OutgoingMessage): Promise<void>;
   /** An informational answer, ephemeral where possible. */
@@ -34,22 +48,6 @@ export interface ReplyOptions {
   budget: RateBudget;
   intervalMs: number;
   maxFileBytes: number;
-}
-
-interface PendingUpload {
-  artifact: Artifact;
-  resolve: () => void;
-  reject: (err: unknown) => void;
-}
-
-/** Tells every upload of a message how sending it went. */
-async function settle(uploads: PendingUpload[], sent: Promise<void>): Promise<void> {
-  try {
-    await sent;
-    for (const u of uploads) u.resolve();
-  } catch (err) {
-    for (const u of uploads) u.reject(err);
-  }
 }
 
 /** A discord.js rate-limit rejection as the writer understands it. */
@@ -81,26 +79,63 @@ class Typing {
 
 /** One turn's way back into its Discord thread, DM or interaction. */
 export class DiscordReply implements Reply {
+  /** Discord takes up to 10 files on the answer's final post or edit. */
+  readonly filesWithAnswer = true;
   private writer: StreamWriter | undefined;
   private readonly typing: Typing;
+  private readonly files: ReplyFiles;
   private lastStatus = "";
-  private pending: PendingUpload[] = [];
-  private flushing: Promise<void> = Promise.resolve();
+  private record: ((address: ReplyAddress) => Promise<void>) | undefined;
 
+  /** `resume`: a reply written earlier (maybe by another process), continued in its last message. */
   constructor(
     private readonly place: Place,
     private readonly opts: ReplyOptions,
+    private readonly resume?: ReplyAddress,
   ) {
     this.typing = new Typing(place.typing?.bind(place));
+    this.files = new ReplyFiles({
+      send: (message) => place.send(message),
+      attach: (id, text, files) => place.ops.edit(id, text, files),
+      answer: () => this.writer?.lastMessage,
+      budget: opts.budget,
+      maxFileBytes: opts.maxFileBytes,
+      asWriteError,
+    });
+  }
+
+  onAddress(record: (address: ReplyAddress) => Promise<void>): void {
+    this.record = record;
   }
 
   private sink(): StreamWriter {
-    this.writer ??= new StreamWriter(this.place.ops, {
+    if (this.writer) return this.writer;
+    const { ops } = this.place;
+    // Files handed over while the answer is written go with its final write.
+    this.files.holding = true;
+    const writes: MessageOps = {
+      post: (text, write) => this.files.withFinal(write?.final, (files) => ops.post(text, files)),
+      edit: (id, text, write) => this.files.withFinal(write?.final, (files) => ops.edit(id, text, files)),
+      remove: ops.remove?.bind(ops),
+    };
+    const read = ops.read?.bind(ops);
+    this.writer = new StreamWriter(writes, {
       limit: DISCORD_MESSAGE_LIMIT,
       intervalMs: this.opts.intervalMs,
       budget: this.opts.budget,
       render: tablesToCodeBlocks,
       statusLine: true,
+      onMessages: async (messages) => {
+        await this.record?.({ messages, ...(this.place.channel ? { channel: this.place.channel } : {}) });
+      },
+      ...(this.resume && read
+        ? {
+            resume: {
+              messages: this.resume.messages,
+              shown: async (id: string) => (await read(id))?.replace(LEFT_STATUS, "") ?? null,
+            },
+          }
+        : {}),
     });
     return this.writer;
   }
@@ -110,13 +145,17 @@ export class DiscordReply implements Reply {
     if (text === this.lastStatus) return;
     this.lastStatus = text;
     // Subtext: small grey line under the answer, dropped from the final text by the writer.
-    this.sink().status(`-# ${text}`);
+    this.sink().status(statusLine(text));
   }
 
   stream(): TextSink {
     const writer = this.sink();
     this.typing.start();
-    const end = <T>(p: Promise<T>) => p.finally(() => this.typing.stop());
+    const end = <T>(p: Promise<T>) =>
+      p.finally(() => {
+        this.typing.stop();
+        this.files.release();
+      });
     return {
       write: (delta) => {
         this.typing.stop();
@@ -129,18 +168,11 @@ export class DiscordReply implements Reply {
 
   /**
    * Resolves once the file is on Discord (or a sentence says why it could not be), and
-   * rejects when sending failed. Files handed over in the same tick (e.g. with
-   * `Promise.all`) share messages, up to 10 each.
+   * rejects when sending failed. During the answer (after `stream()`, before it finishes)
+   * files wait for its final write; see `ReplyFiles`.
    */
   upload(a: Artifact): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
-      this.pending.push({ artifact: a, resolve, reject });
-      if (this.pending.length === 1) {
-        this.flushing = this.flushing.then(
-          () => new Promise<void>((done) => setTimeout(() => void this.flush().finally(done), 0)),
-        );
-      }
-    });
+    return this.files.add(a);
   }
 
   async title(t: string): Promise<void> {
@@ -154,44 +186,5 @@ export class DiscordReply implements Reply {
 
   async notice(text: string): Promise<void> {
     await this.place.notice(text);
-  }
-
-  private async flush(): Promise<void> {
-    const batch = this.pending;
-    this.pending = [];
-    const { batches, tooLarge } = planUploads(batch, this.opts.maxFileBytes, (p) => p.artifact.bytes.length);
-    for (const group of batches) {
-      await settle(
-        group,
-        this.sendWithRetry({
-          files: group.map(
-            ({ artifact: f }) =>
-              new AttachmentBuilder(Buffer.from(f.bytes), { name: f.filename, description: f.title }),
-          ),
-        }),
-      );
-    }
-    for (const p of tooLarge) {
-      await settle(
-        [p],
-        this.sendWithRetry({ content: tooLargeSentence(p.artifact, this.opts.maxFileBytes) }),
-      );
-    }
-  }
-
-  /** A 429 means Discord did not take the message, so waiting and sending again is safe. */
-  private async sendWithRetry(message: OutgoingMessage): Promise<void> {
-    for (let attempt = 1; ; attempt++) {
-      await this.opts.budget.take();
-      try {
-        await this.place.send(message);
-        return;
-      } catch (err) {
-        const e = asWriteError(err);
-        if (!(e instanceof RateLimitedError) || attempt >= UPLOAD_ATTEMPTS) throw e;
-        // The next take() waits until the pause is over.
-        this.opts.budget.pause(e.retryAfterMs);
-      }
-    }
   }
 }

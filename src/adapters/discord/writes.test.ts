@@ -70,7 +70,7 @@ describe("Discord adapter: writing answers", () => {
     expect(h.emulator.typing.some((t) => t.channelId === thread)).toBe(true);
   });
 
-  it("attaches artifacts in the thread, 10 per message, and says so for a file over the limit", async () => {
+  it("attaches artifacts to the answer, then 10 per message, and says so for a file over the limit", async () => {
     const files = Array.from({ length: 12 }, (_, i) => artifact(`chart-${i}.png`, 100));
     const big = artifact("huge.png", 2_000);
     h = await startHarness({
@@ -82,9 +82,56 @@ describe("Discord adapter: writing answers", () => {
     });
     const thread = await askInThread();
     const msgs = h.emulator.botMessages(thread);
-    expect(msgs.map((m) => m.attachments.length)).toEqual([0, 10, 2, 0]);
-    expect(msgs[1]?.attachments[0]).toMatchObject({ filename: "chart-0.png", size: 100 });
-    expect(msgs[3]?.content).toMatch(/huge\.png \(2\.0 KB\).*could not attach/);
+    expect(msgs.map((m) => m.attachments.length)).toEqual([10, 2, 0]);
+    expect(msgs[0]?.content).toBe("Here are your charts.");
+    expect(msgs[0]?.attachments[0]).toMatchObject({ filename: "chart-0.png", size: 100 });
+    expect(msgs[2]?.content).toMatch(/huge\.png \(2\.0 KB\).*could not attach/);
+  });
+
+  it("sends a file handed over during the answer with the answer's final write, in one request", async () => {
+    let uploaded: Promise<void> | undefined;
+    h = await startHarness({
+      runner: new ScriptedRunner(async (inbound) => {
+        const sink = inbound.reply.stream();
+        sink.write("Here is the image.");
+        uploaded = inbound.reply.upload(artifact("image.png", 100));
+        await sink.finish();
+        await uploaded;
+      }),
+    });
+    const thread = await askInThread();
+    const msgs = h.emulator.botMessages(thread);
+    expect(msgs.map((m) => [m.content, m.attachments.map((a) => a.filename)])).toEqual([
+      ["Here is the image.", ["image.png"]],
+    ]);
+    const writes = h.emulator.requests.filter((r) => r.path.includes(`/channels/${thread}/messages`));
+    expect(writes.map((r) => r.method)).toEqual(["POST"]);
+  });
+
+  it("attaches files that came while the answer streamed to its last message's final edit", async () => {
+    const text = "A streamed answer that takes a few writes. ".repeat(8).trim();
+    h = await startHarness({
+      runner: new ScriptedRunner(async (inbound) => {
+        const sink = inbound.reply.stream();
+        const uploads: Promise<void>[] = [];
+        for (let i = 0; i < text.length; i += 40) {
+          sink.write(text.slice(i, i + 40));
+          if (i === 120) uploads.push(inbound.reply.upload(artifact("a.png", 100)));
+          await new Promise((r) => setTimeout(r, 120));
+        }
+        uploads.push(inbound.reply.upload(artifact("b.png", 100)));
+        await sink.finish();
+        await Promise.all(uploads);
+      }),
+    });
+    const thread = await askInThread();
+    const [msg, ...more] = h.emulator.botMessages(thread);
+    expect(more).toEqual([]);
+    expect(msg?.content).toBe(text);
+    expect(msg?.attachments.map((a) => a.filename)).toEqual(["a.png", "b.png"]);
+    // Every edit changed the text: the files came with one of them, not in a write of their own.
+    const edits = h.emulator.requests.filter((r) => r.method === "PATCH" && r.path.endsWith(`/${msg!.id}`));
+    expect(edits.length).toBe(msg?.edits.length);
   });
 
   it("resolves each upload only once its file is in the thread, and rejects one Discord refuses", async () => {

@@ -2,11 +2,11 @@ import type { App, RespondFn } from "@slack/bolt";
 import type { WebClient } from "@slack/web-api";
 import type { Config } from "../../config.js";
 import { log } from "../../log.js";
-import { COMMAND_NAMES, type CommandName, type TurnRunner } from "../../runtime/contract.js";
+import { type CatalogCommand, type CommandSpec, findCommand, helpText } from "../../runtime/commands.js";
+import type { TurnRunner } from "../../runtime/contract.js";
+import { registerActions } from "./actions.js";
 import { type SlackEvents, type SlackIdentity, threadKey } from "./events.js";
 import { escapeMrkdwn, fromSlackText, toMrkdwn } from "./mrkdwn.js";
-
-const RUNNER_COMMANDS = new Set<string>(COMMAND_NAMES);
 
 /**
  * Said when a thread-scoped subcommand has no thread to act on (the latest thread is only
@@ -15,9 +15,8 @@ const RUNNER_COMMANDS = new Set<string>(COMMAND_NAMES);
 export const NO_THREAD =
   "I don't know which thread you mean: mention me in that thread first, then use this command again here.";
 
-/** Subcommands that act on one thread; `model` only when it switches. */
-function needsThread(sub: string, arg: string): boolean {
-  return sub === "model" ? arg !== "" : sub !== "tools" && sub !== "help";
+function needsThread(spec: CommandSpec, arg: string): boolean {
+  return spec.thread === "always" || (spec.thread === "argument" && arg !== "");
 }
 
 export interface CommandDeps {
@@ -28,18 +27,18 @@ export interface CommandDeps {
   events: SlackEvents;
 }
 
+/** The help for `/switchboard help`: the catalog, plus `ask`, which only Slack's slash command has. */
 export function usage(command: string): string {
-  return [
-    `Usage: \`${command} <subcommand>\``,
-    `• \`${command} ask <question>\`: ask in this channel; I answer in the thread of your question`,
-    `• \`${command} tools\`: tool servers, their status and tool counts`,
-    `• \`${command} model [name]\`: show the model, or switch your latest thread with me to another one`,
-    `• \`${command} new\`: start over in your latest thread with me`,
-    `• \`${command} compact\`: fold that thread's older messages into a summary now`,
-    `• \`${command} title\`: make a new title for that thread`,
-    `• \`${command} help\`: this text`,
-    "Slash commands do not work inside threads: there, mention me instead.",
-  ].join("\n");
+  return helpText(`${command} `, {
+    code: true,
+    extra: [
+      {
+        usage: `${command} ask <question>`,
+        help: "ask in this channel; I answer in the thread of your question",
+      },
+    ],
+    note: "Slash commands do not work inside threads: there, mention me instead. Commands for a thread act on your latest thread with me in this channel.",
+  });
 }
 
 /** Splits "ask what is x" into ("ask", "what is x"). */
@@ -50,43 +49,59 @@ export function parseSubcommand(text: string): { name: string; arg: string } {
   return { name: trimmed.slice(0, space).toLowerCase(), arg: trimmed.slice(space + 1).trim() };
 }
 
+/** What the text after the slash command asks for: `ask`, a catalog command, or nothing known. */
+export function resolveSubcommand(
+  text: string,
+):
+  | { kind: "ask"; arg: string }
+  | { kind: "command"; spec: CatalogCommand; arg: string }
+  | { kind: "unknown"; name: string } {
+  const { name, arg } = parseSubcommand(text);
+  if (name === "ask") return { kind: "ask", arg };
+  const spec = findCommand(name);
+  return spec ? { kind: "command", spec, arg } : { kind: "unknown", name };
+}
+
 /**
  * The one slash command. It is acknowledged at once (Slack allows 3 s); informational
- * answers follow through `response_url`, as ephemeral messages.
+ * answers follow through `response_url`, as ephemeral messages. Buttons and forms come in
+ * through the same app, so their entry points are registered here too.
  */
 export function registerCommands(app: App, deps: CommandDeps): void {
   const name = deps.config.slack.slashCommand;
   app.command(name, async ({ command, ack, respond }) => {
     await ack();
     const me = deps.identity();
-    const { name: sub, arg } = parseSubcommand(command.text ?? "");
+    const sub = resolveSubcommand(command.text ?? "");
     const say = (text: string) => respondEphemeral(respond, text);
     try {
-      if (sub === "ask") {
-        if (!arg) return await say(`Ask me something: \`${name} ask <question>\`.`);
+      if (sub.kind === "ask") {
+        if (!sub.arg) return await say(`Ask me something: \`${name} ask <question>\`.`);
         return await ask(
           deps,
           {
             team: command.team_id,
             channel: command.channel_id,
             user: command.user_id,
-            question: arg,
+            question: sub.arg,
             triggerId: command.trigger_id,
           },
           say,
         );
       }
-      if (sub === "" || !RUNNER_COMMANDS.has(sub)) {
-        const prefix = sub ? `I do not know \`${escapeMrkdwn(sub)}\`.\n` : "";
+      if (sub.kind === "unknown") {
+        const prefix = sub.name ? `I do not know \`${escapeMrkdwn(sub.name)}\`.\n` : "";
         return await say(prefix + usage(name));
       }
-      if (sub === "help") return await say(usage(name));
+      const { spec, arg } = sub;
+      // Slack's help also lists `ask`, which the shared catalog does not know.
+      if (spec.name === "help") return await say(usage(name));
       const latest = deps.events.latestThread(command.channel_id, command.user_id);
-      if (!latest && needsThread(sub, arg)) return await say(NO_THREAD);
+      if (!latest && needsThread(spec, arg)) return await say(NO_THREAD);
       // Without a thread, only answers that need none (tools, the model shown) use this stand-in key.
       const key = latest ?? threadKey(command.team_id ?? me.teamId, command.channel_id, "channel");
       const text = await deps.runner.command({
-        name: sub as CommandName,
+        name: spec.name,
         key,
         platform: "slack",
         user: { id: command.user_id, name: command.user_name },
@@ -94,12 +109,13 @@ export function registerCommands(app: App, deps: CommandDeps): void {
       });
       await say(text);
     } catch (err) {
-      log.warn({ err, sub }, "slash command failed");
+      log.warn({ err, sub: sub.kind === "unknown" ? sub.name : sub.kind }, "slash command failed");
       await say("That did not work: something went wrong on my side. Please try again.").catch(
         () => undefined,
       );
     }
   });
+  registerActions(app, deps);
 }
 
 async function respondEphemeral(respond: RespondFn, text: string): Promise<void> {

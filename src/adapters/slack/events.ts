@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import type { App } from "@slack/bolt";
 import { type ConversationsRepliesResponse, ErrorCode, type WebClient } from "@slack/web-api";
 import type { Config } from "../../config.js";
@@ -79,6 +80,8 @@ export interface EventDeps {
   budget: RateBudget;
   /** Native streaming settings, or undefined for post + update. */
   native?: ReplyDeps["native"];
+  /** Aborted when the adapter stops: waits for a rate limit to pass end then. */
+  stopping?: AbortSignal;
 }
 
 /** Bounded memory of recent keys (messages acknowledged, assistant threads). */
@@ -257,11 +260,13 @@ export class SlackEvents {
 
   /**
    * `reactions.remove` is Tier 2 (20/min): under load it is rate limited. Removing is
-   * idempotent, so waiting out Retry-After and trying again is safe.
+   * idempotent, so waiting out Retry-After and trying again is safe. A stopping adapter
+   * stops waiting: a leftover :eyes: is not worth holding up a shutdown.
    */
   private async release(reply: SlackReply, channel: string, ts: string): Promise<void> {
     if (reply.place.assistant) return;
     for (let attempt = 1; ; attempt++) {
+      let retryAfter: number | undefined;
       try {
         await this.deps.writes.reactions.remove({ channel, timestamp: ts, name: "eyes" });
         return;
@@ -271,7 +276,13 @@ export class SlackEvents {
           log.debug({ err }, "acknowledgement not cleared");
           return;
         }
-        await new Promise((r) => setTimeout(r, Math.max(1, e.retryAfter ?? 1) * 1000));
+        retryAfter = e.retryAfter;
+      }
+      try {
+        await sleep(Math.max(1, retryAfter ?? 1) * 1000, undefined, { signal: this.deps.stopping });
+      } catch {
+        log.debug({ channel, ts }, "acknowledgement left: the adapter is stopping");
+        return;
       }
     }
   }

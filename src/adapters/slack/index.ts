@@ -6,7 +6,8 @@ import { RateBudget } from "../../runtime/stream.js";
 import { createSlackConnection, type SlackAppOptions } from "./app.js";
 import { registerCommands } from "./commands.js";
 import { SlackEvents, type SlackIdentity } from "./events.js";
-import { SLACK_MESSAGE_LIMIT } from "./reply.js";
+import { recoverSlackReply } from "./recover.js";
+import { SLACK_MESSAGE_LIMIT, SlackReply } from "./reply.js";
 
 export { route, threadKey } from "./events.js";
 export { fromSlackText, toMrkdwn, toSlackMarkdown } from "./mrkdwn.js";
@@ -66,6 +67,7 @@ export function createSlackAdapter(deps: AdapterDeps, opts: SlackAdapterOptions 
     if (!identity) throw new Error("Slack adapter used before start()");
     return identity;
   };
+  const stopping = new AbortController();
   const events = new SlackEvents({
     runner,
     config,
@@ -75,6 +77,7 @@ export function createSlackAdapter(deps: AdapterDeps, opts: SlackAdapterOptions 
     reads: conn.reads,
     budget,
     native,
+    stopping: stopping.signal,
   });
   events.register(conn.app);
   registerCommands(conn.app, { runner, config, identity: me, writes: conn.writes, events });
@@ -93,13 +96,28 @@ export function createSlackAdapter(deps: AdapterDeps, opts: SlackAdapterOptions 
       log.info({ mode: conn.mode, team: identity.teamId, bot: identity.botUserId }, "slack connected");
     },
     async stop() {
+      stopping.abort();
       await conn.stop();
     },
     ready: () => conn.connected(),
-    async recover(key, _address, note) {
-      const { channel, threadTs } = parseThreadKey(key);
-      // One post, never retried blindly: a failure leaves the reply pending for the next start.
-      await conn.writes.chat.postMessage({ channel, thread_ts: threadTs, markdown_text: note });
+    async recover(key, address, note) {
+      const place = parseThreadKey(key);
+      const intervalMs = config.slack.updateIntervalMs;
+      await recoverSlackReply(
+        { writes: conn.writes, reads: conn.reads, budget, intervalMs },
+        place,
+        address,
+        note,
+      );
+    },
+    replyFor(key, address) {
+      const place = parseThreadKey(key);
+      // Who asked is not stored: ephemeral notices fall back to the thread.
+      return new SlackReply(
+        { web: conn.writes, reads: conn.reads, budget, intervalMs: config.slack.updateIntervalMs },
+        { ...place, user: "", assistant: false },
+        address,
+      );
     },
     port: () => listeningPortOf(conn.app),
   };

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { type Harness, startHarness, streamText } from "../../../test/emulators/slack/adapter-harness.js";
 import { type EmuMessage, waitFor } from "../../../test/emulators/slack/index.js";
+import type { ReplyAddress } from "../../runtime/contract.js";
 import { joinParts, openFenceAtEnd } from "../../runtime/split.js";
 import { toSlackMarkdown } from "./mrkdwn.js";
 import { SLACK_MESSAGE_LIMIT } from "./reply.js";
@@ -27,6 +28,18 @@ const calls = (h: Harness, method: string) => h.emu.api.calls.filter((c) => c.me
 /** An answer of `n` lines, each a short sentence. */
 const lines = (n: number, what: string) =>
   Array.from({ length: n }, (_, i) => `Line ${i + 1} of an answer that ${what}.\n`).join("");
+
+/** Runs `script` with a recorder registered, as the runtime does; returns what it records. */
+function recording(h: Harness, script: Harness["runner"]["script"]): ReplyAddress[] {
+  const addresses: ReplyAddress[] = [];
+  h.runner.script = async (inbound) => {
+    inbound.reply.onAddress?.(async (a) => {
+      addresses.push(structuredClone(a));
+    });
+    await script(inbound);
+  };
+  return addresses;
+}
 
 describe("Slack native streaming", () => {
   it("streams the answer into one message with startStream, appendStream and stopStream, identical to the model's text", async () => {
@@ -84,6 +97,34 @@ describe("Slack native streaming", () => {
     expect(replies[0]?.stream).toBeDefined();
     expect(replies.at(-1)?.stream).toBeUndefined();
     expect(replies.map((r) => r.text).join("")).toBe(answer);
+  });
+
+  it("records each stream as it starts and as it stops, in order", async () => {
+    h = await startHarness({
+      emulator: { limits: { streamLifetimeMs: 3_000 } },
+      adapter: { stream: { lifetimeMs: 1_000 } },
+    });
+    const addresses = recording(h, streamText(lines(8, "outlives one stream"), 8, 300));
+    const m = h.emu.mention("C1", "U_ALICE", "record it");
+    await settled(h, m);
+    const ts = h.emu.botReplies("C1", m.ts).map((r) => r.ts);
+    expect(ts.length).toBeGreaterThanOrEqual(2);
+    const expected = ts.flatMap((_, i) => [
+      { messages: ts.slice(0, i + 1), streaming: true },
+      { messages: ts.slice(0, i + 1), streaming: false },
+    ]);
+    expect(addresses).toEqual(expected);
+  });
+
+  it("records the messages the post + update fallback posts after a stream expired", async () => {
+    h = await startHarness({ emulator: { limits: { streamLifetimeMs: 700 } } });
+    const addresses = recording(h, streamText(lines(10, "outlives its stream"), 10, 250));
+    const m = h.emu.mention("C1", "U_ALICE", "record the fallback");
+    await settled(h, m);
+    const [streamed, ...posted] = h.emu.botReplies("C1", m.ts).map((r) => r.ts);
+    expect(posted.length).toBeGreaterThanOrEqual(1);
+    expect(addresses[0]).toEqual({ messages: [streamed], streaming: true });
+    expect(addresses.at(-1)).toEqual({ messages: [streamed, ...posted], streaming: false });
   });
 
   it("posts and updates instead when chat.startStream is refused, the text complete", async () => {

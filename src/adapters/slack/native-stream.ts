@@ -1,9 +1,12 @@
-import { ErrorCode, type WebClient } from "@slack/web-api";
+import type { WebClient } from "@slack/web-api";
 import { log } from "../../log.js";
-import type { TextSink } from "../../runtime/contract.js";
+import type { ReplyAddress, TextSink } from "../../runtime/contract.js";
 import { type Fence, openFenceAtEnd, splitMarkdown } from "../../runtime/split.js";
-import type { RateBudget, StreamWriter } from "../../runtime/stream.js";
+import { endingFor, type RateBudget, type StreamWriter } from "../../runtime/stream.js";
 import { RenderedText } from "./stable-text.js";
+import { StreamBroken, StreamCalls, type StreamPlace } from "./stream-calls.js";
+
+export type { StreamPlace } from "./stream-calls.js";
 
 export interface NativeStreamOptions {
   /** Characters per streamed message; a longer answer continues in a new one (a segment). */
@@ -16,14 +19,6 @@ export interface NativeStreamOptions {
   budget: RateBudget;
 }
 
-export interface StreamPlace {
-  team: string;
-  channel: string;
-  threadTs: string;
-  /** The asker: Slack requires a recipient for streams outside DMs. */
-  user: string;
-}
-
 /** One streamed message: the rendered answer from `start` on, `sent` characters of it out. */
 interface Segment {
   ts: string | null;
@@ -34,12 +29,6 @@ interface Segment {
   startedAt: number;
 }
 
-/** A stream call failed for good: the rest of the reply goes the post + update way. */
-class StreamBroken extends Error {}
-
-/** 429s in a row on one stream call before giving up on streaming, and the longest wait. */
-const ATTEMPTS = 3;
-const MAX_RETRY_WAIT_MS = 10_000;
 /** Text that may still move to the next segment when a cut is chosen (see `step`). */
 const HOLD_BACK = 600;
 /** A segment gives way to the next at this share of the stream's lifetime. */
@@ -51,11 +40,6 @@ const reopenOf = (fence: Fence | null) => (fence ? `${fence.opener}\n` : "");
 const closerAt = (fence: Fence | null, atLineStart: boolean) =>
   fence ? (atLineStart ? fence.closer : `\n${fence.closer} `) : "";
 
-function retryAfterMs(err: unknown): number | null {
-  const e = err as { code?: string; retryAfter?: number };
-  return e?.code === ErrorCode.RateLimitedError ? Math.max(0, e.retryAfter ?? 1) * 1000 : null;
-}
-
 /**
  * Writes a reply with Slack's native text streaming (`chat.startStream`, `appendStream`
  * with `markdown_text` chunks, `stopStream`). Appends are coalesced to one per
@@ -64,7 +48,9 @@ function retryAfterMs(err: unknown): number | null {
  * wait until `splitMarkdown` can place the cut (fences closed and reopened across it); a
  * segment near the stream's lifetime ends at a line break and the next one goes on.
  * Any streaming error hands the rest of the reply, from the last character Slack
- * accepted, to the post + update writer: the answer appears complete and once.
+ * accepted, to the post + update writer: the answer appears complete and once. Each
+ * stream started or stopped, and each message the fallback posts, is reported to
+ * `record` (awaited) before the reply goes on.
  */
 export class NativeStream implements TextSink {
   private readonly text: RenderedText;
@@ -81,15 +67,36 @@ export class NativeStream implements TextSink {
   private failed: { error: unknown } | null = null;
   private done: Promise<void> | null = null;
   private timer: ReturnType<typeof setTimeout> | null = null;
+  private readonly calls: StreamCalls;
 
   constructor(
-    private readonly web: WebClient,
+    web: WebClient,
     private readonly place: StreamPlace,
     private readonly opts: NativeStreamOptions,
     render: (markdown: string) => string,
-    private readonly makeFallback: () => StreamWriter,
+    /** The post + update writer; it reports the messages it posts through `onMessages`. */
+    private readonly makeFallback: (onMessages: () => Promise<void>) => StreamWriter,
+    private readonly record: (address: ReplyAddress) => Promise<void> = async () => undefined,
   ) {
     this.text = new RenderedText(render);
+    this.calls = new StreamCalls(web, place, opts.budget, () => this.report());
+  }
+
+  /** Where the reply is: every streamed message, then the fallback's. */
+  get address(): ReplyAddress {
+    const posted = this.fallback?.messageIds ?? [];
+    return {
+      messages: [...this.calls.started, ...posted],
+      streaming: posted.length === 0 && this.calls.open,
+    };
+  }
+
+  private async report(): Promise<void> {
+    try {
+      await this.record(this.address);
+    } catch (err) {
+      log.warn({ err }, "reply messages not recorded");
+    }
   }
 
   /** True once streaming failed and the post + update writer took over. */
@@ -110,15 +117,7 @@ export class NativeStream implements TextSink {
   }
 
   fail(message: string): Promise<void> {
-    if (!this.done) {
-      const text = this.text.text;
-      let extra = "";
-      const fence = openFenceAtEnd(text);
-      if (fence) extra += `${text.endsWith("\n") ? "" : "\n"}${fence.closer}`;
-      const sofar = text + extra;
-      if (sofar !== "") extra += sofar.endsWith("\n\n") ? "" : sofar.endsWith("\n") ? "\n" : "\n\n";
-      this.text.push(extra + message);
-    }
+    if (!this.done) this.text.push(endingFor(this.text.text, message));
     return this.finish();
   }
 
@@ -267,47 +266,17 @@ export class NativeStream implements TextSink {
   /** Appends `piece` (starting the segment's stream if needed); `advance` counts rendered text it carries. */
   private async send(piece: string, advance: number): Promise<void> {
     const seg = this.seg;
-    if (piece === "") {
-      seg.sent += advance;
-      return;
-    }
-    const { channel, threadTs, user, team } = this.place;
-    for (let attempt = 1; ; attempt++) {
-      try {
-        if (seg.ts === null) {
-          const startedAt = Date.now();
-          const res = await this.web.chat.startStream({
-            channel,
-            thread_ts: threadTs,
-            recipient_user_id: user,
-            recipient_team_id: team,
-            chunks: [{ type: "markdown_text", text: reopenOf(seg.fence) + piece }],
-          });
-          if (!res.ts) throw new Error("chat.startStream answered without a ts");
-          seg.ts = res.ts;
-          seg.startedAt = startedAt;
-          this.wakeForRotation();
-        } else {
-          await this.opts.budget.take();
-          await this.web.chat.appendStream({
-            channel,
-            ts: seg.ts,
-            chunks: [{ type: "markdown_text", text: piece }],
-          });
-        }
-        seg.sent += advance;
-        this.lastWrite = Date.now();
-        return;
-      } catch (err) {
-        const wait = retryAfterMs(err);
-        // A 429 never wrote anything, so trying again cannot show the text twice.
-        if (wait === null || attempt >= ATTEMPTS || wait > MAX_RETRY_WAIT_MS) {
-          throw new StreamBroken("streaming failed", { cause: err });
-        }
-        if (seg.ts === null) await sleep(wait);
-        else this.opts.budget.pause(wait);
+    if (piece !== "") {
+      const starting = seg.ts === null;
+      const startedAt = Date.now();
+      seg.ts = await this.calls.send(seg.ts, starting ? reopenOf(seg.fence) + piece : piece);
+      if (starting) {
+        seg.startedAt = startedAt;
+        this.wakeForRotation();
       }
+      this.lastWrite = Date.now();
     }
+    seg.sent += advance;
   }
 
   private wakeForRotation(): void {
@@ -323,24 +292,12 @@ export class NativeStream implements TextSink {
   }
 
   /** Ends the segment's stream. Its text is all out already, so a failure here loses nothing. */
-  private async stopSegment(attempts = ATTEMPTS): Promise<void> {
+  private async stopSegment(attempts?: number): Promise<void> {
     const ts = this.seg.ts;
     if (ts === null) return;
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
-    for (let attempt = 1; ; attempt++) {
-      try {
-        await this.web.chat.stopStream({ channel: this.place.channel, ts });
-        return;
-      } catch (err) {
-        const wait = retryAfterMs(err);
-        if (wait === null || attempt >= attempts || wait > MAX_RETRY_WAIT_MS) {
-          log.debug({ err, ts }, "chat.stopStream failed; the stream ends on its own");
-          return;
-        }
-        await sleep(wait);
-      }
-    }
+    await this.calls.stop(ts, attempts);
   }
 
   /** From here on the post + update writer carries the reply, from the first character not out. */
@@ -353,7 +310,7 @@ export class NativeStream implements TextSink {
     await this.stopSegment(1);
     const handover = seg.start + seg.sent;
     const fence = openFenceAtEnd(r.slice(seg.start, handover), seg.fence);
-    this.fallback = this.makeFallback();
+    this.fallback = this.makeFallback(() => this.report());
     this.fallback.write(reopenOf(fence) + r.slice(handover));
     this.fed = r.length;
   }

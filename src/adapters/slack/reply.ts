@@ -1,11 +1,12 @@
 import { ErrorCode, type WebClient } from "@slack/web-api";
 import type { Artifact } from "../../core/artifacts.js";
 import { log } from "../../log.js";
-import type { Reply, TextSink } from "../../runtime/contract.js";
+import type { Reply, ReplyAddress, TextSink } from "../../runtime/contract.js";
 import { type MessageOps, type RateBudget, RateLimitedError, StreamWriter } from "../../runtime/stream.js";
 import { uploadArtifact } from "./files.js";
 import { toMrkdwn, toSlackMarkdown } from "./mrkdwn.js";
 import { NativeStream, type NativeStreamOptions } from "./native-stream.js";
+import { readShown, stopStream } from "./resume.js";
 
 /**
  * Characters per Slack message. `markdown_text` takes 12,000, but Slack truncates very
@@ -33,6 +34,8 @@ export interface ReplyDeps {
   intervalMs: number;
   /** Native text streaming (chat.startStream...), or undefined for post + update. */
   native?: Omit<NativeStreamOptions, "intervalMs">;
+  /** For reading a message back (a resumed reply); `web` when not given. */
+  reads?: WebClient;
 }
 
 /** A WebClient error as the writer understands it: a 429 becomes `RateLimitedError`. */
@@ -75,16 +78,43 @@ export function slackMessageOps(web: WebClient, place: { channel: string; thread
   };
 }
 
+/** The status line under a posted answer (when Slack's thread status is not used). */
+const statusLine = (text: string) => `_${text}_`;
+
+/**
+ * A status line a crashed process left at the end of a message. An answer whose last
+ * paragraph is one italic line looks the same and would lose it: rare, and only when a
+ * reply is resumed.
+ */
+function withoutStatusLine(text: string): string {
+  return text.replace(/(?:^|\n\n)_[^\n]*_$/, "");
+}
+
 /** One turn's way back into its Slack thread. */
 export class SlackReply implements Reply {
   private writer: StreamWriter | undefined;
   private native: NativeStream | undefined;
   private lastStatus = "";
+  private recorder: ((address: ReplyAddress) => Promise<void>) | undefined;
 
+  /**
+   * `resume`: a reply written earlier, maybe by another process, to go on in its last
+   * message. It goes on with post + update: a new native stream would need the asker as
+   * its recipient, and an open one is stopped first (its state died with its process).
+   */
   constructor(
     private readonly deps: ReplyDeps,
     readonly place: SlackPlace,
+    private readonly resume?: ReplyAddress,
   ) {}
+
+  onAddress(record: (address: ReplyAddress) => Promise<void>): void {
+    this.recorder = record;
+  }
+
+  private async record(address: ReplyAddress): Promise<void> {
+    await this.recorder?.(address);
+  }
 
   /**
    * Where status text goes. A native stream cannot take a status line back (appends are
@@ -92,23 +122,43 @@ export class SlackReply implements Reply {
    * thread status (`assistant.threads.setStatus`, which Bolt also offers for any thread).
    */
   private get statusInThread(): boolean {
-    return this.place.assistant || this.deps.native !== undefined;
+    return this.place.assistant || this.nativeOptions !== undefined;
   }
 
-  /** A post + update writer; `rendered` when its text is already in Slack's Markdown. */
-  private postWriter(rendered = false): StreamWriter {
-    return new StreamWriter(slackMessageOps(this.deps.web, this.place), {
+  private get nativeOptions(): ReplyDeps["native"] {
+    return this.resume ? undefined : this.deps.native;
+  }
+
+  /**
+   * A post + update writer; `rendered` when its text is already in Slack's Markdown.
+   * `onMessages` is told when it posts or removes a message (default: record its own).
+   */
+  private postWriter(rendered = false, onMessages?: () => Promise<void>): StreamWriter {
+    const writer: StreamWriter = new StreamWriter(slackMessageOps(this.deps.web, this.place), {
       limit: SLACK_MESSAGE_LIMIT,
       intervalMs: this.deps.intervalMs,
       budget: this.deps.budget,
       render: rendered ? undefined : toSlackMarkdown,
       statusLine: !this.statusInThread,
+      onMessages: onMessages ?? ((messages) => this.record({ messages })),
+      ...(this.resume
+        ? { resume: { messages: this.resume.messages, shown: (ts) => this.readBack(ts) } }
+        : {}),
     });
+    return writer;
+  }
+
+  /** What a resumed reply's last message shows, its stream stopped first if it was left open. */
+  private async readBack(ts: string): Promise<string | null> {
+    const { channel, threadTs } = this.place;
+    if (this.resume?.streaming) await stopStream(this.deps.web, channel, ts);
+    const shown = await readShown(this.deps.reads ?? this.deps.web, channel, threadTs, ts);
+    return shown === null ? null : withoutStatusLine(shown);
   }
 
   /** The sink, made on first use (a status may come before any text). */
   private sink(): TextSink {
-    const native = this.deps.native;
+    const native = this.nativeOptions;
     if (!native) {
       this.writer ??= this.postWriter();
       return this.writer;
@@ -118,7 +168,8 @@ export class SlackReply implements Reply {
       this.place,
       { ...native, intervalMs: this.deps.intervalMs },
       toSlackMarkdown,
-      () => this.postWriter(true),
+      (onMessages) => this.postWriter(true, onMessages),
+      (address) => this.record(address),
     );
     return this.native;
   }
@@ -131,7 +182,7 @@ export class SlackReply implements Reply {
       return;
     }
     this.writer ??= this.postWriter();
-    this.writer.status(`_${text}_`);
+    this.writer.status(statusLine(text));
   }
 
   /** Best effort: a status that does not show must never end the turn. */

@@ -24,7 +24,7 @@ const KEY_VAR: Record<ProviderName, string> = { openai: "OPENAI_API_KEY", anthro
 
 /** Wording differs between OpenAI, Anthropic, vLLM, Ollama, llama.cpp and LM Studio; this covers them. */
 const CONTEXT_LENGTH =
-  /context[ _-]?(length|window)|maximum context|prompt is too long|input is too long|too many tokens|exceeds? the (model'?s? )?(context|maximum)|reduce the length|n_ctx/i;
+  /context[ _-]?(length|window)|maximum context|prompt is too long|input is too long|too many tokens|exceeds? the (model'?s? )?(context|maximum)|exceeds? context limit|reduce the length|n_ctx/i;
 
 interface ApiErrorShape {
   status: number | undefined;

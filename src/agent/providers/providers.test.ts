@@ -138,6 +138,18 @@ describe.each(kinds)("the $name provider", ({ model, make }) => {
     expect(error?.userMessage).toMatch(/too long for the model's context window/);
   });
 
+  it("reports Anthropic's prompt-plus-max_tokens rejection as llm_context_length", async () => {
+    emulator().enqueue({
+      error: {
+        status: 400,
+        message:
+          "input length and `max_tokens` exceed context limit: 198000 + 8192 > 200000, decrease input length or `max_tokens` and try again",
+      },
+    });
+    const { error } = await run(make(), request());
+    expect(error?.code).toBe("llm_context_length");
+  });
+
   it("reports another 400 as llm_bad_request with the server's reason", async () => {
     emulator().enqueue({ error: { status: 400, message: "temperature must be at most 2" } });
     const { error } = await run(make(), request());

@@ -2,30 +2,38 @@ import {
   AttachmentBuilder,
   ChannelType,
   Client,
+  DiscordAPIError,
   Events,
   GatewayIntentBits,
   type Interaction,
   type Message,
   Partials,
+  RateLimitError,
+  REST,
   RESTEvents,
+  Routes,
   type TextChannel,
 } from "discord.js";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { DiscordEmulator, waitFor } from "./index.js";
+import { DiscordEmulator, type DiscordEmulatorOptions, waitFor } from "./index.js";
 
 let emulator: DiscordEmulator;
 let client: Client;
 let messages: Message[];
 let interactions: Interaction[];
 
-async function connect(opts: { rejectOnRateLimit?: boolean } = {}): Promise<Client> {
+const ALL_INTENTS = [
+  GatewayIntentBits.Guilds,
+  GatewayIntentBits.GuildMessages,
+  GatewayIntentBits.DirectMessages,
+  GatewayIntentBits.MessageContent,
+];
+
+async function connect(
+  opts: { rejectOnRateLimit?: boolean; intents?: GatewayIntentBits[] } = {},
+): Promise<Client> {
   const c = new Client({
-    intents: [
-      GatewayIntentBits.Guilds,
-      GatewayIntentBits.GuildMessages,
-      GatewayIntentBits.DirectMessages,
-      GatewayIntentBits.MessageContent,
-    ],
+    intents: opts.intents ?? ALL_INTENTS,
     partials: [Partials.Channel],
     rest: {
       api: emulator.apiUrl,
@@ -223,5 +231,176 @@ describe("Discord emulator with the real discord.js client", () => {
     if (!thread.isThread()) throw new Error("not a thread");
     const fetched = await thread.messages.fetch({ limit: 2 });
     expect([...fetched.values()].map((m) => m.content)).toEqual(["a2", "b1"]);
+  });
+});
+
+describe("Discord emulator: as strict as Discord", () => {
+  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+  /** A fresh emulator with `opts`, and a client connected to it. */
+  async function restart(
+    opts: DiscordEmulatorOptions,
+    connectOpts: Parameters<typeof connect>[0] = {},
+  ): Promise<void> {
+    await client.destroy();
+    await emulator.stop();
+    emulator = await DiscordEmulator.start(opts);
+    client = await connect(connectOpts);
+  }
+
+  it("answers past 50 requests a second with a global 429 (global: true, X-RateLimit-Global, retry_after)", async () => {
+    // A naive client: @discordjs/rest told it may send 1,000 requests a second, and to fail on any 429.
+    const rest = new REST({
+      api: emulator.apiUrl,
+      globalRequestsPerSecond: 1_000,
+      rejectOnRateLimit: () => true,
+      retries: 0,
+    }).setToken(emulator.token);
+    const channels = [emulator.state.general, emulator.state.random, emulator.state.forum];
+    // The client's login spent some of this second's budget; start on a fresh one.
+    await sleep(1_000);
+    const results = await Promise.allSettled(
+      Array.from({ length: 60 }, (_, i) => rest.get(Routes.channel(channels[i % 3]!))),
+    );
+    expect(results.filter((r) => r.status === "fulfilled")).toHaveLength(50);
+    const rejected = results.flatMap((r) => (r.status === "rejected" ? [r.reason as unknown] : []));
+    expect(rejected.length).toBeGreaterThan(0);
+    expect(rejected.every((e) => e instanceof RateLimitError && e.global)).toBe(true);
+    expect(emulator.limiter.hits.some((h) => h.kind === "global")).toBe(true);
+    // The raw answer, as Discord shapes it.
+    const res = await fetch(`${emulator.apiUrl}/v10/users/@me`, {
+      headers: { authorization: `Bot ${emulator.token}` },
+    });
+    expect(res.status).toBe(429);
+    expect(res.headers.get("x-ratelimit-global")).toBe("true");
+    expect(res.headers.get("x-ratelimit-scope")).toBe("global");
+    expect(Number(res.headers.get("retry-after"))).toBeGreaterThan(0);
+    const body = (await res.json()) as { global: boolean; retry_after: number };
+    expect(body.global).toBe(true);
+    expect(body.retry_after).toBeGreaterThan(0);
+    expect(body.retry_after).toBeLessThanOrEqual(1);
+    // A second later the budget is back (@discordjs/rest adds its own 50 ms offset to the wait).
+    await sleep(1_200);
+    await expect(rest.get(Routes.user("@me"))).resolves.toMatchObject({ id: emulator.bot.id });
+  });
+
+  it("does not count interaction callbacks against the global limit", async () => {
+    emulator.limiter.options.globalPerSecond = 1;
+    const rec = emulator.slash("help", {}, emulator.state.general, emulator.state.alice.id);
+    const i = await waitFor(() => interactions.find((x) => x.id === rec.id));
+    if (!i.isChatInputCommand()) throw new Error("not a chat input command");
+    await i.reply("no global budget needed");
+    await i.followUp("nor here");
+    expect(rec.callbacks).toEqual([4]);
+    expect(emulator.limiter.hits.filter((h) => h.kind === "global")).toHaveLength(0);
+  });
+
+  it("limits thread creation per parent channel, with a shared-scope 429 and no warning headers", async () => {
+    await restart({ rateLimits: { speed: 20 } }, { rejectOnRateLimit: true });
+    const s = emulator.state;
+    const open = (channelId: string, n: number) => {
+      const starter = emulator.userMessage(channelId, `question ${n}`, { mentionsBot: true });
+      const channel = client.channels.cache.get(channelId) as TextChannel;
+      return channel.threads.create({ name: `thread ${n}`, startMessage: starter.id });
+    };
+    const opened: string[] = [];
+    for (let n = 1; n <= 5; n++) opened.push((await open(s.general, n)).name);
+    expect(opened).toEqual(["thread 1", "thread 2", "thread 3", "thread 4", "thread 5"]);
+    const err = await open(s.general, 6).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(RateLimitError);
+    expect(err).toMatchObject({ global: false, scope: "shared" });
+    // 5 minutes, 20 times faster: the wait is counted in seconds, not milliseconds.
+    expect((err as RateLimitError).retryAfter).toBeGreaterThan(10_000);
+    expect(emulator.threads(s.general)).toHaveLength(5);
+    // Another channel has its own allowance.
+    await expect(open(s.random, 7)).resolves.toMatchObject({ name: "thread 7" });
+  });
+
+  it("withholds message content from a client without the Message Content intent, except mentions and DMs", async () => {
+    await client.destroy();
+    messages = [];
+    client = await connect({
+      intents: [GatewayIntentBits.Guilds, GatewayIntentBits.GuildMessages, GatewayIntentBits.DirectMessages],
+    });
+    const file = { filename: "notes.txt", contentType: "text/plain", data: Buffer.from("secret") };
+    const plain = emulator.userMessage(emulator.state.general, "just chatting", { attachments: [file] });
+    const mention = emulator.userMessage(emulator.state.general, "help me", { mentionsBot: true });
+    const dm = emulator.dm(emulator.state.bob.id, "a private word");
+    const got = (id: string) => waitFor(() => messages.find((m) => m.id === id));
+    const [p, m, d] = await Promise.all([got(plain.id), got(mention.id), got(dm.id)]);
+    expect(p.content).toBe("");
+    expect(p.attachments.size).toBe(0);
+    expect(p.embeds).toEqual([]);
+    expect(m.content).toBe(`<@${emulator.bot.id}> help me`);
+    expect(d.content).toBe("a private word");
+    // The bot's own messages always carry their content.
+    const own = await general().send("my own words");
+    expect((await waitFor(() => messages.find((x) => x.id === own.id))).content).toBe("my own words");
+  });
+
+  it("closes the gateway with 4014 when the app identifies with a privileged intent it was not granted", async () => {
+    await client.destroy();
+    await emulator.stop();
+    emulator = await DiscordEmulator.start({ privilegedIntents: 0 });
+    const c = new Client({ intents: ALL_INTENTS, rest: { api: emulator.apiUrl } });
+    client = c;
+    await expect(c.login(emulator.token)).rejects.toThrow(/disallowed intents/i);
+    expect(emulator.gateway.connected()).toBe(0);
+    // REST reads are stripped as well: the portal setting is what counts there.
+    const m = emulator.userMessage(emulator.state.general, "not for you");
+    const res = await fetch(`${emulator.apiUrl}/v10/channels/${emulator.state.general}/messages/${m.id}`, {
+      headers: { authorization: `Bot ${emulator.token}` },
+    });
+    expect(((await res.json()) as { content: string }).content).toBe("");
+  });
+
+  it("refuses to edit another user's message with 403 and code 50005", async () => {
+    const theirs = emulator.userMessage(emulator.state.general, "alice wrote this");
+    const fetched = await general().messages.fetch(theirs.id);
+    const err = await fetched.edit("the bot rewrites it").catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(DiscordAPIError);
+    expect(err).toMatchObject({
+      status: 403,
+      code: 50005,
+      message: "Cannot edit a message authored by another user",
+    });
+    expect(emulator.messages(emulator.state.general)[0]?.content).toBe("alice wrote this");
+    expect(emulator.messages(emulator.state.general)[0]?.edits).toEqual([]);
+  });
+
+  it("refuses an interaction's initial response after the deadline with 404 Unknown interaction (10062)", async () => {
+    await restart({ rateLimits: { speed: 20 }, interactions: { ackMs: 200 } });
+    const rec = emulator.slash("ask", { question: "slow?" }, emulator.state.general, emulator.state.alice.id);
+    const i = await waitFor(() => interactions.find((x) => x.id === rec.id));
+    if (!i.isChatInputCommand()) throw new Error("not a chat input command");
+    // A naive handler: does its work first, answers afterwards.
+    await sleep(300);
+    await expect(i.reply("here you go")).rejects.toMatchObject({
+      status: 404,
+      code: 10062,
+      message: "Unknown interaction",
+    });
+    expect(rec.callbacks).toEqual([]);
+    expect(rec.originalId).toBeUndefined();
+  });
+
+  it("takes follow-ups and edits with the token only while it lives, then 401 Invalid Webhook Token (50027)", async () => {
+    await restart({ rateLimits: { speed: 20 }, interactions: { tokenTtlMs: 400 } });
+    const rec = emulator.slash(
+      "ask",
+      { question: "long job" },
+      emulator.state.general,
+      emulator.state.alice.id,
+    );
+    const i = await waitFor(() => interactions.find((x) => x.id === rec.id));
+    if (!i.isChatInputCommand()) throw new Error("not a chat input command");
+    await i.deferReply();
+    await i.editReply("working on it");
+    await sleep(450);
+    const expired = { status: 401, code: 50027, message: "Invalid Webhook Token" };
+    await expect(i.editReply("finally done")).rejects.toMatchObject(expired);
+    await expect(i.followUp("and one more thing")).rejects.toMatchObject(expired);
+    expect(emulator.state.findMessage(rec.originalId!)?.content).toBe("working on it");
+    expect(rec.followupIds).toEqual([]);
   });
 });

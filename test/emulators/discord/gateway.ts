@@ -35,6 +35,8 @@ interface Session {
 
 export interface IdentifyInfo {
   intents: number;
+  /** Privileged intents the app may not use: identifying with any of them closes with 4014. */
+  disallowedIntents?: number;
   /** Builds READY's `d` plus the GUILD_CREATE payloads for a new session. */
   ready(sessionId: string): { ready: Record<string, unknown>; guilds: Record<string, unknown>[] };
 }
@@ -63,6 +65,8 @@ export class Gateway {
   constructor(
     private readonly identify: (token: string) => IdentifyInfo | null,
     private readonly heartbeatInterval: number,
+    /** Shapes a dispatch for one session by its intents (e.g. message content withheld). */
+    private readonly shape: (t: string, d: unknown, intents: number) => unknown = (_t, d) => d,
   ) {}
 
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
@@ -81,7 +85,7 @@ export class Gateway {
     for (const session of this.sessions.values()) {
       if (intent !== undefined && (session.intents & intent) === 0) continue;
       session.seq += 1;
-      const frame: Frame = { op: Op.Dispatch, t, s: session.seq, d };
+      const frame: Frame = { op: Op.Dispatch, t, s: session.seq, d: this.shape(t, d, session.intents) };
       session.sent.push(frame);
       if (session.socket && !this.holding) session.socket.send(JSON.stringify(frame));
     }
@@ -156,6 +160,10 @@ export class Gateway {
     const info = this.identify(d.token);
     if (!info) {
       ws.close(4004, "Authentication failed");
+      return;
+    }
+    if ((d.intents & (info.disallowedIntents ?? 0)) !== 0) {
+      ws.close(4014, "Disallowed intent(s).");
       return;
     }
     this.stats.identifies++;

@@ -2,7 +2,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Gateway } from "./gateway.js";
 import { RateLimiter, type RateLimitOptions } from "./ratelimit.js";
-import { handleRest, Intent, type RestContext } from "./rest.js";
+import { handleRest, Intent, PRIVILEGED_INTENTS, type RestContext, withoutContent } from "./rest.js";
 import { snowflake } from "./snowflake.js";
 import { ALL_PERMISSIONS, DiscordState } from "./state.js";
 import type {
@@ -14,6 +14,7 @@ import type {
   StoredMessage,
   UserObject,
 } from "./types.js";
+import { INTERACTION_ACK_MS, INTERACTION_TOKEN_TTL_MS } from "./webhooks.js";
 
 export type {
   ChannelObject,
@@ -31,6 +32,15 @@ export interface DiscordEmulatorOptions {
   rateLimits?: Partial<RateLimitOptions>;
   /** Largest accepted upload; default 10 MiB (Discord's default without boosts). */
   maxFileBytes?: number;
+  /** Interaction deadlines: `ackMs` for the initial response (3 s), `tokenTtlMs` for the token (15 min). */
+  interactions?: { ackMs?: number; tokenTtlMs?: number };
+  /**
+   * Privileged intents enabled for the app in the Developer Portal (a bitmask of
+   * GuildMembers, GuildPresences, MessageContent; default all). Identifying with one that
+   * is not enabled closes the gateway with 4014; without MessageContent, REST reads of
+   * messages are stripped of content like gateway events.
+   */
+  privilegedIntents?: number;
 }
 
 export interface IncomingFile {
@@ -56,6 +66,9 @@ export class DiscordEmulator implements RestContext {
   readonly state: DiscordState;
   readonly limiter: RateLimiter;
   readonly maxFileBytes: number;
+  readonly interactionAckMs: number;
+  readonly interactionTokenTtlMs: number;
+  readonly messageContentApproved: boolean;
   readonly requests: RestRecord[] = [];
   readonly typing: { channelId: string; at: number }[] = [];
   readonly renames: RenameRecord[] = [];
@@ -68,6 +81,10 @@ export class DiscordEmulator implements RestContext {
   private constructor(opts: DiscordEmulatorOptions) {
     this.token = opts.token ?? "emulated.discord.bot.token.0123456789";
     this.maxFileBytes = opts.maxFileBytes ?? 10 * 1024 * 1024;
+    this.interactionAckMs = opts.interactions?.ackMs ?? INTERACTION_ACK_MS;
+    this.interactionTokenTtlMs = opts.interactions?.tokenTtlMs ?? INTERACTION_TOKEN_TTL_MS;
+    const privileged = opts.privilegedIntents ?? PRIVILEGED_INTENTS;
+    this.messageContentApproved = (privileged & Intent.MessageContent) !== 0;
     this.limiter = new RateLimiter(opts.rateLimits);
     this.state = new DiscordState(() => this.url);
     this.gateway = new Gateway(
@@ -75,6 +92,7 @@ export class DiscordEmulator implements RestContext {
         token === this.token
           ? {
               intents: 0,
+              disallowedIntents: PRIVILEGED_INTENTS & ~privileged,
               ready: (sessionId) => ({
                 ready: this.state.readyPayload(sessionId, this.gatewayUrl()),
                 guilds: [this.state.guildCreate()],
@@ -82,6 +100,12 @@ export class DiscordEmulator implements RestContext {
             }
           : null,
       opts.heartbeatIntervalMs ?? 41_250,
+      // What each session receives depends on its intents: message events lose their
+      // content without MessageContent (DMs, the bot's own messages and mentions of it excepted).
+      (t, d, intents) =>
+        (t === "MESSAGE_CREATE" || t === "MESSAGE_UPDATE") && (intents & Intent.MessageContent) === 0
+          ? withoutContent(d as Record<string, unknown>, this.state.bot.id)
+          : d,
     );
   }
 

@@ -21,6 +21,12 @@ export interface RestContext {
   limiter: RateLimiter;
   token: string;
   maxFileBytes: number;
+  /** Deadline for an interaction's initial response (Discord: 3 s). */
+  interactionAckMs: number;
+  /** How long an interaction token takes follow-ups and webhook edits (Discord: 15 min). */
+  interactionTokenTtlMs: number;
+  /** Whether the app's Message Content intent is enabled in the Developer Portal (REST reads). */
+  messageContentApproved: boolean;
   gatewayUrl(): string;
   dispatch(t: string, d: unknown, intent?: number): void;
   requests: RestRecord[];
@@ -43,7 +49,31 @@ export class HttpError extends Error {
   }
 }
 
-export const Intent = { Guilds: 1, GuildMessages: 512, DirectMessages: 4096 } as const;
+export const Intent = {
+  Guilds: 1,
+  GuildMembers: 1 << 1,
+  GuildPresences: 1 << 8,
+  GuildMessages: 1 << 9,
+  DirectMessages: 1 << 12,
+  /** Privileged: without it, guild messages that do not mention the app arrive without content. */
+  MessageContent: 1 << 15,
+} as const;
+
+/** Intents an app must have enabled in the Developer Portal before it may identify with them. */
+export const PRIVILEGED_INTENTS = Intent.GuildMembers | Intent.GuildPresences | Intent.MessageContent;
+
+/**
+ * A message as an app without the Message Content intent sees it: in guilds, messages
+ * that neither come from the app nor mention it have empty `content`, `embeds`,
+ * `attachments` and `components`. DMs keep everything.
+ */
+export function withoutContent(message: Record<string, unknown>, botId: string): Record<string, unknown> {
+  if (!message.guild_id) return message;
+  if ((message.author as { id?: string } | undefined)?.id === botId) return message;
+  const mentions = Array.isArray(message.mentions) ? (message.mentions as { id?: string }[]) : [];
+  if (mentions.some((u) => u?.id === botId)) return message;
+  return { ...message, content: "", embeds: [], attachments: [], components: [] };
+}
 
 export function invalidForm(field: string, code: string, message: string): HttpError {
   return new HttpError(400, {
@@ -53,13 +83,28 @@ export function invalidForm(field: string, code: string, message: string): HttpE
   });
 }
 
-export function tooManyRequests(retryAfterMs: number, headers: Record<string, string>): Reply {
+/**
+ * A 429 as Discord sends it. `scope` is `user` for per-route buckets, `shared` for limits
+ * on a resource (thread creation) and `global` for the bot-wide limit, whose body says
+ * `global: true` and whose headers carry `X-RateLimit-Global`.
+ */
+export function tooManyRequests(
+  retryAfterMs: number,
+  headers: Record<string, string>,
+  scope: "user" | "shared" | "global" = "user",
+): Reply {
   const seconds = retryAfterMs / 1000;
+  const global = scope === "global";
   return {
     status: 429,
     // Discord sends whole seconds in Retry-After; fractions keep sped-up tests fast and discord.js reads them.
-    headers: { ...headers, "retry-after": seconds.toFixed(3), "x-ratelimit-scope": "user" },
-    body: { message: "You are being rate limited.", retry_after: seconds, global: false },
+    headers: {
+      ...headers,
+      "retry-after": seconds.toFixed(3),
+      "x-ratelimit-scope": scope,
+      ...(global ? { "x-ratelimit-global": "true" } : {}),
+    },
+    body: { message: "You are being rate limited.", retry_after: seconds, global },
   };
 }
 
@@ -101,7 +146,8 @@ async function route(
   const path = url.pathname;
   const api = /^\/api\/v10(\/.*)$/.exec(path);
   if (!api?.[1]) throw new HttpError(404, { message: "404: Not Found", code: 0 });
-  const p = api[1];
+  // @discordjs/rest encodes `@me` and `@original` as `%40me`, `%40original`.
+  const p = api[1].replace(/%40/gi, "@");
   const parsed = (): Promise<ParsedBody> => parseBody(req, raw);
   const interaction = await handleInteractionRoute(ctx, method, p, parsed, url);
   if (interaction) return interaction;
@@ -109,6 +155,9 @@ async function route(
   if (req.headers.authorization !== `Bot ${ctx.token}`) {
     throw new HttpError(401, { message: "401: Unauthorized", code: 0 });
   }
+  // Every request with the bot token draws on the global budget; interaction routes (above) do not.
+  const global = ctx.limiter.takeGlobal(p);
+  if (!global.ok) return tooManyRequests(global.retryAfterMs, global.headers, "global");
   const s = ctx.state;
   if (method === "GET" && p === "/gateway/bot") {
     return {
@@ -142,7 +191,9 @@ async function route(
     ctx.typing.push({ channelId: channel.id, at: Date.now() });
     return { status: 204 };
   }
-  if (rest === "/messages" && method === "GET") return { status: 200, body: history(s, channel.id, url) };
+  if (rest === "/messages" && method === "GET") {
+    return { status: 200, body: history(s, channel.id, url).map((m) => readable(ctx, m)) };
+  }
   if (rest === "/messages" && method === "POST") {
     const verdict = ctx.limiter.take(`messages:${channel.id}`, "post", p);
     if (!verdict.ok) return tooManyRequests(verdict.retryAfterMs, verdict.headers);
@@ -156,12 +207,15 @@ async function route(
     const msg = s.messages.get(channel.id)?.find((x) => x.id === one[1] && !x.deleted);
     if (!msg) throw new HttpError(404, { message: "Unknown Message", code: 10008 });
     if (one[2] && method === "POST") return startThread(ctx, channel.id, msg, (await parsed()).json);
-    if (method === "GET") return { status: 200, body: s.messageJson(msg) };
+    if (method === "GET") return { status: 200, body: readable(ctx, s.messageJson(msg)) };
     if (method === "DELETE") {
       msg.deleted = true;
       return { status: 204 };
     }
     if (method === "PATCH") {
+      if (msg.author.id !== s.bot.id) {
+        throw new HttpError(403, { message: "Cannot edit a message authored by another user", code: 50005 });
+      }
       const verdict = ctx.limiter.take(`messages:${channel.id}`, "edit", p);
       if (!verdict.ok) return tooManyRequests(verdict.retryAfterMs, verdict.headers);
       writeMessage(ctx, channel.id, await parsed(), msg);
@@ -171,7 +225,12 @@ async function route(
   throw new HttpError(404, { message: "404: Not Found", code: 0 });
 }
 
-function history(s: DiscordState, channelId: string, url: URL): unknown[] {
+/** A message read over REST: without the Message Content intent approved, as `withoutContent`. */
+function readable(ctx: RestContext, json: Record<string, unknown>): Record<string, unknown> {
+  return ctx.messageContentApproved ? json : withoutContent(json, ctx.state.bot.id);
+}
+
+function history(s: DiscordState, channelId: string, url: URL): Record<string, unknown>[] {
   const limit = Math.min(100, Number(url.searchParams.get("limit") ?? 50));
   const before = url.searchParams.get("before");
   const after = url.searchParams.get("after");
@@ -284,6 +343,11 @@ function startThread(
   if (parent?.type === ChannelType.PublicThread || parent?.type === ChannelType.DM) {
     throw new HttpError(400, { message: "Cannot execute action on this channel type", code: 50024 });
   }
+  const path = starter
+    ? `/channels/${parentId}/messages/${starter.id}/threads`
+    : `/channels/${parentId}/threads`;
+  const verdict = ctx.limiter.take(`threads:${parentId}`, "thread", path);
+  if (!verdict.ok) return tooManyRequests(verdict.retryAfterMs, verdict.headers, "shared");
   const thread = s.addThread(parentId, name, s.bot.id, starter?.id);
   const body: Record<string, unknown> = { ...thread };
   const first = json.message as Record<string, unknown> | undefined;
@@ -293,6 +357,7 @@ function startThread(
     body.message = s.messageJson(msg);
   }
   ctx.dispatch("THREAD_CREATE", { ...thread, newly_created: true }, Intent.Guilds);
+  // The thread limit is hidden: no X-RateLimit-* on success, so clients meet it as a 429.
   return { status: 201, body };
 }
 

@@ -2,8 +2,10 @@ import type { ParsedBody } from "./body.js";
 import { HttpError, type Reply, type RestContext, tooManyRequests, writeMessage } from "./rest.js";
 import type { StoredInteraction, StoredMessage } from "./types.js";
 
-/** Discord's deadline for the first interaction callback. */
+/** Discord's deadline for the first interaction callback: later ones get 404 Unknown interaction (10062). */
 export const INTERACTION_ACK_MS = 3_000;
+/** How long the interaction token works for follow-ups and `@original` edits: then 401 Invalid Webhook Token (50027). */
+export const INTERACTION_TOKEN_TTL_MS = 15 * 60_000;
 const EPHEMERAL = 64;
 const LOADING = 128;
 
@@ -23,6 +25,9 @@ export async function handleInteractionRoute(
   const hook = /^\/webhooks\/(\d+)\/([^/]+)(?:\/messages\/(@original|%40original|\d+))?$/.exec(p);
   if (!hook) return undefined;
   const interaction = byToken(ctx, hook[2] ?? "");
+  if (Date.now() - interaction.sentAt > ctx.interactionTokenTtlMs) {
+    throw new HttpError(401, { message: "Invalid Webhook Token", code: 50027 });
+  }
   const which = hook[3];
   if (!which && method === "POST") {
     const body = await parsed();
@@ -71,7 +76,7 @@ async function callback(
 ): Promise<Reply> {
   const i = ctx.state.interactions.get(id);
   if (!i || i.token !== token) throw new HttpError(404, { message: "Unknown interaction", code: 10062 });
-  if (Date.now() - i.sentAt > INTERACTION_ACK_MS) {
+  if (Date.now() - i.sentAt > ctx.interactionAckMs) {
     throw new HttpError(404, { message: "Unknown interaction", code: 10062 });
   }
   if (i.callbacks.length > 0) {

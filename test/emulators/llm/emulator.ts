@@ -9,6 +9,17 @@ import {
   writeAnthropicReply,
 } from "./anthropic.js";
 import {
+  charsOver4,
+  contextWindowOf,
+  DEFAULT_CONTEXT_WINDOW,
+  DEFAULT_CONTEXT_WINDOWS,
+  o200kTokens,
+  overflowMessage,
+  promptTokens,
+  requestedOutput,
+  type TokenCounter,
+} from "./context.js";
+import {
   recordOpenAi,
   sendOpenAiError,
   sendOpenAiModels,
@@ -44,9 +55,29 @@ function sendError(
   else sendAnthropicError(res, status, message, retryAfter);
 }
 
+export interface LlmEmulatorOptions {
+  responder?: Responder;
+  port?: number;
+  /**
+   * Context windows in tokens by model id (exact id, else the longest matching prefix),
+   * over `DEFAULT_CONTEXT_WINDOWS` (gpt-4o 128k, claude-* 200k, ...). A request whose
+   * prompt, or prompt plus requested output, does not fit is refused with the provider's
+   * 400, before any scripted turn is used.
+   */
+  contextWindows?: Record<string, number>;
+  /** For models matched by nothing in `contextWindows` (default 128,000). */
+  defaultContextWindow?: number;
+  /**
+   * How prompts are counted (default: o200k for the OpenAI protocol, characters / 4
+   * rounded up for Anthropic's; see `context.ts`).
+   */
+  countTokens?: TokenCounter;
+}
+
 /**
  * One loopback HTTP server speaking both the OpenAI Chat Completions and the Anthropic
  * Messages protocols, answering from a FIFO of scripted turns, then a responder, then an echo.
+ * Every request is held to its model's context window, as the providers do.
  */
 export class LlmEmulator {
   readonly url: string;
@@ -55,19 +86,25 @@ export class LlmEmulator {
   readonly requests: RecordedRequest[] = [];
   private readonly queue: ScriptedTurn[] = [];
   private responder: Responder | undefined;
+  private readonly windows: Record<string, number>;
+  private readonly defaultWindow: number;
+  private readonly counter: TokenCounter | undefined;
 
   private constructor(
     private readonly server: Server,
     port: number,
-    responder: Responder | undefined,
+    opts: LlmEmulatorOptions,
   ) {
     this.url = `http://127.0.0.1:${port}`;
     this.openaiBaseUrl = `${this.url}/v1`;
     this.anthropicBaseUrl = this.url;
-    this.responder = responder;
+    this.responder = opts.responder;
+    this.windows = { ...DEFAULT_CONTEXT_WINDOWS, ...opts.contextWindows };
+    this.defaultWindow = opts.defaultContextWindow ?? DEFAULT_CONTEXT_WINDOW;
+    this.counter = opts.countTokens;
   }
 
-  static async start(opts: { responder?: Responder; port?: number } = {}): Promise<LlmEmulator> {
+  static async start(opts: LlmEmulatorOptions = {}): Promise<LlmEmulator> {
     let emulator: LlmEmulator | undefined;
     const server = createServer((req, res) => {
       emulator?.handle(req, res).catch((err: unknown) => {
@@ -81,7 +118,7 @@ export class LlmEmulator {
       server.listen(opts.port ?? 0, "127.0.0.1", () => resolve());
     });
     const { port } = server.address() as AddressInfo;
-    emulator = new LlmEmulator(server, port, opts.responder);
+    emulator = new LlmEmulator(server, port, opts);
     return emulator;
   }
 
@@ -91,6 +128,21 @@ export class LlmEmulator {
 
   setResponder(fn: Responder | undefined): void {
     this.responder = fn;
+  }
+
+  /** Sets the context window of `model` (an exact id or a prefix) from now on; `reset()` keeps it. */
+  setContextWindow(model: string, tokens: number): void {
+    this.windows[model] = tokens;
+  }
+
+  contextWindow(model: string): number {
+    return contextWindowOf(model, this.windows, this.defaultWindow);
+  }
+
+  /** Prompt tokens of `req` as the emulator counts them for its protocol. */
+  countPrompt(req: RecordedRequest): number {
+    const count = this.counter ?? (req.protocol === "openai" ? o200kTokens : charsOver4);
+    return promptTokens(req, count);
   }
 
   reset(): void {
@@ -139,6 +191,19 @@ export class LlmEmulator {
         : recordAnthropic(bodyRecord, req.headers);
     if (typeof recorded === "string") return sendError(res, protocol, 400, recorded);
     this.requests.push(recorded);
+    recorded.contextWindow = this.contextWindow(recorded.model);
+    recorded.promptTokens = this.countPrompt(recorded);
+    recorded.overflow = overflowMessage(
+      protocol,
+      recorded.contextWindow,
+      recorded.promptTokens,
+      requestedOutput(recorded),
+    );
+    if (recorded.overflow !== undefined) {
+      return protocol === "openai"
+        ? sendOpenAiError(res, 400, recorded.overflow, undefined, "context_length_exceeded", "messages")
+        : sendAnthropicError(res, 400, recorded.overflow);
+    }
 
     let turn: ScriptedTurn;
     try {

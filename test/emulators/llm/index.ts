@@ -1,5 +1,12 @@
+export {
+  charsOver4,
+  DEFAULT_CONTEXT_WINDOW,
+  DEFAULT_CONTEXT_WINDOWS,
+  o200kTokens,
+  type TokenCounter,
+} from "./context.js";
 export { demoResponder } from "./demo.js";
-export { LlmEmulator } from "./emulator.js";
+export { LlmEmulator, type LlmEmulatorOptions } from "./emulator.js";
 export { echoTurn, lastUserText, trailingToolResults } from "./script.js";
 export type {
   CutTurn,

@@ -378,3 +378,115 @@ describe("demo responder", () => {
     expect(second.choices[0]?.message.content).toBe("Tool said: Echo: ping");
   });
 });
+
+describe("context windows, as strict as the providers", () => {
+  const started: LlmEmulator[] = [];
+  afterEach(async () => {
+    for (const e of started.splice(0)) await e.close();
+  });
+  async function strict(contextWindows: Record<string, number>): Promise<LlmEmulator> {
+    const e = await LlmEmulator.start({ contextWindows });
+    started.push(e);
+    return e;
+  }
+  const WORDS = ["the", "deploy", "failed", "again", "because", "memory", "was", "low"];
+  /** About one o200k token a word. */
+  const prose = (words: number) => Array.from({ length: words }, (_, i) => WORDS[i % WORDS.length]).join(" ");
+
+  it("refuses an OpenAI prompt longer than the model's window with 400 context_length_exceeded", async () => {
+    const e = await strict({ "gpt-4o": 1_000 });
+    e.enqueue({ text: "kept for the next request" });
+    const client = new OpenAI({ apiKey: "k", baseURL: e.openaiBaseUrl, maxRetries: 2 });
+    // A naive client: sends the whole long conversation as it is.
+    const err = await client.chat.completions
+      .create({ model: "gpt-4o", messages: user(prose(2_000)) })
+      .catch((x: unknown) => x);
+    expect(err).toBeInstanceOf(OpenAI.BadRequestError);
+    expect(err).toMatchObject({ status: 400, code: "context_length_exceeded", param: "messages" });
+    expect((err as Error).message).toMatch(
+      /maximum context length is 1000 tokens\. However, your messages resulted in \d+ tokens/,
+    );
+    // Not retried (a 400), and no scripted turn was spent on it.
+    expect(e.requests).toHaveLength(1);
+    expect(e.requests[0]?.promptTokens).toBeGreaterThan(1_000);
+    expect(e.requests[0]?.overflow).toContain("maximum context length");
+    const ok = await client.chat.completions.create({ model: "gpt-4o", messages: user("short") });
+    expect(ok.choices[0]?.message.content).toBe("kept for the next request");
+  });
+
+  it("refuses an Anthropic prompt longer than the model's window with 400 invalid_request_error 'prompt is too long'", async () => {
+    const e = await strict({ "claude-sonnet-5-5": 1_000 });
+    const client = new Anthropic({ apiKey: "k", baseURL: e.anthropicBaseUrl, maxRetries: 2 });
+    const err = await client.messages
+      .create({ model: "claude-sonnet-5-5", max_tokens: 100, messages: user(prose(2_000)) })
+      .catch((x: unknown) => x);
+    expect(err).toBeInstanceOf(Anthropic.BadRequestError);
+    expect(err).toMatchObject({ status: 400, type: "invalid_request_error" });
+    expect((err as InstanceType<typeof Anthropic.BadRequestError>).error).toMatchObject({
+      type: "error",
+      error: {
+        type: "invalid_request_error",
+        message: expect.stringMatching(/^prompt is too long: \d+ tokens > 1000 maximum$/),
+      },
+    });
+    expect(e.requests).toHaveLength(1);
+  });
+
+  it("refuses a prompt that fits only without the output it asks for, in each provider's words", async () => {
+    const e = await strict({ "gpt-4o": 1_000, "claude-haiku-5-5": 1_000 });
+    const messages = user(prose(300));
+    const o = await new OpenAI({ apiKey: "k", baseURL: e.openaiBaseUrl, maxRetries: 0 }).chat.completions
+      .create({ model: "gpt-4o", messages, max_completion_tokens: 900 })
+      .catch((x: unknown) => x);
+    expect(o).toMatchObject({ status: 400, code: "context_length_exceeded" });
+    expect((o as Error).message).toMatch(
+      /you requested \d+ tokens \(\d+ in the messages, 900 in the completion\)/,
+    );
+    const a = await new Anthropic({ apiKey: "k", baseURL: e.anthropicBaseUrl, maxRetries: 0 }).messages
+      .create({ model: "claude-haiku-5-5", max_tokens: 900, messages })
+      .catch((x: unknown) => x);
+    expect(a).toMatchObject({ status: 400, type: "invalid_request_error" });
+    expect((a as Error).message).toMatch(
+      /input length and `max_tokens` exceed context limit: \d+ \+ 900 > 1000/,
+    );
+    // With room for the answer both go through.
+    await new OpenAI({ apiKey: "k", baseURL: e.openaiBaseUrl, maxRetries: 0 }).chat.completions.create({
+      model: "gpt-4o",
+      messages,
+      max_completion_tokens: 100,
+    });
+    expect(e.requests.map((r) => r.overflow === undefined)).toEqual([false, false, true]);
+  });
+
+  it("counts the prompt on its own (system, messages, tools) and holds it to the exact window", async () => {
+    const e = await strict({});
+    const client = new OpenAI({ apiKey: "k", baseURL: e.openaiBaseUrl, maxRetries: 0 });
+    const body = {
+      model: "gpt-4o-mini",
+      messages: [{ role: "system" as const, content: "Be brief." }, ...user(prose(200))],
+      tools: [
+        { type: "function" as const, function: { name: "files__read", parameters: { type: "object" } } },
+      ],
+    };
+    await client.chat.completions.create(body);
+    const counted = e.requests[0]?.promptTokens ?? 0;
+    // o200k for the text, plus framing: more than the bare user text, and a real count, not a byte count.
+    expect(counted).toBeGreaterThan(200);
+    expect(counted).toBeLessThan(JSON.stringify(body).length / 4);
+    e.setContextWindow("gpt-4o-mini", counted);
+    await expect(client.chat.completions.create(body)).resolves.toBeDefined();
+    e.setContextWindow("gpt-4o-mini", counted - 1);
+    await expect(client.chat.completions.create(body)).rejects.toMatchObject({
+      code: "context_length_exceeded",
+    });
+  });
+
+  it("holds gpt-4o to 128k tokens by default", async () => {
+    const e = await strict({});
+    const client = new OpenAI({ apiKey: "k", baseURL: e.openaiBaseUrl, maxRetries: 0 });
+    await expect(
+      client.chat.completions.create({ model: "gpt-4o", messages: user(prose(140_000)) }),
+    ).rejects.toMatchObject({ status: 400, code: "context_length_exceeded" });
+    expect(e.requests[0]?.contextWindow).toBe(128_000);
+  });
+});

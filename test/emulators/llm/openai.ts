@@ -34,12 +34,13 @@ export function sendOpenAiError(
   message?: string,
   retryAfter?: number,
   code?: string | null,
+  param: string | null = null,
 ): void {
   const kind = errorKind(status);
   const error = {
     message: message ?? kind.message,
     type: kind.type,
-    param: null,
+    param,
     code: code === undefined ? kind.code : code,
   };
   sendJson(res, status, { error }, retryHeaders(retryAfter));

@@ -42,6 +42,12 @@ export interface RecordedRequest {
   toolNames: string[];
   body: Record<string, unknown>;
   headers: Record<string, string | string[] | undefined>;
+  /** The prompt's size as the emulator counted it (see `context.ts`), set for every request it received. */
+  promptTokens?: number;
+  /** The model's context window the request was held to. */
+  contextWindow?: number;
+  /** Set when the request was refused for not fitting the window: the provider's error message. */
+  overflow?: string;
 }
 
 export type Responder = (req: RecordedRequest) => ScriptedTurn | Promise<ScriptedTurn>;

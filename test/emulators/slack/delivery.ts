@@ -24,16 +24,32 @@ export interface Delivery {
   acked: boolean;
   /** What the app sent with its ack (slash command responses). */
   ackPayload?: unknown;
+  /**
+   * Why Slack gave up on a slash command or interaction (`operation_timeout`: no ack
+   * within the deadline). The user was shown an error; a later ack changes nothing.
+   */
+  failed?: string;
+  /** Acks (Socket Mode frames or HTTP responses) that arrived after the deadline, ignored. */
+  lateAcks: { at: number; payload: unknown }[];
   /** Resolves with the ack payload, or with undefined once Slack gives up. */
   done: Promise<unknown>;
 }
 
 export interface DeliveryOptions {
-  /** Slack waits 3 s for an ack before it retries. */
+  /**
+   * Slack waits 3 s for an ack. An event is then retried; a slash command or an
+   * interaction is not: the user sees an error and a later ack is ignored.
+   */
   ackTimeoutMs: number;
-  /** Slack retries a delivery up to 3 times. */
+  /** Slack retries an event delivery up to 3 times. */
   maxRetries: number;
 }
+
+/**
+ * Slash commands and interactions are not redelivered: without an ack within 3 s the user
+ * sees "/cmd failed with the error "operation_timeout"" and Slack drops the request.
+ */
+const NOT_RETRIED: ReadonlySet<EnvelopeType> = new Set(["slash_commands", "interactive"]);
 
 interface Pending {
   delivery: Delivery;
@@ -103,6 +119,10 @@ export class Deliverer {
   }
 
   private acknowledge(pending: Pending, payload: unknown): void {
+    if (pending.delivery.failed) {
+      pending.delivery.lateAcks.push({ at: Date.now(), payload });
+      return;
+    }
     if (pending.delivery.acked) return;
     clearTimeout(pending.timer);
     pending.delivery.acked = true;
@@ -127,7 +147,7 @@ export class Deliverer {
     const done = new Promise<unknown>((resolve) => {
       settle = resolve;
     });
-    const delivery: Delivery = { type, payload, envelopeIds: [], acked: false, done };
+    const delivery: Delivery = { type, payload, envelopeIds: [], acked: false, lateAcks: [], done };
     this.deliveries.push(delivery);
     this.attempt({ delivery, attempt, settle }, reason);
     return delivery;
@@ -150,6 +170,10 @@ export class Deliverer {
     this.byEnvelope.set(envelope.envelope_id, pending);
     pending.timer = setTimeout(() => {
       if (pending.delivery.acked) return;
+      if (NOT_RETRIED.has(pending.delivery.type)) {
+        pending.delivery.failed = "operation_timeout";
+        return pending.settle(undefined);
+      }
       if (pending.attempt >= this.options.maxRetries) return pending.settle(undefined);
       pending.attempt += 1;
       this.attempt(pending, "timeout");

@@ -338,3 +338,97 @@ describe("Slack emulator: HTTP mode", () => {
     expect(mentions).toEqual([`<@${BOT_USER_ID}> over http`]);
   });
 });
+
+describe("Slack emulator: as strict as Slack", () => {
+  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+  it("takes a short burst of chat.postMessage per channel, then about one a second, answering 429 with Retry-After", async () => {
+    const emu = await emulator();
+    emu.state.addChannel("C2", "random");
+    // A naive client: posts as fast as it can and neither waits nor retries.
+    const web = client(emu);
+    const post = (channel: string, text: string) =>
+      web.chat.postMessage({ channel, text }).then(
+        () => "ok",
+        (e: { code?: string; retryAfter?: number }) =>
+          e.code === ErrorCode.RateLimitedError ? `429 retry-after ${e.retryAfter}` : String(e.code),
+      );
+    const results: string[] = [];
+    for (let i = 0; i < 6; i++) results.push(await post("C1", `m${i}`));
+    expect(results).toEqual([
+      "ok",
+      "ok",
+      "ok",
+      "429 retry-after 1",
+      "429 retry-after 1",
+      "429 retry-after 1",
+    ]);
+    expect(emu.state.history("C1").map((m) => m.text)).toEqual(["m0", "m1", "m2"]);
+    // The limit is per channel: another channel still takes a post at once.
+    expect(await post("C2", "elsewhere")).toBe("ok");
+    // Waiting out Retry-After earns one more message, not another burst.
+    await sleep(1_050);
+    expect([await post("C1", "after"), await post("C1", "again")]).toEqual(["ok", "429 retry-after 1"]);
+    expect(emu.rates.limited.filter((l) => l.method === "chat.postMessage" && !l.forced)).toHaveLength(4);
+  });
+
+  it("keeps the per-channel burst and rate configurable, and runs them faster with speed", async () => {
+    const emu = await emulator({
+      rateLimits: { postMessageBurst: 1, perMinute: { "chat.postMessage": 60 }, speed: 10 },
+    });
+    const web = client(emu);
+    await web.chat.postMessage({ channel: "C1", text: "one" });
+    const err = await web.chat.postMessage({ channel: "C1", text: "two" }).catch((e: unknown) => e);
+    expect((err as { code?: string }).code).toBe(ErrorCode.RateLimitedError);
+    // Ten Slack seconds a second: a token is back after 100 ms.
+    await sleep(120);
+    await web.chat.postMessage({ channel: "C1", text: "three" });
+    expect(emu.state.history("C1").map((m) => m.text)).toEqual(["one", "three"]);
+  });
+
+  it("fails a slash command whose Socket Mode ack comes after the deadline, and ignores the late ack", async () => {
+    const emu = await emulator({ ackTimeoutMs: 300 });
+    const app = await socketApp(emu);
+    // A naive listener: does its work first and acks afterwards.
+    app.command("/switchboard", async ({ ack }) => {
+      await sleep(500);
+      await ack({ text: "here is your answer" });
+    });
+    await app.start();
+    const handle = emu.slash("/switchboard", "slow", "U_ALICE", "C1");
+    expect(await handle.ack).toBeUndefined();
+    expect(handle.delivery.failed).toBe("operation_timeout");
+    await waitFor(() => handle.delivery.lateAcks.length === 1);
+    expect(handle.delivery.lateAcks[0]?.payload).toMatchObject({ text: "here is your answer" });
+    expect(handle.delivery.acked).toBe(false);
+    // Not redelivered, and the user saw Slack's error instead of the answer.
+    expect(handle.delivery.envelopeIds).toHaveLength(1);
+    expect(emu.state.ephemerals.map((e) => [e.via, e.text])).toEqual([
+      ["slack", '/switchboard failed with the error "operation_timeout"'],
+    ]);
+  });
+
+  it("fails a slash command whose HTTP response comes after the deadline, and ignores the late response", async () => {
+    const emu = await emulator({ ackTimeoutMs: 300 });
+    const app = new App({
+      token: emu.botToken,
+      signingSecret: emu.signingSecret,
+      logLevel: LogLevel.ERROR,
+      clientOptions: { slackApiUrl: emu.apiUrl },
+    });
+    app.command("/switchboard", async ({ ack }) => {
+      await sleep(500);
+      await ack({ text: "here is your answer" });
+    });
+    const server = (await app.start({ port: 0, host: "127.0.0.1" })) as Server;
+    cleanups.push(() => app.stop());
+    emu.useHttp(`http://127.0.0.1:${(server.address() as AddressInfo).port}/slack/events`);
+    const handle = emu.slash("/switchboard", "slow", "U_ALICE", "C1");
+    expect(await handle.ack).toBeUndefined();
+    expect(handle.delivery.failed).toBe("operation_timeout");
+    await waitFor(() => handle.delivery.lateAcks.length === 1);
+    expect(handle.delivery.lateAcks[0]?.payload).toMatchObject({ text: "here is your answer" });
+    expect(handle.delivery.envelopeIds).toHaveLength(1);
+    expect(emu.state.ephemerals.map((e) => e.via)).toEqual(["slack"]);
+  });
+});

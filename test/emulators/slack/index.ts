@@ -22,7 +22,10 @@ export { BOT_ID, BOT_USER_ID, TEAM_ID } from "./state.js";
 export interface SlackEmulatorOptions {
   rateLimits?: Partial<RateLimitOptions>;
   limits?: Partial<WebApiLimits>;
-  /** How long Slack waits for an ack before redelivering (default 3,000 ms). */
+  /**
+   * How long Slack waits for an ack (default 3,000 ms): events are then redelivered, slash
+   * commands and interactions fail ("operation_timeout") and their late acks are ignored.
+   */
   ackTimeoutMs?: number;
   maxRetries?: number;
   /** Deliver the bot's own posts, edits and deletions back as `message` events (default true). */
@@ -40,8 +43,9 @@ export interface MessageOptions {
 }
 
 export interface SlashHandle {
+  /** `delivery.failed` is "operation_timeout" when the app did not ack within `ackTimeoutMs`. */
   delivery: Delivery;
-  /** What the app acked with (its immediate answer), once acked. */
+  /** What the app acked with (its immediate answer), once acked; undefined when the ack came too late. */
   ack: Promise<unknown>;
   responseUrl: string;
 }
@@ -316,6 +320,12 @@ export class SlackEmulator {
     const [delivery] = this.delivery.deliver("slash_commands", payload);
     if (!delivery) throw new Error("emulator: no delivery");
     const ack = delivery.done.then((payload) => {
+      if (delivery.failed) {
+        // What Slack shows the user when the app did not ack within 3 s; a late ack is dropped.
+        const text = `${command} failed with the error "${delivery.failed}"`;
+        this.state.ephemerals.push({ channel, user, text, via: "slack" });
+        return undefined;
+      }
       const p = payload as Params | undefined;
       const text = p ? str(p, "text") : undefined;
       if (text !== undefined) this.state.ephemerals.push({ channel, user, text, via: "ack" });

@@ -65,7 +65,7 @@ export interface EmuEphemeral {
   text: string;
   blocks?: unknown[];
   thread_ts?: string;
-  /** "chat.postEphemeral" or "response_url". */
+  /** "chat.postEphemeral", "response_url", "ack", or "slack" (Slack's own error, e.g. a slash command timeout). */
   via: string;
 }
 

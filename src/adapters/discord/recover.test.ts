@@ -1,0 +1,130 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { waitFor } from "../../../test/emulators/discord/index.js";
+import type { Inbound, ReplyAddress } from "../../runtime/contract.js";
+import { type Harness, ScriptedRunner, startHarness } from "./harness.test-helper.js";
+
+let h: Harness | undefined;
+afterEach(async () => {
+  await h?.close();
+  h = undefined;
+});
+
+const NOTE = "Interrupted by a restart; ask again.";
+const PARTIAL = "The answer starts like this, and then";
+
+interface CutOff {
+  inbound: Inbound;
+  /** The channel the reply is in. */
+  channel: string;
+  addresses: ReplyAddress[];
+}
+
+/**
+ * A runner whose turn is cut off mid-answer, as kill -9 leaves it: `partial` is on
+ * Discord, the reply recorded where it is, and nothing ends it.
+ */
+function cuttingRunner(partial: string, cut: CutOff[], status?: string): ScriptedRunner {
+  return new ScriptedRunner(async (inbound) => {
+    const addresses: ReplyAddress[] = [];
+    inbound.reply.onAddress?.(async (a) => {
+      addresses.push(structuredClone(a));
+    });
+    const sink = inbound.reply.stream();
+    sink.write(partial);
+    if (status) await inbound.reply.status(status);
+    await waitFor(() => addresses.length > 0);
+    const channel = addresses[0]!.channel!;
+    const shown = status ? `${partial}\n\n-# ${status}` : partial;
+    // An open code block shows closed while streaming, so the start is what can be waited for.
+    await waitFor(() => h!.emulator.botMessages(channel).some((m) => m.content.startsWith(shown)));
+    await waitFor(() => addresses.at(-1)?.messages.length === h!.emulator.botMessages(channel).length);
+    cut.push({ inbound, channel, addresses });
+  });
+}
+
+async function mentionCutOff(partial = PARTIAL, status?: string): Promise<CutOff> {
+  const cut: CutOff[] = [];
+  h = await startHarness({ runner: cuttingRunner(partial, cut, status) });
+  h.emulator.userMessage(h.emulator.state.general, "a question the crash interrupts", { mentionsBot: true });
+  await waitFor(() => cut[0], { timeoutMs: 20_000 });
+  return cut[0]!;
+}
+
+describe("Discord adapter: the interrupted message itself ends with the note", () => {
+  it("records the message when it is posted, then edits it to end with the note, posting nothing", async () => {
+    const { inbound, channel, addresses } = await mentionCutOff();
+    const [reply] = h!.emulator.botMessages(channel);
+    expect(addresses).toEqual([{ messages: [reply!.id], channel }]);
+    const posts = () =>
+      h!.emulator.requests.filter((r) => r.method === "POST" && r.path.endsWith("/messages"));
+    const before = posts().length;
+    const started = Date.now();
+    await h!.adapter.recover(inbound.key, addresses.at(-1), NOTE);
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(h!.emulator.botMessages(channel).map((m) => [m.id, m.content])).toEqual([
+      [reply!.id, `${PARTIAL}\n\n${NOTE}`],
+    ]);
+    expect(posts()).toHaveLength(before);
+    expect(h!.emulator.typing.filter((t) => t.at >= started)).toEqual([]);
+  });
+
+  it("drops the status line the crash left under the answer", async () => {
+    const { inbound, channel, addresses } = await mentionCutOff(PARTIAL, "Calling everything__echo…");
+    await h!.adapter.recover(inbound.key, addresses.at(-1), NOTE);
+    expect(h!.emulator.botMessages(channel).map((m) => m.content)).toEqual([`${PARTIAL}\n\n${NOTE}`]);
+  });
+
+  it("puts the note after the code block the answer was in, not inside it", async () => {
+    const partial = "Here:\n\n```ts\nconst x = 1;";
+    const { inbound, channel, addresses } = await mentionCutOff(partial);
+    await h!.adapter.recover(inbound.key, addresses.at(-1), NOTE);
+    const [content] = h!.emulator.botMessages(channel).map((m) => m.content);
+    expect(content).toMatch(/^Here:\n\n```ts\nconst x = 1;\n``` ?\n\nInterrupted by a restart; ask again\.$/);
+  });
+
+  it("posts the note in the thread when the message was deleted meanwhile", async () => {
+    const { inbound, channel, addresses } = await mentionCutOff();
+    h!.emulator.botMessages(channel)[0]!.deleted = true;
+    await h!.adapter.recover(inbound.key, addresses.at(-1), NOTE);
+    expect(h!.emulator.botMessages(channel).map((m) => m.content)).toEqual([NOTE]);
+  });
+
+  it("posts the note in the thread when nothing was written before the crash", async () => {
+    const { inbound, channel } = await mentionCutOff();
+    await h!.adapter.recover(inbound.key, undefined, NOTE);
+    expect(h!.emulator.botMessages(channel).map((m) => m.content)).toEqual([PARTIAL, NOTE]);
+  });
+
+  it("edits an interaction's reply through its channel, since the token is gone with the process", async () => {
+    const cut: CutOff[] = [];
+    h = await startHarness({ runner: cuttingRunner(PARTIAL, cut) });
+    const s = h.emulator.state;
+    const dm = s.dmChannel(s.bob.id);
+    const rec = h.emulator.slash("ask", { question: "secret?" }, dm.id, s.bob.id);
+    await waitFor(() => cut[0], { timeoutMs: 20_000 });
+    const { inbound, addresses } = cut[0]!;
+    expect(addresses).toEqual([{ messages: [rec.originalId], channel: dm.id }]);
+    await h.adapter.recover(inbound.key, addresses.at(-1), NOTE);
+    expect(h.emulator.botMessages(dm.id).map((m) => [m.id, m.content])).toEqual([
+      [rec.originalId, `${PARTIAL}\n\n${NOTE}`],
+    ]);
+  });
+});
+
+describe("Discord adapter: a reply rebuilt from its address", () => {
+  it("goes on in the same message, and records a message it has to add", async () => {
+    const { inbound, channel, addresses } = await mentionCutOff();
+    const reply = h!.adapter.replyFor(inbound.key, addresses.at(-1)!);
+    const recorded: ReplyAddress[] = [];
+    reply.onAddress?.(async (a) => {
+      recorded.push(a);
+    });
+    const sink = reply.stream();
+    sink.write(` it goes on after a click.\n\n${"More words to read. ".repeat(100)}`);
+    await sink.finish();
+    const messages = h!.emulator.botMessages(channel);
+    expect(messages.length).toBe(2);
+    expect(messages[0]?.content.startsWith(`${PARTIAL} it goes on after a click.`)).toBe(true);
+    expect(recorded).toEqual([{ messages: messages.map((m) => m.id), channel }]);
+  });
+});

@@ -1,0 +1,182 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { type Harness, startHarness } from "../../../test/emulators/slack/adapter-harness.js";
+import { waitFor } from "../../../test/emulators/slack/index.js";
+import { clickAction, submitView } from "../../../test/emulators/slack/interactive.js";
+import { dispatchInteractions } from "../../../test/support/interactions.js";
+import { interactionId } from "../../runtime/interaction-ids.js";
+import { EXPIRED_NOTE } from "../../runtime/interactions.js";
+import { formMetadata } from "./actions.js";
+import { toMrkdwn } from "./mrkdwn.js";
+
+let h: Harness | undefined;
+afterEach(async () => {
+  await h?.stop();
+  h = undefined;
+});
+
+/** A message of the bot's in a thread, carrying buttons (their blocks do not matter to Slack's payload). */
+async function buttonMessage(h: Harness): Promise<{ ts: string; threadTs: string }> {
+  const asked = h.emu.mention("C1", "U_ALICE", "may I?");
+  const [reply] = await waitFor(() => {
+    const r = h.emu.botReplies("C1", asked.ts);
+    return r.length === 1 && r;
+  });
+  return { ts: reply!.ts, threadTs: asked.ts };
+}
+
+describe("Slack adapter: buttons and forms", () => {
+  it("acks a click at once and hands its ref, value and clicker to the runner", async () => {
+    h = await startHarness();
+    const msg = await buttonMessage(h);
+    const { deliveries, payload } = clickAction(h.emu, {
+      user: "U_ALICE",
+      channel: "C1",
+      messageTs: msg.ts,
+      actionId: interactionId("req42", "approve"),
+      value: "approve",
+    });
+    await waitFor(() => h!.runner.interactions.length === 1);
+    expect(deliveries[0]).toMatchObject({ acked: true });
+    expect(deliveries[0]?.failed).toBeUndefined();
+    expect(h.runner.interactions[0]).toMatchObject({
+      id: `slack:i:${payload.trigger_id}`,
+      kind: "button",
+      ref: "req42",
+      value: "approve",
+      platform: "slack",
+      user: { id: "U_ALICE", name: "alice", bot: false },
+    });
+  });
+
+  it("acks before the runner is done, however long it takes", async () => {
+    h = await startHarness({ emulator: { ackTimeoutMs: 300 } });
+    let release = () => {};
+    h.runner.interact = () => new Promise<void>((r) => (release = r));
+    const msg = await buttonMessage(h);
+    const click = { user: "U_ALICE", channel: "C1", messageTs: msg.ts };
+    const { deliveries } = clickAction(h.emu, { ...click, actionId: interactionId("slow") });
+    await deliveries[0]?.done;
+    release();
+    expect(deliveries[0]).toMatchObject({ acked: true, lateAcks: [] });
+    expect(deliveries[0]?.failed).toBeUndefined();
+  });
+
+  it("takes the value from the action id when the button has none, and a select's choice as the value", async () => {
+    h = await startHarness();
+    const msg = await buttonMessage(h);
+    const at = { user: "U_ALICE", channel: "C1", messageTs: msg.ts };
+    clickAction(h.emu, { ...at, actionId: interactionId("req1", "deny") });
+    await waitFor(() => h!.runner.interactions.length === 1);
+    clickAction(h.emu, { ...at, actionId: interactionId("req2"), selected: "gpt-4o" });
+    await waitFor(() => h!.runner.interactions.length === 2);
+    expect(h.runner.interactions.map((i) => [i.ref, i.value])).toEqual([
+      ["req1", "deny"],
+      ["req2", "gpt-4o"],
+    ]);
+  });
+
+  it("shows the clicker that the button has expired, only to them, in the thread", async () => {
+    h = await startHarness();
+    dispatchInteractions(h.runner);
+    const msg = await buttonMessage(h);
+    clickAction(h.emu, {
+      user: "U_ALICE",
+      channel: "C1",
+      messageTs: msg.ts,
+      actionId: interactionId("gone"),
+    });
+    const note = await waitFor(() => h!.emu.state.ephemerals.find((e) => e.via === "chat.postEphemeral"));
+    expect(note).toMatchObject({
+      channel: "C1",
+      user: "U_ALICE",
+      thread_ts: msg.threadTs,
+      text: toMrkdwn(EXPIRED_NOTE),
+    });
+  });
+
+  it("flags a bot's click, which the dispatcher ignores", async () => {
+    h = await startHarness();
+    h.emu.state.users.set("U_OTHERBOT", {
+      id: "U_OTHERBOT",
+      name: "otherbot",
+      realName: "Other bot",
+      isBot: true,
+      botId: "B_OTHER",
+    });
+    const { handled } = dispatchInteractions(h.runner);
+    const msg = await buttonMessage(h);
+    clickAction(h.emu, {
+      user: "U_OTHERBOT",
+      channel: "C1",
+      messageTs: msg.ts,
+      actionId: interactionId("r"),
+    });
+    await waitFor(() => handled.length === 1);
+    expect(handled[0]?.user).toMatchObject({ id: "U_OTHERBOT", bot: true });
+    expect(h.emu.state.ephemerals).toEqual([]);
+  });
+
+  it("answers a click Slack delivers twice once", async () => {
+    h = await startHarness();
+    const { handled } = dispatchInteractions(h.runner);
+    const msg = await buttonMessage(h);
+    clickAction(h.emu, {
+      user: "U_ALICE",
+      channel: "C1",
+      messageTs: msg.ts,
+      actionId: interactionId("twice"),
+      times: 2,
+    });
+    await waitFor(() => handled.length === 2);
+    await waitFor(() => h!.emu.state.ephemerals.length > 0);
+    expect(h.emu.state.ephemerals).toHaveLength(1);
+  });
+
+  it("acks a form submission, hands its fields to the runner and answers where the form came from", async () => {
+    h = await startHarness();
+    const { handled } = dispatchInteractions(h.runner);
+    const msg = await buttonMessage(h);
+    const { deliveries } = submitView(h.emu, {
+      user: "U_ALICE",
+      callbackId: interactionId("form7"),
+      values: {
+        b1: { name: { type: "plain_text_input", value: "Ada" } },
+        b2: {
+          colour: {
+            type: "static_select",
+            selected_option: { text: { type: "plain_text", text: "Blue" }, value: "blue" },
+          },
+        },
+        b3: { note: { type: "plain_text_input", value: null } },
+      },
+      privateMetadata: formMetadata({ channel: "C1", threadTs: msg.threadTs }),
+    });
+    await waitFor(() => handled.length === 1);
+    expect(deliveries[0]).toMatchObject({ acked: true });
+    // Nothing but the ack: no `response_action`, so the modal closes.
+    expect(deliveries[0]?.ackPayload ?? {}).not.toHaveProperty("response_action");
+    expect(handled[0]).toMatchObject({
+      kind: "form",
+      ref: "form7",
+      value: { name: "Ada", colour: "blue", note: "" },
+      user: { id: "U_ALICE", bot: false },
+    });
+    const note = await waitFor(() => h!.emu.state.ephemerals.at(-1));
+    expect(note).toMatchObject({ channel: "C1", user: "U_ALICE", thread_ts: msg.threadTs });
+    expect(note.text).toBe(toMrkdwn(EXPIRED_NOTE));
+  });
+
+  it("receives clicks in HTTP mode too, signed and form-encoded", async () => {
+    h = await startHarness({ http: true });
+    const msg = await buttonMessage(h);
+    const { deliveries } = clickAction(h.emu, {
+      user: "U_ALICE",
+      channel: "C1",
+      messageTs: msg.ts,
+      actionId: interactionId("http", "ok"),
+    });
+    await waitFor(() => h!.runner.interactions.length === 1);
+    expect(deliveries[0]).toMatchObject({ acked: true });
+    expect(h.runner.interactions[0]).toMatchObject({ ref: "http", value: "ok" });
+  });
+});

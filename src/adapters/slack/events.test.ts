@@ -1,0 +1,56 @@
+import { WebClient } from "@slack/web-api";
+import { afterEach, describe, expect, it } from "vitest";
+import { ScriptedRunner } from "../../../test/emulators/slack/adapter-harness.js";
+import { BOT_ID, BOT_USER_ID, SlackEmulator, TEAM_ID, waitFor } from "../../../test/emulators/slack/index.js";
+import { configSchema } from "../../config.js";
+import { RateBudget } from "../../runtime/stream.js";
+import { SlackEvents, threadKey } from "./events.js";
+
+let emu: SlackEmulator | undefined;
+afterEach(async () => {
+  await emu?.stop();
+  emu = undefined;
+});
+
+describe("Slack events: the :eyes: acknowledgement", () => {
+  it("stops waiting out a rate-limited :eyes: removal when the adapter stops", async () => {
+    // No reactions.remove allowed this minute: Slack answers 429 with Retry-After 60.
+    emu = await SlackEmulator.start({ rateLimits: { perMinute: { "reactions.remove": 0 } } });
+    const web = new WebClient(emu.botToken, {
+      slackApiUrl: emu.apiUrl,
+      retryConfig: { retries: 0 },
+      rejectRateLimitedCalls: true,
+    });
+    const runner = new ScriptedRunner();
+    runner.script = async () => undefined;
+    const stopping = new AbortController();
+    const events = new SlackEvents({
+      runner,
+      config: configSchema.parse({}),
+      token: emu.botToken,
+      identity: () => ({ teamId: TEAM_ID, botUserId: BOT_USER_ID, botId: BOT_ID }),
+      writes: web,
+      reads: web,
+      budget: new RateBudget({ capacity: 10, refillPerSec: 10 }),
+      stopping: stopping.signal,
+    });
+    const m = emu.state.addMessage({ channel: "C1", user: "U_ALICE", text: "hello" });
+    const turn = events.turn({
+      eventId: "Ev1",
+      team: TEAM_ID,
+      key: threadKey(TEAM_ID, "C1", m.ts),
+      channel: "C1",
+      ts: m.ts,
+      threadRoot: m.ts,
+      author: "U_ALICE",
+      text: "hello",
+      withHistory: false,
+    });
+    await waitFor(() => emu?.api.calls.some((c) => c.method === "reactions.remove"));
+    const stopped = Date.now();
+    stopping.abort();
+    await turn;
+    expect(Date.now() - stopped).toBeLessThan(1_000);
+    expect(emu.api.calls.filter((c) => c.method === "reactions.remove")).toHaveLength(1);
+  });
+});

@@ -1,0 +1,57 @@
+import type { WebClient } from "@slack/web-api";
+import { log } from "../../log.js";
+import type { ReplyAddress } from "../../runtime/contract.js";
+import { endingFor, type RateBudget } from "../../runtime/stream.js";
+import { SlackReply } from "./reply.js";
+import { readShown, stopStream } from "./resume.js";
+
+export interface RecoverDeps {
+  writes: WebClient;
+  reads: WebClient;
+  budget: RateBudget;
+  intervalMs: number;
+}
+
+/**
+ * Ends a reply a crash cut off, in its own last message: an open native stream is
+ * stopped with the note (one call), otherwise the message is read back and edited to end
+ * with it (a message too full for it continues in one more). Without an address, or
+ * when the message is gone, the note is posted in the thread. Rejects when Slack refuses,
+ * so the turn stays pending for the next start.
+ */
+export async function recoverSlackReply(
+  deps: RecoverDeps,
+  place: { team: string; channel: string; threadTs: string },
+  address: ReplyAddress | undefined,
+  note: string,
+): Promise<void> {
+  const { channel, threadTs } = place;
+  const last = address?.messages.at(-1);
+  if (!address || last === undefined) {
+    // One post, never retried blindly: a failure leaves the reply pending for the next start.
+    await deps.writes.chat.postMessage({ channel, thread_ts: threadTs, markdown_text: note });
+    return;
+  }
+  if (address.streaming) {
+    const shown = await readShown(deps.reads, channel, threadTs, last);
+    if (shown !== null && (await stopStream(deps.writes, channel, last, endingFor(shown, note)))) {
+      await clearStatus(deps.writes, channel, threadTs);
+      return;
+    }
+  }
+  const reply = new SlackReply(
+    { web: deps.writes, reads: deps.reads, budget: deps.budget, intervalMs: deps.intervalMs },
+    { ...place, user: "", assistant: false },
+    // Stopping was tried just now: straight to chat.update.
+    { ...address, streaming: false },
+  );
+  await reply.stream().fail(note);
+  await clearStatus(deps.writes, channel, threadTs);
+}
+
+/** The "is thinking…" thread status a crashed turn may have left; best effort. */
+async function clearStatus(web: WebClient, channel: string, threadTs: string): Promise<void> {
+  await web.assistant.threads
+    .setStatus({ channel_id: channel, thread_ts: threadTs, status: "" })
+    .catch((err: unknown) => log.debug({ err }, "thread status not cleared"));
+}

@@ -1,0 +1,83 @@
+import type { WebClient } from "@slack/web-api";
+import { log } from "../../log.js";
+import { retryAfterMs } from "./stream-calls.js";
+
+/** Pages of `conversations.replies` read to find one message of a thread. */
+const PAGES = 10;
+const PAGE_SIZE = 200;
+/** 429s on `chat.stopStream` waited out during recovery, so the note lands within seconds. */
+const STOP_ATTEMPTS = 2;
+const MAX_STOP_WAIT_MS = 3_000;
+
+interface ReadMessage {
+  ts?: string;
+  text?: string;
+  blocks?: { type?: string; text?: unknown }[];
+}
+
+/**
+ * A message's text as Slack has it now, for writing on after it; null when it is gone.
+ * A message written with `markdown_text` may come back as a `markdown` block: its text is
+ * the Markdown as written (UNVERIFIED how Slack returns it; the emulator returns `text`).
+ * `text` is entity-escaped in Slack's answers, so `&amp;`, `&lt;` and `&gt;` are undone.
+ */
+export async function readShown(
+  web: WebClient,
+  channel: string,
+  threadTs: string,
+  ts: string,
+): Promise<string | null> {
+  let cursor: string | undefined;
+  for (let page = 0; page < PAGES; page++) {
+    // oldest/latest narrow the page to the message where Slack applies them to replies.
+    const res = await web.conversations.replies({
+      channel,
+      ts: threadTs,
+      oldest: ts,
+      latest: ts,
+      inclusive: true,
+      limit: PAGE_SIZE,
+      ...(cursor ? { cursor } : {}),
+    });
+    const found = (res.messages as ReadMessage[] | undefined)?.find((m) => m.ts === ts);
+    if (found) return textOf(found);
+    cursor = res.response_metadata?.next_cursor || undefined;
+    if (!cursor) return null;
+  }
+  return null;
+}
+
+function textOf(m: ReadMessage): string {
+  const markdown = m.blocks?.filter((b) => b.type === "markdown" && typeof b.text === "string");
+  if (markdown?.length) return markdown.map((b) => b.text as string).join("\n\n");
+  return (m.text ?? "").replace(/&lt;/g, "<").replace(/&gt;/g, ">").replace(/&amp;/g, "&");
+}
+
+/**
+ * Stops a native stream, adding `text` at its end if given. False when Slack would not
+ * stop it (no longer streaming, past its lifetime, or refused): then it takes `chat.update`.
+ */
+export async function stopStream(
+  web: WebClient,
+  channel: string,
+  ts: string,
+  text?: string,
+): Promise<boolean> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await web.chat.stopStream({
+        channel,
+        ts,
+        ...(text ? { chunks: [{ type: "markdown_text" as const, text }] } : {}),
+      });
+      return true;
+    } catch (err) {
+      const wait = retryAfterMs(err);
+      if (wait === null || attempt >= STOP_ATTEMPTS || wait > MAX_STOP_WAIT_MS) {
+        log.debug({ err, ts }, "stream not stopped; editing the message instead");
+        return false;
+      }
+      await new Promise((r) => setTimeout(r, wait));
+    }
+  }
+}

@@ -1,0 +1,103 @@
+import { ErrorCode, type WebClient } from "@slack/web-api";
+import { log } from "../../log.js";
+import type { RateBudget } from "../../runtime/stream.js";
+
+export interface StreamPlace {
+  team: string;
+  channel: string;
+  threadTs: string;
+  /** The asker: Slack requires a recipient for streams outside DMs. */
+  user: string;
+}
+
+/** A stream call failed for good: the rest of the reply goes the post + update way. */
+export class StreamBroken extends Error {}
+
+/** 429s in a row on one stream call before giving up on streaming, and the longest wait. */
+export const ATTEMPTS = 3;
+const MAX_RETRY_WAIT_MS = 10_000;
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+export function retryAfterMs(err: unknown): number | null {
+  const e = err as { code?: string; retryAfter?: number };
+  return e?.code === ErrorCode.RateLimitedError ? Math.max(0, e.retryAfter ?? 1) * 1000 : null;
+}
+
+/**
+ * The Web API side of one reply's native streams (`chat.startStream`, `appendStream`,
+ * `stopStream`) with the retry policy for 429s, and which messages they made: every
+ * start and stop is reported (and awaited) before the reply goes on.
+ */
+export class StreamCalls {
+  /** The ts of every stream started, in order. */
+  readonly started: string[] = [];
+  /** The last stream started is still open. */
+  open = false;
+
+  constructor(
+    private readonly web: WebClient,
+    private readonly place: StreamPlace,
+    /** `chat.appendStream` is Tier 4 per workspace: every stream draws on this budget. */
+    private readonly budget: RateBudget,
+    private readonly changed: () => Promise<void>,
+  ) {}
+
+  /**
+   * Starts a stream with `text` (ts null) or appends `text` to it; returns the stream's
+   * ts. A 429 never wrote anything, so trying again cannot show the text twice; any
+   * other failure throws `StreamBroken`.
+   */
+  async send(ts: string | null, text: string): Promise<string> {
+    const { channel, threadTs, user, team } = this.place;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        if (ts !== null) {
+          await this.budget.take();
+          await this.web.chat.appendStream({ channel, ts, chunks: [{ type: "markdown_text", text }] });
+          return ts;
+        }
+        const res = await this.web.chat.startStream({
+          channel,
+          thread_ts: threadTs,
+          recipient_user_id: user,
+          recipient_team_id: team,
+          chunks: [{ type: "markdown_text", text }],
+        });
+        if (!res.ts) throw new Error("chat.startStream answered without a ts");
+        this.started.push(res.ts);
+        this.open = true;
+        await this.changed();
+        return res.ts;
+      } catch (err) {
+        const wait = retryAfterMs(err);
+        if (wait === null || attempt >= ATTEMPTS || wait > MAX_RETRY_WAIT_MS) {
+          throw new StreamBroken("streaming failed", { cause: err });
+        }
+        if (ts === null) await sleep(wait);
+        else this.budget.pause(wait);
+      }
+    }
+  }
+
+  /** Ends a stream. Its text is all out already, so a failure here loses nothing. */
+  async stop(ts: string, attempts = ATTEMPTS): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.web.chat.stopStream({ channel: this.place.channel, ts });
+        if (ts === this.started.at(-1)) {
+          this.open = false;
+          await this.changed();
+        }
+        return;
+      } catch (err) {
+        const wait = retryAfterMs(err);
+        if (wait === null || attempt >= attempts || wait > MAX_RETRY_WAIT_MS) {
+          log.debug({ err, ts }, "chat.stopStream failed; the stream ends on its own");
+          return;
+        }
+        await sleep(wait);
+      }
+    }
+  }
+}

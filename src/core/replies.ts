@@ -1,0 +1,12 @@
+/**
+ * Where a reply's messages are on the platform: plain JSON, stored with the turn, enough
+ * for any process to find them again (crash recovery, a click an hour later, a replica).
+ */
+export interface ReplyAddress {
+  /** Platform message ids in order (Slack ts, Discord message ids); the last one is being written. */
+  messages: string[];
+  /** The channel they are in, when the thread key does not say it (a Discord interaction's channel). */
+  channel?: string;
+  /** A Slack native stream (`chat.startStream`) was still open at the last write. */
+  streaming?: boolean;
+}

@@ -1,0 +1,48 @@
+import { type Fence, openFenceAtEnd } from "./split.js";
+
+/** What the writer tells a platform about one write. */
+export interface WriteInfo {
+  /**
+   * The reply's last write: its last message with its final text (after `finish()` or
+   * `fail()`). A platform may attach files to it (Discord), so they come with the answer.
+   */
+  final: boolean;
+}
+
+/** The two writes a reply needs, implemented per platform. */
+export interface MessageOps {
+  /**
+   * Creates a message and returns its id. Throw `RateLimitedError` only when the platform
+   * certainly did not create it (a 429): any other failure is not retried, since a blind
+   * retry can post the same message twice.
+   */
+  post(text: string, write?: WriteInfo): Promise<string>;
+  /** Replaces a message's text. Idempotent, so safe to retry. Throw `RateLimitedError` on a 429. */
+  edit(id: string, text: string, write?: WriteInfo): Promise<void>;
+  /** Optional: deletes a message. Used to take away a status-only placeholder when the answer has no text. */
+  remove?(id: string): Promise<void>;
+}
+
+/**
+ * What ends `text` with `message`: the closer of a code block left open, then a blank
+ * line, then the message (alone when there is no text).
+ */
+export function endingFor(text: string, message: string, fence: Fence | null = null): string {
+  let extra = "";
+  const open = openFenceAtEnd(text, fence);
+  if (open) extra += `${text.endsWith("\n") ? "" : "\n"}${open.closer}`;
+  const sofar = text + extra;
+  if (sofar !== "") extra += sofar.endsWith("\n\n") ? "" : sofar.endsWith("\n") ? "\n" : "\n\n";
+  return extra + message;
+}
+
+/** Thrown by `MessageOps` on a 429: the writer waits, then writes the latest text. */
+export class RateLimitedError extends Error {
+  readonly retryAfterMs: number;
+
+  constructor(retryAfterMs: number, options: { cause?: unknown } = {}) {
+    super(`rate limited: retry after ${retryAfterMs} ms`, options);
+    this.name = "RateLimitedError";
+    this.retryAfterMs = Math.max(0, retryAfterMs);
+  }
+}

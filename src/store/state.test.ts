@@ -1,0 +1,70 @@
+import { afterEach, expect, it } from "vitest";
+import { createState } from "./state.js";
+import { describeEachStore, type TestStores, testStores } from "./testing.js";
+
+describeEachStore("the state store on %s", (kind) => {
+  let stores: TestStores;
+  afterEach(async () => {
+    await stores.dispose();
+  });
+
+  const open = async () => createState(await stores.open());
+  const later = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+  it("reads back what it wrote, in another connection, until it is deleted", async () => {
+    stores = testStores(kind);
+    const [a, b] = [await open(), await open()];
+    await a.set("k", { n: 1, list: ["x"] });
+    expect(await b.get("k")).toEqual({ n: 1, list: ["x"] });
+    await b.delete("k");
+    expect(await a.get("k")).toBeUndefined();
+  });
+
+  it("forgets a value after its expiry", async () => {
+    stores = testStores(kind);
+    const s = await open();
+    await s.set("short", "v", 60);
+    expect(await s.get("short")).toBe("v");
+    await later(120);
+    expect(await s.get("short")).toBeUndefined();
+  });
+
+  it("writes a key only once while it lives, and again after it expired", async () => {
+    stores = testStores(kind);
+    const [a, b] = [await open(), await open()];
+    const first = await Promise.all([a.setIfAbsent("once", 1, 80), b.setIfAbsent("once", 2, 80)]);
+    expect(first.filter(Boolean)).toHaveLength(1);
+    await later(150);
+    expect(await b.setIfAbsent("once", 3, 1_000)).toBe(true);
+  });
+
+  it("gives a lock to one holder, lets only that holder extend or release it", async () => {
+    stores = testStores(kind);
+    const [a, b] = [await open(), await open()];
+    const lease = await a.acquireLock("thread", 100);
+    expect(lease).toBeDefined();
+    expect(await b.acquireLock("thread", 100)).toBeUndefined();
+    const forged = { key: lease!.key, token: "not-the-token" };
+    expect(await b.extendLock(forged, 1_000)).toBe(false);
+    await b.releaseLock(forged);
+    expect(await b.acquireLock("thread", 100)).toBeUndefined();
+    expect(await a.extendLock(lease!, 1_000)).toBe(true);
+    await later(150);
+    expect(await b.acquireLock("thread", 100)).toBeUndefined();
+    await a.releaseLock(lease!);
+    expect(await b.acquireLock("thread", 100)).toBeDefined();
+  });
+
+  it("keeps a list of members that several writers add to at once", async () => {
+    stores = testStores(kind);
+    const [a, b] = [await open(), await open()];
+    const members = Array.from({ length: 20 }, (_, i) => `slack:T1:C1:${i}.0001`);
+    await Promise.all(members.map((m, i) => (i % 2 ? a : b).listAdd("pending", m)));
+    await a.listAdd("pending", members[0]!);
+    await a.listRemove("pending", members[1]!);
+    await a.listAdd("other", "x");
+    expect((await b.listMembers("pending")).sort()).toEqual(members.filter((_, i) => i !== 1).sort());
+    expect(await b.listMembers("other")).toEqual(["x"]);
+    expect(await b.listMembers("none")).toEqual([]);
+  });
+});

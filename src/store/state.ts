@@ -1,0 +1,237 @@
+import { randomUUID } from "node:crypto";
+import type { RedisClient, SqlAccess, Store } from "./index.js";
+
+/** A held lock: only the holder of its token can extend or release it. */
+export interface Lease {
+  key: string;
+  token: string;
+}
+
+/**
+ * The small state interface everything that must outlive a process or be shared between
+ * replicas uses, the same on every backend, so no caller branches on SQLite, Redis or
+ * PostgreSQL. Values are JSON. Keys live in the store's namespace.
+ */
+export interface StateStore {
+  get<T>(key: string): Promise<T | undefined>;
+  set<T>(key: string, value: T, ttlMs?: number): Promise<void>;
+  delete(key: string): Promise<void>;
+  /** Writes only when the key is absent or expired; true when this call wrote it. */
+  setIfAbsent<T>(key: string, value: T, ttlMs: number): Promise<boolean>;
+  /**
+   * The lock, or undefined when someone else holds it; it expires after `ttlMs` unless
+   * extended. `owner` goes into the token, so others can tell whose lease it is.
+   */
+  acquireLock(key: string, ttlMs: number, owner?: string): Promise<Lease | undefined>;
+  /** The lease someone holds on `key` now, if any. */
+  lockHolder(key: string): Promise<Lease | undefined>;
+  /** False when the lease was lost (it expired and someone else took it). */
+  extendLock(lease: Lease, ttlMs: number): Promise<boolean>;
+  releaseLock(lease: Lease): Promise<void>;
+  /** A set of strings under one name (pending turns, waiting interactions). */
+  listAdd(list: string, member: string): Promise<void>;
+  listRemove(list: string, member: string): Promise<void>;
+  listMembers(list: string): Promise<string[]>;
+}
+
+export function createState(store: Store): StateStore {
+  if (store.redis) return new RedisState(store, store.redis);
+  if (store.sql) return new SqlState(store, store.sql);
+  throw new Error(`No state implementation for a ${store.kind} store`);
+}
+
+const lockKey = (key: string) => `lock:${key}`;
+
+/** A fresh lease token; `{owner}/{random}` when the holder names itself. */
+function newLease(key: string, owner?: string): Lease {
+  return { key: lockKey(key), token: owner ? `${owner}/${randomUUID()}` : randomUUID() };
+}
+
+/** The owner a lease token names, if it names one. */
+export function leaseOwner(lease: Lease): string | undefined {
+  const slash = lease.token.indexOf("/");
+  return slash > 0 ? lease.token.slice(0, slash) : undefined;
+}
+
+const RELEASE = `if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) else return 0 end`;
+const EXTEND = `if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("pexpire", KEYS[1], ARGV[2]) else return 0 end`;
+
+/** JSON strings under `{namespace}:{key}`, with Redis's own expiry and atomic commands. */
+class RedisState implements StateStore {
+  constructor(
+    private readonly store: Store,
+    private readonly redis: RedisClient,
+  ) {}
+
+  private raw(key: string): string {
+    return `${this.store.namespace}:${key}`;
+  }
+
+  async get<T>(key: string): Promise<T | undefined> {
+    const text = await this.redis.get(this.raw(key));
+    return text === null ? undefined : (JSON.parse(text) as T);
+  }
+
+  async set<T>(key: string, value: T, ttlMs?: number): Promise<void> {
+    const text = JSON.stringify(value);
+    if (ttlMs) await this.redis.set(this.raw(key), text, { expiration: { type: "PX", value: ttlMs } });
+    else await this.redis.set(this.raw(key), text);
+  }
+
+  async delete(key: string): Promise<void> {
+    await this.redis.del(this.raw(key));
+  }
+
+  async setIfAbsent<T>(key: string, value: T, ttlMs: number): Promise<boolean> {
+    const ok = await this.redis.set(this.raw(key), JSON.stringify(value), {
+      condition: "NX",
+      expiration: { type: "PX", value: ttlMs },
+    });
+    return ok === "OK";
+  }
+
+  async acquireLock(key: string, ttlMs: number, owner?: string): Promise<Lease | undefined> {
+    const lease = newLease(key, owner);
+    return (await this.setIfAbsent(lease.key, lease.token, ttlMs)) ? lease : undefined;
+  }
+
+  async lockHolder(key: string): Promise<Lease | undefined> {
+    const token = await this.get<string>(lockKey(key));
+    return token === undefined ? undefined : { key: lockKey(key), token };
+  }
+
+  async extendLock(lease: Lease, ttlMs: number): Promise<boolean> {
+    const kept = await this.redis.eval(EXTEND, {
+      keys: [this.raw(lease.key)],
+      arguments: [JSON.stringify(lease.token), String(ttlMs)],
+    });
+    return kept === 1;
+  }
+
+  async releaseLock(lease: Lease): Promise<void> {
+    await this.redis.eval(RELEASE, { keys: [this.raw(lease.key)], arguments: [JSON.stringify(lease.token)] });
+  }
+
+  async listAdd(list: string, member: string): Promise<void> {
+    await this.redis.sAdd(this.raw(list), member);
+  }
+
+  async listRemove(list: string, member: string): Promise<void> {
+    await this.redis.sRem(this.raw(list), member);
+  }
+
+  async listMembers(list: string): Promise<string[]> {
+    return this.redis.sMembers(this.raw(list));
+  }
+}
+
+/**
+ * SQLite and PostgreSQL: keyv's own table and row format (`ns:key`,
+ * `{"value":…,"expires":…}`), so keyv reads these rows as its own. Every conditional write
+ * is one statement, which both engines run atomically, across processes too.
+ */
+class SqlState implements StateStore {
+  private readonly pg: boolean;
+
+  constructor(
+    private readonly store: Store,
+    private readonly sql: SqlAccess,
+  ) {
+    this.pg = store.kind === "postgres";
+  }
+
+  private raw(key: string): string {
+    return `${this.store.namespace}:${key}`;
+  }
+
+  /** Placeholders: `$1…` on PostgreSQL, `?` on SQLite. */
+  private q(text: string): string {
+    let n = 0;
+    return this.pg ? text.replace(/\?/g, () => `$${++n}`) : text;
+  }
+
+  private field(path: "expires" | "value"): string {
+    const t = this.sql.table;
+    return this.pg ? `(${t}.value::jsonb->>'${path}')` : `json_extract(${t}.value, '$.${path}')`;
+  }
+
+  private expiresNum(): string {
+    return this.pg ? `${this.field("expires")}::bigint` : this.field("expires");
+  }
+
+  async get<T>(key: string): Promise<T | undefined> {
+    return (await this.store.kv.get<T>(key)) ?? undefined;
+  }
+
+  async set<T>(key: string, value: T, ttlMs?: number): Promise<void> {
+    await this.store.kv.set(key, value, ttlMs);
+  }
+
+  async delete(key: string): Promise<void> {
+    await this.store.kv.delete(key);
+  }
+
+  async setIfAbsent<T>(key: string, value: T, ttlMs: number): Promise<boolean> {
+    const now = Date.now();
+    const row = JSON.stringify({ value, expires: now + ttlMs });
+    const t = this.sql.table;
+    const rows = await this.sql.query(
+      this.q(`INSERT INTO ${t} (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value
+         WHERE ${this.expiresNum()} < ? RETURNING key`),
+      [this.raw(key), row, now],
+    );
+    return rows.length > 0;
+  }
+
+  async acquireLock(key: string, ttlMs: number, owner?: string): Promise<Lease | undefined> {
+    const lease = newLease(key, owner);
+    return (await this.setIfAbsent(lease.key, lease.token, ttlMs)) ? lease : undefined;
+  }
+
+  async lockHolder(key: string): Promise<Lease | undefined> {
+    const token = await this.get<string>(lockKey(key));
+    return token === undefined ? undefined : { key: lockKey(key), token };
+  }
+
+  async extendLock(lease: Lease, ttlMs: number): Promise<boolean> {
+    const row = JSON.stringify({ value: lease.token, expires: Date.now() + ttlMs });
+    const rows = await this.sql.query(
+      this.q(
+        `UPDATE ${this.sql.table} SET value = ? WHERE key = ? AND ${this.field("value")} = ? RETURNING key`,
+      ),
+      [row, this.raw(lease.key), lease.token],
+    );
+    return rows.length > 0;
+  }
+
+  async releaseLock(lease: Lease): Promise<void> {
+    await this.sql.query(
+      this.q(`DELETE FROM ${this.sql.table} WHERE key = ? AND ${this.field("value")} = ?`),
+      [this.raw(lease.key), lease.token],
+    );
+  }
+
+  /** One row per member (`list:{name}:{member}`): adding and removing never rewrite the others. */
+  private member(list: string, member: string): string {
+    return `list:${list}:${member}`;
+  }
+
+  async listAdd(list: string, member: string): Promise<void> {
+    await this.store.kv.set(this.member(list, member), 1);
+  }
+
+  async listRemove(list: string, member: string): Promise<void> {
+    await this.store.kv.delete(this.member(list, member));
+  }
+
+  async listMembers(list: string): Promise<string[]> {
+    const prefix = this.raw(this.member(list, ""));
+    const rows = await this.sql.query(
+      this.pg
+        ? `SELECT key FROM ${this.sql.table} WHERE left(key, $1) = $2`
+        : `SELECT key FROM ${this.sql.table} WHERE substr(key, 1, ?) = ?`,
+      [prefix.length, prefix],
+    );
+    return rows.map((r) => String(r.key).slice(prefix.length));
+  }
+}

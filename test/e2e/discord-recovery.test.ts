@@ -1,0 +1,84 @@
+import { rmSync } from "node:fs";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { INTERRUPTED_NOTE } from "../../src/runtime/dispatcher.js";
+import { DiscordEmulator } from "../emulators/discord/index.js";
+import { LlmEmulator, type RecordedRequest } from "../emulators/llm/index.js";
+import { appEnv } from "../support/app-env.js";
+import { scratchConfig } from "../support/chat-process.js";
+import { isTitleRequest } from "../support/llm-text.js";
+import { killStarted, startSwitchboard, waitUntil } from "../support/process.js";
+
+/** An answer that takes about 10 s to stream: long enough to be killed in the middle of. */
+const SLOW_ANSWER = `${"chunk ".repeat(250)}THE-END`;
+
+function responder(req: RecordedRequest) {
+  if (isTitleRequest(req)) return { text: "Recovery" };
+  return { text: SLOW_ANSWER, chunkSize: 6, delayMs: 40 };
+}
+
+describe("kill -9 mid-answer in Discord", () => {
+  let llm: LlmEmulator;
+  let discord: DiscordEmulator;
+  let dir: string;
+  let env: NodeJS.ProcessEnv;
+
+  beforeAll(async () => {
+    llm = await LlmEmulator.start({ responder });
+    // Discord's limits (5 writes per 5 s per channel), run 10x faster.
+    discord = await DiscordEmulator.start({ rateLimits: { speed: 10 } });
+    dir = scratchConfig("llm:\n  maxRetries: 0\ndiscord:\n  editIntervalMs: 250\n");
+    env = appEnv({ dir, llm, discord });
+  });
+
+  afterAll(async () => {
+    killStarted();
+    await discord?.stop();
+    await llm?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("ends the interrupted message itself with the note within 5 s of the restart, posting nothing else", async () => {
+    const first = startSwitchboard("start", env);
+    await waitUntil(() => first.stderr().includes("Switchboard is running"), "the bot to start");
+    const asked = discord.userMessage(discord.state.general, "a slow answer please", { mentionsBot: true });
+    // The bot answers in a thread opened from the question (thread id = message id).
+    const thread = asked.id;
+    const cut = () => discord.botMessages(thread)[0];
+    // A message written on after its first write: its address is in the store by then.
+    await waitUntil(() => (cut()?.edits.length ?? 0) >= 2, "the answer to be streaming");
+    first.child.kill("SIGKILL");
+    await first.exited;
+    const before = { count: discord.messages(thread).length, id: cut()!.id, text: cut()!.content };
+    expect(before.text).not.toContain("THE-END");
+    const requestsBefore = discord.requests.length;
+
+    const restarted = Date.now();
+    const second = startSwitchboard("start", env);
+    try {
+      let upMs = -1;
+      await waitUntil(
+        () => {
+          if (upMs < 0 && second.stderr().includes("Switchboard is running")) upMs = Date.now() - restarted;
+          return cut()?.content.endsWith(INTERRUPTED_NOTE) ?? false;
+        },
+        "the note",
+        40_000,
+      );
+      const tookMs = Date.now() - restarted;
+      console.info(`discord recovery: bot up after ${upMs} ms, note after ${tookMs} ms`);
+      expect(tookMs).toBeLessThan(5_000);
+      expect(cut()?.id).toBe(before.id);
+      expect(cut()?.content).toBe(`${before.text}\n\n${INTERRUPTED_NOTE}`);
+      // Nothing else lands in the thread, not even a moment later.
+      await new Promise((r) => setTimeout(r, 1_000));
+      expect(discord.messages(thread)).toHaveLength(before.count);
+      const posts = discord.requests
+        .slice(requestsBefore)
+        .filter((r) => r.method === "POST" && r.path.endsWith(`/channels/${thread}/messages`));
+      expect(posts).toEqual([]);
+    } finally {
+      second.child.kill("SIGTERM");
+      await second.exited;
+    }
+  }, 90_000);
+});

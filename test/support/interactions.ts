@@ -1,0 +1,25 @@
+import type { Interaction } from "../../src/runtime/contract.js";
+import { Dispatcher, type DispatcherDeps } from "../../src/runtime/dispatcher.js";
+import { MemoryDedupe } from "../../src/store/dedupe.js";
+
+/**
+ * Puts the real dispatcher behind a scripted runner's `interact`, so that adapter tests see
+ * what a person would: bots and duplicates dropped, the expired note for everything else.
+ * Each interaction is recorded in `seen` when it arrives and in `handled` once the
+ * dispatcher is done with it.
+ */
+export function dispatchInteractions(runner: { interact(i: Interaction): Promise<void> }): {
+  seen: Interaction[];
+  handled: Interaction[];
+} {
+  // interact() reads only the dedupe; a turn's dependencies are not needed for a click.
+  const dispatcher = new Dispatcher({ dedupe: new MemoryDedupe() } as unknown as DispatcherDeps);
+  const seen: Interaction[] = [];
+  const handled: Interaction[] = [];
+  runner.interact = async (interaction) => {
+    seen.push(interaction);
+    await dispatcher.interact(interaction);
+    handled.push(interaction);
+  };
+  return { seen, handled };
+}
