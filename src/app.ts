@@ -14,6 +14,7 @@ import { createDedupe } from "./store/dedupe.js";
 import { openStore, type Store } from "./store/index.js";
 import { createThreadLock } from "./store/locks.js";
 import { SessionRepository } from "./store/sessions.js";
+import { createState } from "./store/state.js";
 import { TurnLedger } from "./store/turns.js";
 
 export interface CoreOptions {
@@ -157,6 +158,7 @@ export async function startApp(opts: CoreOptions = {}): Promise<App> {
     // dispatcher and breaks @discordjs/rest multipart uploads made with the one it expects.
     for (const platform of configuredPlatforms(core.loaded)) {
       const deps: AdapterDeps = {
+        state: createState(core.store),
         runner: core.dispatcher,
         config,
         secrets,

@@ -39,10 +39,10 @@ export const TARGETS = {
   FINAL_SLACK_MS: 1_500,
   /**
    * Whether a message added to a thread while its first answer streams must be answered
-   * (DESIGN: never drop a message because its thread is busy). Off until the bot does:
-   * today the thread is not "known" before its first turn has saved the session.
+   * (DESIGN: never drop a message because its thread is busy). The thread is known from
+   * its first turn's start (its turn record), so this is a target.
    */
-  GATE_BUSY_THREAD: false,
+  GATE_BUSY_THREAD: true,
 };
 
 export interface PlatformSpec {

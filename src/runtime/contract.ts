@@ -2,6 +2,7 @@ import type { Config, Secrets } from "../config.js";
 import type { Artifact } from "../core/artifacts.js";
 import type { InboundFile, PriorMessage } from "../core/inbound.js";
 import type { ReplyAddress } from "../core/replies.js";
+import type { StateStore } from "../store/state.js";
 import type { Platform, ThreadKey } from "../core/thread.js";
 import type { CommandName } from "./commands.js";
 
@@ -125,6 +126,11 @@ export interface TurnRunner {
 
 /** What every platform adapter is built from (see src/app.ts). */
 export interface AdapterDeps {
+  /**
+   * What an adapter must remember across restarts and replicas (a user's last thread for
+   * slash commands, Slack assistant threads, renamed Discord threads).
+   */
+  state: StateStore;
   runner: TurnRunner;
   config: Config;
   secrets: Secrets;

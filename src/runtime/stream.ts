@@ -4,6 +4,9 @@ import { endingFor, type MessageOps, RateLimitedError, type WriteInfo } from "./
 import type { RateBudget } from "./rate-budget.js";
 import { type Fence, type MessagePart, splitMarkdown } from "./split.js";
 
+/** A plain timer, not node:timers/promises: the writer's tests drive it with fake timers. */
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
 export { endingFor, type MessageOps, RateLimitedError, type WriteInfo } from "./message-ops.js";
 export { RateBudget } from "./rate-budget.js";
 
@@ -45,8 +48,6 @@ interface Slot {
   /** The text last written successfully. */
   sent: string | null;
 }
-
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /**
  * Writes one reply, made of one or more platform messages, as the answer streams in.
@@ -173,6 +174,11 @@ export class StreamWriter implements TextSink {
     try {
       await this.prepare();
       for (;;) {
+        // Nothing left to write: stop now rather than after another interval (a finished
+        // answer would otherwise hold its thread for one more edit interval); the next
+        // write() starts the loop again, still paced from the last write.
+        this.layout();
+        if (this.nextDirty() < 0) break;
         await sleep(Math.max(0, this.lastWrite + this.opts.intervalMs - Date.now()));
         this.layout();
         if (this.nextDirty() < 0) break;

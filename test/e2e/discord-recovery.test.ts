@@ -7,6 +7,7 @@ import { appEnv } from "../support/app-env.js";
 import { scratchConfig } from "../support/chat-process.js";
 import { isTitleRequest } from "../support/llm-text.js";
 import { killStarted, startSwitchboard, waitUntil } from "../support/process.js";
+import { expectStoreIntact } from "../support/store-integrity.js";
 
 /** An answer that takes about 10 s to stream: long enough to be killed in the middle of. */
 const SLOW_ANSWER = `${"chunk ".repeat(250)}THE-END`;
@@ -80,5 +81,6 @@ describe("kill -9 mid-answer in Discord", () => {
       second.child.kill("SIGTERM");
       await second.exited;
     }
+    await expectStoreIntact(env.STORE_URL!);
   }, 90_000);
 });

@@ -42,11 +42,12 @@ export function provisionalName(text: string, fallback = "Question"): string {
   return name || fallback;
 }
 
+/** How long a thread counts as renamed; Discord archives idle threads well before. */
+const RENAMED_TTL_MS = 90 * 24 * 60 * 60 * 1000;
+
 /** What the event and command handlers share for one connected bot. */
 export class DiscordContext {
   private readonly budgets = new Map<string, RateBudget>();
-  /** Threads renamed automatically (renames are limited to about 2 per 10 minutes). */
-  private readonly renamed = new Set<string>();
 
   constructor(
     readonly client: Client,
@@ -71,8 +72,10 @@ export class DiscordContext {
   renamer(thread: ThreadChannel): ((title: string) => Promise<void>) | undefined {
     if (thread.ownerId !== this.botId) return undefined;
     return async (title) => {
-      if (this.renamed.has(thread.id) || title.trim() === "") return;
-      this.renamed.add(thread.id);
+      if (title.trim() === "") return;
+      // Renames are limited to about 2 per 10 minutes: once per thread, across restarts
+      // and replicas, claimed before the call so two processes never both rename.
+      if (!(await this.deps.state.setIfAbsent(`discord:renamed:${thread.id}`, 1, RENAMED_TTL_MS))) return;
       await thread.setName(title);
       log.debug({ thread: thread.id }, "thread renamed with its title");
     };

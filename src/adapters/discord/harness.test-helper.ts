@@ -1,4 +1,5 @@
 import { DiscordEmulator } from "../../../test/emulators/discord/index.js";
+import { adapterState } from "../../../test/support/adapter-state.js";
 import { configSchema } from "../../config.js";
 import type { ThreadKey } from "../../core/thread.js";
 import type { Command, Inbound, Interaction, TurnRunner } from "../../runtime/contract.js";
@@ -83,7 +84,9 @@ export async function startHarness(
     discord: { editIntervalMs: 250, ...opts.discord },
     models: { allowed: ["gpt-4o", "gpt-4.1-mini"] },
   });
+  const { state, store } = await adapterState();
   const adapter = createDiscordAdapter({
+    state,
     runner,
     config,
     secrets: {
@@ -101,6 +104,7 @@ export async function startHarness(
     async close() {
       await adapter.stop();
       await adapter.client.destroy();
+      await store.close();
       if (!opts.emulator) await emulator.stop();
     },
   };

@@ -96,7 +96,7 @@ export function registerCommands(app: App, deps: CommandDeps): void {
       const { spec, arg } = sub;
       // Slack's help also lists `ask`, which the shared catalog does not know.
       if (spec.name === "help") return await say(usage(name));
-      const latest = deps.events.latestThread(command.channel_id, command.user_id);
+      const latest = await deps.events.latestThread(command.channel_id, command.user_id);
       if (!latest && needsThread(spec, arg)) return await say(NO_THREAD);
       // Without a thread, only answers that need none (tools, the model shown) use this stand-in key.
       const key = latest ?? threadKey(command.team_id ?? me.teamId, command.channel_id, "channel");

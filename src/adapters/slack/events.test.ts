@@ -2,6 +2,7 @@ import { WebClient } from "@slack/web-api";
 import { afterEach, describe, expect, it } from "vitest";
 import { ScriptedRunner } from "../../../test/emulators/slack/adapter-harness.js";
 import { BOT_ID, BOT_USER_ID, SlackEmulator, TEAM_ID, waitFor } from "../../../test/emulators/slack/index.js";
+import { adapterState } from "../../../test/support/adapter-state.js";
 import { configSchema } from "../../config.js";
 import { RateBudget } from "../../runtime/stream.js";
 import { SlackEvents, threadKey } from "./events.js";
@@ -33,6 +34,7 @@ describe("Slack events: the :eyes: acknowledgement", () => {
       reads: web,
       budget: new RateBudget({ capacity: 10, refillPerSec: 10 }),
       stopping: stopping.signal,
+      state: (await adapterState()).state,
     });
     const m = emu.state.addMessage({ channel: "C1", user: "U_ALICE", text: "hello" });
     const turn = events.turn({

@@ -8,6 +8,7 @@ import { encodeThread } from "../../core/thread.js";
 import { log } from "../../log.js";
 import type { Inbound, TurnRunner } from "../../runtime/contract.js";
 import type { RateBudget } from "../../runtime/stream.js";
+import type { StateStore } from "../../store/state.js";
 import { type SlackFile, toInboundFiles } from "./files.js";
 import { fromSlackText } from "./mrkdwn.js";
 import { type ReplyDeps, type SlackPlace, SlackReply } from "./reply.js";
@@ -82,7 +83,14 @@ export interface EventDeps {
   native?: ReplyDeps["native"];
   /** Aborted when the adapter stops: waits for a rate limit to pass end then. */
   stopping?: AbortSignal;
+  /** Assistant threads and each user's last thread, kept across restarts and replicas. */
+  state: StateStore;
 }
+
+/** How long Slack's per-thread facts are kept: an assistant thread or a user's last thread a month on. */
+const REMEMBER_MS = 30 * 24 * 60 * 60 * 1000;
+const assistantKey = (key: ThreadKey) => `slack:assistant:${key}`;
+const lastThreadKey = (channel: string, user: string) => `slack:last-thread:${channel}:${user}`;
 
 /** Bounded memory of recent keys (messages acknowledged, assistant threads). */
 class RecentSet {
@@ -117,8 +125,6 @@ export interface TurnInput {
 export class SlackEvents {
   private readonly names = new Map<string, string>();
   private readonly acknowledged = new RecentSet(5_000);
-  private readonly assistantThreads = new RecentSet(10_000);
-  private readonly lastThread = new Map<string, ThreadKey>();
 
   constructor(private readonly deps: EventDeps) {}
 
@@ -154,7 +160,9 @@ export class SlackEvents {
 
   private async onAssistantThread(channel: string, threadTs: string, eventId: string): Promise<void> {
     const me = this.deps.identity();
-    this.assistantThreads.add(threadKey(me.teamId, channel, threadTs));
+    await this.deps.state
+      .set(assistantKey(threadKey(me.teamId, channel, threadTs)), true, REMEMBER_MS)
+      .catch((err: unknown) => log.warn({ err }, "assistant thread not remembered"));
     const prompts = this.deps.config.slack.suggestedPrompts;
     if (prompts.length === 0 || !(await this.deps.runner.firstSight(eventId))) return;
     try {
@@ -183,9 +191,11 @@ export class SlackEvents {
     ) {
       return;
     }
-    this.lastThread.delete(`${e.channel}:${e.user ?? ""}`);
-    this.lastThread.set(`${e.channel}:${e.user ?? ""}`, key);
-    if (this.lastThread.size > 10_000) this.lastThread.delete(this.lastThread.keys().next().value as string);
+    if (e.user) {
+      await this.deps.state
+        .set(lastThreadKey(e.channel, e.user), key, REMEMBER_MS)
+        .catch((err: unknown) => log.warn({ err }, "last thread not remembered"));
+    }
     await this.turn({
       eventId,
       team,
@@ -201,8 +211,8 @@ export class SlackEvents {
   }
 
   /** The thread a user last talked to the bot in, in a channel (slash commands have no thread). */
-  latestThread(channel: string, user: string): ThreadKey | undefined {
-    return this.lastThread.get(`${channel}:${user}`);
+  async latestThread(channel: string, user: string): Promise<ThreadKey | undefined> {
+    return this.deps.state.get<ThreadKey>(lastThreadKey(channel, user));
   }
 
   /** One message to answer: acknowledge it, hand it to the runner, clear the acknowledgement. */
@@ -213,7 +223,7 @@ export class SlackEvents {
       channel: t.channel,
       threadTs: t.threadRoot,
       user: t.author,
-      assistant: this.assistantThreads.has(key),
+      assistant: (await this.deps.state.get(assistantKey(key)).catch(() => undefined)) !== undefined,
     };
     const reply = new SlackReply(
       {

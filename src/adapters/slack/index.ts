@@ -78,6 +78,7 @@ export function createSlackAdapter(deps: AdapterDeps, opts: SlackAdapterOptions 
     budget,
     native,
     stopping: stopping.signal,
+    state: deps.state,
   });
   events.register(conn.app);
   registerCommands(conn.app, { runner, config, identity: me, writes: conn.writes, events });

@@ -6,6 +6,7 @@ import {
 import { type Config, configSchema } from "../../../src/config.js";
 import type { ThreadKey } from "../../../src/core/thread.js";
 import type { Command, Inbound, Interaction, TurnRunner } from "../../../src/runtime/contract.js";
+import { adapterState } from "../../support/adapter-state.js";
 import { SlackEmulator, type SlackEmulatorOptions, waitFor } from "./index.js";
 
 /** What the scripted runner does with one inbound message. */
@@ -109,8 +110,10 @@ export async function startHarness(
   // Port 0 is no valid setting for operators, but lets tests listen on a free port.
   if (opts.http) config.slack.port = 0;
   const platformErrors: boolean[] = [];
+  const { state, store } = await adapterState();
   const adapter = createSlackAdapter(
     {
+      state,
       runner,
       config,
       secrets: {
@@ -138,6 +141,7 @@ export async function startHarness(
         timeoutMs: 2_000,
       }).catch(() => undefined);
       await adapter.stop();
+      await store.close();
       await emu.stop();
     },
   };
