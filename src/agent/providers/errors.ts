@@ -64,7 +64,7 @@ export function brokeOffError(provider: ProviderName, cause?: unknown): Switchbo
 
 export function unavailableError(ctx: ErrorContext, why: string, cause?: unknown): SwitchboardError {
   return new SwitchboardError("llm_unavailable", `${ctx.provider}: ${why} (${ctx.attempts} attempts)`, {
-    userMessage: `Error from the model: ${why}, upstream exploded.`,
+    userMessage: `The language model service is not answering properly right now (${why}); ${tried(ctx.attempts)}. Please try again in a few minutes.`,
     cause,
   });
 }
