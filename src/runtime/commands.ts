@@ -1,11 +1,20 @@
 import type { Agent } from "../agent/agent.js";
 import type { Config } from "../config.js";
 import { allowedModels } from "../config.js";
-import type { Platform } from "../core/thread.js";
+import type { Platform, ThreadKey } from "../core/thread.js";
 import type { ToolHub } from "../mcp/types.js";
 import type { ThreadLock } from "../store/locks.js";
 import type { SessionRepository } from "../store/sessions.js";
-import type { Command } from "./contract.js";
+
+/** One use of a catalog command, from any platform. */
+export interface Command {
+  name: CommandName;
+  key: ThreadKey;
+  platform: Platform;
+  user: { id: string; name?: string };
+  /** Text after the subcommand (e.g. the model name for `model`). */
+  arg?: string;
+}
 
 /** What commands read and change: the thread's session (under its lock), the tool hub, the agent. */
 export interface CommandDeps {

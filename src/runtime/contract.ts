@@ -2,9 +2,9 @@ import type { Config, Secrets } from "../config.js";
 import type { Artifact } from "../core/artifacts.js";
 import type { InboundFile, PriorMessage } from "../core/inbound.js";
 import type { ReplyAddress } from "../core/replies.js";
-import type { StateStore } from "../store/state.js";
 import type { Platform, ThreadKey } from "../core/thread.js";
-import type { CommandName } from "./commands.js";
+import type { StateStore } from "../store/state.js";
+import type { Command } from "./commands.js";
 
 export type { ReplyAddress };
 
@@ -97,16 +97,7 @@ export interface Interaction {
 }
 
 /** A name from the command catalog (`COMMANDS` in ./commands.ts, the one place commands are defined). */
-export type { CommandName } from "./commands.js";
-
-export interface Command {
-  name: CommandName;
-  key: ThreadKey;
-  platform: Platform;
-  user: { id: string; name?: string };
-  /** Text after the subcommand (e.g. the model name for `model`). */
-  arg?: string;
-}
+export type { Command, CommandName } from "./commands.js";
 
 /**
  * What an adapter calls into: the dispatcher. It dedupes, queues per thread, runs the
