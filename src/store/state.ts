@@ -56,12 +56,37 @@ export function leaseOwner(lease: Lease): string | undefined {
 const RELEASE = `if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) else return 0 end`;
 const EXTEND = `if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("pexpire", KEYS[1], ARGV[2]) else return 0 end`;
 
+/** A lease is a set-if-absent of its token, so every backend takes and reads leases the same way. */
+abstract class Leases implements StateStore {
+  abstract get<T>(key: string): Promise<T | undefined>;
+  abstract set<T>(key: string, value: T, ttlMs?: number): Promise<void>;
+  abstract delete(key: string): Promise<void>;
+  abstract setIfAbsent<T>(key: string, value: T, ttlMs: number): Promise<boolean>;
+  abstract extendLock(lease: Lease, ttlMs: number): Promise<boolean>;
+  abstract releaseLock(lease: Lease): Promise<void>;
+  abstract listAdd(list: string, member: string): Promise<void>;
+  abstract listRemove(list: string, member: string): Promise<void>;
+  abstract listMembers(list: string): Promise<string[]>;
+
+  async acquireLock(key: string, ttlMs: number, owner?: string): Promise<Lease | undefined> {
+    const lease = newLease(key, owner);
+    return (await this.setIfAbsent(lease.key, lease.token, ttlMs)) ? lease : undefined;
+  }
+
+  async lockHolder(key: string): Promise<Lease | undefined> {
+    const token = await this.get<string>(lockKey(key));
+    return token === undefined ? undefined : { key: lockKey(key), token };
+  }
+}
+
 /** JSON strings under `{namespace}:{key}`, with Redis's own expiry and atomic commands. */
-class RedisState implements StateStore {
+class RedisState extends Leases {
   constructor(
     private readonly store: Store,
     private readonly redis: RedisClient,
-  ) {}
+  ) {
+    super();
+  }
 
   private raw(key: string): string {
     return `${this.store.namespace}:${key}`;
@@ -88,16 +113,6 @@ class RedisState implements StateStore {
       expiration: { type: "PX", value: ttlMs },
     });
     return ok === "OK";
-  }
-
-  async acquireLock(key: string, ttlMs: number, owner?: string): Promise<Lease | undefined> {
-    const lease = newLease(key, owner);
-    return (await this.setIfAbsent(lease.key, lease.token, ttlMs)) ? lease : undefined;
-  }
-
-  async lockHolder(key: string): Promise<Lease | undefined> {
-    const token = await this.get<string>(lockKey(key));
-    return token === undefined ? undefined : { key: lockKey(key), token };
   }
 
   async extendLock(lease: Lease, ttlMs: number): Promise<boolean> {
@@ -130,13 +145,14 @@ class RedisState implements StateStore {
  * `{"value":…,"expires":…}`), so keyv reads these rows as its own. Every conditional write
  * is one statement, which both engines run atomically, across processes too.
  */
-class SqlState implements StateStore {
+class SqlState extends Leases {
   private readonly pg: boolean;
 
   constructor(
     private readonly store: Store,
     private readonly sql: SqlAccess,
   ) {
+    super();
     this.pg = store.kind === "postgres";
   }
 
@@ -181,16 +197,6 @@ class SqlState implements StateStore {
       [this.raw(key), row, now],
     );
     return rows.length > 0;
-  }
-
-  async acquireLock(key: string, ttlMs: number, owner?: string): Promise<Lease | undefined> {
-    const lease = newLease(key, owner);
-    return (await this.setIfAbsent(lease.key, lease.token, ttlMs)) ? lease : undefined;
-  }
-
-  async lockHolder(key: string): Promise<Lease | undefined> {
-    const token = await this.get<string>(lockKey(key));
-    return token === undefined ? undefined : { key: lockKey(key), token };
   }
 
   async extendLock(lease: Lease, ttlMs: number): Promise<boolean> {
