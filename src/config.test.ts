@@ -60,6 +60,13 @@ describe("configuration", () => {
     );
   });
 
+  it("takes a section whose entries are all commented out for its defaults", () => {
+    const dir = dirWith({ "empty.yaml": "modelSettings:\n  # llama3.1:8b:\n  #   vision: false\nagent:\n" });
+    const loaded = loadConfig({ SWITCHBOARD_CONFIG: "empty.yaml" }, dir);
+    expect(loaded.config.modelSettings).toEqual({});
+    expect(loaded.config.agent.maxSteps).toBe(10);
+  });
+
   it("reports YAML syntax errors with the file name", () => {
     const dir = dirWith({ "broken.yaml": "llm: [unclosed\n" });
     expect(configError(() => loadConfig({ SWITCHBOARD_CONFIG: "broken.yaml" }, dir)).message).toMatch(

@@ -226,7 +226,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
       `The config file ${file} must hold a YAML mapping at the top level.`,
     );
   }
-  const withEnv = applyEnvOverrides(raw as Record<string, unknown>, env);
+  const withEnv = applyEnvOverrides(withoutEmptySections(raw as Record<string, unknown>), env);
   const parsed = configSchema.safeParse(withEnv);
   if (!parsed.success) {
     throw new SwitchboardError(
@@ -250,6 +250,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     storeUrl: nonEmpty(env.STORE_URL) ?? "sqlite://data/switchboard.sqlite",
     missingVars,
   };
+}
+
+/**
+ * A section whose entries are all commented out (`modelSettings:` in the example file) is
+ * null in YAML: it means "nothing set here", so the section's defaults apply.
+ */
+function withoutEmptySections(raw: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(raw).filter(([, value]) => value !== null));
 }
 
 function applyEnvOverrides(raw: Record<string, unknown>, env: NodeJS.ProcessEnv): Record<string, unknown> {

@@ -29,12 +29,13 @@ export async function prepareAttachments(
   let room = opts.config.agent.maxUserMessageChars - text.length;
   const notes: string[] = [];
   const parts: UserPart[] = [];
+  const seesImages = modelSupportsVision(opts.config, opts.model);
   for (const file of files) {
     const label = `${file.name} (${file.mimeType}, ${formatBytes(file.size)})`;
     const isImage = IMAGE_TYPES.test(file.mimeType);
     const isText = TEXT_TYPES.test(file.mimeType) || TEXT_EXTENSIONS.test(file.name);
     try {
-      if (isImage && modelSupportsVision(opts.config, opts.model) && file.size <= maxImageBytes) {
+      if (isImage && seesImages && file.size <= maxImageBytes) {
         const bytes = await file.fetch(opts.signal);
         parts.push({ type: "image", mimeType: file.mimeType, data: Buffer.from(bytes).toString("base64") });
         notes.push(`[Attached image: ${label}, shown to you as an image]`);
@@ -47,6 +48,9 @@ export async function prepareAttachments(
             ? `\n[Only the first ${fits.length} of ${content.length} characters fit.]`
             : "";
         notes.push(`[Attached file: ${label}]\n\`\`\`\n${fits}\n\`\`\`${cut}`);
+      } else if (isImage && !seesImages) {
+        // Not "too large": the model would tell the person to send a smaller image, in vain.
+        notes.push(`[Attached image: ${label}; this model cannot see images, so it is not included]`);
       } else {
         const why = isText || isImage ? "too large to read" : "a type I cannot read";
         notes.push(`[Attached file: ${label}; ${why}, so its content is not included]`);

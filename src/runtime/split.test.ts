@@ -124,7 +124,10 @@ describe("splitMessage", () => {
   it("splits a code line longer than the limit inside its fence", () => {
     const input = `\`\`\`\n${"0123456789".repeat(40)}\n\`\`\``;
     const parts = checkSplit(input, 120);
-    expect(parts.every((p) => p.startsWith("```\n") && /\n``` ?$/.test(p))).toBe(true);
+    // Each cut closes the fence with the marked closer ("``` "); the last part has the original one.
+    expect(parts.length).toBeGreaterThan(2);
+    expect(parts.slice(0, -1).every((p) => p.startsWith("```\n") && p.endsWith("\n``` "))).toBe(true);
+    expect(parts.at(-1)).toMatch(/^```\n\d+\n```$/);
   });
 
   it("keeps the limit even when a fence's opening line is longer than the limit", () => {

@@ -5,6 +5,7 @@ import { toUserFacing } from "../core/errors.js";
 import type { AgentEvent } from "../core/events.js";
 import type { PriorMessage } from "../core/inbound.js";
 import { log } from "../log.js";
+import { storeFailed } from "../store/index.js";
 import type { Session, SessionRepository } from "../store/sessions.js";
 import type { TurnLedger } from "../store/turns.js";
 import type { Inbound } from "./contract.js";
@@ -46,7 +47,9 @@ export async function runTurn(
   const { agent, sessions, ledger, config } = deps;
   const started = Date.now();
   const events: AgentEvent[] = [];
-  const record = await ledger.begin(inbound.key);
+  const record = await ledger.begin(inbound.key).catch((err: unknown) => {
+    throw storeFailed(err);
+  });
   inbound.reply.onAddress?.((address) => ledger.address(record, address));
   const renderer = new ReplyRenderer(
     inbound.reply,
@@ -56,7 +59,9 @@ export async function runTurn(
   let outcome: RenderOutcome = "ok";
   let session: Session | undefined;
   try {
-    session = await sessions.getOrCreate(inbound.key);
+    session = await sessions.getOrCreate(inbound.key).catch((err: unknown) => {
+      throw storeFailed(err);
+    });
     const current = session;
     if (current.turns === 0 && current.messages.length === 0 && inbound.history) {
       await seedFromThread(current, inbound.history, config, agent.modelFor(current));

@@ -58,6 +58,20 @@ export function redactUrl(url: string): string {
 const serialize = <V>(data: DeserializedData<V>): string => JSON.stringify(data);
 const deserialize = <V>(data: string): DeserializedData<V> | undefined => JSON.parse(data);
 
+/** What the person in the chat is told when the store fails while their message is handled. */
+export const STORE_DOWN_SENTENCE =
+  "My storage is not reachable right now, so I cannot answer. Please try again in a moment.";
+
+/** A store call that failed during a turn, as an error whose sentence says so. */
+export function storeFailed(cause: unknown): SwitchboardError {
+  if (cause instanceof SwitchboardError) return cause;
+  const reason = cause instanceof Error ? cause.message : String(cause);
+  return new SwitchboardError("store_unavailable", `The store failed: ${reason}`, {
+    cause,
+    userMessage: STORE_DOWN_SENTENCE,
+  });
+}
+
 function unavailable(url: string, cause: unknown): SwitchboardError {
   let reason = cause instanceof Error ? cause.message : String(cause);
   const password = URL.canParse(url) ? decodeURIComponent(new URL(url).password) : "";
@@ -70,7 +84,7 @@ function unavailable(url: string, cause: unknown): SwitchboardError {
     `The store at ${redactUrl(url)} cannot be reached (${reason}). ${hint}`,
     {
       cause,
-      userMessage: "My storage is not reachable right now, so I cannot answer. Please try again in a moment.",
+      userMessage: STORE_DOWN_SENTENCE,
     },
   );
 }

@@ -4,6 +4,7 @@ import { DiscordEmulator, type StoredMessage, waitFor } from "../emulators/disco
 import { LlmEmulator, type RecordedRequest, type ScriptedTurn } from "../emulators/llm/index.js";
 import { type RunningApp, startWithEverything } from "../support/app-env.js";
 import { isTitleRequest, lastUserText, toolResultsSinceUser } from "../support/llm-text.js";
+import { untilQuiet } from "../support/quiet.js";
 import { sharedTurn } from "../support/scenario.js";
 
 /** A 9,000+ character answer made of prose and code blocks. */
@@ -81,6 +82,13 @@ afterAll(async () => {
 const s = () => discord.state;
 const texts = (channelId: string) => discord.botMessages(channelId).map((m) => m.content);
 const requestsFor = (text: string) => llm.requests.filter((r) => !isTitleRequest(r) && said(r) === text);
+const titleRequestsFor = (text: string) =>
+  llm.requests.filter((r) => isTitleRequest(r) && JSON.stringify(r.messages).includes(text));
+/** No turn or title job is running and nothing more reaches Discord (renames are fire-and-forget). */
+const settled = async () => {
+  await running?.app.dispatcher.settled();
+  await untilQuiet(discord.requests);
+};
 /** Waits until the bot's messages in `channelId` read exactly `expected`. */
 const answered = (channelId: string, expected: string[], timeoutMs = 25_000) =>
   waitFor(() => JSON.stringify(texts(channelId)) === JSON.stringify(expected) && texts(channelId), {
@@ -105,7 +113,9 @@ describe("Switchboard in Discord (real app, emulated Discord and LLM)", () => {
     discord.userMessage(m.id, "second question");
     await answered(m.id, ["You said: first question", "You said: second question"]);
     expect(JSON.stringify(requestsFor("second question")[0]?.messages)).toContain("You said: first question");
-    expect(discord.renames.filter((r) => r.channelId === m.id).length).toBeLessThanOrEqual(1);
+    // Renames are fire-and-forget after the title job: wait for both turns' jobs and their writes.
+    await settled();
+    expect(discord.renames.filter((r) => r.channelId === m.id).map((r) => r.name)).toEqual([TITLE]);
   });
 
   it("sees an existing thread's earlier messages when mentioned in the middle of it", async () => {
@@ -118,7 +128,10 @@ describe("Switchboard in Discord (real app, emulated Discord and LLM)", () => {
     const sent = JSON.stringify(requestsFor("what happened here?")[0]?.messages);
     expect(sent).toContain("build 731 failed with exit code 137");
     expect(sent).toContain("bob: Probably the memory limit again");
-    expect(discord.renames.some((r) => r.channelId === t.id)).toBe(false);
+    // The thread got a title (so a rename was possible), but it is not the bot's thread.
+    await settled();
+    expect(titleRequestsFor("You said: what happened here?")).toHaveLength(1);
+    expect(discord.renames.filter((r) => r.channelId === t.id)).toEqual([]);
   });
 
   it("answers a DM in the DM, each person with their own session", async () => {
@@ -152,8 +165,9 @@ describe("Switchboard in Discord (real app, emulated Discord and LLM)", () => {
     expect(await run("tools")).toMatch(/everything \(stdio\): connected, \d+ tools/);
     expect(await run("model")).toContain("gpt-4o-mini");
     expect(await run("model", { name: "gpt-4o" })).toBe("This thread now uses gpt-4o.");
-    expect(await run("compact")).toMatch(/Nothing to compress|Folded/);
-    expect(await run("title")).toMatch(/New title/);
+    // One exchange is fewer than memory.keepMessages, so there is nothing to fold yet.
+    expect(await run("compact")).toBe("Nothing to compress yet: the conversation is short.");
+    expect(await run("title")).toBe(`New title: ${TITLE}`);
     expect(await run("new")).toContain("Started a new conversation");
     const ac = discord.autocomplete("model", { name: "4o" }, "name", m.id, s().alice.id);
     await waitFor(() => ac.choices);
@@ -191,6 +205,8 @@ describe("Switchboard in Discord (real app, emulated Discord and LLM)", () => {
     try {
       const m = mention("only once please");
       await answered(m.id, ["You said: only once please"]);
+      // A copy that got past the dedupe would queue behind the first answer: wait until none runs.
+      await settled();
       expect(requestsFor("only once please")).toHaveLength(1);
       expect(discord.threads(s().general).filter((t) => t.id === m.id)).toHaveLength(1);
     } finally {
@@ -220,20 +236,23 @@ describe("Switchboard in Discord (real app, emulated Discord and LLM)", () => {
     expect(requestsFor("during the outage")).toHaveLength(1);
   }, 40_000);
 
-  it("ignores its own messages", () => {
-    // Every answer came back on the gateway as MESSAGE_CREATE; none was taken as a question.
-    for (const r of llm.requests) expect(said(r)).not.toMatch(/^You said:/);
+  it("ignores its own messages", async () => {
+    await settled();
+    const before = llm.requests.length;
+    const m = mention("echo check");
+    await answered(m.id, ["You said: echo check"]);
+    // The answer came back on the gateway as MESSAGE_CREATE before this message did.
+    discord.userMessage(m.id, "after the echo");
+    await answered(m.id, ["You said: echo check", "You said: after the echo"]);
+    await settled();
+    const asked = llm.requests.slice(before).filter((r) => !isTitleRequest(r));
+    expect(asked.map(said)).toEqual(["echo check", "after the echo"]);
   });
 
   it("ends with a clear sentence when the model fails", async () => {
     const m = mention("fail now");
-    const [text] = await waitFor(
-      () => texts(m.id).length > 0 && /[.!]$/.test(texts(m.id)[0] ?? "") && texts(m.id),
-      {
-        timeoutMs: 25_000,
-      },
-    );
-    expect(text?.length).toBeGreaterThan(20);
-    expect(text).not.toContain("-#");
+    await answered(m.id, [
+      "The language model service is not answering properly right now (HTTP 500); I tried once. Please try again in a few minutes.",
+    ]);
   });
 });

@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { repoRoot } from "../support/chat-process.js";
+import { installProductionDependencies } from "../support/process.js";
 
 // No Docker engine runs here: check what the Dockerfile relies on instead of building it.
 describe("the container build", () => {
@@ -39,7 +40,7 @@ describe("the container build", () => {
     prodDir = mkdtempSync(join(tmpdir(), "sb-prod-"));
     for (const f of ["package.json", "package-lock.json", "dist"])
       cpSync(join(repoRoot, f), join(prodDir, f), { recursive: true });
-    execFileSync("npm", ["ci", "--omit=dev", "--no-audit", "--no-fund"], { cwd: prodDir, stdio: "pipe" });
+    installProductionDependencies(prodDir);
     expect(existsSync(join(prodDir, "node_modules/vitest"))).toBe(false);
     const help = spawnSync(process.execPath, ["dist/main.js", "--help"], { cwd: prodDir, encoding: "utf8" });
     expect(help.status, help.stderr).toBe(0);

@@ -68,7 +68,9 @@ describe("npm run doctor", () => {
       SLACK_API_URL: slack.apiUrl,
     });
     expect(ok).toBe(false);
-    expect(text).toMatch(/^FAIL +llm .*(connect|reach)/im);
+    expect(text).toMatch(
+      /^FAIL +llm \(openai, gpt-4o-mini\) +openai connection failed: Connection error\.$/m,
+    );
     expect(text).toMatch(/^FAIL +slack +auth\.test answered invalid_auth/m);
     expect(text).not.toContain("xoxb-wrong");
   }, 60_000);

@@ -12,7 +12,7 @@ import { isTitleRequest, lastUserText } from "../support/llm-text.js";
  * the thread lock holds across the two processes, so every message and answer is kept
  * and neither process takes the other's running turn for one a crash cut off.
  */
-describe("two `npm run chat` processes on one SQLite store", () => {
+describe("two `switchboard chat` processes on one SQLite store", () => {
   let llm: LlmEmulator;
   let dir: string;
   let runs: Awaited<ReturnType<typeof runChat>>[];

@@ -2,6 +2,7 @@ import { spawn } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { inject } from "vitest";
 
 export const repoRoot = join(import.meta.dirname, "../..");
 export const everythingServer = join(
@@ -29,10 +30,32 @@ export function scratchConfig(yaml: string, mcp: unknown = { mcpServers: {} }): 
   return dir;
 }
 
-/** Runs `npm run chat` exactly as a user would, with every line of `input` piped to stdin. */
-export function runChat(input: string[], env: NodeJS.ProcessEnv, timeoutMs = 90_000): Promise<ChatRun> {
+/**
+ * The Node arguments that start `<command>` from this run's compiled `main.js` (built once
+ * by test/support/build.ts with `tsc -p tsconfig.build.json`), as the container starts
+ * `node dist/main.js`.
+ */
+export function switchboardArgs(command: "start" | "chat"): string[] {
+  return ["--enable-source-maps", inject("switchboardMain"), command];
+}
+
+export interface ChatOptions {
+  /**
+   * How the chat starts. "npm": `npm run chat`, exactly as the README tells a user (npm, then
+   * tsx compiling src/ on the fly), which costs a second or two of CPU at each start, so one
+   * test keeps it. "node" (the default): `node <build>/main.js chat` (see switchboardArgs).
+   */
+  via?: "npm" | "node";
+  timeoutMs?: number;
+}
+
+/** Runs the terminal chat as a user would, with every line of `input` piped to stdin. */
+export function runChat(input: string[], env: NodeJS.ProcessEnv, opts: ChatOptions = {}): Promise<ChatRun> {
+  const { via = "node", timeoutMs = 90_000 } = opts;
   return new Promise((resolve, reject) => {
-    const child = spawn("npm", ["run", "--silent", "chat"], {
+    const [command, args] =
+      via === "npm" ? ["npm", ["run", "--silent", "chat"]] : [process.execPath, switchboardArgs("chat")];
+    const child = spawn(command, args, {
       cwd: repoRoot,
       env: { PATH: process.env.PATH, HOME: process.env.HOME, LOG_LEVEL: "warn", ...env },
       stdio: ["pipe", "pipe", "pipe"],

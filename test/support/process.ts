@@ -1,6 +1,7 @@
 import { type ChildProcessWithoutNullStreams, execFileSync, spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
-import { repoRoot } from "./chat-process.js";
+import { cpSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { repoRoot, switchboardArgs } from "./chat-process.js";
 
 export interface Running {
   child: ChildProcessWithoutNullStreams;
@@ -18,9 +19,9 @@ export function killStarted(): void {
   started.clear();
 }
 
-/** `src/main.ts <command>` in one process (no npm or tsx wrapper), so signals reach it directly. */
+/** `node <build>/main.js <command>` in one process (no npm or tsx wrapper), so signals reach it directly. */
 export function startSwitchboard(command: "start" | "chat", env: NodeJS.ProcessEnv): Running {
-  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts", command], {
+  const child = spawn(process.execPath, switchboardArgs(command), {
     cwd: repoRoot,
     env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
   });
@@ -35,6 +36,22 @@ export function startSwitchboard(command: "start" | "chat", env: NodeJS.ProcessE
   });
   const exited = new Promise<number | null>((resolve) => child.on("close", (code) => resolve(code)));
   return { child, stdout: () => out, stderr: () => err, exited };
+}
+
+/**
+ * Leaves only the production dependencies in `dir` (which holds package.json and
+ * package-lock.json), as the Dockerfile's build stage does: the project's installed
+ * node_modules, then `npm prune --omit=dev`. A fresh `npm ci --omit=dev` would compile
+ * sqlite3's native addon again from source, a minute and a half on two cores.
+ */
+export function installProductionDependencies(dir: string): void {
+  cpSync(join(repoRoot, "node_modules"), join(dir, "node_modules"), {
+    recursive: true,
+    verbatimSymlinks: true,
+    // This run's build and other caches are not dependencies.
+    filter: (src) => !src.startsWith(join(repoRoot, "node_modules/.cache")),
+  });
+  execFileSync("npm", ["prune", "--omit=dev", "--no-audit", "--no-fund"], { cwd: dir, stdio: "pipe" });
 }
 
 export async function waitUntil(check: () => boolean, what: string, ms = 30_000): Promise<void> {

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { DiscordEmulator, waitFor } from "../../../test/emulators/discord/index.js";
+import { untilQuiet } from "../../../test/support/quiet.js";
 import { renderSystemPrompt } from "../../agent/context.js";
 import { configSchema } from "../../config.js";
 import { answer, type Harness, ScriptedRunner, startHarness } from "./harness.test-helper.js";
@@ -91,8 +92,10 @@ describe("Discord adapter: where it answers", () => {
     ]);
     expect(finalTexts(t.id)).toEqual(["Hello from the scripted runner."]);
     expect(h.emulator.threads()).toHaveLength(1);
-    // Not the bot's thread: never renamed.
+    // Not the bot's thread: never renamed. title() does not wait for the rename, so the
+    // check waits until nothing more reaches Discord.
     await inbound.reply.title("Nope");
+    await untilQuiet(h.emulator.requests);
     expect(h.emulator.renames).toEqual([]);
   });
 

@@ -197,6 +197,7 @@ describe("Slack native streaming", () => {
     expect(texts(h, m)).toEqual([toSlackMarkdown(answer)]);
     const streamed = h.emu.botReplies("C1", m.ts)[0];
     // Every version the user saw is a beginning of the final text: nothing was taken back.
+    expect(streamed?.edits.length).toBeGreaterThan(1);
     for (const e of streamed?.edits ?? []) expect(streamed?.text.startsWith(e.text)).toBe(true);
   });
 

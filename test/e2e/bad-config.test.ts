@@ -1,0 +1,92 @@
+import { rmSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { scratchConfig } from "../support/chat-process.js";
+import { killStarted, startSwitchboard } from "../support/process.js";
+
+const dirs: string[] = [];
+
+/** A scratch folder holding `yaml` as switchboard.yaml, and the environment that points at it. */
+function configured(yaml: string, mcp?: unknown): { dir: string; env: NodeJS.ProcessEnv } {
+  const dir = scratchConfig(yaml, mcp);
+  dirs.push(dir);
+  return {
+    dir,
+    env: {
+      SWITCHBOARD_CONFIG: join(dir, "switchboard.yaml"),
+      MCP_CONFIG: join(dir, "mcp.json"),
+      STORE_URL: `sqlite://${join(dir, "store.sqlite")}`,
+      // A platform and a model, so that only the configuration can stop `start`. Nothing is reached.
+      DISCORD_TOKEN: "not.a.real.discord.token",
+      DISCORD_API_URL: "http://127.0.0.1:9/api",
+      OPENAI_API_KEY: "sk-test-bad-config",
+      OPENAI_BASE_URL: "http://127.0.0.1:9/v1",
+    },
+  };
+}
+
+async function run(command: "start" | "chat", env: NodeJS.ProcessEnv) {
+  const bot = startSwitchboard(command, env);
+  bot.child.stdin.end();
+  const code = await bot.exited;
+  return { code, stdout: bot.stdout(), stderr: bot.stderr() };
+}
+
+afterEach(() => {
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+afterAll(killStarted);
+
+describe("a bad configuration stops Switchboard with exit code 2 and says where", () => {
+  it("names the file, the field and what is expected for a bad value (start)", async () => {
+    const { dir, env } = configured("agent:\n  maxSteps: lots\n");
+    const out = await run("start", env);
+    expect(out.code).toBe(2);
+    expect(out.stderr).toBe(
+      `Configuration error: The config file ${join(dir, "switchboard.yaml")} has invalid settings:\n` +
+        "  agent.maxSteps: Invalid input: expected number, received string\n",
+    );
+    expect(out.stdout).toBe("");
+  });
+
+  it("names the file of a YAML syntax error (chat)", async () => {
+    const { dir, env } = configured("llm: [unclosed\n");
+    const out = await run("chat", env);
+    expect(out.code).toBe(2);
+    const said = `Configuration error: The config file ${join(dir, "switchboard.yaml")} is not valid YAML: `;
+    expect(out.stderr.slice(0, said.length)).toBe(said);
+    // The YAML parser's own words follow; no stack trace.
+    expect(out.stderr).not.toMatch(/^\s+at .*\(/m);
+  });
+
+  it("names the file, the server and the field of a bad MCP server (start)", async () => {
+    const { dir, env } = configured("", { mcpServers: { github: { command: "" } } });
+    const out = await run("start", env);
+    expect(out.code).toBe(2);
+    expect(out.stderr).toBe(
+      `Configuration error: ${join(dir, "mcp.json")}: mcpServers.github.command must be a non-empty string\n`,
+    );
+  });
+
+  it("says which variable points nowhere (start)", async () => {
+    const { dir, env } = configured("");
+    const missing = join(dir, "nope.yaml");
+    const out = await run("start", { ...env, SWITCHBOARD_CONFIG: missing });
+    expect(out.code).toBe(2);
+    expect(out.stderr).toBe(
+      `Configuration error: SWITCHBOARD_CONFIG points to ${missing}, which does not exist. Copy config/switchboard.example.yaml there or unset it.\n`,
+    );
+  });
+});
+
+describe("a good configuration is not mistaken for a bad one", () => {
+  it("exits 1, not 2, when no platform is configured", async () => {
+    const { dir } = configured("");
+    const out = await run("start", {
+      SWITCHBOARD_CONFIG: join(dir, "switchboard.yaml"),
+      OPENAI_API_KEY: "sk-test-bad-config",
+    });
+    expect(out.code).toBe(1);
+    expect(out.stderr).toMatch(/^No chat platform is configured, so there is nothing to start\./);
+  });
+});

@@ -1,0 +1,115 @@
+import { rmSync } from "node:fs";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type App, startApp } from "../../src/app.js";
+import { LlmEmulator, type RecordedRequest } from "../emulators/llm/index.js";
+import { SlackEmulator, waitFor } from "../emulators/slack/index.js";
+import { appEnv } from "../support/app-env.js";
+import { scratchConfig } from "../support/chat-process.js";
+import { isTitleRequest } from "../support/llm-text.js";
+
+/** A 1x1 PNG (68 bytes). */
+const PNG = Buffer.from(
+  "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=",
+  "base64",
+);
+/** Over the 200-byte image limit the vision bot is given below. */
+const BIG_PNG = Buffer.concat([PNG, Buffer.alloc(400, 7)]);
+
+type Part = { type: string; text?: string; image_url?: { url: string } };
+type Message = { role: string; content: string | Part[] };
+
+let llm: LlmEmulator;
+let slack: SlackEmulator;
+
+beforeAll(async () => {
+  llm = await LlmEmulator.start({
+    responder: (req) => (isTitleRequest(req) ? { text: "Attachments" } : { text: "Got it." }),
+  });
+  slack = await SlackEmulator.start();
+});
+
+afterAll(async () => {
+  await slack?.stop();
+  await llm?.close();
+});
+
+/** The real app on Slack with `model` as its chat model and no MCP servers. */
+function useBot(model: string, yaml = ""): void {
+  let app: App | undefined;
+  let dir: string;
+  beforeAll(async () => {
+    dir = scratchConfig(yaml);
+    app = await startApp({ env: { ...appEnv({ dir, llm, slack }), LLM_MODEL: model }, cwd: dir });
+  });
+  afterAll(async () => {
+    await app?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+}
+
+/** Mentions the bot with `files` and returns the last user message of the model request it made. */
+async function ask(text: string, files: { name: string; mimetype: string; bytes: Uint8Array }[]) {
+  const before = llm.requests.length;
+  const m = slack.mention("C1", "U_ALICE", text, { files });
+  await waitFor(() => slack.botReplies("C1", m.ts).some((r) => r.text === "Got it."), { timeoutMs: 20_000 });
+  const req = llm.requests.slice(before).find((r) => !isTitleRequest(r));
+  if (!req) throw new Error(`no model request for "${text}"`);
+  return lastUser(req);
+}
+
+function lastUser(req: RecordedRequest): Message {
+  const user = (req.messages as Message[]).filter((m) => m.role === "user").at(-1);
+  if (!user) throw new Error("the request has no user message");
+  return user;
+}
+
+describe("files attached to a message, for a model that sees images (gpt-4o)", () => {
+  useBot("gpt-4o", "attachments:\n  maxImageBytes: 200\n");
+
+  it("sends the image as an image part, with a line naming it", async () => {
+    const sent = await ask("what is in this chart?", [
+      { name: "chart.png", mimetype: "image/png", bytes: PNG },
+    ]);
+    expect(sent.content).toEqual([
+      {
+        type: "text",
+        text: "[alice] what is in this chart?\n\n[Attached image: chart.png (image/png, 68 B), shown to you as an image]",
+      },
+      { type: "image_url", image_url: { url: `data:image/png;base64,${PNG.toString("base64")}` } },
+    ]);
+  });
+
+  it("leaves out an image over attachments.maxImageBytes and says why", async () => {
+    const sent = await ask("and this photo?", [{ name: "photo.png", mimetype: "image/png", bytes: BIG_PNG }]);
+    expect(sent.content).toBe(
+      "[alice] and this photo?\n\n[Attached file: photo.png (image/png, 468 B); too large to read, so its content is not included]",
+    );
+  });
+
+  it("puts a text file inline and names a file it cannot read", async () => {
+    const sent = await ask("read these", [
+      { name: "notes.txt", mimetype: "text/plain", bytes: Buffer.from("remember the milk") },
+      { name: "backup.zip", mimetype: "application/zip", bytes: Buffer.from("PK\x03\x04") },
+    ]);
+    expect(sent.content).toBe(
+      [
+        "[alice] read these",
+        "[Attached file: notes.txt (text/plain, 17 B)]\n```\nremember the milk\n```",
+        "[Attached file: backup.zip (application/zip, 4 B); a type I cannot read, so its content is not included]",
+      ].join("\n\n"),
+    );
+  });
+});
+
+describe("files attached to a message, for a model without vision (llama3.1:8b)", () => {
+  useBot("llama3.1:8b");
+
+  it("sends no image, and a sentence that says the model cannot see it", async () => {
+    const sent = await ask("what is in this chart?", [
+      { name: "chart.png", mimetype: "image/png", bytes: PNG },
+    ]);
+    expect(sent.content).toBe(
+      "[alice] what is in this chart?\n\n[Attached image: chart.png (image/png, 68 B); this model cannot see images, so it is not included]",
+    );
+  });
+});
