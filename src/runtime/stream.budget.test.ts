@@ -105,3 +105,39 @@ describe("StreamWriter sharing a RateBudget", () => {
     expect(b.calls.some((c) => c.at >= limitedAt + 5000)).toBe(true);
   });
 });
+
+describe("a window budget (Discord's writes per channel)", () => {
+  it("lets `capacity` writes go at once and never more than that in any window", async () => {
+    vi.useFakeTimers();
+    try {
+      const budget = new RateBudget({ capacity: 5, windowMs: 5_000 });
+      const times: number[] = [];
+      const start = Date.now();
+      const all = Array.from({ length: 12 }, () => budget.take().then(() => times.push(Date.now() - start)));
+      await vi.advanceTimersByTimeAsync(20_000);
+      await Promise.all(all);
+      expect(times.slice(0, 5)).toEqual([0, 0, 0, 0, 0]);
+      for (let i = 5; i < times.length; i++) expect(times[i]! - times[i - 5]!).toBeGreaterThanOrEqual(5_000);
+      expect(times[5]).toBe(5_000);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it("writes at once again when the last burst is a window old", async () => {
+    vi.useFakeTimers();
+    try {
+      const budget = new RateBudget({ capacity: 5, windowMs: 5_000 });
+      for (let i = 0; i < 4; i++) await budget.take();
+      await vi.advanceTimersByTimeAsync(4_000);
+      let went = false;
+      void budget.take().then(() => {
+        went = true;
+      });
+      await vi.advanceTimersByTimeAsync(0);
+      expect(went).toBe(true);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+});

@@ -7,10 +7,11 @@ import { RateBudget } from "../../runtime/stream.js";
 import type { ReplyOptions } from "./reply.js";
 
 /**
- * Discord allows about 5 writes per 5 s per channel; each thread and DM is a channel.
- * 3 at once and 0.6 per second keeps every channel well below that.
+ * Discord allows 5 writes per 5 s per channel; each thread and DM is a channel. Never
+ * more than 5 in any 5.5 s: the rule itself, with room for requests that arrive closer
+ * together than they left.
  */
-const BUDGET = { capacity: 3, refillPerSec: 0.6 };
+const BUDGET = { capacity: 5, windowMs: 5_500 };
 
 export function guildKey(guildId: string, channelId: string): ThreadKey {
   return encodeThread({ platform: "discord", guild: guildId, channel: channelId });

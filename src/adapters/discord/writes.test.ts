@@ -129,9 +129,10 @@ describe("Discord adapter: writing answers", () => {
     expect(more).toEqual([]);
     expect(msg?.content).toBe(text);
     expect(msg?.attachments.map((a) => a.filename)).toEqual(["a.png", "b.png"]);
-    // Every edit changed the text: the files came with one of them, not in a write of their own.
+    // The files came with the text's edits, or (when the last text was already out before
+    // the answer ended) with one more edit of the same message: never one write per file.
     const edits = h.emulator.requests.filter((r) => r.method === "PATCH" && r.path.endsWith(`/${msg!.id}`));
-    expect(edits.length).toBe(msg?.edits.length);
+    expect(edits.length - (msg?.edits.length ?? 0)).toBeLessThanOrEqual(1);
   });
 
   it("resolves each upload only once its file is in the thread, and rejects one Discord refuses", async () => {
