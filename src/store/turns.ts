@@ -21,8 +21,6 @@ const PENDING = "turns";
  * deleted: after a crash it may name a key too many (`pending` filters), never too few.
  */
 export class TurnLedger {
-  /** Record writes so far (begin, address, end), for tests and benchmarks. */
-  writes = 0;
   private readonly state: StateStore;
 
   constructor(store: Store) {
@@ -43,7 +41,6 @@ export class TurnLedger {
   }
 
   async end(key: ThreadKey): Promise<void> {
-    this.writes++;
     await this.state.delete(recordKey(key));
     await this.state.listRemove(PENDING, key);
   }
@@ -60,7 +57,6 @@ export class TurnLedger {
   }
 
   private async write(record: TurnRecord): Promise<void> {
-    this.writes++;
     await this.state.set(recordKey(record.key), record);
   }
 }

@@ -92,7 +92,7 @@ const REMEMBER_MS = 30 * 24 * 60 * 60 * 1000;
 const assistantKey = (key: ThreadKey) => `slack:assistant:${key}`;
 const lastThreadKey = (channel: string, user: string) => `slack:last-thread:${channel}:${user}`;
 
-/** Bounded memory of recent keys (messages acknowledged, assistant threads). */
+/** Bounded memory of recent keys (messages acknowledged). */
 class RecentSet {
   private readonly items = new Set<string>();
   constructor(private readonly max: number) {}
