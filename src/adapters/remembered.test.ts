@@ -5,11 +5,13 @@ import type { Client, ThreadChannel } from "discord.js";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { configSchema } from "../config.js";
 import type { AdapterDeps, TurnRunner } from "../runtime/contract.js";
-import { RateBudget } from "../runtime/rate-budget.js";
+import { WriteScheduler } from "../runtime/scheduler/write-scheduler.js";
 import { openStore, type Store } from "../store/index.js";
 import { createState } from "../store/state.js";
 import { DiscordContext } from "./discord/context.js";
+import { discordWritePolicy } from "./discord/write-policy.js";
 import { SlackEvents } from "./slack/events.js";
+import { slackWritePolicy } from "./slack/write-policy.js";
 
 /** Two processes (or one before and after a restart) on one SQLite file remember the same things. */
 describe("what adapters remember across restarts", () => {
@@ -37,7 +39,11 @@ describe("what adapters remember across restarts", () => {
     const contexts = await Promise.all(
       [0, 1].map(
         async () =>
-          new DiscordContext(client, { state: await state(), config: configSchema.parse({}) } as AdapterDeps),
+          new DiscordContext(
+            client,
+            { state: await state(), config: configSchema.parse({}) } as AdapterDeps,
+            new WriteScheduler(discordWritePolicy),
+          ),
       ),
     );
     await Promise.all(contexts.map((c, i) => c.renamer(thread)?.(`Title ${i}`)));
@@ -59,7 +65,7 @@ describe("what adapters remember across restarts", () => {
         identity: () => ({ teamId: "T1", botUserId: "UBOT", botId: "BBOT" }),
         writes: {} as never,
         reads: {} as never,
-        budget: new RateBudget({ capacity: 1, refillPerSec: 1 }),
+        scheduler: new WriteScheduler(slackWritePolicy),
         state: await state(),
       });
     const before = await events();

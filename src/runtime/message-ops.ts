@@ -21,6 +21,8 @@ export interface MessageOps {
   edit(id: string, text: string, write?: WriteInfo): Promise<void>;
   /** Optional: deletes a message. Used to take away a status-only placeholder when the answer has no text. */
   remove?(id: string): Promise<void>;
+  /** The write scheduler's buckets each kind of write draws on (see `WritePlan.buckets`). */
+  buckets?(kind: "post" | "edit" | "remove"): readonly string[];
 }
 
 /**
@@ -39,10 +41,16 @@ export function endingFor(text: string, message: string, fence: Fence | null = n
 /** Thrown by `MessageOps` on a 429: the writer waits, then writes the latest text. */
 export class RateLimitedError extends Error {
   readonly retryAfterMs: number;
+  /**
+   * The write scheduler's bucket the 429 concerns, when the platform said (Discord's global
+   * limit); otherwise the narrowest bucket of the write.
+   */
+  readonly bucket: string | undefined;
 
-  constructor(retryAfterMs: number, options: { cause?: unknown } = {}) {
-    super(`rate limited: retry after ${retryAfterMs} ms`, options);
+  constructor(retryAfterMs: number, options: { cause?: unknown; bucket?: string } = {}) {
+    super(`rate limited: retry after ${retryAfterMs} ms`, { cause: options.cause });
     this.name = "RateLimitedError";
     this.retryAfterMs = Math.max(0, retryAfterMs);
+    this.bucket = options.bucket;
   }
 }

@@ -1,22 +1,29 @@
 import { log } from "../log.js";
 import type { TextSink } from "./contract.js";
 import { endingFor, type MessageOps, RateLimitedError, type WriteInfo } from "./message-ops.js";
-import type { RateBudget } from "./rate-budget.js";
-import { type Fence, type MessagePart, splitMarkdown } from "./split.js";
+import { type Lane, WriteDropped, WriteScheduler } from "./scheduler/write-scheduler.js";
+import { type Fence, type MessagePart, openFenceAtEnd, splitMarkdown } from "./split.js";
 
 /** A plain timer, not node:timers/promises: the writer's tests drive it with fake timers. */
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 export { endingFor, type MessageOps, RateLimitedError, type WriteInfo } from "./message-ops.js";
-export { RateBudget } from "./rate-budget.js";
 
 export interface StreamWriterOptions {
   /** Maximum characters per message, after `render` (Slack ~3,900, Discord 2,000). */
   limit: number;
-  /** Minimum gap between two writes of this reply. */
+  /** Minimum gap between two intermediate writes of this reply; first and final writes go at once. */
   intervalMs: number;
-  /** Shared by all replies of one workspace (Slack) or channel (Discord). */
-  budget?: RateBudget;
+  /**
+   * The platform connection's write scheduler, shared by every reply. Without one the
+   * writer has its own, which only waits out the 429s it meets.
+   */
+  scheduler?: WriteScheduler;
+  /**
+   * The person already sees the reply begin (a thread the bot opened for it): its first
+   * message is then an ordinary update, not the first visible write.
+   */
+  shownAlready?: boolean;
   /** Turns one part's Markdown into the platform's format (e.g. Slack mrkdwn) before it is written. */
   render?: (markdown: string) => string;
   /** Show `status()` text as a line under the answer while streaming (removed at the end). */
@@ -40,6 +47,13 @@ const NO_TEXT = "Done.";
 /** Attempts per edit on errors other than 429 (edits are idempotent; posts get one). */
 const EDIT_ATTEMPTS = 3;
 const EDIT_RETRY_MS = 1_000;
+/**
+ * An answer's final edit that would wait longer than this for its budget (Slack's
+ * workspace-wide chat.update, spent) goes out as a continuation message instead.
+ */
+const CONTINUE_AFTER_MS = 1_000;
+/** The bucket of a writer without a platform's buckets: its own 429s pause only itself. */
+const OWN_BUCKET = ["reply"];
 
 interface Slot {
   id: string | null;
@@ -47,6 +61,12 @@ interface Slot {
   want: string;
   /** The text last written successfully. */
   sent: string | null;
+  /** Where `want`'s source ends in the answer, and whether `want` is that source alone (no status line). */
+  wantEnd?: number;
+  wantClean?: boolean;
+  /** The same for `sent`: a continuation may start where a clean `sent` ends. */
+  sentEnd?: number;
+  sentClean?: boolean;
 }
 
 /**
@@ -69,6 +89,11 @@ export class StreamWriter implements TextSink {
   private active = false;
   private loop: Promise<void> = Promise.resolve();
   private lastWrite = Number.NEGATIVE_INFINITY;
+  private readonly scheduler: WriteScheduler;
+  /** Cancels an intermediate write still waiting for its budget when the answer ends. */
+  private waiting: AbortController | null = null;
+  /** Ends the wait between intermediate writes early (the answer ended). */
+  private wake: (() => void) | null = null;
   private editFailures = 0;
   private failed: { error: unknown } | null = null;
   private done: Promise<void> | null = null;
@@ -87,6 +112,7 @@ export class StreamWriter implements TextSink {
       throw new RangeError("limit must be a positive integer");
     this.earlier = opts.resume?.messages.slice(0, -1) ?? [];
     if (!opts.resume) this.prepared = Promise.resolve();
+    this.scheduler = opts.scheduler ?? new WriteScheduler({ limitOf: () => undefined }, "reply");
   }
 
   /** Ids of the messages this reply consists of, in order. */
@@ -155,6 +181,9 @@ export class StreamWriter implements TextSink {
   private async end(): Promise<void> {
     this.ended = true;
     this.statusText = "";
+    // The final text goes at once: an update waiting for its turn or its interval is not worth waiting for.
+    this.waiting?.abort();
+    this.wake?.();
     for (;;) {
       this.kick();
       await this.loop;
@@ -179,16 +208,33 @@ export class StreamWriter implements TextSink {
         // write() starts the loop again, still paced from the last write.
         this.layout();
         if (this.nextDirty() < 0) break;
-        await sleep(Math.max(0, this.lastWrite + this.opts.intervalMs - Date.now()));
-        this.layout();
-        if (this.nextDirty() < 0) break;
-        if (this.opts.budget) await this.opts.budget.take();
-        // Deltas kept coming while we waited: write the latest state.
-        this.layout();
-        const index = this.nextDirty();
-        if (index < 0) break;
-        this.lastWrite = Date.now();
-        await this.attempt(this.slots[index]!);
+        if (this.lane() === "update") {
+          await this.pace();
+          this.layout();
+          if (this.nextDirty() < 0) break;
+        }
+        if (this.ended) this.continueIfEditsWait();
+        const waiting = this.ended ? null : new AbortController();
+        this.waiting = waiting;
+        try {
+          await this.scheduler.run({
+            lane: () => this.lane(),
+            buckets: () => this.nextBuckets(),
+            since: () => this.lastWrite,
+            requeue: false,
+            what: "reply write",
+            ...(waiting ? { signal: waiting.signal } : {}),
+            run: () => this.writeNext(),
+          });
+        } catch (error) {
+          // A 429 paused the budget, or the answer ended while an update waited: decide again.
+          if (!(error instanceof RateLimitedError) && !(error instanceof WriteDropped)) throw error;
+          if (error instanceof RateLimitedError) {
+            log.debug({ retryAfterMs: error.retryAfterMs }, "reply write rate limited");
+          }
+        } finally {
+          if (this.waiting === waiting) this.waiting = null;
+        }
       }
     } catch (error) {
       this.failed = { error };
@@ -198,9 +244,81 @@ export class StreamWriter implements TextSink {
     }
   }
 
-  /** One write of a slot's latest text. Throws only when the reply cannot go on. */
+  /**
+   * The first message of a reply nobody sees yet is its first visible write; every write
+   * of an ended answer is its final text; the rest are updates that may wait.
+   */
+  private lane(): Lane {
+    if (!this.opts.shownAlready && !this.slots.some((s) => s.id !== null) && this.earlier.length === 0) {
+      return "first";
+    }
+    return this.ended ? "final" : "update";
+  }
+
+  /** Waits out the reply's interval since its last write, unless the answer ends first. */
+  private async pace(): Promise<void> {
+    const wait = this.lastWrite + this.opts.intervalMs - Date.now();
+    if (wait <= 0 || this.ended) return;
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(done, wait);
+      function done() {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.wake = done;
+    });
+    this.wake = null;
+  }
+
+  private kindOf(slot: Slot | undefined): "post" | "edit" | "remove" {
+    if (!slot || slot.id === null) return "post";
+    return slot.want === "" ? "remove" : "edit";
+  }
+
+  /** The buckets of the write that would go next (without a new layout: this runs at every pick). */
+  private nextBuckets(): readonly string[] {
+    const index = this.nextDirty();
+    const slot = this.slots[index >= 0 ? index : this.frozen];
+    return this.ops.buckets?.(this.kindOf(slot)) ?? OWN_BUCKET;
+  }
+
+  /**
+   * When the answer's last message can only be finished by an edit whose budget is spent
+   * for a while (Slack's workspace-wide chat.update), it keeps what it shows and the rest
+   * of the answer goes out in a new message, whose budget has room.
+   */
+  private continueIfEditsWait(): void {
+    this.layout();
+    const slot = this.slots[this.frozen];
+    if (!this.ops.buckets || !slot || slot.id === null || slot.want === slot.sent) return;
+    if (slot.sent === null || !slot.sentClean || slot.sentEnd === undefined) return;
+    if (slot.sentEnd <= this.base || slot.sentEnd >= this.text.length) return;
+    const edits = this.scheduler.waitFor(this.ops.buckets("edit"), "final");
+    if (edits <= CONTINUE_AFTER_MS) return;
+    if (this.scheduler.waitFor(this.ops.buckets("post"), "final") >= edits) return;
+    const fence = openFenceAtEnd(this.text.slice(this.base, slot.sentEnd), this.baseFence);
+    slot.want = slot.sent;
+    this.frozen += 1;
+    this.base = slot.sentEnd;
+    this.baseFence = fence;
+    log.debug({ waitMs: edits }, "edits are spent for now: the answer goes on in a new message");
+    this.layout();
+  }
+
+  /** The write the scheduler granted: the latest text of the first message that needs one. */
+  private async writeNext(): Promise<void> {
+    this.layout();
+    const index = this.nextDirty();
+    if (index < 0) return;
+    this.lastWrite = Date.now();
+    await this.attempt(this.slots[index]!);
+  }
+
+  /** One write of a slot's latest text. Throws a 429 for the scheduler, and when the reply cannot go on. */
   private async attempt(slot: Slot): Promise<void> {
     const text = slot.want;
+    const end = slot.wantEnd;
+    const clean = slot.wantClean;
     const write: WriteInfo = { final: this.ended && slot === this.slots.at(-1) };
     try {
       let changed = false;
@@ -215,15 +333,12 @@ export class StreamWriter implements TextSink {
         await this.ops.edit(slot.id, text, write);
       }
       slot.sent = text;
+      slot.sentEnd = end;
+      slot.sentClean = clean;
       this.editFailures = 0;
       if (changed) await this.report();
     } catch (error) {
-      if (error instanceof RateLimitedError) {
-        log.debug({ retryAfterMs: error.retryAfterMs }, "reply write rate limited");
-        if (this.opts.budget) this.opts.budget.pause(error.retryAfterMs);
-        else await sleep(error.retryAfterMs);
-        return;
-      }
+      if (error instanceof RateLimitedError) throw error;
       if (slot.id === null || ++this.editFailures >= EDIT_ATTEMPTS) throw error;
       log.debug({ err: error, attempt: this.editFailures }, "reply edit failed, retrying");
       await sleep(EDIT_RETRY_MS * this.editFailures);
@@ -262,8 +377,12 @@ export class StreamWriter implements TextSink {
       if (withStatus.length <= this.opts.limit) body = withStatus;
     }
     const current = this.slots[this.frozen];
-    if (body !== "") this.slot(this.frozen).want = body;
-    else if (this.ended && current) current.want = this.ops.remove || current.sent === null ? "" : NO_TEXT;
+    if (body !== "") {
+      const slot = this.slot(this.frozen);
+      slot.want = body;
+      slot.wantEnd = this.text.length;
+      slot.wantClean = body === (last ? render(last.text) : "");
+    } else if (this.ended && current) current.want = this.ops.remove || current.sent === null ? "" : NO_TEXT;
   }
 
   private slot(index: number): Slot {

@@ -1,7 +1,8 @@
 import { AttachmentBuilder, DiscordAPIError } from "discord.js";
 import type { Artifact } from "../../core/artifacts.js";
 import { log } from "../../log.js";
-import { type RateBudget, RateLimitedError } from "../../runtime/stream.js";
+import type { WriteScheduler } from "../../runtime/scheduler/write-scheduler.js";
+import { RateLimitedError } from "../../runtime/stream.js";
 import { planUploads, tooLargeSentence } from "./files.js";
 
 const UPLOAD_ATTEMPTS = 3;
@@ -20,7 +21,9 @@ export interface FileWrites {
   attach(id: string, text: string, files: AttachmentBuilder[]): Promise<void>;
   /** The answer's last message as written, if there is one. */
   answer(): { id: string; text: string } | undefined;
-  budget: RateBudget;
+  /** The bot's write scheduler, and the buckets of the reply's channel. */
+  scheduler: WriteScheduler;
+  buckets(): readonly string[];
   maxFileBytes: number;
   asWriteError(err: unknown): unknown;
 }
@@ -142,15 +145,24 @@ export class ReplyFiles {
   /** A 429 means Discord did not take the message, so waiting and sending again is safe. */
   private async withRetry(write: () => Promise<void>): Promise<void> {
     for (let attempt = 1; ; attempt++) {
-      await this.w.budget.take();
       try {
-        await write();
+        // Files come with the answer: the final lane. The scheduler pauses a bucket after its 429.
+        await this.w.scheduler.run({
+          lane: "final",
+          buckets: () => this.w.buckets(),
+          requeue: false,
+          what: "files",
+          run: async () => {
+            try {
+              await write();
+            } catch (err) {
+              throw this.w.asWriteError(err);
+            }
+          },
+        });
         return;
       } catch (err) {
-        const e = this.w.asWriteError(err);
-        if (!(e instanceof RateLimitedError) || attempt >= UPLOAD_ATTEMPTS) throw e;
-        // The next take() waits until the pause is over.
-        this.w.budget.pause(e.retryAfterMs);
+        if (!(err instanceof RateLimitedError) || attempt >= UPLOAD_ATTEMPTS) throw err;
       }
     }
   }

@@ -6,6 +6,8 @@ import {
   PermissionFlagsBits,
   type RateLimitData,
 } from "discord.js";
+import type { WriteScheduler } from "../../runtime/scheduler/write-scheduler.js";
+import { scheduledFetch } from "./write-policy.js";
 
 /** What the bot does in a channel: read, answer, open threads and write in them, attach files. */
 export const BOT_PERMISSIONS =
@@ -20,6 +22,8 @@ export const BOT_PERMISSIONS =
 export interface ClientOptions {
   /** REST base (DISCORD_API_URL), e.g. an emulator's `http://127.0.0.1:PORT/api`. */
   apiUrl?: string;
+  /** The bot's write scheduler: every REST call goes through it. */
+  scheduler?: WriteScheduler;
 }
 
 /**
@@ -53,8 +57,15 @@ export function createClient(opts: ClientOptions = {}): Client {
       ...(opts.apiUrl ? { api: opts.apiUrl } : {}),
       // @slack/socket-mode installs undici 7 as the process-wide dispatcher, which breaks
       // @discordjs/rest's own undici 6 `request` ("action is not a function" on uploads).
-      // Node's fetch works with either, so discord.js gets it explicitly.
-      makeRequest: (url, init) => fetch(url, init as RequestInit),
+      // Node's fetch works with either, so discord.js gets it explicitly, through the
+      // bot's write scheduler when there is one.
+      makeRequest: opts.scheduler
+        ? (url, init) => scheduledFetch(opts.scheduler!)(url, init as RequestInit)
+        : (url, init) => fetch(url, init as RequestInit),
+      // The scheduler keeps the bot under Discord's 50 requests per second, in the order of
+      // what matters most; discord.js's own first-come limiter would count requests still
+      // waiting there as sent, and hold back the urgent ones behind them.
+      ...(opts.scheduler ? { globalRequestsPerSecond: 1_000 } : {}),
       rejectOnRateLimit,
       // A write that timed out may have landed: never repeat it blindly (the writer retries edits).
       retries: 0,

@@ -149,7 +149,6 @@ async function ask(ctx: DiscordContext, interaction: ChatInputCommandInteraction
   const user = userOf(interaction);
   let key = keyFor(interaction);
   let place: Place = interactionPlace(interaction);
-  let replyChannel = interaction.channelId ?? "";
   const channel = interaction.channel;
   if (
     interaction.inGuild() &&
@@ -164,7 +163,6 @@ async function ask(ctx: DiscordContext, interaction: ChatInputCommandInteraction
       });
       const thread = await opener.startThread({ name: provisionalName(question) });
       key = guildKey(interaction.guildId, thread.id);
-      replyChannel = thread.id;
       place = channelPlace(thread, {
         rename: ctx.renamer(thread),
         notice: async (text) => {
@@ -183,6 +181,7 @@ async function ask(ctx: DiscordContext, interaction: ChatInputCommandInteraction
     user,
     text: question,
     attachments: [],
-    reply: new DiscordReply(place, ctx.replyOptions(replyChannel)),
+    // The deferred reply ("thinking…") or the question's own message shows first.
+    reply: new DiscordReply(place, ctx.replyOptions(true)),
   });
 }

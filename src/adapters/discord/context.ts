@@ -3,15 +3,8 @@ import type { ThreadKey } from "../../core/thread.js";
 import { decodeThread, encodeThread, platformOf } from "../../core/thread.js";
 import { log } from "../../log.js";
 import type { AdapterDeps } from "../../runtime/contract.js";
-import { RateBudget } from "../../runtime/stream.js";
+import type { WriteScheduler } from "../../runtime/scheduler/write-scheduler.js";
 import type { ReplyOptions } from "./reply.js";
-
-/**
- * Discord allows 5 writes per 5 s per channel; each thread and DM is a channel. Never
- * more than 5 in any 5.5 s: the rule itself, with room for requests that arrive closer
- * together than they left.
- */
-const BUDGET = { capacity: 5, windowMs: 5_500 };
 
 export function guildKey(guildId: string, channelId: string): ThreadKey {
   return encodeThread({ platform: "discord", guild: guildId, channel: channelId });
@@ -48,25 +41,21 @@ const RENAMED_TTL_MS = 90 * 24 * 60 * 60 * 1000;
 
 /** What the event and command handlers share for one connected bot. */
 export class DiscordContext {
-  private readonly budgets = new Map<string, RateBudget>();
-
   constructor(
     readonly client: Client,
     readonly deps: AdapterDeps,
+    /** The bot's write scheduler: Discord's global limit is per bot. */
+    readonly scheduler: WriteScheduler,
   ) {}
 
   get botId(): string | undefined {
     return this.client.user?.id;
   }
 
-  replyOptions(channelId: string): ReplyOptions {
-    let budget = this.budgets.get(channelId);
-    if (!budget) {
-      budget = new RateBudget(BUDGET);
-      this.budgets.set(channelId, budget);
-    }
+  /** `shownAlready`: the bot opened a thread for this reply, so the person sees it begin. */
+  replyOptions(shownAlready = false): ReplyOptions {
     const { editIntervalMs, maxFileBytes } = this.deps.config.discord;
-    return { budget, intervalMs: editIntervalMs, maxFileBytes };
+    return { scheduler: this.scheduler, intervalMs: editIntervalMs, maxFileBytes, shownAlready };
   }
 
   /** A rename for threads the bot opened, at most once per thread; undefined for others. */

@@ -3,14 +3,7 @@ import type { PriorMessage } from "../../core/inbound.js";
 import type { ThreadKey } from "../../core/thread.js";
 import { log } from "../../log.js";
 import type { Inbound } from "../../runtime/contract.js";
-import {
-  channelOfKey,
-  configuredChannel,
-  type DiscordContext,
-  dmKey,
-  guildKey,
-  provisionalName,
-} from "./context.js";
+import { configuredChannel, type DiscordContext, dmKey, guildKey, provisionalName } from "./context.js";
 import { inboundFiles } from "./files.js";
 import { channelPlace } from "./places.js";
 import { DiscordReply, type Place } from "./reply.js";
@@ -77,17 +70,15 @@ export async function onMessage(ctx: DiscordContext, message: Message): Promise<
       message,
       guildKey(message.guildId, thread.id),
       channelPlace(thread, { rename: ctx.renamer(thread) }),
+      { opened: true },
     );
   } else {
-    // The session is keyed by the message, but the writes go to (and share the budget of) its channel.
+    // The session is keyed by the message; the writes go to its channel.
     await dispatch(
       ctx,
       message,
       guildKey(message.guildId, message.id),
       channelPlace(channel as SendableChannels),
-      {
-        writeChannel: message.channelId,
-      },
     );
   }
 }
@@ -97,11 +88,11 @@ async function dispatch(
   message: Message,
   key: ThreadKey,
   place: Place,
-  opts: { history?: () => Promise<PriorMessage[]>; writeChannel?: string } = {},
+  /** `opened`: the bot opened the thread for this message, so its first sign is already there. */
+  opts: { history?: () => Promise<PriorMessage[]>; opened?: boolean } = {},
 ): Promise<void> {
   const botId = ctx.botId ?? "";
   const { history } = opts;
-  const channelId = opts.writeChannel ?? channelOfKey(key) ?? message.channelId;
   const inbound: Inbound = {
     id: `discord:m:${message.id}`,
     key,
@@ -111,7 +102,7 @@ async function dispatch(
     text: cleanText(message, botId),
     attachments: inboundFiles(message.attachments),
     ...(history ? { history } : {}),
-    reply: new DiscordReply(place, ctx.replyOptions(channelId)),
+    reply: new DiscordReply(place, ctx.replyOptions(opts.opened)),
   };
   await ctx.deps.runner.handle(inbound);
 }

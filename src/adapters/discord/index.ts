@@ -4,12 +4,14 @@ import { SwitchboardError } from "../../core/errors.js";
 import type { ThreadKey } from "../../core/thread.js";
 import { log } from "../../log.js";
 import type { Adapter, AdapterDeps, Reply, ReplyAddress } from "../../runtime/contract.js";
+import { WriteScheduler } from "../../runtime/scheduler/write-scheduler.js";
 import { createClient, inviteUrl } from "./client.js";
 import { onInteraction, registerCommands } from "./commands.js";
 import { channelOfKey, DiscordContext } from "./context.js";
 import { onMessage } from "./events.js";
 import { channelPlaceById } from "./places.js";
 import { DiscordReply } from "./reply.js";
+import { discordWritePolicy } from "./write-policy.js";
 
 export { BOT_PERMISSIONS, inviteUrl } from "./client.js";
 export { commandDefinitions } from "./commands.js";
@@ -24,8 +26,9 @@ export class DiscordAdapter implements Adapter {
   private readonly inFlight = new Set<Promise<void>>();
 
   constructor(private readonly deps: AdapterDeps) {
-    this.client = createClient({ apiUrl: deps.secrets.discordApiUrl });
-    this.ctx = new DiscordContext(this.client, deps);
+    const scheduler = new WriteScheduler(discordWritePolicy, "discord");
+    this.client = createClient({ apiUrl: deps.secrets.discordApiUrl, scheduler });
+    this.ctx = new DiscordContext(this.client, deps, scheduler);
     this.client.on(Events.MessageCreate, (m) => this.track(() => onMessage(this.ctx, m), "message"));
     this.client.on(Events.InteractionCreate, (i) =>
       this.track(() => onInteraction(this.ctx, i), "interaction"),
@@ -103,7 +106,7 @@ export class DiscordAdapter implements Adapter {
     if (!channel) throw new Error(`Not a Discord thread key: ${key}`);
     const place = channelPlaceById(this.client, channel);
     if (!typing) delete place.typing;
-    return new DiscordReply(place, this.ctx.replyOptions(channel), address);
+    return new DiscordReply(place, this.ctx.replyOptions(), address);
   }
 
   private track(run: () => Promise<void>, what: string): void {

@@ -9,6 +9,7 @@ import {
 } from "discord.js";
 import { log } from "../../log.js";
 import { asWriteError, type OutgoingMessage, type Place, type PlaceOps } from "./reply.js";
+import { channelBuckets } from "./write-policy.js";
 
 /** A channel, thread or DM the bot can write in. */
 export type WritableChannel = SendableChannels | ThreadChannel;
@@ -22,9 +23,14 @@ function unknownMessage(err: unknown): boolean {
 }
 
 /** Writes to a channel that may have to be fetched first (a reply rebuilt in a fresh process). */
-export function channelOps(channelOf: WritableChannel | (() => Promise<WritableChannel>)): PlaceOps {
+export function channelOps(
+  channelOf: WritableChannel | (() => Promise<WritableChannel>),
+  channelId: string,
+): PlaceOps {
   const get = typeof channelOf === "function" ? channelOf : async () => channelOf;
+  const buckets = channelBuckets(channelId);
   return {
+    buckets: () => buckets,
     async post(text, files) {
       try {
         return (await (await get()).send({ content: text, files, allowedMentions: NO_PINGS })).id;
@@ -63,7 +69,7 @@ export function channelPlace(
   opts: { rename?: (title: string) => Promise<void>; notice?: (text: string) => Promise<void> } = {},
 ): Place {
   return {
-    ops: channelOps(channel),
+    ops: channelOps(channel, channel.id),
     channel: channel.id,
     async send(message: OutgoingMessage) {
       await channel.send({ ...message, allowedMentions: NO_PINGS });
@@ -91,7 +97,7 @@ export function channelPlaceById(client: Client, id: string): Place {
       return c;
     }));
   return {
-    ops: channelOps(get),
+    ops: channelOps(get, id),
     channel: id,
     async send(message) {
       await (await get()).send({ ...message, allowedMentions: NO_PINGS });
@@ -111,7 +117,10 @@ export function channelPlaceById(client: Client, id: string): Place {
  */
 export function interactionPlace(interaction: ChatInputCommandInteraction): Place {
   let originalUsed = false;
+  // An interaction's webhook is outside the global limit: its token is its own bucket.
+  const buckets = [`discord:webhook:${interaction.token.slice(0, 16)}`];
   const ops: PlaceOps = {
+    buckets: () => buckets,
     async post(text, files) {
       try {
         if (!originalUsed) {

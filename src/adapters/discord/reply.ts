@@ -2,9 +2,11 @@ import { type AttachmentBuilder, RateLimitError } from "discord.js";
 import type { Artifact } from "../../core/artifacts.js";
 import { log } from "../../log.js";
 import type { Reply, ReplyAddress, TextSink } from "../../runtime/contract.js";
-import { type MessageOps, type RateBudget, RateLimitedError, StreamWriter } from "../../runtime/stream.js";
+import type { WriteScheduler } from "../../runtime/scheduler/write-scheduler.js";
+import { type MessageOps, RateLimitedError, StreamWriter } from "../../runtime/stream.js";
 import { tablesToCodeBlocks } from "../../runtime/tables.js";
 import { ReplyFiles } from "./attach.js";
+import { GLOBAL } from "./write-policy.js";
 
 /** Discord's content limit for bots (4,000 is a user Nitro perk). */
 export const DISCORD_MESSAGE_LIMIT = 2_000;
@@ -27,6 +29,8 @@ export interface PlaceOps {
   remove?(id: string): Promise<void>;
   /** A message's text as Discord has it now; null when the message is gone. */
   read?(id: string): Promise<string | null>;
+  /** The write scheduler's buckets of this place's message writes. */
+  buckets?(): readonly string[];
 }
 
 /** Where one reply is written: a channel or thread, or an interaction's webhook. */
@@ -44,15 +48,19 @@ export interface Place {
 }
 
 export interface ReplyOptions {
-  /** Shared by every reply written into the same channel (Discord limits writes per channel). */
-  budget: RateBudget;
+  /** The bot's write scheduler, shared by every reply. */
+  scheduler: WriteScheduler;
   intervalMs: number;
   maxFileBytes: number;
+  /** The bot opened a thread for this reply: the person sees it begin before its first message. */
+  shownAlready?: boolean;
 }
 
 /** A discord.js rate-limit rejection as the writer understands it. */
 export function asWriteError(err: unknown): unknown {
-  if (err instanceof RateLimitError) return new RateLimitedError(err.retryAfter, { cause: err });
+  if (err instanceof RateLimitError) {
+    return new RateLimitedError(err.retryAfter, { cause: err, ...(err.global ? { bucket: GLOBAL } : {}) });
+  }
   return err;
 }
 
@@ -98,7 +106,8 @@ export class DiscordReply implements Reply {
       send: (message) => place.send(message),
       attach: (id, text, files) => place.ops.edit(id, text, files),
       answer: () => this.writer?.lastMessage,
-      budget: opts.budget,
+      scheduler: opts.scheduler,
+      buckets: () => place.ops.buckets?.() ?? [GLOBAL],
       maxFileBytes: opts.maxFileBytes,
       asWriteError,
     });
@@ -117,12 +126,14 @@ export class DiscordReply implements Reply {
       post: (text, write) => this.files.withFinal(write?.final, (files) => ops.post(text, files)),
       edit: (id, text, write) => this.files.withFinal(write?.final, (files) => ops.edit(id, text, files)),
       remove: ops.remove?.bind(ops),
+      ...(ops.buckets ? { buckets: () => ops.buckets!() } : {}),
     };
     const read = ops.read?.bind(ops);
     this.writer = new StreamWriter(writes, {
       limit: DISCORD_MESSAGE_LIMIT,
       intervalMs: this.opts.intervalMs,
-      budget: this.opts.budget,
+      scheduler: this.opts.scheduler,
+      shownAlready: this.opts.shownAlready ?? false,
       render: tablesToCodeBlocks,
       statusLine: true,
       onMessages: async (messages) => {

@@ -4,6 +4,9 @@ import { ErrorCode, type WebAPICallResult, WebClient, type WebClientOptions } fr
 import type { Config, Secrets } from "../../config.js";
 import { SwitchboardError } from "../../core/errors.js";
 import { log } from "../../log.js";
+import { RateLimitedError } from "../../runtime/message-ops.js";
+import { WriteScheduler } from "../../runtime/scheduler/write-scheduler.js";
+import { isSlackWrite, slackBuckets, slackDefaults, slackWritePolicy } from "./write-policy.js";
 
 export interface SlackAppOptions {
   /**
@@ -34,17 +37,58 @@ export function boltLogger(name = "slack"): Logger {
   };
 }
 
-/** A WebClient that reports each failed call (for /metrics: 429 or other) before its caller sees it. */
+/**
+ * The writes client: every write call goes through the workspace's write scheduler (a
+ * call made inside a granted reply write passes straight through), and each failed call
+ * is reported (for /metrics: 429 or other) before its caller sees it.
+ */
 export class ReportingWebClient extends WebClient {
   constructor(
     token: string,
     options: WebClientOptions,
     private readonly report?: (rateLimited: boolean) => void,
+    readonly scheduler: WriteScheduler = new WriteScheduler(slackWritePolicy, "slack"),
   ) {
     super(token, options);
   }
 
   override async apiCall(method: string, options?: Record<string, unknown>): Promise<WebAPICallResult> {
+    const ctx = this.scheduler.callContext();
+    if (ctx?.granted || !isSlackWrite(method)) return this.call(method, options);
+    const { lane, ...defaults } = slackDefaults(method);
+    try {
+      return await this.scheduler.run({
+        lane: ctx?.lane ?? lane,
+        buckets: slackBuckets(method, options),
+        ...defaults,
+        ...(ctx
+          ? withoutUndefined({
+              dropAfterMs: ctx.dropAfterMs,
+              now: ctx.now,
+              signal: ctx.signal,
+              requeue: ctx.requeue,
+            })
+          : {}),
+        what: method,
+        run: async () => {
+          try {
+            return await this.call(method, options);
+          } catch (err) {
+            const e = err as { code?: string; retryAfter?: number };
+            if (e?.code === ErrorCode.RateLimitedError) {
+              throw new RateLimitedError((e.retryAfter ?? 1) * 1000, { cause: err });
+            }
+            throw err;
+          }
+        },
+      });
+    } catch (err) {
+      // Callers see Slack's own error, as from any WebClient.
+      throw err instanceof RateLimitedError && err.cause ? err.cause : err;
+    }
+  }
+
+  private async call(method: string, options?: Record<string, unknown>): Promise<WebAPICallResult> {
     try {
       return await super.apiCall(method, options);
     } catch (err) {
@@ -58,10 +102,17 @@ export class ReportingWebClient extends WebClient {
   }
 }
 
+function withoutUndefined<T extends object>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
+
 export interface SlackConnection {
   app: App;
-  /** Writes: automatic retries off, 429 rejected at once (handled by the writer, never retried blindly). */
-  writes: WebClient;
+  /**
+   * Writes: through the workspace's write scheduler, automatic retries off, a 429 put back
+   * in line by the scheduler (a 429 wrote nothing), never retried blindly otherwise.
+   */
+  writes: ReportingWebClient;
   /** Reads (history, users): the SDK's retries are harmless there. */
   reads: WebClient;
   mode: "socket" | "http";

@@ -1,10 +1,9 @@
-import { WebClient } from "@slack/web-api";
 import { afterEach, describe, expect, it } from "vitest";
 import { ScriptedRunner } from "../../../test/emulators/slack/adapter-harness.js";
 import { BOT_ID, BOT_USER_ID, SlackEmulator, TEAM_ID, waitFor } from "../../../test/emulators/slack/index.js";
 import { adapterState } from "../../../test/support/adapter-state.js";
 import { configSchema } from "../../config.js";
-import { RateBudget } from "../../runtime/stream.js";
+import { ReportingWebClient } from "./app.js";
 import { SlackEvents, threadKey } from "./events.js";
 
 let emu: SlackEmulator | undefined;
@@ -17,7 +16,7 @@ describe("Slack events: the :eyes: acknowledgement", () => {
   it("stops waiting out a rate-limited :eyes: removal when the adapter stops", async () => {
     // No reactions.remove allowed this minute: Slack answers 429 with Retry-After 60.
     emu = await SlackEmulator.start({ rateLimits: { perMinute: { "reactions.remove": 0 } } });
-    const web = new WebClient(emu.botToken, {
+    const web = new ReportingWebClient(emu.botToken, {
       slackApiUrl: emu.apiUrl,
       retryConfig: { retries: 0 },
       rejectRateLimitedCalls: true,
@@ -32,7 +31,7 @@ describe("Slack events: the :eyes: acknowledgement", () => {
       identity: () => ({ teamId: TEAM_ID, botUserId: BOT_USER_ID, botId: BOT_ID }),
       writes: web,
       reads: web,
-      budget: new RateBudget({ capacity: 10, refillPerSec: 10 }),
+      scheduler: web.scheduler,
       stopping: stopping.signal,
       state: (await adapterState()).state,
     });

@@ -1,13 +1,12 @@
-import { setTimeout as sleep } from "node:timers/promises";
 import type { App } from "@slack/bolt";
-import { type ConversationsRepliesResponse, ErrorCode, type WebClient } from "@slack/web-api";
+import type { ConversationsRepliesResponse, WebClient } from "@slack/web-api";
 import type { Config } from "../../config.js";
 import type { PriorMessage } from "../../core/inbound.js";
 import type { ThreadKey } from "../../core/thread.js";
 import { encodeThread } from "../../core/thread.js";
 import { log } from "../../log.js";
 import type { Inbound, TurnRunner } from "../../runtime/contract.js";
-import type { RateBudget } from "../../runtime/stream.js";
+import type { WriteScheduler } from "../../runtime/scheduler/write-scheduler.js";
 import type { StateStore } from "../../store/state.js";
 import { type SlackFile, toInboundFiles } from "./files.js";
 import { fromSlackText } from "./mrkdwn.js";
@@ -78,7 +77,8 @@ export interface EventDeps {
   identity: () => SlackIdentity;
   writes: WebClient;
   reads: WebClient;
-  budget: RateBudget;
+  /** The workspace's write scheduler (the one `writes` goes through). */
+  scheduler: WriteScheduler;
   /** Native streaming settings, or undefined for post + update. */
   native?: ReplyDeps["native"];
   /** Aborted when the adapter stops: waits for a rate limit to pass end then. */
@@ -228,7 +228,7 @@ export class SlackEvents {
     const reply = new SlackReply(
       {
         web: this.deps.writes,
-        budget: this.deps.budget,
+        scheduler: this.deps.scheduler,
         intervalMs: this.deps.config.slack.updateIntervalMs,
         native: this.deps.native,
       },
@@ -269,31 +269,20 @@ export class SlackEvents {
   }
 
   /**
-   * `reactions.remove` is Tier 2 (20/min): under load it is rate limited. Removing is
-   * idempotent, so waiting out Retry-After and trying again is safe. A stopping adapter
-   * stops waiting: a leftover :eyes: is not worth holding up a shutdown.
+   * `reactions.remove` is Tier 2 (20/min): under load the scheduler holds it behind the
+   * answers and waits out its 429s (removing is idempotent). A stopping adapter stops
+   * waiting: a leftover :eyes: is not worth holding up a shutdown.
    */
   private async release(reply: SlackReply, channel: string, ts: string): Promise<void> {
     if (reply.place.assistant) return;
-    for (let attempt = 1; ; attempt++) {
-      let retryAfter: number | undefined;
-      try {
-        await this.deps.writes.reactions.remove({ channel, timestamp: ts, name: "eyes" });
-        return;
-      } catch (err) {
-        const e = err as { code?: string; retryAfter?: number };
-        if (e.code !== ErrorCode.RateLimitedError || attempt >= 5) {
-          log.debug({ err }, "acknowledgement not cleared");
-          return;
-        }
-        retryAfter = e.retryAfter;
-      }
-      try {
-        await sleep(Math.max(1, retryAfter ?? 1) * 1000, undefined, { signal: this.deps.stopping });
-      } catch {
-        log.debug({ channel, ts }, "acknowledgement left: the adapter is stopping");
-        return;
-      }
+    try {
+      await this.deps.scheduler.as(
+        "update",
+        () => this.deps.writes.reactions.remove({ channel, timestamp: ts, name: "eyes" }),
+        this.deps.stopping ? { signal: this.deps.stopping } : {},
+      );
+    } catch (err) {
+      log.debug({ err, channel, ts }, "acknowledgement not cleared");
     }
   }
 

@@ -2,7 +2,6 @@ import type { ThreadKey } from "../../core/thread.js";
 import { decodeThread, type ThreadRef } from "../../core/thread.js";
 import { log } from "../../log.js";
 import type { Adapter, AdapterDeps } from "../../runtime/contract.js";
-import { RateBudget } from "../../runtime/stream.js";
 import { createSlackConnection, type SlackAppOptions } from "./app.js";
 import { registerCommands } from "./commands.js";
 import { SlackEvents, type SlackIdentity } from "./events.js";
@@ -14,15 +13,8 @@ export { fromSlackText, toMrkdwn, toSlackMarkdown } from "./mrkdwn.js";
 export { SLACK_MESSAGE_LIMIT } from "./reply.js";
 
 export interface SlackAdapterOptions extends SlackAppOptions {
-  /**
-   * Message writes per minute for the whole workspace. Slack's `chat.update` is Tier 3,
-   * about 50 per minute per workspace, and every reply draws on it.
-   */
-  writesPerMinute?: number;
   /** Native streaming (when `slack.nativeStreaming` is on); tests shorten the lifetime and segments. */
   stream?: {
-    /** `chat.appendStream` calls per minute for the workspace (Slack Tier 4: 100). */
-    appendsPerMinute?: number;
     /** Slack's stream lifetime (~5 min, UNVERIFIED); segments rotate at 80% of it. */
     lifetimeMs?: number;
     /** Characters per streamed message (default: the same as a posted message). */
@@ -48,16 +40,10 @@ export interface SlackAdapter extends Adapter {
 export function createSlackAdapter(deps: AdapterDeps, opts: SlackAdapterOptions = {}): SlackAdapter {
   const { config, secrets, runner } = deps;
   const conn = createSlackConnection(config, secrets, opts, deps.platformError);
-  // A burst of a few writes lets a new reply show at once; the refill keeps the workspace under its tier.
-  const perMinuteBudget = (perMinute: number) =>
-    new RateBudget({
-      capacity: Math.max(1, Math.min(10, Math.floor(perMinute / 5))),
-      refillPerSec: perMinute / 60,
-    });
-  const budget = perMinuteBudget(opts.writesPerMinute ?? 50);
+  // Every write of the workspace goes through one scheduler, the writes client's.
+  const scheduler = conn.writes.scheduler;
   const native = config.slack.nativeStreaming
     ? {
-        budget: perMinuteBudget(opts.stream?.appendsPerMinute ?? 100),
         lifetimeMs: opts.stream?.lifetimeMs ?? 5 * 60_000,
         segmentChars: opts.stream?.segmentChars ?? SLACK_MESSAGE_LIMIT,
       }
@@ -75,7 +61,7 @@ export function createSlackAdapter(deps: AdapterDeps, opts: SlackAdapterOptions 
     identity: me,
     writes: conn.writes,
     reads: conn.reads,
-    budget,
+    scheduler,
     native,
     stopping: stopping.signal,
     state: deps.state,
@@ -105,7 +91,7 @@ export function createSlackAdapter(deps: AdapterDeps, opts: SlackAdapterOptions 
       const place = parseThreadKey(key);
       const intervalMs = config.slack.updateIntervalMs;
       await recoverSlackReply(
-        { writes: conn.writes, reads: conn.reads, budget, intervalMs },
+        { writes: conn.writes, reads: conn.reads, scheduler, intervalMs },
         place,
         address,
         note,
@@ -115,7 +101,7 @@ export function createSlackAdapter(deps: AdapterDeps, opts: SlackAdapterOptions 
       const place = parseThreadKey(key);
       // Who asked is not stored: ephemeral notices fall back to the thread.
       return new SlackReply(
-        { web: conn.writes, reads: conn.reads, budget, intervalMs: config.slack.updateIntervalMs },
+        { web: conn.writes, reads: conn.reads, scheduler, intervalMs: config.slack.updateIntervalMs },
         { ...place, user: "", assistant: false },
         address,
       );

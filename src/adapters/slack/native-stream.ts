@@ -1,8 +1,9 @@
 import type { WebClient } from "@slack/web-api";
 import { log } from "../../log.js";
 import type { ReplyAddress, TextSink } from "../../runtime/contract.js";
+import { WriteDropped, type WriteScheduler } from "../../runtime/scheduler/write-scheduler.js";
 import { type Fence, openFenceAtEnd, splitMarkdown } from "../../runtime/split.js";
-import { endingFor, type RateBudget, type StreamWriter } from "../../runtime/stream.js";
+import { endingFor, type StreamWriter } from "../../runtime/stream.js";
 import { RenderedText } from "./stable-text.js";
 import { StreamBroken, StreamCalls, type StreamPlace } from "./stream-calls.js";
 
@@ -13,10 +14,8 @@ export interface NativeStreamOptions {
   segmentChars: number;
   /** Slack ends a stream after about this long; a segment gives way to the next at 80% of it. */
   lifetimeMs: number;
-  /** Minimum gap between two appends of one stream. */
+  /** Minimum gap between two intermediate appends of one stream; the final one goes at once. */
   intervalMs: number;
-  /** `chat.appendStream` is Tier 4 per workspace: every stream draws on this budget. */
-  budget: RateBudget;
 }
 
 /** One streamed message: the rendered answer from `start` on, `sent` characters of it out. */
@@ -34,7 +33,6 @@ const HOLD_BACK = 600;
 /** A segment gives way to the next at this share of the stream's lifetime. */
 const ROTATE_AT = 0.8;
 
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 const reopenOf = (fence: Fence | null) => (fence ? `${fence.opener}\n` : "");
 /** What closes `fence` at a cut (the same repair `splitMarkdown` makes). */
 const closerAt = (fence: Fence | null, atLineStart: boolean) =>
@@ -67,10 +65,12 @@ export class NativeStream implements TextSink {
   private failed: { error: unknown } | null = null;
   private done: Promise<void> | null = null;
   private timer: ReturnType<typeof setTimeout> | null = null;
+  private wake: (() => void) | null = null;
   private readonly calls: StreamCalls;
 
   constructor(
     web: WebClient,
+    scheduler: WriteScheduler,
     private readonly place: StreamPlace,
     private readonly opts: NativeStreamOptions,
     render: (markdown: string) => string,
@@ -79,7 +79,7 @@ export class NativeStream implements TextSink {
     private readonly record: (address: ReplyAddress) => Promise<void> = async () => undefined,
   ) {
     this.text = new RenderedText(render);
-    this.calls = new StreamCalls(web, place, opts.budget, () => this.report());
+    this.calls = new StreamCalls(web, scheduler, place, () => this.report());
   }
 
   /** Where the reply is: every streamed message, then the fallback's. */
@@ -123,6 +123,7 @@ export class NativeStream implements TextSink {
 
   private async end(): Promise<void> {
     this.ended = true;
+    this.wake?.();
     for (;;) {
       this.kick();
       await this.loop;
@@ -140,7 +141,7 @@ export class NativeStream implements TextSink {
   private async run(): Promise<void> {
     try {
       for (;;) {
-        await sleep(Math.max(0, this.lastWrite + this.opts.intervalMs - Date.now()));
+        await this.pace();
         this.dirty = false;
         const next = await this.step(this.ended);
         if (next === "done") this.complete = true;
@@ -154,6 +155,21 @@ export class NativeStream implements TextSink {
       // Text that came while the last step was finishing would otherwise wait for the next write.
       if (this.dirty) this.kick();
     }
+  }
+
+  /** Waits out the interval since the last append, unless the answer ends first (the final text goes at once). */
+  private async pace(): Promise<void> {
+    const wait = this.lastWrite + this.opts.intervalMs - Date.now();
+    if (wait <= 0 || this.ended) return;
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(done, wait);
+      function done() {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.wake = done;
+    });
+    this.wake = null;
   }
 
   private async step(final: boolean): Promise<"more" | "idle" | "done"> {
@@ -269,7 +285,8 @@ export class NativeStream implements TextSink {
     if (piece !== "") {
       const starting = seg.ts === null;
       const startedAt = Date.now();
-      seg.ts = await this.calls.send(seg.ts, starting ? reopenOf(seg.fence) + piece : piece);
+      const lane = starting && this.calls.started.length === 0 ? "first" : this.ended ? "final" : "update";
+      seg.ts = await this.calls.send(seg.ts, starting ? reopenOf(seg.fence) + piece : piece, lane);
       if (starting) {
         seg.startedAt = startedAt;
         this.wakeForRotation();
@@ -303,10 +320,14 @@ export class NativeStream implements TextSink {
   /** From here on the post + update writer carries the reply, from the first character not out. */
   private async toFallback(r: string, cause: unknown): Promise<void> {
     const seg = this.seg;
-    log.warn(
-      { err: cause, channel: this.place.channel },
-      "native streaming failed; posting and updating instead",
-    );
+    if (cause instanceof WriteDropped) {
+      log.debug({ channel: this.place.channel }, "no budget to stream natively now; posting and updating");
+    } else {
+      log.warn(
+        { err: cause, channel: this.place.channel },
+        "native streaming failed; posting and updating instead",
+      );
+    }
     await this.stopSegment(1);
     const handover = seg.start + seg.sent;
     const fence = openFenceAtEnd(r.slice(seg.start, handover), seg.fence);

@@ -1,14 +1,15 @@
 import type { WebClient } from "@slack/web-api";
 import { log } from "../../log.js";
 import type { ReplyAddress } from "../../runtime/contract.js";
-import { endingFor, type RateBudget } from "../../runtime/stream.js";
+import type { WriteScheduler } from "../../runtime/scheduler/write-scheduler.js";
+import { endingFor } from "../../runtime/stream.js";
 import { SlackReply } from "./reply.js";
 import { readShown, stopStream } from "./resume.js";
 
 export interface RecoverDeps {
   writes: WebClient;
   reads: WebClient;
-  budget: RateBudget;
+  scheduler: WriteScheduler;
   intervalMs: number;
 }
 
@@ -40,7 +41,7 @@ export async function recoverSlackReply(
     }
   }
   const reply = new SlackReply(
-    { web: deps.writes, reads: deps.reads, budget: deps.budget, intervalMs: deps.intervalMs },
+    { web: deps.writes, reads: deps.reads, scheduler: deps.scheduler, intervalMs: deps.intervalMs },
     { ...place, user: "", assistant: false },
     // Stopping was tried just now: straight to chat.update.
     { ...address, streaming: false },

@@ -2,11 +2,13 @@ import { ErrorCode, type WebClient } from "@slack/web-api";
 import type { Artifact } from "../../core/artifacts.js";
 import { log } from "../../log.js";
 import type { Reply, ReplyAddress, TextSink } from "../../runtime/contract.js";
-import { type MessageOps, type RateBudget, RateLimitedError, StreamWriter } from "../../runtime/stream.js";
+import { WriteDropped, type WriteScheduler } from "../../runtime/scheduler/write-scheduler.js";
+import { type MessageOps, RateLimitedError, StreamWriter } from "../../runtime/stream.js";
 import { uploadArtifact } from "./files.js";
 import { toMrkdwn, toSlackMarkdown } from "./mrkdwn.js";
 import { NativeStream, type NativeStreamOptions } from "./native-stream.js";
 import { readShown, stopStream } from "./resume.js";
+import { slackBuckets } from "./write-policy.js";
 
 /**
  * Characters per Slack message. `markdown_text` takes 12,000, but Slack truncates very
@@ -29,8 +31,8 @@ export interface SlackPlace {
 export interface ReplyDeps {
   /** A client with automatic retries off: every write happens at most once. */
   web: WebClient;
-  /** Shared by every reply of the workspace: chat.update is limited per workspace. */
-  budget: RateBudget;
+  /** The workspace's write scheduler, shared by every reply (the one `web` writes through). */
+  scheduler: WriteScheduler;
   intervalMs: number;
   /** Native text streaming (chat.startStream...), or undefined for post + update. */
   native?: Omit<NativeStreamOptions, "intervalMs">;
@@ -48,7 +50,13 @@ export function asWriteError(err: unknown): unknown {
 }
 
 export function slackMessageOps(web: WebClient, place: { channel: string; threadTs: string }): MessageOps {
+  const buckets = {
+    post: slackBuckets("chat.postMessage", { channel: place.channel }),
+    edit: slackBuckets("chat.update", { channel: place.channel }),
+    remove: slackBuckets("chat.delete", { channel: place.channel }),
+  };
   return {
+    buckets: (kind) => buckets[kind],
     async post(text) {
       try {
         const res = await web.chat.postMessage({
@@ -137,7 +145,7 @@ export class SlackReply implements Reply {
     const writer: StreamWriter = new StreamWriter(slackMessageOps(this.deps.web, this.place), {
       limit: SLACK_MESSAGE_LIMIT,
       intervalMs: this.deps.intervalMs,
-      budget: this.deps.budget,
+      scheduler: this.deps.scheduler,
       render: rendered ? undefined : toSlackMarkdown,
       statusLine: !this.statusInThread,
       onMessages: onMessages ?? ((messages) => this.record({ messages })),
@@ -165,6 +173,7 @@ export class SlackReply implements Reply {
     }
     this.native ??= new NativeStream(
       this.deps.web,
+      this.deps.scheduler,
       this.place,
       { ...native, intervalMs: this.deps.intervalMs },
       toSlackMarkdown,
@@ -217,11 +226,20 @@ export class SlackReply implements Reply {
   async title(t: string): Promise<void> {
     // Only assistant threads have a title in Slack; a channel thread is named by its first message.
     if (!this.place.assistant) return;
-    await this.deps.web.assistant.threads.setTitle({
-      channel_id: this.place.channel,
-      thread_ts: this.place.threadTs,
-      title: t,
-    });
+    try {
+      await this.deps.web.assistant.threads.setTitle({
+        channel_id: this.place.channel,
+        thread_ts: this.place.threadTs,
+        title: t,
+      });
+    } catch (err) {
+      // Titles come last when the workspace is busy, and may not come at all.
+      if (!(err instanceof WriteDropped)) throw err;
+      log.debug(
+        { channel: this.place.channel },
+        "thread title dropped: the workspace's writes were needed for answers",
+      );
+    }
   }
 
   async notice(text: string): Promise<void> {

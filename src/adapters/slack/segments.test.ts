@@ -2,8 +2,9 @@ import { LogLevel } from "@slack/bolt";
 import { WebClient } from "@slack/web-api";
 import { afterEach, describe, expect, it } from "vitest";
 import { SlackEmulator } from "../../../test/emulators/slack/index.js";
+import { WriteScheduler } from "../../runtime/scheduler/write-scheduler.js";
 import { joinParts, openFenceAtEnd } from "../../runtime/split.js";
-import { RateBudget, StreamWriter } from "../../runtime/stream.js";
+import { StreamWriter } from "../../runtime/stream.js";
 import { tablesToCodeBlocks } from "../../runtime/tables.js";
 import { NativeStream } from "./native-stream.js";
 import { slackMessageOps } from "./reply.js";
@@ -55,11 +56,11 @@ describe("native stream segments (real WebClient, emulated Slack)", () => {
       const answer = markdown(rand, 2_000 + Math.floor(rand() * 3_000));
       const root = emu.post("C1", "U_ALICE", `question ${seed}`);
       const place = { team: "T1", channel: "C1", threadTs: root.ts, user: "U_ALICE" };
-      const budget = new RateBudget({ capacity: 1_000, refillPerSec: 1_000 });
       const stream = new NativeStream(
         web,
+        new WriteScheduler({ limitOf: () => undefined }),
         place,
-        { segmentChars: 400, lifetimeMs: 60_000, intervalMs: 0, budget },
+        { segmentChars: 400, lifetimeMs: 60_000, intervalMs: 0 },
         (md) => md,
         () => new StreamWriter(slackMessageOps(web, place), { limit: 400, intervalMs: 0 }),
       );

@@ -1,6 +1,6 @@
 import { ErrorCode, type WebClient } from "@slack/web-api";
 import { log } from "../../log.js";
-import type { RateBudget } from "../../runtime/stream.js";
+import { type Lane, WriteDropped, type WriteScheduler } from "../../runtime/scheduler/write-scheduler.js";
 
 export interface StreamPlace {
   team: string;
@@ -16,8 +16,6 @@ export class StreamBroken extends Error {}
 /** 429s in a row on one stream call before giving up on streaming, and the longest wait. */
 export const ATTEMPTS = 3;
 const MAX_RETRY_WAIT_MS = 10_000;
-
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 export function retryAfterMs(err: unknown): number | null {
   const e = err as { code?: string; retryAfter?: number };
@@ -37,45 +35,54 @@ export class StreamCalls {
 
   constructor(
     private readonly web: WebClient,
+    /** The workspace's write scheduler (the one `web` writes through). */
+    private readonly scheduler: WriteScheduler,
     private readonly place: StreamPlace,
-    /** `chat.appendStream` is Tier 4 per workspace: every stream draws on this budget. */
-    private readonly budget: RateBudget,
     private readonly changed: () => Promise<void>,
   ) {}
 
   /**
    * Starts a stream with `text` (ts null) or appends `text` to it; returns the stream's
-   * ts. A 429 never wrote anything, so trying again cannot show the text twice; any
-   * other failure throws `StreamBroken`.
+   * ts. A stream starts only while Slack's Tier 2 budget for it has room: otherwise, as
+   * on any failure but a short 429, `StreamBroken` hands the reply to post + update. A
+   * 429 never wrote anything, so trying again cannot show the text twice.
    */
-  async send(ts: string | null, text: string): Promise<string> {
+  async send(ts: string | null, text: string, lane: Lane): Promise<string> {
     const { channel, threadTs, user, team } = this.place;
     for (let attempt = 1; ; attempt++) {
       try {
         if (ts !== null) {
-          await this.budget.take();
-          await this.web.chat.appendStream({ channel, ts, chunks: [{ type: "markdown_text", text }] });
+          await this.scheduler.as(
+            lane,
+            () => this.web.chat.appendStream({ channel, ts, chunks: [{ type: "markdown_text", text }] }),
+            { requeue: false },
+          );
           return ts;
         }
-        const res = await this.web.chat.startStream({
-          channel,
-          thread_ts: threadTs,
-          recipient_user_id: user,
-          recipient_team_id: team,
-          chunks: [{ type: "markdown_text", text }],
-        });
+        const res = await this.scheduler.as(
+          lane,
+          () =>
+            this.web.chat.startStream({
+              channel,
+              thread_ts: threadTs,
+              recipient_user_id: user,
+              recipient_team_id: team,
+              chunks: [{ type: "markdown_text", text }],
+            }),
+          { requeue: false, now: true },
+        );
         if (!res.ts) throw new Error("chat.startStream answered without a ts");
         this.started.push(res.ts);
         this.open = true;
         await this.changed();
         return res.ts;
       } catch (err) {
+        if (err instanceof WriteDropped) throw new StreamBroken("no budget to stream", { cause: err });
         const wait = retryAfterMs(err);
         if (wait === null || attempt >= ATTEMPTS || wait > MAX_RETRY_WAIT_MS) {
           throw new StreamBroken("streaming failed", { cause: err });
         }
-        if (ts === null) await sleep(wait);
-        else this.budget.pause(wait);
+        // The scheduler paused the call's bucket: the next attempt waits for it there.
       }
     }
   }
@@ -84,7 +91,13 @@ export class StreamCalls {
   async stop(ts: string, attempts = ATTEMPTS): Promise<void> {
     for (let attempt = 1; ; attempt++) {
       try {
-        await this.web.chat.stopStream({ channel: this.place.channel, ts });
+        await this.scheduler.as(
+          "update",
+          () => this.web.chat.stopStream({ channel: this.place.channel, ts }),
+          {
+            requeue: false,
+          },
+        );
         if (ts === this.started.at(-1)) {
           this.open = false;
           await this.changed();
@@ -96,7 +109,6 @@ export class StreamCalls {
           log.debug({ err, ts }, "chat.stopStream failed; the stream ends on its own");
           return;
         }
-        await sleep(wait);
       }
     }
   }

@@ -16,6 +16,7 @@ import type {
 } from "./types.js";
 import { INTERACTION_ACK_MS, INTERACTION_TOKEN_TTL_MS } from "./webhooks.js";
 
+export { defaultRateLimits, type RateLimitOptions } from "./ratelimit.js";
 export type {
   ChannelObject,
   StoredAttachment,
@@ -29,6 +30,11 @@ export interface DiscordEmulatorOptions {
   token?: string;
   /** HELLO's heartbeat interval; default 41,250 ms as on Discord. */
   heartbeatIntervalMs?: number;
+  /**
+   * Discord's limits (see RateLimitOptions): e.g. `{ headers: false }` answers 429s the way
+   * Discord does when they come from in front of the API, without any X-RateLimit-* header,
+   * and `{ threads: 50 }` lifts the hidden thread-creation limit for a load benchmark.
+   */
   rateLimits?: Partial<RateLimitOptions>;
   /** Largest accepted upload; default 10 MiB (Discord's default without boosts). */
   maxFileBytes?: number;

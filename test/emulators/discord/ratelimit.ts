@@ -1,8 +1,34 @@
 import { createHash } from "node:crypto";
 
 export interface RateLimitOptions {
-  /** Send X-RateLimit-* headers and answer 429 past the limits. Default true. */
+  /** Answer 429 past the limits (and send X-RateLimit-* headers, see `headers`). Default true. */
   enabled: boolean;
+  /**
+   * Send `X-RateLimit-*` headers (default true). When false, no response carries any: not
+   * the bucket headers on successes, not `X-RateLimit-Scope` or `X-RateLimit-Global` on
+   * 429s, which keep only `Retry-After` and the JSON body `{message, retry_after, global}`.
+   * Discord calls its headers optional and answers some 429s this way (limits enforced in
+   * front of the API, such as Cloudflare's, and hidden per-resource ones); this mode makes
+   * every limit look like that, so a client meets what it does not see coming.
+   *
+   * What @discordjs/rest 2.x (SequentialHandler) does then, read from its source:
+   * - a response without `X-RateLimit-Remaining` / `-Reset-After` leaves the bucket at
+   *   "1 remaining, resets now", so the client never waits before a request: the 6th
+   *   write in a channel is sent and meets a 429 instead of being held back;
+   * - it reads a 429's `Retry-After` and nothing of its body: without
+   *   `X-RateLimit-Global` the 429 is not global (`RateLimitData.global` is false even when
+   *   the body says `global: true`, and other routes are not paused), and without
+   *   `X-RateLimit-Scope` its scope is "user";
+   * - the 429 is handled as a "sublimit": `rejectOnRateLimit` is asked (and may throw a
+   *   RateLimitError); if it does not, the request sleeps Retry-After (+ `offset`) and is
+   *   sent again, however many times, whatever `retries` says, while the rest of the queue
+   *   for that route goes on and meets its own 429s;
+   * - `RESTEvents.RateLimited` is never emitted for it (only for waits the headers
+   *   announce); the `response` event is the one place the 429 shows.
+   * The BurstHandler (interaction callbacks) never reads bucket headers, so this mode
+   * changes nothing for it.
+   */
+  headers: boolean;
   /** Message writes (sends and edits) per channel per window. Default 5. */
   perChannel: number;
   /** Default 5,000 ms. */
@@ -35,6 +61,7 @@ export interface RateLimitOptions {
 
 export const defaultRateLimits: RateLimitOptions = {
   enabled: true,
+  headers: true,
   perChannel: 5,
   windowMs: 5_000,
   renames: 2,
@@ -126,6 +153,12 @@ export class RateLimiter {
     const retryAfterMs = this.global.resetAt - now;
     this.hits.push({ kind: "global", path, at: now });
     return { ok: false, retryAfterMs, headers: { "x-ratelimit-global": "true" } };
+  }
+
+  /** The headers a response may carry: without `headers`, none of the X-RateLimit-* ones. */
+  visible(headers: Record<string, string>): Record<string, string> {
+    if (this.options.headers) return headers;
+    return Object.fromEntries(Object.entries(headers).filter(([name]) => !/^x-ratelimit-/i.test(name)));
   }
 
   private limits(kind: Exclude<ForcedKind, "any">): { limit: number; windowMs: number } {

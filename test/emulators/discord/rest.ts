@@ -130,7 +130,8 @@ export async function handleRest(ctx: RestContext, req: IncomingMessage, res: Se
         : { status: 500, body: { message: String(err), code: 0 } };
   }
   ctx.requests.push({ method, path: url.pathname, status: reply.status, at: Date.now() });
-  const headers: Record<string, string> = { ...(reply.headers ?? {}) };
+  // One place strips the rate-limit headers in the headerless mode, so no route can leak one.
+  const headers = ctx.limiter.visible({ ...(reply.headers ?? {}) });
   if (reply.body !== undefined) headers["content-type"] = "application/json";
   res.writeHead(reply.status, headers);
   res.end(reply.body === undefined ? undefined : JSON.stringify(reply.body));

@@ -124,7 +124,7 @@ export async function startHarness(
       models: () => [config.llm.model],
       platformError: (rateLimited) => platformErrors.push(rateLimited),
     },
-    { reconnectDelayMs: 100, writesPerMinute: 600, host: "127.0.0.1", ...opts.adapter },
+    { reconnectDelayMs: 100, host: "127.0.0.1", ...opts.adapter },
   );
   await adapter.start();
   if (opts.http) emu.useHttp(`http://127.0.0.1:${adapter.port()}/slack/events`);

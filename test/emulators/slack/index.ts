@@ -16,6 +16,7 @@ import { BOT_USER_ID, type EmuFile, type EmuMessage, SlackState } from "./state.
 import { WebApi, type WebApiLimits } from "./web-api.js";
 
 export type { Delivery } from "./delivery.js";
+export { type RateLimitOptions, SLACK_PER_CHANNEL_LIMITS } from "./rate-limit.js";
 export type { EmuFile, EmuMessage } from "./state.js";
 export { BOT_ID, BOT_USER_ID, TEAM_ID } from "./state.js";
 

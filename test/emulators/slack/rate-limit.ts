@@ -4,6 +4,15 @@
  * after a short burst.
  * `speed` shortens Slack's minute so tests reach the limits quickly: speed 60 makes a
  * Slack minute last one second.
+ *
+ * Two modes, because Slack's documentation and a busy workspace disagree:
+ * - the default, workspace mode, is what Slack documents: tiers are per app per workspace
+ *   per method, so `chat.update` takes 50 calls a minute across all channels together;
+ * - `SLACK_PER_CHANNEL_LIMITS` (option `perChannel`) is what bots report seeing in
+ *   practice (UNVERIFIED, not in Slack's docs): `chat.update` and `chat.appendStream` are
+ *   enforced closer to per channel, so one hot thread is limited long before the workspace
+ *   is, and many threads in different channels update at once without a 429.
+ * The load benchmark runs both: a writer must stay under the limits whichever is true.
  */
 export const DEFAULT_PER_MINUTE: Record<string, number> = {
   "chat.update": 50,
@@ -39,6 +48,18 @@ export const POST_MESSAGE_PER_CHANNEL_PER_MINUTE = 60;
  */
 export const POST_MESSAGE_BURST = 3;
 
+/**
+ * The per-channel mode (see the top of this file): `chat.update` 60 a minute per channel
+ * (one a second) and `chat.appendStream` 120 a minute per channel (two a second).
+ * `chat.postMessage` keeps its own per-channel bucket (about one a second after a burst of
+ * 3); every other method (`chat.startStream` / `chat.stopStream` at Tier 2, reactions,
+ * `assistant.*`) stays per workspace as in the default mode. Combine with `speed`:
+ * `SlackEmulator.start({ rateLimits: { ...SLACK_PER_CHANNEL_LIMITS, speed: 60 } })`.
+ */
+export const SLACK_PER_CHANNEL_LIMITS: Partial<RateLimitOptions> = {
+  perChannel: { "chat.update": 60, "chat.appendStream": 120 },
+};
+
 /** The methods counted as "writes" by `failEveryNthWrite`. */
 export const MESSAGE_WRITES = new Set([
   "chat.postMessage",
@@ -58,6 +79,14 @@ export interface RateLimitOptions {
    * sustained rate per channel (default 60, one a second).
    */
   perMinute: Record<string, number>;
+  /**
+   * Methods limited per channel instead of per workspace, in calls per Slack minute per
+   * channel (a sliding window, shortened by `speed`); the channel is the call's `channel`
+   * or `channel_id`. A method listed here ignores `perMinute`. `chat.postMessage` is per
+   * channel in either mode; an entry for it sets its sustained rate like `perMinute`.
+   * Default none: the workspace mode.
+   */
+  perChannel: Record<string, number>;
   /** `chat.postMessage` calls a channel takes at once before the sustained rate applies (default 3). */
   postMessageBurst: number;
   /** Answer every n-th message write (see MESSAGE_WRITES) with a 429 (0 = off). */
@@ -79,22 +108,23 @@ export class RateLimiter {
   private readonly buckets = new Map<string, { tokens: number; at: number }>();
   private writes = 0;
   /** Every 429 answered, for tests and benchmarks. */
-  readonly limited: { method: string; at: number; forced: boolean }[] = [];
+  readonly limited: { method: string; at: number; forced: boolean; channel?: string | undefined }[] = [];
 
   constructor(options: Partial<RateLimitOptions> = {}) {
-    this.options = {
+    this.options = ownCopy({
       enabled: true,
       speed: 1,
       perMinute: {},
+      perChannel: {},
       postMessageBurst: POST_MESSAGE_BURST,
       failEveryNthWrite: 0,
       forcedRetryAfter: 0,
       ...options,
-    };
+    });
   }
 
   configure(options: Partial<RateLimitOptions>): void {
-    this.options = { ...this.options, ...options };
+    this.options = ownCopy({ ...this.options, ...options });
     this.writes = 0;
   }
 
@@ -116,18 +146,29 @@ export class RateLimiter {
     }
     if (!o.enabled) return { limited: false, retryAfter: 0 };
     if (method === "chat.postMessage") return this.postMessage(channel ?? "", now);
+    const perChannel = o.perChannel[method];
+    if (perChannel !== undefined) return this.slide(perChannel, now, method, channel ?? "");
     const limit = o.perMinute[method] ?? DEFAULT_PER_MINUTE[method];
     if (limit === undefined) return { limited: false, retryAfter: 0 };
-    const windowMs = 60_000 / o.speed;
-    const calls = (this.windows.get(method) ?? []).filter((t) => t > now - windowMs);
+    return this.slide(limit, now, method);
+  }
+
+  /**
+   * A sliding window of one Slack minute over the calls of `method`, in the workspace or,
+   * given a `channel`, in that channel. Retry-After is the whole seconds until the oldest
+   * call leaves the window, at least 1, as Slack sends it.
+   */
+  private slide(limit: number, now: number, method: string, channel?: string): RateDecision {
+    const key = channel === undefined ? method : `${method} in ${channel}`;
+    const windowMs = 60_000 / this.options.speed;
+    const calls = (this.windows.get(key) ?? []).filter((t) => t > now - windowMs);
+    this.windows.set(key, calls);
     if (calls.length >= limit) {
-      this.windows.set(method, calls);
       const waitMs = (calls[0] ?? now) + windowMs - now;
-      this.limited.push({ method, at: now, forced: false });
+      this.limited.push({ method, channel, at: now, forced: false });
       return { limited: true, retryAfter: Math.max(1, Math.ceil(waitMs / 1000)) };
     }
     calls.push(now);
-    this.windows.set(method, calls);
     return { limited: false, retryAfter: 0 };
   }
 
@@ -137,8 +178,11 @@ export class RateLimiter {
    */
   private postMessage(channel: string, now: number): RateDecision {
     const o = this.options;
-    const perSecond =
-      ((o.perMinute["chat.postMessage"] ?? POST_MESSAGE_PER_CHANNEL_PER_MINUTE) / 60) * o.speed;
+    const perMinute =
+      o.perChannel["chat.postMessage"] ??
+      o.perMinute["chat.postMessage"] ??
+      POST_MESSAGE_PER_CHANNEL_PER_MINUTE;
+    const perSecond = (perMinute / 60) * o.speed;
     const burst = Math.max(1, o.postMessageBurst);
     const bucket = this.buckets.get(channel) ?? { tokens: burst, at: now };
     bucket.tokens = Math.min(burst, bucket.tokens + ((now - bucket.at) / 1000) * perSecond);
@@ -148,8 +192,13 @@ export class RateLimiter {
       bucket.tokens -= 1;
       return { limited: false, retryAfter: 0 };
     }
-    this.limited.push({ method: "chat.postMessage", at: now, forced: false });
+    this.limited.push({ method: "chat.postMessage", at: now, forced: false, channel });
     const waitMs = ((1 - bucket.tokens) / perSecond) * 1000;
     return { limited: true, retryAfter: Math.max(1, Math.ceil(waitMs / 1000)) };
   }
+}
+
+/** The limiter's own tables, so that changing them never changes a shared profile such as SLACK_PER_CHANNEL_LIMITS. */
+function ownCopy(o: RateLimitOptions): RateLimitOptions {
+  return { ...o, perMinute: { ...o.perMinute }, perChannel: { ...o.perChannel } };
 }

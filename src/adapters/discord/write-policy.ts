@@ -1,0 +1,133 @@
+import { log } from "../../log.js";
+import type {
+  BucketLimit,
+  CallOptions,
+  Lane,
+  WritePolicy,
+  WriteScheduler,
+} from "../../runtime/scheduler/write-scheduler.js";
+
+/**
+ * Discord's budgets as the scheduler sees them (PLATFORMS.md): 50 requests per second for
+ * the whole bot, and per route buckets, of which message writes (about 5 per 5 s per
+ * channel) and renames (2 per 10 min) matter. Interaction callbacks and webhooks are
+ * outside the global limit. Windows carry a margin for requests that arrive closer
+ * together than they left.
+ */
+export const GLOBAL = "discord:global";
+const LIMITS: Record<string, BucketLimit> = {
+  global: { capacity: 50, windowMs: 1_050 },
+  channel: { capacity: 5, windowMs: 5_500 },
+  rename: { capacity: 2, windowMs: 600_000 },
+};
+
+export const discordWritePolicy: WritePolicy = {
+  limitOf(bucket) {
+    return LIMITS[bucket.split(":")[1] ?? ""];
+  },
+};
+
+/** The buckets of one message write in `channel` (posts, edits, deletes). */
+export function channelBuckets(channel: string): string[] {
+  return [`discord:channel:${channel}`, GLOBAL];
+}
+
+interface Route {
+  buckets: string[];
+  lane: Lane;
+  options?: CallOptions;
+}
+
+/** What a REST call is, from its method and path (`/api/v10/...`). */
+export function discordRoute(method: string, url: string): Route {
+  const path = new URL(url).pathname.replace(/^\/api(\/v\d+)?/, "");
+  if (/^\/interactions\/\d+\/[^/]+\/callback$/.test(path)) return { buckets: [], lane: "first" };
+  const webhook = /^\/webhooks\/(\d+)\/([^/?]+)/.exec(path);
+  // An interaction's token is its own bucket; the 3 s / 15 min clocks make these urgent.
+  if (webhook) return { buckets: [`discord:webhook:${webhook[2]?.slice(0, 16)}`], lane: "final" };
+  if (method === "GET") return { buckets: [GLOBAL], lane: "final" };
+  const channel = /^\/channels\/(\d+)(\/.*)?$/.exec(path);
+  if (channel) {
+    const [, id, rest = ""] = channel;
+    if (/\/threads$/.test(rest)) return { buckets: [`discord:threads:${id}`, GLOBAL], lane: "first" };
+    if (rest === "/typing") {
+      return {
+        buckets: [`discord:typing:${id}`, GLOBAL],
+        lane: "background",
+        options: { dropAfterMs: 1_000 },
+      };
+    }
+    if (rest === "" && method === "PATCH") {
+      // A thread is named at creation; its rename comes last and only when the bot is not busy.
+      return {
+        buckets: [`discord:rename:${id}`, GLOBAL],
+        lane: "background",
+        options: { dropAfterMs: 10_000 },
+      };
+    }
+    if (rest.startsWith("/messages")) return { buckets: channelBuckets(id ?? ""), lane: "final" };
+  }
+  return { buckets: [GLOBAL], lane: "final" };
+}
+
+const headerMs = (res: Response, name: string): number | undefined => {
+  const v = res.headers.get(name);
+  const n = v === null ? Number.NaN : Number(v);
+  return Number.isFinite(n) ? n * 1000 : undefined;
+};
+
+/**
+ * What a response teaches about the budgets: a bucket with nothing remaining is paused
+ * until it resets; a 429 pauses the bucket it names (the whole bot for a global one), or,
+ * when it comes without rate-limit headers, the call's narrowest bucket for Retry-After.
+ */
+export async function learnFrom(scheduler: WriteScheduler, route: Route, res: Response): Promise<void> {
+  const narrow = route.buckets[0];
+  if (res.status !== 429) {
+    const resetAfter = headerMs(res, "x-ratelimit-reset-after");
+    if (narrow && narrow !== GLOBAL && res.headers.get("x-ratelimit-remaining") === "0" && resetAfter) {
+      scheduler.pause(narrow, resetAfter);
+    }
+    return;
+  }
+  let body: { retry_after?: number; global?: boolean } = {};
+  try {
+    body = (await res.clone().json()) as typeof body;
+  } catch {}
+  const global = res.headers.get("x-ratelimit-global") === "true" || body.global === true;
+  const wait =
+    headerMs(res, "x-ratelimit-reset-after") ??
+    (typeof body.retry_after === "number" ? body.retry_after * 1000 : undefined) ??
+    headerMs(res, "retry-after") ??
+    1_000;
+  const bucket = global ? GLOBAL : narrow;
+  if (bucket) scheduler.pause(bucket, wait);
+  log.debug({ bucket, waitMs: wait }, "discord rate limit: bucket paused");
+}
+
+/**
+ * discord.js's request function, through the bot's write scheduler: every REST call
+ * (its own queue waits out what it waits out, then calls this) runs when its lane and
+ * budgets allow. A call made inside a granted reply write passes straight through.
+ */
+export function scheduledFetch(scheduler: WriteScheduler) {
+  return async (url: string, init: RequestInit): Promise<Response> => {
+    const route = discordRoute(init.method ?? "GET", url);
+    const send = async () => {
+      const res = await fetch(url, init);
+      await learnFrom(scheduler, route, res);
+      return res;
+    };
+    const ctx = scheduler.callContext();
+    if (ctx?.granted) return send();
+    return scheduler.run({
+      lane: ctx?.lane ?? route.lane,
+      buckets: route.buckets,
+      ...route.options,
+      ...(ctx?.dropAfterMs !== undefined ? { dropAfterMs: ctx.dropAfterMs } : {}),
+      ...(ctx?.signal ? { signal: ctx.signal } : {}),
+      what: `${init.method ?? "GET"} ${new URL(url).pathname.replace(/\d{6,}/g, ":id")}`,
+      run: send,
+    });
+  };
+}

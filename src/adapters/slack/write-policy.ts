@@ -1,0 +1,103 @@
+import type { BucketLimit, CallOptions, Lane, WritePolicy } from "../../runtime/scheduler/write-scheduler.js";
+
+/**
+ * Slack's write budgets as the scheduler sees them (PLATFORMS.md; Slack's rate-limit docs).
+ * Tiers are per app, per workspace, per method; `chat.postMessage` is about one a second
+ * per channel with short bursts. The windows carry a margin for requests that arrive
+ * closer together than they left.
+ */
+const MINUTE_MS = 61_000;
+
+/** Documented workspace tiers, known from the first write. */
+const WORKSPACE_PER_MINUTE: Record<string, number> = {
+  "chat.startStream": 20,
+  "chat.stopStream": 20,
+  "chat.delete": 50,
+  "chat.postEphemeral": 100,
+  "reactions.add": 50,
+  "reactions.remove": 20,
+  "assistant.threads.setStatus": 600,
+  "assistant.threads.setTitle": 50,
+  "assistant.threads.setSuggestedPrompts": 50,
+  "files.getUploadURLExternal": 100,
+  "files.completeUploadExternal": 100,
+  "views.open": 100,
+  "views.update": 100,
+};
+
+/**
+ * Edits and appends: Slack documents chat.update as Tier 3 (50 per minute per workspace)
+ * and appendStream as Tier 4, but busy workspaces see them enforced per channel. The
+ * scheduler starts without a workspace limit for them and assumes the tier only after
+ * 429s in two channels show it.
+ */
+const LEARNED_WORKSPACE_PER_MINUTE: Record<string, number> = {
+  "chat.update": 50,
+  "chat.appendStream": 100,
+};
+
+/** Per channel: known for chat.postMessage (bursts of 3 assumed), learned from a 429 for the others. */
+const PER_CHANNEL: Record<string, { known?: BucketLimit; learned: BucketLimit }> = {
+  "chat.postMessage": { known: { capacity: 3, windowMs: 3_150 }, learned: { capacity: 3, windowMs: 3_150 } },
+  "chat.update": { learned: { capacity: 1, windowMs: 1_050 } },
+  "chat.appendStream": { learned: { capacity: 2, windowMs: 1_050 } },
+};
+
+/** Calls that only read: they do not go through the write scheduler. */
+const READS = /^(auth|users|conversations|team|bots|apps)\./;
+
+export function isSlackWrite(method: string): boolean {
+  return !READS.test(method);
+}
+
+/** Bucket keys: `slack:{method}` for the workspace, `slack:{method}:{channel}` per channel. */
+export function slackBuckets(method: string, params: Record<string, unknown> | undefined): string[] {
+  const channel = params?.channel ?? params?.channel_id;
+  const wide = `slack:${method}`;
+  if (PER_CHANNEL[method] && typeof channel === "string" && channel !== "") {
+    const narrow = `${wide}:${channel}`;
+    return method === "chat.postMessage" ? [narrow] : [narrow, wide];
+  }
+  return [wide];
+}
+
+export const slackWritePolicy: WritePolicy = {
+  limitOf(bucket, learned) {
+    const [, method = "", channel] = bucket.split(":");
+    if (channel !== undefined) {
+      const c = PER_CHANNEL[method];
+      return learned ? c?.learned : c?.known;
+    }
+    const known = WORKSPACE_PER_MINUTE[method];
+    const perMinute = known ?? (learned ? LEARNED_WORKSPACE_PER_MINUTE[method] : undefined);
+    return perMinute === undefined ? undefined : { capacity: perMinute, windowMs: MINUTE_MS };
+  },
+};
+
+/**
+ * Where a call made outside an answer's writer goes when its caller did not say: the
+ * acknowledgement reaction is dropped rather than delayed (it is only worth showing at
+ * once), a modal must open within its trigger's 3 s, and sentences people wait for
+ * (notices, recovery notes, files) come with final text.
+ */
+export function slackDefaults(method: string): { lane: Lane } & CallOptions {
+  switch (method) {
+    case "views.open":
+    case "views.update":
+    case "chat.startStream":
+      return { lane: "first" };
+    case "reactions.add":
+      return { lane: "background", dropAfterMs: 1_000 };
+    case "assistant.threads.setTitle":
+      return { lane: "background", dropAfterMs: 30_000 };
+    case "reactions.remove":
+    case "chat.delete":
+    case "chat.appendStream":
+    case "chat.stopStream":
+    case "assistant.threads.setStatus":
+    case "assistant.threads.setSuggestedPrompts":
+      return { lane: "update" };
+    default:
+      return { lane: "final" };
+  }
+}

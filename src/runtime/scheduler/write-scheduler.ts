@@ -1,0 +1,360 @@
+import { AsyncLocalStorage } from "node:async_hooks";
+import { log } from "../../log.js";
+import { RateLimitedError } from "../message-ops.js";
+
+/**
+ * Which writes go first when a platform's budget is short. A thread's first visible write
+ * and an answer's final text before anything else; then intermediate edits and statuses;
+ * typing, renames and acknowledgements last (and droppable).
+ */
+export type Lane = "first" | "final" | "update" | "background";
+const LANES: readonly Lane[] = ["first", "final", "update", "background"];
+
+/** At most `capacity` writes in any window of `windowMs`. */
+export interface BucketLimit {
+  capacity: number;
+  windowMs: number;
+}
+
+/** What a platform tells the scheduler about its budgets. */
+export interface WritePolicy {
+  /**
+   * The limit of a bucket, or undefined while none is known. `learned` turns true once a
+   * 429 showed that the bucket is limited: a platform whose limits depend on the
+   * workspace (Slack) starts optimistic and returns its documented limit only then.
+   */
+  limitOf(bucket: string, learned: boolean): BucketLimit | undefined;
+}
+
+/** One write, run when its lane and budgets allow it. */
+export interface WritePlan<T> {
+  /** Evaluated at every pick: a write waiting as an update becomes final when the answer ends. */
+  lane: Lane | (() => Lane);
+  /**
+   * The budgets the write draws on, narrowest first (Slack: the method in this channel,
+   * then the method in the workspace). A 429 pauses the narrowest, and a wider one once
+   * two of its narrower buckets met a 429. Evaluated at pick time, like `lane`.
+   */
+  buckets: readonly string[] | (() => readonly string[]);
+  /** Within a lane the stalest thread goes first: when this one last wrote (default: when submitted). */
+  since?: () => number;
+  /** Given up (rejected with `WriteDropped`) when not started within this long. */
+  dropAfterMs?: number;
+  /** Rejected with `WriteDropped` unless it can start at once (a caller with a cheaper way out). */
+  now?: boolean;
+  /** Rejected with `WriteDropped` when aborted before it started. */
+  signal?: AbortSignal;
+  /**
+   * A 429 puts the write back in line (true, the default: a 429 wrote nothing), or rejects
+   * with the `RateLimitedError` so the caller can choose another way (the budget is paused either way).
+   */
+  requeue?: boolean;
+  /** For logs. */
+  what?: string;
+  run(): Promise<T>;
+}
+
+/** A write the scheduler gave up on before it started: nothing was written. */
+export class WriteDropped extends Error {
+  constructor(what: string, why: string) {
+    super(`${what} not written: ${why}`);
+    this.name = "WriteDropped";
+  }
+}
+
+/** Share of a bucket each lane leaves to the lanes above it. */
+const RESERVE: Record<Lane, number> = { first: 0, final: 0, update: 0.25, background: 0.5 };
+/** 429s in a row on one write before it is given up. */
+const MAX_LIMITED = 8;
+/** A wider bucket is paused when this many of its narrower buckets met a 429 within this long. */
+const ESCALATE_AFTER = 2;
+const ESCALATE_WINDOW_MS = 60_000;
+
+interface Bucket {
+  /** When the writes inside the current window were granted, oldest first. */
+  sent: number[];
+  pausedUntil: number;
+  learned: boolean;
+  /** Narrower buckets that met a 429, and when (for escalation). */
+  limitedBelow: Map<string, number>;
+}
+
+interface Waiting {
+  plan: WritePlan<unknown>;
+  resolve(value: unknown): void;
+  reject(err: unknown): void;
+  submitted: number;
+  limited: number;
+  seq: number;
+}
+
+export interface SchedulerStats {
+  granted: Record<Lane, number>;
+  dropped: number;
+  limited: number;
+}
+
+/** How a platform call made outside a granted write is to be scheduled (see `WriteScheduler.as`). */
+export type CallOptions = Pick<WritePlan<unknown>, "dropAfterMs" | "now" | "signal" | "requeue">;
+
+/** Calls made inside a granted write pass straight through; others say which lane they belong to. */
+export interface WriteContext extends CallOptions {
+  granted: boolean;
+  lane?: Lane;
+}
+
+/**
+ * One per platform connection (a Slack workspace, a Discord bot): every write of every
+ * thread goes through it. It runs the most urgent write whose budgets have room, the
+ * stalest thread first within a lane; a 429 pauses only the bucket it concerns, for its
+ * Retry-After, and the write goes back in line. A write's `run` is called only when it
+ * is granted, so a writer that waited writes its latest text then (coalescing for free).
+ */
+export class WriteScheduler {
+  private readonly buckets = new Map<string, Bucket>();
+  private readonly waiting = new Set<Waiting>();
+  private readonly context = new AsyncLocalStorage<WriteContext>();
+  private pumpQueued = false;
+  private timer: ReturnType<typeof setTimeout> | null = null;
+  private timerAt = Number.POSITIVE_INFINITY;
+  private seq = 0;
+  readonly stats: SchedulerStats = {
+    granted: { first: 0, final: 0, update: 0, background: 0 },
+    dropped: 0,
+    limited: 0,
+  };
+
+  constructor(
+    private readonly policy: WritePolicy,
+    private readonly name = "writes",
+  ) {}
+
+  /** Resolves with the write's result once it ran; see `WritePlan`. */
+  run<T>(plan: WritePlan<T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      if (plan.signal?.aborted) {
+        reject(new WriteDropped(plan.what ?? "write", "cancelled"));
+        return;
+      }
+      const w: Waiting = {
+        plan: plan as WritePlan<unknown>,
+        resolve: resolve as (v: unknown) => void,
+        reject,
+        submitted: Date.now(),
+        limited: 0,
+        seq: this.seq++,
+      };
+      this.waiting.add(w);
+      plan.signal?.addEventListener(
+        "abort",
+        () => {
+          if (this.waiting.delete(w)) reject(new WriteDropped(plan.what ?? "write", "cancelled"));
+        },
+        { once: true },
+      );
+      this.kick();
+    });
+  }
+
+  /**
+   * Runs `fn` with its platform calls placed in `lane` (calls that reach the platform
+   * client look it up with `callContext`). Inside a granted write, calls pass straight through.
+   */
+  as<T>(lane: Lane, fn: () => Promise<T>, opts: CallOptions = {}): Promise<T> {
+    if (this.context.getStore()?.granted) return fn();
+    return this.context.run({ granted: false, lane, ...opts }, fn);
+  }
+
+  /** The lane a platform client's call was placed in, and whether it runs inside a granted write. */
+  callContext(): WriteContext | undefined {
+    return this.context.getStore();
+  }
+
+  /** How long a write in `lane` on `buckets` would wait now, in ms (0: it could start). */
+  waitFor(buckets: readonly string[], lane: Lane): number {
+    const now = Date.now();
+    let wait = 0;
+    for (const key of buckets) wait = Math.max(wait, this.bucketWait(key, lane, now));
+    return wait;
+  }
+
+  /**
+   * The platform said a bucket is spent (Discord's `X-RateLimit-Remaining: 0`): nobody
+   * writes on it for `ms`.
+   */
+  pause(bucket: string, ms: number): void {
+    const b = this.bucket(bucket);
+    b.pausedUntil = Math.max(b.pausedUntil, Date.now() + ms);
+    b.learned = true;
+  }
+
+  /** Writes waiting, by lane (for metrics and tests). */
+  backlog(): Record<Lane, number> {
+    const out: Record<Lane, number> = { first: 0, final: 0, update: 0, background: 0 };
+    for (const w of this.waiting) out[this.laneOf(w)] += 1;
+    return out;
+  }
+
+  private bucket(key: string): Bucket {
+    let b = this.buckets.get(key);
+    if (!b) {
+      b = { sent: [], pausedUntil: 0, learned: false, limitedBelow: new Map() };
+      this.buckets.set(key, b);
+    }
+    return b;
+  }
+
+  private laneOf(w: Waiting): Lane {
+    const lane = w.plan.lane;
+    return typeof lane === "function" ? lane() : lane;
+  }
+
+  private bucketsOf(w: Waiting): readonly string[] {
+    const b = w.plan.buckets;
+    return typeof b === "function" ? b() : b;
+  }
+
+  /** ms until `lane` may write on bucket `key` (0: now). */
+  private bucketWait(key: string, lane: Lane, now: number): number {
+    const b = this.buckets.get(key);
+    if (!b) {
+      const limit = this.policy.limitOf(key, false);
+      return limit && limit.capacity - Math.floor(limit.capacity * RESERVE[lane]) < 1
+        ? Number.POSITIVE_INFINITY
+        : 0;
+    }
+    const paused = Math.max(0, b.pausedUntil - now);
+    const limit = this.policy.limitOf(key, b.learned);
+    if (!limit) return paused;
+    while (b.sent.length > 0 && (b.sent[0] ?? 0) + limit.windowMs <= now) b.sent.shift();
+    const usable = limit.capacity - Math.floor(limit.capacity * RESERVE[lane]);
+    if (usable < 1) return Number.POSITIVE_INFINITY;
+    if (b.sent.length < usable) return paused;
+    // The write that must leave the window before this lane has room again.
+    const leaving = b.sent[b.sent.length - usable] ?? now;
+    return Math.max(paused, leaving + limit.windowMs - now);
+  }
+
+  private kick(): void {
+    if (this.pumpQueued) return;
+    this.pumpQueued = true;
+    queueMicrotask(() => {
+      this.pumpQueued = false;
+      this.pump();
+    });
+  }
+
+  private pump(): void {
+    const now = Date.now();
+    let next = Number.POSITIVE_INFINITY;
+    const byLane = new Map<Lane, Array<{ w: Waiting; since: number }>>();
+    for (const w of this.waiting) {
+      const lane = this.laneOf(w);
+      const list = byLane.get(lane) ?? [];
+      list.push({ w, since: w.plan.since?.() ?? w.submitted });
+      byLane.set(lane, list);
+    }
+    for (const lane of LANES) {
+      const list = byLane.get(lane);
+      if (!list) continue;
+      list.sort((a, b) => a.since - b.since || a.w.seq - b.w.seq);
+      for (const { w } of list) {
+        const buckets = this.bucketsOf(w);
+        let wait = 0;
+        for (const key of buckets) wait = Math.max(wait, this.bucketWait(key, lane, now));
+        if (wait <= 0) {
+          this.grant(w, lane, buckets, now);
+          continue;
+        }
+        const { plan } = w;
+        if (plan.now) {
+          this.drop(w, "the platform's budget for it is spent right now");
+          continue;
+        }
+        if (plan.dropAfterMs !== undefined) {
+          const deadline = w.submitted + plan.dropAfterMs;
+          if (deadline <= now) {
+            this.drop(w, "answers needed the platform's budget");
+            continue;
+          }
+          next = Math.min(next, deadline - now);
+        }
+        next = Math.min(next, wait);
+      }
+    }
+    this.schedule(next);
+  }
+
+  private schedule(inMs: number): void {
+    if (!Number.isFinite(inMs) || this.waiting.size === 0) return;
+    const at = Date.now() + Math.max(1, Math.ceil(inMs));
+    if (this.timer && this.timerAt <= at) return;
+    if (this.timer) clearTimeout(this.timer);
+    this.timerAt = at;
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      this.timerAt = Number.POSITIVE_INFINITY;
+      this.pump();
+    }, at - Date.now());
+    this.timer.unref?.();
+  }
+
+  private drop(w: Waiting, why: string): void {
+    this.waiting.delete(w);
+    this.stats.dropped += 1;
+    w.reject(new WriteDropped(w.plan.what ?? "write", why));
+  }
+
+  private grant(w: Waiting, lane: Lane, buckets: readonly string[], now: number): void {
+    this.waiting.delete(w);
+    for (const key of buckets) this.bucket(key).sent.push(now);
+    this.stats.granted[lane] += 1;
+    const done = this.context.run({ granted: true }, () => {
+      try {
+        return Promise.resolve(w.plan.run());
+      } catch (err) {
+        return Promise.reject(err);
+      }
+    });
+    done.then(
+      (value) => {
+        w.resolve(value);
+        this.kick();
+      },
+      (err: unknown) => {
+        if (err instanceof RateLimitedError) this.limited(w, buckets, err);
+        else w.reject(err);
+        this.kick();
+      },
+    );
+  }
+
+  /** A 429: pause the bucket it concerns; the write goes back in line (or to its caller). */
+  private limited(w: Waiting, buckets: readonly string[], err: RateLimitedError): void {
+    this.stats.limited += 1;
+    const now = Date.now();
+    const narrow = err.bucket ?? buckets[0];
+    if (narrow !== undefined) {
+      this.pause(narrow, err.retryAfterMs);
+      if (err.bucket === undefined) {
+        for (const wide of buckets.slice(1)) {
+          const b = this.bucket(wide);
+          b.limitedBelow.set(narrow, now);
+          for (const [k, at] of b.limitedBelow) if (at + ESCALATE_WINDOW_MS <= now) b.limitedBelow.delete(k);
+          if (b.limitedBelow.size >= ESCALATE_AFTER) this.pause(wide, err.retryAfterMs);
+        }
+      }
+    }
+    log.debug(
+      { scheduler: this.name, what: w.plan.what, bucket: narrow, retryAfterMs: err.retryAfterMs },
+      "write rate limited; its bucket is paused",
+    );
+    w.limited += 1;
+    if (w.plan.requeue === false || w.limited >= MAX_LIMITED) {
+      w.reject(err);
+      return;
+    }
+    w.submitted = Math.min(w.submitted, now);
+    this.waiting.add(w);
+  }
+}
