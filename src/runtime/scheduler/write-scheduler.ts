@@ -1,6 +1,9 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import { log } from "../../log.js";
 import { RateLimitedError } from "../message-ops.js";
+import { type BudgetBook, LocalBudgets, type WritePolicy } from "./budgets.js";
+
+export type { BucketLimit, BudgetBook, WritePolicy } from "./budgets.js";
 
 /**
  * Which writes go first when a platform's budget is short. A thread's first visible write
@@ -9,22 +12,6 @@ import { RateLimitedError } from "../message-ops.js";
  */
 export type Lane = "first" | "final" | "update" | "background";
 const LANES: readonly Lane[] = ["first", "final", "update", "background"];
-
-/** At most `capacity` writes in any window of `windowMs`. */
-export interface BucketLimit {
-  capacity: number;
-  windowMs: number;
-}
-
-/** What a platform tells the scheduler about its budgets. */
-export interface WritePolicy {
-  /**
-   * The limit of a bucket, or undefined while none is known. `learned` turns true once a
-   * 429 showed that the bucket is limited: a platform whose limits depend on the
-   * workspace (Slack) starts optimistic and returns its documented limit only then.
-   */
-  limitOf(bucket: string, learned: boolean): BucketLimit | undefined;
-}
 
 /** One write, run when its lane and budgets allow it. */
 export interface WritePlan<T> {
@@ -66,18 +53,6 @@ export class WriteDropped extends Error {
 const RESERVE: Record<Lane, number> = { first: 0, final: 0, update: 0.25, background: 0.5 };
 /** 429s in a row on one write before it is given up. */
 const MAX_LIMITED = 8;
-/** A wider bucket is paused when this many of its narrower buckets met a 429 within this long. */
-const ESCALATE_AFTER = 2;
-const ESCALATE_WINDOW_MS = 60_000;
-
-interface Bucket {
-  /** When the writes inside the current window were granted, oldest first. */
-  sent: number[];
-  pausedUntil: number;
-  learned: boolean;
-  /** Narrower buckets that met a 429, and when (for escalation). */
-  limitedBelow: Map<string, number>;
-}
 
 interface Waiting {
   plan: WritePlan<unknown>;
@@ -111,7 +86,7 @@ export interface WriteContext extends CallOptions {
  * is granted, so a writer that waited writes its latest text then (coalescing for free).
  */
 export class WriteScheduler {
-  private readonly buckets = new Map<string, Bucket>();
+  private readonly budgets: BudgetBook;
   private readonly waiting = new Set<Waiting>();
   private readonly context = new AsyncLocalStorage<WriteContext>();
   private pumpQueued = false;
@@ -124,10 +99,13 @@ export class WriteScheduler {
     limited: 0,
   };
 
+  /** `policy`: the platform's limits, kept in this process; or a `BudgetBook` shared with others. */
   constructor(
-    private readonly policy: WritePolicy,
+    policy: WritePolicy | BudgetBook,
     private readonly name = "writes",
-  ) {}
+  ) {
+    this.budgets = "limitOf" in policy ? new LocalBudgets(policy) : policy;
+  }
 
   /** Resolves with the write's result once it ran; see `WritePlan`. */
   run<T>(plan: WritePlan<T>): Promise<T> {
@@ -174,7 +152,7 @@ export class WriteScheduler {
   waitFor(buckets: readonly string[], lane: Lane): number {
     const now = Date.now();
     let wait = 0;
-    for (const key of buckets) wait = Math.max(wait, this.bucketWait(key, lane, now));
+    for (const key of buckets) wait = Math.max(wait, this.budgets.wait(key, RESERVE[lane], now));
     return wait;
   }
 
@@ -183,9 +161,8 @@ export class WriteScheduler {
    * writes on it for `ms`.
    */
   pause(bucket: string, ms: number): void {
-    const b = this.bucket(bucket);
-    b.pausedUntil = Math.max(b.pausedUntil, Date.now() + ms);
-    b.learned = true;
+    this.budgets.pause(bucket, ms, Date.now());
+    this.kick();
   }
 
   /** Writes waiting, by lane (for metrics and tests). */
@@ -193,15 +170,6 @@ export class WriteScheduler {
     const out: Record<Lane, number> = { first: 0, final: 0, update: 0, background: 0 };
     for (const w of this.waiting) out[this.laneOf(w)] += 1;
     return out;
-  }
-
-  private bucket(key: string): Bucket {
-    let b = this.buckets.get(key);
-    if (!b) {
-      b = { sent: [], pausedUntil: 0, learned: false, limitedBelow: new Map() };
-      this.buckets.set(key, b);
-    }
-    return b;
   }
 
   private laneOf(w: Waiting): Lane {
@@ -212,27 +180,6 @@ export class WriteScheduler {
   private bucketsOf(w: Waiting): readonly string[] {
     const b = w.plan.buckets;
     return typeof b === "function" ? b() : b;
-  }
-
-  /** ms until `lane` may write on bucket `key` (0: now). */
-  private bucketWait(key: string, lane: Lane, now: number): number {
-    const b = this.buckets.get(key);
-    if (!b) {
-      const limit = this.policy.limitOf(key, false);
-      return limit && limit.capacity - Math.floor(limit.capacity * RESERVE[lane]) < 1
-        ? Number.POSITIVE_INFINITY
-        : 0;
-    }
-    const paused = Math.max(0, b.pausedUntil - now);
-    const limit = this.policy.limitOf(key, b.learned);
-    if (!limit) return paused;
-    while (b.sent.length > 0 && (b.sent[0] ?? 0) + limit.windowMs <= now) b.sent.shift();
-    const usable = limit.capacity - Math.floor(limit.capacity * RESERVE[lane]);
-    if (usable < 1) return Number.POSITIVE_INFINITY;
-    if (b.sent.length < usable) return paused;
-    // The write that must leave the window before this lane has room again.
-    const leaving = b.sent[b.sent.length - usable] ?? now;
-    return Math.max(paused, leaving + limit.windowMs - now);
   }
 
   private kick(): void {
@@ -261,7 +208,7 @@ export class WriteScheduler {
       for (const { w } of list) {
         const buckets = this.bucketsOf(w);
         let wait = 0;
-        for (const key of buckets) wait = Math.max(wait, this.bucketWait(key, lane, now));
+        for (const key of buckets) wait = Math.max(wait, this.budgets.wait(key, RESERVE[lane], now));
         if (wait <= 0) {
           this.grant(w, lane, buckets, now);
           continue;
@@ -307,7 +254,7 @@ export class WriteScheduler {
 
   private grant(w: Waiting, lane: Lane, buckets: readonly string[], now: number): void {
     this.waiting.delete(w);
-    for (const key of buckets) this.bucket(key).sent.push(now);
+    this.budgets.spend(buckets, now);
     this.stats.granted[lane] += 1;
     const done = this.context.run({ granted: true }, () => {
       try {
@@ -335,13 +282,10 @@ export class WriteScheduler {
     const now = Date.now();
     const narrow = err.bucket ?? buckets[0];
     if (narrow !== undefined) {
-      this.pause(narrow, err.retryAfterMs);
+      this.budgets.pause(narrow, err.retryAfterMs, now);
       if (err.bucket === undefined) {
         for (const wide of buckets.slice(1)) {
-          const b = this.bucket(wide);
-          b.limitedBelow.set(narrow, now);
-          for (const [k, at] of b.limitedBelow) if (at + ESCALATE_WINDOW_MS <= now) b.limitedBelow.delete(k);
-          if (b.limitedBelow.size >= ESCALATE_AFTER) this.pause(wide, err.retryAfterMs);
+          if (this.budgets.limitedWithin(wide, narrow, now)) this.budgets.pause(wide, err.retryAfterMs, now);
         }
       }
     }
