@@ -21,9 +21,11 @@ export interface StreamWriterOptions {
   scheduler?: WriteScheduler;
   /**
    * The person already sees the reply begin (a thread the bot opened for it): its first
-   * message is then an ordinary update, not the first visible write.
+   * message is then an ordinary update, not the first visible write. Asked once `ready`.
    */
-  shownAlready?: boolean;
+  shownAlready?: boolean | (() => boolean);
+  /** Resolves when the place can take writes (a thread being opened); nothing is written before. */
+  ready?: Promise<unknown>;
   /** Turns one part's Markdown into the platform's format (e.g. Slack mrkdwn) before it is written. */
   render?: (markdown: string) => string;
   /** Show `status()` text as a line under the answer while streaming (removed at the end). */
@@ -111,7 +113,7 @@ export class StreamWriter implements TextSink {
     if (!Number.isInteger(opts.limit) || opts.limit < 1)
       throw new RangeError("limit must be a positive integer");
     this.earlier = opts.resume?.messages.slice(0, -1) ?? [];
-    if (!opts.resume) this.prepared = Promise.resolve();
+    if (!opts.resume && !opts.ready) this.prepared = Promise.resolve();
     this.scheduler = opts.scheduler ?? new WriteScheduler({ limitOf: () => undefined }, "reply");
   }
 
@@ -166,6 +168,7 @@ export class StreamWriter implements TextSink {
   /** Reads back the message a resumed reply goes on in (once), before anything is laid out. */
   private prepare(): Promise<void> {
     this.prepared ??= (async () => {
+      await this.opts.ready;
       const id = this.opts.resume?.messages.at(-1);
       const shown = id === undefined ? null : await this.opts.resume!.shown(id);
       if (id !== undefined && shown !== null) {
@@ -249,7 +252,12 @@ export class StreamWriter implements TextSink {
    * of an ended answer is its final text; the rest are updates that may wait.
    */
   private lane(): Lane {
-    if (!this.opts.shownAlready && !this.slots.some((s) => s.id !== null) && this.earlier.length === 0) {
+    const shown = this.opts.shownAlready;
+    if (
+      !(typeof shown === "function" ? shown() : shown) &&
+      !this.slots.some((s) => s.id !== null) &&
+      this.earlier.length === 0
+    ) {
       return "first";
     }
     return this.ended ? "final" : "update";

@@ -5,7 +5,7 @@ import { log } from "../../log.js";
 import type { Inbound } from "../../runtime/contract.js";
 import { configuredChannel, type DiscordContext, dmKey, guildKey, provisionalName } from "./context.js";
 import { inboundFiles } from "./files.js";
-import { channelPlace } from "./places.js";
+import { channelPlace, openingPlace } from "./places.js";
 import { DiscordReply, type Place } from "./reply.js";
 
 /** Earlier thread messages read when the bot is mentioned mid-thread (the dispatcher trims to its budget). */
@@ -56,31 +56,17 @@ export async function onMessage(ctx: DiscordContext, message: Message): Promise<
   // Two gateway sessions (a deploy) both see the mention; only one may open the thread.
   if (!(await ctx.deps.runner.firstSight(`discord:thread-for:${message.id}`))) return;
   const text = cleanText(message, botId);
-  let thread: ThreadChannel | undefined;
-  try {
-    thread = await message.startThread({
-      name: provisionalName(text, `Question from ${authorName(message)}`),
+  // The turn starts while Discord opens the thread: the model need not wait for it. A
+  // thread opened from a message has the message's id, so the session's key is known now;
+  // if Discord refuses the thread, the answer goes to the channel under the same key.
+  const opening = message
+    .startThread({ name: provisionalName(text, `Question from ${authorName(message)}`) })
+    .catch((err: unknown) => {
+      log.warn({ err, channel: channel.id }, "could not open a thread; answering in the channel");
+      return null;
     });
-  } catch (err) {
-    log.warn({ err, channel: channel.id }, "could not open a thread; answering in the channel");
-  }
-  if (thread) {
-    await dispatch(
-      ctx,
-      message,
-      guildKey(message.guildId, thread.id),
-      channelPlace(thread, { rename: ctx.renamer(thread) }),
-      { opened: true },
-    );
-  } else {
-    // The session is keyed by the message; the writes go to its channel.
-    await dispatch(
-      ctx,
-      message,
-      guildKey(message.guildId, message.id),
-      channelPlace(channel as SendableChannels),
-    );
-  }
+  const place = openingPlace(opening, channel as SendableChannels, (thread) => ctx.renamer(thread));
+  await dispatch(ctx, message, guildKey(message.guildId, message.id), place);
 }
 
 async function dispatch(
@@ -88,8 +74,7 @@ async function dispatch(
   message: Message,
   key: ThreadKey,
   place: Place,
-  /** `opened`: the bot opened the thread for this message, so its first sign is already there. */
-  opts: { history?: () => Promise<PriorMessage[]>; opened?: boolean } = {},
+  opts: { history?: () => Promise<PriorMessage[]> } = {},
 ): Promise<void> {
   const botId = ctx.botId ?? "";
   const { history } = opts;
@@ -102,7 +87,7 @@ async function dispatch(
     text: cleanText(message, botId),
     attachments: inboundFiles(message.attachments),
     ...(history ? { history } : {}),
-    reply: new DiscordReply(place, ctx.replyOptions(opts.opened)),
+    reply: new DiscordReply(place, ctx.replyOptions()),
   };
   await ctx.deps.runner.handle(inbound);
 }

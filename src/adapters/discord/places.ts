@@ -25,12 +25,12 @@ function unknownMessage(err: unknown): boolean {
 /** Writes to a channel that may have to be fetched first (a reply rebuilt in a fresh process). */
 export function channelOps(
   channelOf: WritableChannel | (() => Promise<WritableChannel>),
-  channelId: string,
+  channelId: string | (() => string),
 ): PlaceOps {
   const get = typeof channelOf === "function" ? channelOf : async () => channelOf;
-  const buckets = channelBuckets(channelId);
+  const idOf = typeof channelId === "function" ? channelId : () => channelId;
   return {
-    buckets: () => buckets,
+    buckets: () => channelBuckets(idOf()),
     async post(text, files) {
       try {
         return (await (await get()).send({ content: text, files, allowedMentions: NO_PINGS })).id;
@@ -81,6 +81,48 @@ export function channelPlace(
       }),
     typing: () => channel.sendTyping(),
     rename: opts.rename,
+  };
+}
+
+/**
+ * The thread the bot is opening under a person's message: the turn starts at once and its
+ * writes wait for the thread (whose id is the message's, as on Discord); if Discord
+ * refuses the thread, the answer goes to the message's channel instead.
+ */
+export function openingPlace(
+  opening: Promise<ThreadChannel | null>,
+  channel: SendableChannels,
+  rename: (thread: ThreadChannel) => ((title: string) => Promise<void>) | undefined,
+): Place {
+  let thread: ThreadChannel | null | undefined;
+  const ready = opening.then((t) => {
+    thread = t;
+  });
+  const get = async (): Promise<WritableChannel> => {
+    await ready;
+    return thread ?? channel;
+  };
+  const ops = channelOps(get, () => (thread ?? channel).id);
+  return {
+    ops,
+    get channel() {
+      return (thread ?? channel).id;
+    },
+    ready,
+    opened: () => Boolean(thread),
+    async send(message) {
+      await (await get()).send({ ...message, allowedMentions: NO_PINGS });
+    },
+    async notice(text) {
+      await (await get()).send({ content: text, allowedMentions: NO_PINGS });
+    },
+    typing: async () => {
+      await (await get()).sendTyping();
+    },
+    async rename(title) {
+      await ready;
+      if (thread) await rename(thread)?.(title);
+    },
   };
 }
 

@@ -45,6 +45,10 @@ export interface Place {
   typing?(): Promise<void>;
   /** Renames the thread; absent when the bot should not rename this place. */
   rename?(title: string): Promise<void>;
+  /** A thread being opened: resolves once writes can go there (to the thread or, failing that, its channel). */
+  ready?: Promise<unknown>;
+  /** True once the bot opened a thread for this reply, so the person sees it begin. */
+  opened?(): boolean;
 }
 
 export interface ReplyOptions {
@@ -53,7 +57,7 @@ export interface ReplyOptions {
   intervalMs: number;
   maxFileBytes: number;
   /** The bot opened a thread for this reply: the person sees it begin before its first message. */
-  shownAlready?: boolean;
+  shownAlready?: boolean | (() => boolean);
 }
 
 /** A discord.js rate-limit rejection as the writer understands it. */
@@ -133,7 +137,8 @@ export class DiscordReply implements Reply {
       limit: DISCORD_MESSAGE_LIMIT,
       intervalMs: this.opts.intervalMs,
       scheduler: this.opts.scheduler,
-      shownAlready: this.opts.shownAlready ?? false,
+      shownAlready: this.place.opened ?? this.opts.shownAlready ?? false,
+      ...(this.place.ready ? { ready: this.place.ready } : {}),
       render: tablesToCodeBlocks,
       statusLine: true,
       onMessages: async (messages) => {

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import type { App } from "@slack/bolt";
 import type { ConversationsRepliesResponse, WebClient } from "@slack/web-api";
 import type { Config } from "../../config.js";
@@ -87,6 +88,9 @@ export interface EventDeps {
   state: StateStore;
 }
 
+/** How long a turn waits for the asker's display name before going on with their id. */
+const NAME_WAIT_MS = 300;
+
 /** How long Slack's per-thread facts are kept: an assistant thread or a user's last thread a month on. */
 const REMEMBER_MS = 30 * 24 * 60 * 60 * 1000;
 const assistantKey = (key: ThreadKey) => `slack:assistant:${key}`;
@@ -124,6 +128,8 @@ export interface TurnInput {
 
 export class SlackEvents {
   private readonly names = new Map<string, string>();
+  /** Name lookups in flight, so a person's many messages ask Slack once. */
+  private readonly lookups = new Map<string, Promise<string>>();
   private readonly acknowledged = new RecentSet(5_000);
 
   constructor(private readonly deps: EventDeps) {}
@@ -143,9 +149,24 @@ export class SlackEvents {
   }
 
   /** Who a user is, by display name (cached); the id when Slack does not say. */
+  /**
+   * A person's display name, for the prompt. A turn waits for it at most `NAME_WAIT_MS`:
+   * users.info is Tier 4 (100 a minute), and a busy workspace's new people would
+   * otherwise hold their answers behind its Retry-After. Past the wait the turn goes on
+   * with the user id, and the name is remembered when it comes.
+   */
   async userName(id: string): Promise<string> {
     const known = this.names.get(id);
     if (known) return known;
+    let lookup = this.lookups.get(id);
+    if (!lookup) {
+      lookup = this.lookUpName(id).finally(() => this.lookups.delete(id));
+      this.lookups.set(id, lookup);
+    }
+    return Promise.race([lookup, sleep(NAME_WAIT_MS, id, { ref: false })]);
+  }
+
+  private async lookUpName(id: string): Promise<string> {
     try {
       const res = await this.deps.reads.users.info({ user: id });
       const u = res.user;

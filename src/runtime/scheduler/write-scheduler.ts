@@ -205,12 +205,25 @@ export class WriteScheduler {
       const list = byLane.get(lane);
       if (!list) continue;
       list.sort((a, b) => a.since - b.since || a.w.seq - b.w.seq);
+      // Many writes share a bucket (a workspace's, the bot's): its wait is asked once per
+      // pick until a grant spends from it. Wide buckets are last in a write's list and are
+      // the ones most often spent, so they are asked first; the first wait found is enough.
+      const waits = new Map<string, number>();
       for (const { w } of list) {
         const buckets = this.bucketsOf(w);
         let wait = 0;
-        for (const key of buckets) wait = Math.max(wait, this.budgets.wait(key, RESERVE[lane], now));
+        for (let i = buckets.length - 1; i >= 0 && wait <= 0; i--) {
+          const key = buckets[i]!;
+          let known = waits.get(key);
+          if (known === undefined) {
+            known = this.budgets.wait(key, RESERVE[lane], now);
+            waits.set(key, known);
+          }
+          wait = known;
+        }
         if (wait <= 0) {
           this.grant(w, lane, buckets, now);
+          for (const key of buckets) waits.delete(key);
           continue;
         }
         const { plan } = w;
