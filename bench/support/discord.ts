@@ -4,20 +4,19 @@
  * per 5 minutes, real time), a watcher on what it stores, and the two bots that answer on
  * it: the real Switchboard app and the naive bot (discord.js gateway + raw REST calls).
  */
-import { Client, Events, GatewayIntentBits, type Message, Routes } from "discord.js";
 import { encodeThread } from "../../src/core/thread.js";
 import { DiscordEmulator } from "../../test/emulators/discord/index.js";
 import type { RestRecord } from "../../test/emulators/discord/types.js";
 import { startWithEverything } from "../../test/support/app-env.js";
 import type { Arena, Asked } from "./arena.js";
 import type { BenchModel } from "./llm.js";
-import { NaiveBrain } from "./naive.js";
+import { startNaiveDiscordBot } from "./load-naive-bots.js";
 import { turnOver } from "./settled.js";
 import { Watcher } from "./watch.js";
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
-class DiscordWatcher extends Watcher {
+export class DiscordWatcher extends Watcher {
   constructor(private readonly emu: DiscordEmulator) {
     super();
     const dispatch = emu.dispatch.bind(emu);
@@ -72,7 +71,7 @@ class DiscordWatcher extends Watcher {
   }
 }
 
-abstract class DiscordArena implements Arena {
+export abstract class DiscordArena implements Arena {
   abstract readonly bot: Arena["bot"];
   readonly watch: DiscordWatcher;
   private channels = 0;
@@ -135,49 +134,11 @@ export async function switchboardOnDiscord(model: BenchModel): Promise<Arena> {
 
 export async function naiveOnDiscord(model: BenchModel): Promise<Arena> {
   const emu = await DiscordEmulator.start();
-  const brain = await NaiveBrain.start(model.llm.openaiBaseUrl);
-  const client = new Client({
-    intents: [GatewayIntentBits.Guilds, GatewayIntentBits.GuildMessages, GatewayIntentBits.MessageContent],
-    rest: {
-      api: emu.apiUrl,
-      // As Switchboard does: @slack/socket-mode replaces undici's global dispatcher.
-      makeRequest: (url, init) => fetch(url, init as RequestInit),
-      // Only 429s are retried (@discordjs/rest waits them out); nothing else is repeated.
-      retries: 0,
-    },
-  });
-  const rest = client.rest;
-  const answer = async (message: Message) => {
-    const text = message.content.replace(/<@!?\d+>\s*/g, "");
-    const thread = (await rest.post(Routes.threads(message.channelId, message.id), {
-      body: { name: text.slice(0, 90) || "Question" },
-    })) as { id: string };
-    await brain.answer(text, {
-      post: async (content) => {
-        const sent = (await rest.post(Routes.channelMessages(thread.id), { body: { content } })) as {
-          id: string;
-        };
-        return sent.id;
-      },
-      edit: async (id, content) => {
-        await rest.patch(Routes.channelMessage(thread.id, id), { body: { content } });
-      },
-    });
-  };
-  client.on(Events.MessageCreate, (message) => {
-    const me = client.user?.id;
-    if (!me || message.author.id === me || !message.mentions.users.has(me) || message.channel.isThread())
-      return;
-    answer(message).catch((err: unknown) => console.error("naive discord bot:", err));
-  });
-  const ready = new Promise<void>((resolve) => client.once(Events.ClientReady, () => resolve()));
-  await client.login(emu.token);
-  await ready;
+  const bot = await startNaiveDiscordBot(emu, model.llm.openaiBaseUrl);
   return new (class extends DiscordArena {
     readonly bot = "naive" as const;
     async stop() {
-      await client.destroy();
-      await brain.close();
+      await bot.stop();
       await emu.stop();
     }
   })(emu);

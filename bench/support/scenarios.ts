@@ -32,7 +32,8 @@ async function settled(arena: Arena, thread: string): Promise<number> {
   return arena.settled ? arena.settled(thread) : Date.now();
 }
 
-async function timed(arena: Arena, asked: Asked, expected: string, timeoutMs: number) {
+/** Clocks one answer: its first message and the write that completed its text. */
+export async function timed(arena: Arena, asked: Asked, expected: string, timeoutMs: number) {
   const [first, final] = await Promise.allSettled([
     arena.watch.firstMessage(asked.thread, asked.at, timeoutMs),
     arena.watch.complete(asked.thread, asked.at, expected, timeoutMs),
@@ -42,7 +43,8 @@ async function timed(arena: Arena, asked: Asked, expected: string, timeoutMs: nu
   return { firstAt, first: firstAt - asked.at, final: finalAt - asked.at, complete: !Number.isNaN(finalAt) };
 }
 
-function withWrites(
+/** A clocked answer with the writes of its messages (and the other writes in its thread until `until`). */
+export function withWrites(
   arena: Arena,
   asked: Asked,
   until: number,
@@ -161,21 +163,28 @@ export interface Crowd {
   /** ms from the first mention sent to the last answer complete (or the timeout). */
   allDoneMs: number;
   limited: { total: number; byKind: string };
+  /** The people's messages, in the order of `turns`. */
+  asked: Asked[];
 }
 
 /** Threads opened per channel in a crowd (Discord opens at most 5 threads per channel per 5 minutes). */
 export const THREADS_PER_CHANNEL = 5;
 
-/** `n` people mention the bot at once, 5 to a channel; every answer is waited for up to `timeoutMs`. */
-export async function crowd(arena: Arena, n: number, timeoutMs: number): Promise<Crowd> {
+/**
+ * `n` people mention the bot at once, `perChannel` to a channel (5 unless told); every
+ * answer is waited for up to `timeoutMs`.
+ */
+export async function crowd(
+  arena: Arena,
+  n: number,
+  timeoutMs: number,
+  perChannel = THREADS_PER_CHANNEL,
+): Promise<Crowd> {
   const places: string[] = [];
-  for (let i = 0; i < Math.ceil(n / THREADS_PER_CHANNEL); i++) places.push(await arena.place());
+  for (let i = 0; i < Math.ceil(n / perChannel); i++) places.push(await arena.place());
   const mark = arena.watch.limited().length;
   const asks = Array.from({ length: n }, (_, i) =>
-    arena.mention(
-      places[Math.floor(i / THREADS_PER_CHANNEL)] as string,
-      `crowd ${i}: why did build 731 fail?`,
-    ),
+    arena.mention(places[Math.floor(i / perChannel)] as string, `crowd ${i}: why did build 731 fail?`),
   );
   const start = asks[0]?.at ?? Date.now();
   const results = await Promise.all(asks.map((a) => timed(arena, a, ANSWER, timeoutMs)));
@@ -188,5 +197,6 @@ export async function crowd(arena: Arena, n: number, timeoutMs: number): Promise
     turns: results.map((r, i) => withWrites(arena, asks[i] as Asked, Number.POSITIVE_INFINITY, r)),
     allDoneMs: doneAt - start,
     limited: arena.watch.limitedSince(mark),
+    asked: asks,
   };
 }

@@ -4,16 +4,13 @@
  * real Switchboard app (startApp, Socket Mode, SQLite, the "everything" MCP server) and
  * the naive bot (Socket Mode client + WebClient).
  */
-import { LogLevel } from "@slack/logger";
-import { SocketModeClient } from "@slack/socket-mode";
-import { ErrorCode, WebClient } from "@slack/web-api";
 import { encodeThread } from "../../src/core/thread.js";
 import type { Params } from "../../test/emulators/slack/http-util.js";
 import { SlackEmulator, TEAM_ID } from "../../test/emulators/slack/index.js";
 import { startWithEverything } from "../../test/support/app-env.js";
 import type { Arena, Asked } from "./arena.js";
 import type { BenchModel } from "./llm.js";
-import { NaiveBrain, retryOn429 } from "./naive.js";
+import { startNaiveSlackBot } from "./load-naive-bots.js";
 import { turnOver } from "./settled.js";
 import { Watcher } from "./watch.js";
 
@@ -30,7 +27,7 @@ const OTHER_WRITES = new Set([
 const str = (p: Params, k: string): string | undefined =>
   typeof p[k] === "string" ? (p[k] as string) : undefined;
 
-class SlackWatcher extends Watcher {
+export class SlackWatcher extends Watcher {
   constructor(private readonly emu: SlackEmulator) {
     super();
     const api = emu.api;
@@ -80,7 +77,7 @@ class SlackWatcher extends Watcher {
 
 const USERS = ["U_ALICE", "U_BOB", "U_CAROL", "U_DAVE", "U_ERIN"];
 
-abstract class SlackArena implements Arena {
+export abstract class SlackArena implements Arena {
   abstract readonly bot: Arena["bot"];
   readonly watch: SlackWatcher;
   private channels = 0;
@@ -145,51 +142,13 @@ export async function switchboardOnSlack(model: BenchModel): Promise<Arena> {
   })(emu);
 }
 
-function retryAfterMs(err: unknown): number | undefined {
-  const e = err as { code?: string; retryAfter?: number };
-  return e?.code === ErrorCode.RateLimitedError ? (e.retryAfter ?? 1) * 1000 : undefined;
-}
-
 export async function naiveOnSlack(model: BenchModel): Promise<Arena> {
   const emu = await SlackEmulator.start();
-  const brain = await NaiveBrain.start(model.llm.openaiBaseUrl);
-  const web = new WebClient(emu.botToken, {
-    slackApiUrl: emu.apiUrl,
-    logLevel: LogLevel.ERROR,
-    retryConfig: { retries: 0 },
-    rejectRateLimitedCalls: true,
-  });
-  const socket = new SocketModeClient({
-    appToken: emu.appToken,
-    clientOptions: { slackApiUrl: emu.apiUrl },
-    logLevel: LogLevel.ERROR,
-  });
-  socket.on("app_mention", async ({ event, ack }: { event: Params; ack: () => Promise<void> }) => {
-    await ack();
-    const channel = str(event, "channel") ?? "";
-    const threadTs = str(event, "thread_ts") ?? str(event, "ts") ?? "";
-    const text = (str(event, "text") ?? "").replace(/<@[A-Z0-9_]+>\s*/g, "");
-    await brain
-      .answer(text, {
-        post: async (t) => {
-          const res = await retryOn429(
-            () => web.chat.postMessage({ channel, thread_ts: threadTs, text: t }),
-            retryAfterMs,
-          );
-          return res.ts ?? "";
-        },
-        edit: async (ts, t) => {
-          await retryOn429(() => web.chat.update({ channel, ts, text: t }), retryAfterMs);
-        },
-      })
-      .catch((err: unknown) => console.error("naive slack bot:", err));
-  });
-  await socket.start();
+  const bot = await startNaiveSlackBot(emu, model.llm.openaiBaseUrl);
   return new (class extends SlackArena {
     readonly bot = "naive" as const;
     async stop() {
-      await socket.disconnect();
-      await brain.close();
+      await bot.stop();
       await emu.stop();
     }
   })(emu);

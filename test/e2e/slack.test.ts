@@ -121,8 +121,12 @@ describe("Switchboard in Slack (real app, emulated Slack and LLM)", () => {
     const m = slack.mention("C1", "U_ALICE", "first question");
     await answered(m);
     slack.post("C1", "U_ALICE", "second question", { threadTs: m.ts });
-    await waitFor(() => replies(m).length === 2, { timeoutMs: 20_000 });
-    expect(replies(m)).toEqual(["You said: first question", "You said: second question"]);
+    // The second answer's message appears with its first words: wait for its whole text.
+    const want = ["You said: first question", "You said: second question"];
+    await waitFor(() => JSON.stringify(replies(m)) === JSON.stringify(want), { timeoutMs: 20_000 }).catch(
+      () => undefined,
+    );
+    expect(replies(m)).toEqual(want);
     expect(JSON.stringify(requestsFor("second question")[0]?.messages)).toContain("You said: first question");
   });
 

@@ -141,7 +141,8 @@ describe("Discord adapter: buttons, selects and modals", () => {
       userId: s.alice.id,
       message: buttonMessage(h),
     });
-    await waitFor(() => rec.followupIds.length === 1);
+    // The runner is done with the click only after its note went out: wait for both.
+    await waitFor(() => rec.followupIds.length === 1 && handled.length === 1);
     expect(rec.callbacks).toEqual([DEFERRED_UPDATE]);
     expect(handled[0]).toMatchObject({
       kind: "form",

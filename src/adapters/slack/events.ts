@@ -273,7 +273,9 @@ export class SlackEvents {
     try {
       await this.deps.runner.handle(inbound);
     } finally {
-      if (await ack) await this.release(reply, t.channel, t.ts);
+      // The :eyes: goes when the workspace's budget allows (reactions.remove is Tier 2):
+      // the turn is over without it, so a shutdown's drain never waits for it.
+      if (await ack) void this.release(reply, t.channel, t.ts);
     }
   }
 

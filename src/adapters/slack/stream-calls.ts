@@ -91,8 +91,10 @@ export class StreamCalls {
   async stop(ts: string, attempts = ATTEMPTS): Promise<void> {
     for (let attempt = 1; ; attempt++) {
       try {
+        // Final text's lane: a stream stops only after its last append, and Tier 2 allows as
+        // many stops as starts, so no stop may be held behind the updates' reserve.
         await this.scheduler.as(
-          "update",
+          "final",
           () => this.web.chat.stopStream({ channel: this.place.channel, ts }),
           {
             requeue: false,

@@ -8,10 +8,25 @@ import type { BucketLimit, CallOptions, Lane, WritePolicy } from "../../runtime/
  */
 const MINUTE_MS = 61_000;
 
-/** Documented workspace tiers, known from the first write. */
+/**
+ * Native streams start only while Tier 2 has room for their start and their stop, so
+ * these two limits are known from the first write (a stream refused would cost a call).
+ */
 const WORKSPACE_PER_MINUTE: Record<string, number> = {
   "chat.startStream": 20,
   "chat.stopStream": 20,
+};
+
+/**
+ * The other documented tiers, assumed only once a 429 shows them: Slack enforces some of
+ * them more loosely than documented (busy workspaces see chat.update and appendStream
+ * limited per channel), so the scheduler starts optimistic, and a 429 pauses the method
+ * for its Retry-After. chat.update and appendStream are limited for the whole workspace
+ * only after 429s in two channels.
+ */
+const LEARNED_WORKSPACE_PER_MINUTE: Record<string, number> = {
+  "chat.update": 50,
+  "chat.appendStream": 100,
   "chat.delete": 50,
   "chat.postEphemeral": 100,
   "reactions.add": 50,
@@ -23,17 +38,6 @@ const WORKSPACE_PER_MINUTE: Record<string, number> = {
   "files.completeUploadExternal": 100,
   "views.open": 100,
   "views.update": 100,
-};
-
-/**
- * Edits and appends: Slack documents chat.update as Tier 3 (50 per minute per workspace)
- * and appendStream as Tier 4, but busy workspaces see them enforced per channel. The
- * scheduler starts without a workspace limit for them and assumes the tier only after
- * 429s in two channels show it.
- */
-const LEARNED_WORKSPACE_PER_MINUTE: Record<string, number> = {
-  "chat.update": 50,
-  "chat.appendStream": 100,
 };
 
 /** Per channel: known for chat.postMessage (bursts of 3 assumed), learned from a 429 for the others. */
@@ -52,6 +56,10 @@ export function isSlackWrite(method: string): boolean {
 
 /** Bucket keys: `slack:{method}` for the workspace, `slack:{method}:{channel}` per channel. */
 export function slackBuckets(method: string, params: Record<string, unknown> | undefined): string[] {
+  // A stream's start pays for its stop (both Tier 2): a stream is started only when it can
+  // also be stopped at once, and no answer waits for its stop behind other streams'.
+  if (method === "chat.startStream") return ["slack:chat.startStream", "slack:chat.stopStream"];
+  if (method === "chat.stopStream") return ["slack:chat.stopStream:paid"];
   const channel = params?.channel ?? params?.channel_id;
   const wide = `slack:${method}`;
   if (PER_CHANNEL[method] && typeof channel === "string" && channel !== "") {
@@ -86,6 +94,8 @@ export function slackDefaults(method: string): { lane: Lane } & CallOptions {
     case "views.update":
     case "chat.startStream":
       return { lane: "first" };
+    case "chat.stopStream":
+      return { lane: "final" };
     case "reactions.add":
       return { lane: "background", dropAfterMs: 1_000 };
     case "assistant.threads.setTitle":
@@ -93,7 +103,6 @@ export function slackDefaults(method: string): { lane: Lane } & CallOptions {
     case "reactions.remove":
     case "chat.delete":
     case "chat.appendStream":
-    case "chat.stopStream":
     case "assistant.threads.setStatus":
     case "assistant.threads.setSuggestedPrompts":
       return { lane: "update" };
