@@ -8,6 +8,7 @@ import { LlmEmulator } from "../emulators/llm/index.js";
 import { appEnv } from "../support/app-env.js";
 import { scratchConfig } from "../support/chat-process.js";
 import { isTitleRequest, lastUserText } from "../support/llm-text.js";
+import { untilQuiet } from "../support/quiet.js";
 
 const REDIS_URL = serverUrl("redis");
 
@@ -67,7 +68,10 @@ describe("two replicas on Redis (a rolling deploy)", needsServer("redis"), () =>
     await waitFor(() => discord.botMessages(first.id).some((m) => m.content === "You said: and again"), {
       timeoutMs: 25_000,
     });
-    await new Promise((r) => setTimeout(r, 1_000));
+    // Both replicas idle and nothing more reaching Discord: a second answer would be there by now.
+    await Promise.all(replicas.map((r) => r.dispatcher.settled()));
+    await untilQuiet(discord.requests);
+    await Promise.all(replicas.map((r) => r.dispatcher.settled()));
     expect(discord.botMessages(first.id).map((m) => m.content)).toEqual([
       "You said: hello replicas",
       "You said: and again",
