@@ -88,7 +88,7 @@ describe("WriteScheduler", () => {
     expect(order).toEqual(["answer", "other update"]);
   });
 
-  it("keeps a quarter of a bucket for final text: updates stop short of it, a final write goes at once", async () => {
+  it("keeps part of a bucket for final text: updates stop short of it, a final write goes at once", async () => {
     const s = scheduler({ b: { capacity: 4, windowMs: 10_000 } });
     const updates: number[] = [];
     for (let i = 0; i < 6; i++) {

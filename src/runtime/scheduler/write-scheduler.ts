@@ -49,8 +49,12 @@ export class WriteDropped extends Error {
   }
 }
 
-/** Share of a bucket each lane leaves to the lanes above it. */
-const RESERVE: Record<Lane, number> = { first: 0, final: 0, update: 0.25, background: 0.5 };
+/**
+ * Share of a bucket each lane leaves to the lanes above it. Updates leave 40 %: on
+ * Discord's 5 writes per 5 s per channel, 2 of them, so a thread's next answer (posted the
+ * moment the last one ends) never waits for the edits of the one before.
+ */
+const RESERVE: Record<Lane, number> = { first: 0, final: 0, update: 0.4, background: 0.5 };
 /** 429s in a row on one write before it is given up. */
 const MAX_LIMITED = 8;
 
