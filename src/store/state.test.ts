@@ -41,18 +41,20 @@ describeEachStore("the state store on %s", (kind) => {
   it("gives a lock to one holder, lets only that holder extend or release it", async () => {
     stores = testStores(kind);
     const [a, b] = [await open(), await open()];
-    const lease = await a.acquireLock("thread", 100);
+    // Leases long enough that a slow machine never sees one expire by accident, and an
+    // extension that outlives the first lease by far.
+    const lease = await a.acquireLock("thread", 1_000);
     expect(lease).toBeDefined();
-    expect(await b.acquireLock("thread", 100)).toBeUndefined();
+    expect(await b.acquireLock("thread", 1_000)).toBeUndefined();
     const forged = { key: lease!.key, token: "not-the-token" };
-    expect(await b.extendLock(forged, 1_000)).toBe(false);
+    expect(await b.extendLock(forged, 10_000)).toBe(false);
     await b.releaseLock(forged);
-    expect(await b.acquireLock("thread", 100)).toBeUndefined();
-    expect(await a.extendLock(lease!, 1_000)).toBe(true);
-    await later(150);
-    expect(await b.acquireLock("thread", 100)).toBeUndefined();
+    expect(await b.acquireLock("thread", 1_000)).toBeUndefined();
+    expect(await a.extendLock(lease!, 10_000)).toBe(true);
+    await later(1_200);
+    expect(await b.acquireLock("thread", 1_000)).toBeUndefined();
     await a.releaseLock(lease!);
-    expect(await b.acquireLock("thread", 100)).toBeDefined();
+    expect(await b.acquireLock("thread", 1_000)).toBeDefined();
   });
 
   it("keeps a list of members that several writers add to at once", async () => {
