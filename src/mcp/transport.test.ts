@@ -13,6 +13,7 @@ describe("closeClient", () => {
     const before = timers();
     await closeClient(new Client({ name: "test", version: "1" }), child);
     expect(child.signalCode).toBe("SIGKILL");
-    expect(timers()).toBe(before);
+    // No timer of ours is left; another test's timer may have ended meanwhile (the count is the process's).
+    expect(timers()).toBeLessThanOrEqual(before);
   });
 });
