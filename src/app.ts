@@ -10,6 +10,7 @@ import { type HealthServer, startHealthServer } from "./ops/health.js";
 import { Metrics } from "./ops/metrics.js";
 import type { Adapter, AdapterDeps } from "./runtime/contract.js";
 import { Dispatcher, type TurnObserver } from "./runtime/dispatcher.js";
+import { ApprovalBook } from "./store/approvals.js";
 import { createDedupe } from "./store/dedupe.js";
 import { openStore, type Store } from "./store/index.js";
 import { createThreadLock } from "./store/locks.js";
@@ -82,6 +83,7 @@ export async function buildCore(opts: CoreOptions = {}): Promise<Core> {
     ledger: new TurnLedger(store),
     lock: createThreadLock(store),
     dedupe: createDedupe(store),
+    approvals: new ApprovalBook(store),
     hub,
     config,
     observer: opts.observer,

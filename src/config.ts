@@ -22,6 +22,35 @@ const channelPrompt = z
   })
   .strict();
 
+const platformName = z.enum(["slack", "discord", "console"]);
+
+/** One override of the default approval policy; the most specific matching rule wins. */
+const approvalRule = z
+  .object({
+    /** An MCP server's name as in mcp.json, or "*" for every server. */
+    server: z.string().min(1),
+    /** One of its tools, by its MCP name; all of them when absent. */
+    tool: z.string().min(1).optional(),
+    platform: platformName.optional(),
+    /** A Slack or Discord channel id (the parent channel for threads). */
+    channel: z.string().min(1).optional(),
+    mode: z.enum(["always", "ask", "never"]),
+  })
+  .strict();
+
+/** Who may decide approvals besides the person who asked, everywhere or in one place. */
+const approverGroup = z
+  .object({
+    platform: z.enum(["slack", "discord"]).optional(),
+    channel: z.string().min(1).optional(),
+    users: z.array(z.string().min(1)).default([]),
+    /** Slack user group ids (S…): their members may decide. */
+    slackUserGroups: z.array(z.string().min(1)).default([]),
+    /** Discord role ids: members with one of them may decide. */
+    discordRoles: z.array(z.string().min(1)).default([]),
+  })
+  .strict();
+
 export const configSchema = z
   .object({
     llm: z
@@ -75,6 +104,30 @@ export const configSchema = z
         maxOutputChars: z.number().int().positive().default(100_000),
         blockedServers: z.array(z.string()).default([]),
         maxRestarts: z.number().int().min(0).default(5),
+      })
+      .strict()
+      .prefault({}),
+    access: z
+      .object({
+        /** Only these people (user ids) may use the bot; empty: everyone. */
+        users: z.array(z.string().min(1)).default([]),
+        /** Discord: members with one of these roles may use it too (with `users`, either admits). */
+        discordRoles: z.array(z.string().min(1)).default([]),
+        /** Only in these channels (ids; a thread counts as its channel); empty: everywhere. */
+        channels: z.array(z.string().min(1)).default([]),
+        slackWorkspaces: z.array(z.string().min(1)).default([]),
+        discordGuilds: z.array(z.string().min(1)).default([]),
+        /** Direct messages: anyone allowed elsewhere (open), only the listed `users` (allowlist), or nobody (off). */
+        dm: z.enum(["open", "allowlist", "off"]).default("open"),
+      })
+      .strict()
+      .prefault({}),
+    approvals: z
+      .object({
+        /** An unanswered approval ends as denied after this long. */
+        expireAfterMs: z.number().int().min(10_000).default(600_000),
+        rules: z.array(approvalRule).default([]),
+        approvers: z.array(approverGroup).default([]),
       })
       .strict()
       .prefault({}),

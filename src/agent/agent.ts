@@ -1,13 +1,19 @@
 import type { Config } from "../config.js";
 import { SwitchboardError, toUserFacing } from "../core/errors.js";
 import type { AgentEvent } from "../core/events.js";
-import { addUsage, type ChatMessage, type UserMessage, type UserPart } from "../core/messages.js";
+import {
+  addUsage,
+  type ChatMessage,
+  type ToolCall,
+  type UserMessage,
+  type UserPart,
+} from "../core/messages.js";
 import { log } from "../log.js";
 import type { ToolEntry, ToolHub } from "../mcp/types.js";
 import type { Session, SessionRepository } from "../store/sessions.js";
 import { codeBlockArtifacts } from "./artifacts.js";
 import { buildPrompt, countTokens, modelLimits, renderSystemPrompt } from "./context.js";
-import { runToolLoop } from "./loop.js";
+import { type CallGate, type ResumedStep, runToolLoop } from "./loop.js";
 import { compress, type FoldPlan, planCompression } from "./memory.js";
 import type { Provider } from "./providers/provider.js";
 import { makeTitle } from "./title.js";
@@ -34,12 +40,23 @@ export interface TurnInput {
    * so far are in `session.messages`); the caller saves once more when the turn ends.
    */
   checkpoint?: () => Promise<void>;
+  /** Which calls run, wait for approval, or are refused (see LoopOptions.gate). */
+  gate?: (call: ToolCall) => CallGate;
+  /** Tools the model may be offered here (those that may never run here are left out). */
+  offers?: (tool: ToolEntry) => boolean;
+}
+
+/** A turn that waited for approvals, going on with the decisions (the session holds its start). */
+export interface ResumeInput extends Omit<TurnInput, "text" | "parts"> {
+  resumed: ResumedStep;
 }
 
 export interface TurnSummary {
   toolCalls: number;
   steps: number;
   ok: boolean;
+  /** The turn stopped to wait for approvals (its last event was `waiting`). */
+  waiting?: boolean;
 }
 
 /**
@@ -64,8 +81,7 @@ export class Agent {
   }
 
   async *runTurn(input: TurnInput): AsyncGenerator<AgentEvent, TurnSummary> {
-    const { config, hub } = this.deps;
-    const { session } = input;
+    const { config } = this.deps;
     const current: UserMessage = { role: "user", content: input.text };
     if (input.user.name) current.author = input.user.name;
 
@@ -79,7 +95,22 @@ export class Agent {
       };
       return { toolCalls: 0, steps: 0, ok: false };
     }
+    return yield* this.run(input, current, input.parts);
+  }
 
+  /** Goes on with a turn that waited for approvals: its step first, then the model as usual. */
+  async *resumeTurn(input: ResumeInput): AsyncGenerator<AgentEvent, TurnSummary> {
+    return yield* this.run(input, undefined, undefined, input.resumed);
+  }
+
+  private async *run(
+    input: Omit<TurnInput, "text" | "parts">,
+    current: UserMessage | undefined,
+    parts?: UserPart[],
+    resumed?: ResumedStep,
+  ): AsyncGenerator<AgentEvent, TurnSummary> {
+    const { config, hub } = this.deps;
+    const { session } = input;
     const model = this.modelFor(session);
     let summary: TurnSummary = { toolCalls: 0, steps: 0, ok: false };
     let kept = false;
@@ -90,7 +121,7 @@ export class Agent {
     try {
       const provider = this.deps.providerFor(model);
       const limits = modelLimits(config, model);
-      const tools = hub.tools(session.settings.servers);
+      const tools = hub.tools(session.settings.servers).filter((t) => input.offers?.(t) ?? true);
       const system = renderSystemPrompt(config, {
         model,
         platform: input.platform,
@@ -103,11 +134,11 @@ export class Agent {
         summary: session.summary,
         pinned: config.memory.pinned,
         history: session.messages,
-        current: input.parts?.length ? { ...current, parts: input.parts } : current,
+        current: current && parts?.length ? { ...current, parts } : current,
         limits,
         toolsTokens,
       });
-      keep(current);
+      if (current) keep(current);
       let stepMessages = 0;
       const result = yield* runToolLoop(
         {
@@ -120,6 +151,7 @@ export class Agent {
           temperature: config.llm.temperature,
           budgetTokens: limits.contextWindow - limits.maxOutputTokens - toolsTokens,
           signal: input.signal,
+          gate: input.gate,
           onStep: async (added) => {
             stepMessages += added.length;
             keep(...added);
@@ -127,9 +159,14 @@ export class Agent {
           },
         },
         { system: prompt.system, messages: prompt.messages, tools },
+        resumed,
       );
       keep(...result.added.slice(stepMessages));
       session.usage = addUsage(session.usage, result.usage);
+      if (result.pending) {
+        yield { type: "waiting", step: result.pending, usage: result.usage };
+        return { toolCalls: result.toolCalls, steps: result.steps, ok: true, waiting: true };
+      }
       session.turns += 1;
       for (const artifact of codeBlockArtifacts(result.text, config.agent.codeBlockArtifactLines)) {
         yield { type: "artifact", artifact };
@@ -139,7 +176,7 @@ export class Agent {
     } catch (err) {
       if (!(err instanceof SwitchboardError)) log.error({ err, key: session.key }, "turn failed");
       // Keep what the user said, so a retry ("try again") has the context.
-      if (!kept) keep(current);
+      if (!kept && current) keep(current);
       yield { type: "error", error: toUserFacing(err) };
       return summary;
     }

@@ -131,7 +131,8 @@ export interface BuildPromptOptions {
   summary?: string;
   pinned?: string;
   history: ChatMessage[];
-  current: UserMessage;
+  /** The message being answered; absent when a turn goes on after a wait (it is in `history`). */
+  current?: UserMessage;
   limits: ModelLimits;
   toolsTokens?: number;
 }
@@ -200,7 +201,7 @@ export function buildPrompt(opts: BuildPromptOptions): BuiltPrompt {
   const system = composeSystem(opts.system, opts.summary, opts.pinned);
   const systemTokens = countTokens(system) + MESSAGE_OVERHEAD;
   const toolsTokens = opts.toolsTokens ?? 0;
-  const currentTokens = messageTokens(opts.current);
+  const currentTokens = opts.current ? messageTokens(opts.current) : 0;
   const inputBudget = opts.limits.contextWindow - opts.limits.maxOutputTokens;
   const room = inputBudget - systemTokens - toolsTokens - currentTokens;
   if (room < 0) throw inputTooLarge(currentTokens, inputBudget - systemTokens - toolsTokens, opts.limits);
@@ -226,7 +227,7 @@ export function buildPrompt(opts: BuildPromptOptions): BuiltPrompt {
   const keptOriginals = kept.filter((m) => !synthesized.has(m)).length;
   return {
     system,
-    messages: [...kept, opts.current],
+    messages: opts.current ? [...kept, opts.current] : kept,
     promptTokens: systemTokens + toolsTokens + used + currentTokens,
     omitted: Math.max(0, opts.history.length - keptOriginals),
   };

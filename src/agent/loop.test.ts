@@ -2,13 +2,19 @@ import { describe, expect, it } from "vitest";
 import { callTools, FunctionHub, ScriptedProvider, say } from "../../test/support/scripted.js";
 import type { AgentEvent } from "../core/events.js";
 import { countTokens, messagesTokens } from "./context.js";
-import { type LoopResult, runToolLoop } from "./loop.js";
+import { type CallGate, type LoopResult, type ResumedStep, runToolLoop } from "./loop.js";
 import type { ModelEvent } from "./providers/provider.js";
 
 async function run(
   provider: ScriptedProvider,
   hub: FunctionHub,
-  opts: { maxSteps?: number; repeatLimit?: number; budgetTokens?: number } = {},
+  opts: {
+    maxSteps?: number;
+    repeatLimit?: number;
+    budgetTokens?: number;
+    gate?: (call: { name: string }) => CallGate;
+    resumed?: ResumedStep;
+  } = {},
 ) {
   const gen = runToolLoop(
     {
@@ -19,8 +25,10 @@ async function run(
       repeatLimit: opts.repeatLimit ?? 3,
       budgetTokens: opts.budgetTokens,
       signal: new AbortController().signal,
+      gate: opts.gate,
     },
     { system: "sys", messages: [{ role: "user", content: "hi" }], tools: hub.tools() },
+    opts.resumed,
   );
   const events: AgentEvent[] = [];
   let step = await gen.next();
@@ -162,5 +170,52 @@ describe("the tool loop", () => {
     expect(result.content).toContain("line 19999 of the log");
     expect(result.content).toMatch(/characters left out/);
     expect(text).toBe("The log ends at line 19999.");
+  });
+
+  it("stops before a step whose calls need approval, running none of them and adding nothing", async () => {
+    const hub = new FunctionHub({ t__read: () => "read", t__write: () => "wrote" });
+    const provider = new ScriptedProvider([
+      callTools(["t__read", {}], ["t__write", { path: "a" }], ["t__gone", {}]),
+      say("never asked"),
+    ]);
+    const gate = (call: { name: string }): CallGate =>
+      call.name === "t__write" ? "ask" : call.name === "t__gone" ? { refuse: "not here" } : "run";
+    const { result } = await run(provider, hub, { gate });
+    expect(result.stoppedBy).toBe("waiting");
+    expect(result.added).toEqual([]);
+    expect(hub.calls).toEqual([]);
+    expect(provider.requests).toHaveLength(1);
+    expect(result.pending?.asks).toEqual(["call_t__write_1"]);
+    expect(result.pending?.settled).toEqual([
+      { role: "tool", toolCallId: "call_t__gone_2", name: "t__gone", content: "not here", isError: true },
+    ]);
+  });
+
+  it("finishes a waited step with the decisions before asking the model again", async () => {
+    const hub = new FunctionHub({ t__read: () => "read", t__write: () => "wrote" });
+    const first = new ScriptedProvider([
+      callTools(["t__read", {}], ["t__write", { path: "a" }], ["t__del", {}]),
+    ]);
+    const gate = (call: { name: string }): CallGate => (call.name === "t__read" ? "run" : "ask");
+    const { result: waited } = await run(first, hub, { gate });
+    const step = waited.pending!;
+    const provider = new ScriptedProvider([say("Done")]);
+    const { result } = await run(provider, hub, {
+      gate,
+      resumed: {
+        step,
+        verdicts: { call_t__write_1: { run: true }, call_t__del_2: { run: false, reason: "bob denied it" } },
+      },
+    });
+    expect(hub.calls.map((c) => c.name).sort()).toEqual(["t__read", "t__write"]);
+    expect(result.added.map((m) => (m.role === "tool" ? `${m.name}:${m.content}` : m.role))).toEqual([
+      "assistant",
+      "t__read:read",
+      "t__write:wrote",
+      "t__del:bob denied it",
+      "assistant",
+    ]);
+    expect(result).toMatchObject({ stoppedBy: "answer", toolCalls: 2 });
+    expect(provider.requests[0]?.messages.at(-1)).toMatchObject({ role: "tool", content: "bob denied it" });
   });
 });

@@ -4,9 +4,11 @@ import {
   type AssistantMessage,
   addUsage,
   type ChatMessage,
+  type PendingStep,
   type ToolCall,
   type ToolMessage,
   type Usage,
+  type Verdict,
   zeroUsage,
 } from "../core/messages.js";
 import type { ToolEntry, ToolHub, ToolOutcome } from "../mcp/types.js";
@@ -33,6 +35,20 @@ export interface LoopOptions {
    * owner checkpoints the session here.
    */
   onStep?: (added: ChatMessage[]) => Promise<void>;
+  /**
+   * Whether a call may run as it is, must wait for a person's approval, or may not run
+   * here at all. Without a gate every call runs.
+   */
+  gate?: (call: ToolCall) => CallGate;
+}
+
+/** `refuse`: the call is answered with this sentence instead of running. */
+export type CallGate = "run" | "ask" | { refuse: string };
+
+/** A step that waited for approvals, with the decisions: the loop finishes it before the next model request. */
+export interface ResumedStep {
+  step: PendingStep;
+  verdicts: Record<string, Verdict>;
 }
 
 export interface LoopInput {
@@ -41,7 +57,7 @@ export interface LoopInput {
   tools: ToolEntry[];
 }
 
-export type StopCause = "answer" | "step_limit" | "repeat";
+export type StopCause = "answer" | "step_limit" | "repeat" | "waiting";
 
 export interface LoopResult {
   /** Messages this turn added: assistant steps and tool results, in order. */
@@ -52,13 +68,18 @@ export interface LoopResult {
   steps: number;
   toolCalls: number;
   stoppedBy: StopCause;
+  /** Set when the loop stopped for approvals (`stoppedBy: "waiting"`). */
+  pending?: PendingStep;
 }
 
 /** What one model step asked for. Mirrors agents-js's `final_output | run_again` split. */
 type StepOutcome =
   | { kind: "final" }
   | { kind: "run_again" }
-  | { kind: "force_final"; cause: Exclude<StopCause, "answer"> };
+  | { kind: "force_final"; cause: ForcedCause }
+  | { kind: "wait"; step: PendingStep };
+
+type ForcedCause = Exclude<StopCause, "answer" | "waiting">;
 
 interface StepResponse {
   text: string;
@@ -66,7 +87,7 @@ interface StepResponse {
   usage: Usage;
 }
 
-const FINAL_NOTES: Record<Exclude<StopCause, "answer">, string> = {
+const FINAL_NOTES: Record<ForcedCause, string> = {
   step_limit:
     "You have used every tool step allowed for this message. Do not call any more tools: answer now with what you have, and say briefly what is still missing.",
   repeat:
@@ -94,6 +115,7 @@ function stableJson(value: unknown): string {
 export async function* runToolLoop(
   opts: LoopOptions,
   input: LoopInput,
+  resumed?: ResumedStep,
 ): AsyncGenerator<AgentEvent, LoopResult> {
   const convo = [...input.messages];
   const added: ChatMessage[] = [];
@@ -102,7 +124,7 @@ export async function* runToolLoop(
   let usage = zeroUsage();
   let visible = "";
   let toolCalls = 0;
-  let forced: Exclude<StopCause, "answer"> | undefined;
+  let forced: ForcedCause | undefined;
 
   const append = (m: ChatMessage) => {
     convo.push(m);
@@ -111,6 +133,11 @@ export async function* runToolLoop(
 
   const firstOfTurn = convo.length;
   let checkpointed = 0;
+  if (resumed) {
+    toolCalls += yield* finishStep(opts, resumed, append);
+    await opts.onStep?.(added.slice(checkpointed));
+    checkpointed = added.length;
+  }
   for (let step = 1; ; step++) {
     if (step > 1 && opts.budgetTokens) fitStep(input.system, convo, firstOfTurn, opts.budgetTokens);
     const request: ModelRequest = {
@@ -128,6 +155,17 @@ export async function* runToolLoop(
     visible += response.text ? separator + response.text : "";
 
     const outcome = yield* decide(opts, response, step, seen, forced, append);
+    if (outcome.kind === "wait") {
+      return {
+        added,
+        text: visible,
+        usage,
+        steps: step,
+        toolCalls,
+        stoppedBy: "waiting",
+        pending: outcome.step,
+      };
+    }
     if (outcome.kind === "final") {
       if (!visible.trim()) {
         const note =
@@ -162,16 +200,35 @@ async function* decide(
     content: response.text,
     toolCalls: response.calls,
   };
-  append(assistant);
 
   let repeated = false;
-  const runnable = response.calls.map((call) => {
+  const planned = response.calls.map((call): PlannedCall => {
     const count = (seen.get(callSignature(call)) ?? 0) + 1;
     seen.set(callSignature(call), count);
-    if (count >= opts.repeatLimit) repeated = true;
-    return { call, blocked: count >= opts.repeatLimit };
+    if (count >= opts.repeatLimit) {
+      repeated = true;
+      return {
+        call,
+        refusal: `This exact call (${call.name} with the same arguments) was already made ${opts.repeatLimit - 1} times in this turn, so it was not run again. Use the results you already have.`,
+      };
+    }
+    if (call.invalidArguments !== undefined) {
+      return {
+        call,
+        refusal: `The arguments for ${call.name} were not a valid JSON object: ${call.invalidArguments.slice(0, 300)}. Call the tool again with the arguments as one JSON object that matches its input schema.`,
+      };
+    }
+    const gate = opts.gate?.(call) ?? "run";
+    if (typeof gate === "object") return { call, refusal: gate.refuse };
+    return { call, ask: gate === "ask" };
   });
-  const results = yield* runCalls(opts, runnable);
+  const asks = planned.filter((p) => p.ask).map((p) => p.call.id);
+  if (asks.length > 0) {
+    const settled = planned.flatMap((p) => (p.refusal === undefined ? [] : [errorResult(p.call, p.refusal)]));
+    return { kind: "wait", step: { assistant, asks, settled } };
+  }
+  append(assistant);
+  const results = yield* runCalls(opts, planned);
   for (const r of results) append(r);
 
   if (repeated) return { kind: "force_final", cause: "repeat" };
@@ -210,16 +267,62 @@ async function* streamStep(
   return { text, calls, usage };
 }
 
+/** A call as the step will treat it: run it, or answer it with `refusal` without running it. */
+interface PlannedCall {
+  call: ToolCall;
+  refusal?: string;
+  ask?: boolean;
+}
+
+/**
+ * Finishes a step that waited for approvals: its message, then every call's result: the
+ * ones answered before the wait as they were, the approved and unasked ones run now, the
+ * denied ones with the reason. Returns how many calls it ran.
+ */
+async function* finishStep(
+  opts: LoopOptions,
+  { step, verdicts }: ResumedStep,
+  append: (m: ChatMessage) => void,
+): AsyncGenerator<AgentEvent, number> {
+  const settled = new Map(step.settled.map((m) => [m.toolCallId, m]));
+  const calls = step.assistant.toolCalls ?? [];
+  const planned = calls.flatMap((call): PlannedCall[] => {
+    if (settled.has(call.id)) return [];
+    if (!step.asks.includes(call.id)) return [{ call }];
+    const verdict = verdicts[call.id] ?? {
+      run: false,
+      reason: "No decision was recorded for this call, so it was not run.",
+    };
+    return [verdict.run ? { call } : { call, refusal: verdict.reason }];
+  });
+  append(step.assistant);
+  const results = yield* runCalls(opts, planned);
+  const byId = new Map([...settled, ...results.map((r) => [r.toolCallId, r] as const)]);
+  for (const call of calls) {
+    append(byId.get(call.id) ?? errorResult(call, "This call was not run."));
+  }
+  return planned.filter((p) => p.refusal === undefined).length;
+}
+
+/**
+ * A waiting step that will never be decided (the person wrote again first): its message
+ * and a result for each call, none of them run, so the session stays a valid conversation.
+ */
+export function abandonedStep(step: PendingStep, reason: string): ChatMessage[] {
+  const settled = new Map(step.settled.map((m) => [m.toolCallId, m]));
+  const results = (step.assistant.toolCalls ?? []).map(
+    (call) => settled.get(call.id) ?? errorResult(call, reason),
+  );
+  return [step.assistant, ...results];
+}
+
 type CallEvent = { kind: "event"; event: AgentEvent } | { kind: "done"; index: number; message: ToolMessage };
 
 /** Runs one step's calls in parallel, forwarding their events as they happen. */
-async function* runCalls(
-  opts: LoopOptions,
-  calls: Array<{ call: ToolCall; blocked: boolean }>,
-): AsyncGenerator<AgentEvent, ToolMessage[]> {
+async function* runCalls(opts: LoopOptions, calls: PlannedCall[]): AsyncGenerator<AgentEvent, ToolMessage[]> {
   const queue = new AsyncQueue<CallEvent>();
-  calls.forEach(({ call, blocked }, index) => {
-    runOne(opts, call, blocked, (event) => queue.push({ kind: "event", event })).then(
+  calls.forEach(({ call, refusal }, index) => {
+    runOne(opts, call, refusal, (event) => queue.push({ kind: "event", event })).then(
       (message) => queue.push({ kind: "done", index, message }),
       (err: unknown) => queue.push({ kind: "done", index, message: errorResult(call, describe(err)) }),
     );
@@ -239,21 +342,10 @@ async function* runCalls(
 async function runOne(
   opts: LoopOptions,
   call: ToolCall,
-  blocked: boolean,
+  refusal: string | undefined,
   emit: (e: AgentEvent) => void,
 ): Promise<ToolMessage> {
-  if (blocked) {
-    return errorResult(
-      call,
-      `This exact call (${call.name} with the same arguments) was already made ${opts.repeatLimit - 1} times in this turn, so it was not run again. Use the results you already have.`,
-    );
-  }
-  if (call.invalidArguments !== undefined) {
-    return errorResult(
-      call,
-      `The arguments for ${call.name} were not a valid JSON object: ${call.invalidArguments.slice(0, 300)}. Call the tool again with the arguments as one JSON object that matches its input schema.`,
-    );
-  }
+  if (refusal !== undefined) return errorResult(call, refusal);
   const started = Date.now();
   const ref = splitName(opts.hub, call.name);
   emit({ type: "status", text: `Calling ${call.name}…` });

@@ -14,3 +14,12 @@ export interface PriorMessage {
   /** True when the bot wrote it. */
   fromBot: boolean;
 }
+
+/** What an adapter knows of where a message came from, beyond its channel and author. */
+export interface Provenance {
+  dm: boolean;
+  /** Slack team id or Discord guild id. */
+  workspace?: string;
+  /** Discord: the author's role ids. */
+  roles?: string[];
+}

@@ -51,3 +51,20 @@ export const zeroUsage = (): Usage => ({ inputTokens: 0, outputTokens: 0 });
 export function addUsage(a: Usage, b: Usage): Usage {
   return { inputTokens: a.inputTokens + b.inputTokens, outputTokens: a.outputTokens + b.outputTokens };
 }
+
+/**
+ * A tool step that waits for people to approve some of its calls: stored with the turn,
+ * so that any process can finish the step when the decisions come, and nothing of it is
+ * in the session until then (a session never holds calls without their results).
+ */
+export interface PendingStep {
+  /** The model's message with every call of the step. */
+  assistant: AssistantMessage;
+  /** Ids of the calls that wait for a decision; the step's other calls run with them. */
+  asks: string[];
+  /** Results of calls that were answered without running (repeats, bad arguments, refusals). */
+  settled: ToolMessage[];
+}
+
+/** What a person decided for one call: run it, or tell the model why it did not run. */
+export type Verdict = { run: true } | { run: false; reason: string };

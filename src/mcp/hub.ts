@@ -5,7 +5,7 @@ import { ToolNameMap } from "./names.js";
 import { toModelResult } from "./results.js";
 import { checkArguments, toProviderSchema } from "./schema.js";
 import type { ServerConfig } from "./servers.js";
-import type { ServerStatus, ToolCallOptions, ToolEntry, ToolHub, ToolOutcome } from "./types.js";
+import type { ServerStatus, ToolCallOptions, ToolEntry, ToolHints, ToolHub, ToolOutcome } from "./types.js";
 
 export interface HubOptions {
   callTimeoutMs: number;
@@ -170,10 +170,16 @@ export class McpHub implements ToolHub {
           tool: tool.name,
           description: tool.description ?? tool.title ?? "",
           inputSchema: providerSchema(tool),
+          ...(tool.annotations ? { annotations: hintsOf(tool.annotations) } : {}),
         };
         catalog.set(name, { entry, original: tool.inputSchema, connection });
       }
     }
     this.catalog = catalog;
   }
+}
+
+function hintsOf(a: NonNullable<Tool["annotations"]>): ToolHints {
+  const { readOnlyHint, destructiveHint, idempotentHint, openWorldHint } = a;
+  return { readOnlyHint, destructiveHint, idempotentHint, openWorldHint };
 }

@@ -11,6 +11,15 @@ export interface ToolEntry {
   description: string;
   /** JSON Schema with `$ref`s resolved, acceptable to both OpenAI and Anthropic. */
   inputSchema: Record<string, unknown>;
+  /** What the server says the tool does (MCP tool annotations): hints, never guarantees. */
+  annotations?: ToolHints;
+}
+
+export interface ToolHints {
+  readOnlyHint?: boolean;
+  destructiveHint?: boolean;
+  idempotentHint?: boolean;
+  openWorldHint?: boolean;
 }
 
 export interface ToolOutcome {

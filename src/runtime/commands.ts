@@ -1,6 +1,7 @@
 import type { Agent } from "../agent/agent.js";
 import type { Config } from "../config.js";
 import { allowedModels } from "../config.js";
+import type { Provenance } from "../core/inbound.js";
 import type { Platform, ThreadKey } from "../core/thread.js";
 import type { ToolHub } from "../mcp/types.js";
 import type { ThreadLock } from "../store/locks.js";
@@ -14,6 +15,9 @@ export interface Command {
   user: { id: string; name?: string };
   /** Text after the subcommand (e.g. the model name for `model`). */
   arg?: string;
+  /** Where the command was typed, for the access lists; absent in the terminal. */
+  channel?: string;
+  from?: Provenance;
 }
 
 /** What commands read and change: the thread's session (under its lock), the tool hub, the agent. */

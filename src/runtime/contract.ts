@@ -1,6 +1,6 @@
 import type { Config, Secrets } from "../config.js";
 import type { Artifact } from "../core/artifacts.js";
-import type { InboundFile, PriorMessage } from "../core/inbound.js";
+import type { InboundFile, PriorMessage, Provenance } from "../core/inbound.js";
 import type { ReplyAddress } from "../core/replies.js";
 import type { Platform, ThreadKey } from "../core/thread.js";
 import type { StateStore } from "../store/state.js";
@@ -17,6 +17,8 @@ export interface Inbound {
   platform: Platform;
   channel: string;
   user: { id: string; name?: string };
+  /** Who and where, for the access lists (see access.ts); absent: a channel, no workspace or roles known. */
+  from?: Provenance;
   text: string;
   attachments: InboundFile[];
   /** Earlier messages of the thread, when the bot joins an existing thread mid-way. */
@@ -58,6 +60,21 @@ export interface Reply {
   title(t: string): Promise<void>;
   /** Informational answers (commands); ephemeral where the platform allows it. */
   notice(text: string): Promise<void>;
+  /**
+   * Posts a question with buttons in the thread, after the answer so far; resolves with its
+   * message id. Absent where nobody could click (the terminal).
+   */
+  ask?(question: Question): Promise<string>;
+  /** Replaces a question's message with `text`, buttons removed (also from a rebuilt reply). */
+  settle?(messageId: string, text: string): Promise<void>;
+}
+
+/** A message with buttons whose clicks come back as interactions carrying `ref`. */
+export interface Question {
+  ref: string;
+  /** Markdown, as answers are written. */
+  text: string;
+  choices: Array<{ value: string; label: string; style?: "primary" | "danger" }>;
 }
 
 export interface Adapter {
@@ -91,7 +108,17 @@ export interface Interaction {
   /** The button's value (e.g. "approve", "deny") or the form's fields by input name. */
   value: string | Record<string, string>;
   platform: Platform;
-  user: { id: string; name?: string; bot?: boolean };
+  user: {
+    id: string;
+    name?: string;
+    bot?: boolean;
+    /** Discord: the clicker's role ids in the guild. */
+    roles?: string[];
+  };
+  /** The message the button was on, when it was on one. */
+  messageId?: string;
+  /** Slack: whether the clicker is in one of these user groups (asked of Slack when needed). */
+  inGroups?(groups: string[]): Promise<boolean>;
   /** Answers only the person who clicked (ephemeral where the platform allows it). */
   respond(text: string): Promise<void>;
 }
@@ -113,6 +140,12 @@ export interface TurnRunner {
   firstSight(id: string): Promise<boolean>;
   /** A click or form submission; answers the person through `interaction.respond`. Never throws. */
   interact(interaction: Interaction): Promise<void>;
+  /**
+   * Whether the access lists admit a message, asked by an adapter before it shows anything
+   * (a reaction, a thread): `tell` means refused, with `REFUSED_NOTE` to show the person
+   * (at most once an hour each), `silent` refused without a word. `handle` checks again.
+   */
+  admit?(who: Pick<Inbound, "platform" | "channel" | "user" | "from">): "yes" | "tell" | "silent";
 }
 
 /** What every platform adapter is built from (see src/app.ts). */

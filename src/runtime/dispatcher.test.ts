@@ -7,6 +7,7 @@ import { Agent } from "../agent/agent.js";
 import type { ModelEvent, ModelRequest, Provider } from "../agent/providers/provider.js";
 import { configSchema } from "../config.js";
 import { SwitchboardError } from "../core/errors.js";
+import { ApprovalBook } from "../store/approvals.js";
 import { MemoryDedupe } from "../store/dedupe.js";
 import { openStore, STORE_DOWN_SENTENCE, type Store } from "../store/index.js";
 import { LocalThreadLock } from "../store/locks.js";
@@ -97,6 +98,7 @@ describe("the dispatcher", () => {
       ledger: new TurnLedger(store),
       lock: new LocalThreadLock(),
       dedupe: new MemoryDedupe(),
+      approvals: new ApprovalBook(store),
       hub,
       config,
     });

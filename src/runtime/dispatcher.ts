@@ -6,15 +6,18 @@ import type { AgentEvent } from "../core/events.js";
 import { platformOf, type ThreadKey } from "../core/thread.js";
 import { log } from "../log.js";
 import type { ToolHub } from "../mcp/types.js";
+import type { ApprovalBook } from "../store/approvals.js";
 import type { Dedupe } from "../store/dedupe.js";
 import type { ThreadLock } from "../store/locks.js";
 import type { Session, SessionRepository } from "../store/sessions.js";
 import type { TurnLedger } from "../store/turns.js";
+import { Access, type Origin, REFUSED_NOTE } from "./access.js";
 import { runAfterTurn } from "./after-turn.js";
+import { ApprovalDesk } from "./approvals/desk.js";
 import { runCommand } from "./commands.js";
 import type { Adapter, Command, Inbound, Interaction, Reply, TurnRunner } from "./contract.js";
 import { handleInteraction } from "./interactions.js";
-import { runTurn } from "./turn.js";
+import { resumeTurn, runTurn, type TurnDeps, type TurnResult } from "./turn.js";
 
 export const INTERRUPTED_NOTE = "Interrupted by a restart; ask again.";
 
@@ -26,6 +29,8 @@ export interface DispatcherDeps {
   dedupe: Dedupe;
   hub: ToolHub;
   config: Config;
+  /** Tool approvals waiting for people (see runtime/approvals). */
+  approvals: ApprovalBook;
   observer?: TurnObserver;
 }
 
@@ -54,8 +59,23 @@ export class Dispatcher implements TurnRunner {
   /** Turns waiting for their thread's lock, per thread (for /metrics). */
   private readonly waiting = new Map<ThreadKey, number>();
   private stopping = false;
+  private readonly desk: ApprovalDesk;
+  private readonly access: Access;
+  private readonly turnDeps: TurnDeps;
+  /** The running platforms, to write in a thread no event came from (resumed turns, settled questions). */
+  private adapters: Adapter[] = [];
 
-  constructor(private readonly deps: DispatcherDeps) {}
+  constructor(private readonly deps: DispatcherDeps) {
+    this.desk = new ApprovalDesk({
+      config: deps.config,
+      ledger: deps.ledger,
+      book: deps.approvals,
+      resume: (key) => this.resumeWaiting(key),
+      replyFor: (key, channel) => this.replyFor(key, channel),
+    });
+    this.turnDeps = { ...deps, desk: this.desk };
+    this.access = new Access(deps.config);
+  }
 
   async firstSight(id: string): Promise<boolean> {
     return this.deps.dedupe.firstSight(id);
@@ -71,7 +91,23 @@ export class Dispatcher implements TurnRunner {
     return session || turn !== undefined;
   }
 
+  admit(who: Pick<Inbound, "platform" | "channel" | "user" | "from">): "yes" | "tell" | "silent" {
+    const origin = originOf(who);
+    if (this.access.admits(origin)) return "yes";
+    log.info(
+      { platform: who.platform, channel: who.channel, user: who.user.id },
+      "message refused by the access lists",
+    );
+    return this.access.shouldTell(origin) ? "tell" : "silent";
+  }
+
   async handle(inbound: Inbound): Promise<void> {
+    // Before anything is stored or sent anywhere: a refused message leaves no trace but a log line.
+    const admitted = this.admit(inbound);
+    if (admitted !== "yes") {
+      if (admitted === "tell") await inbound.reply.notice(REFUSED_NOTE).catch(() => undefined);
+      return;
+    }
     try {
       // Every id of the message is marked, so whichever copy arrives first wins.
       const sightings = await Promise.all(
@@ -138,10 +174,62 @@ export class Dispatcher implements TurnRunner {
   async interact(interaction: Interaction): Promise<void> {
     if (interaction.user.bot) return;
     if (!(await this.firstSight(interaction.id).catch(() => true))) return;
+    try {
+      const approval = this.deps.approvals ? await this.desk.find(interaction.ref) : undefined;
+      if (approval) return await this.desk.interact(interaction, approval);
+    } catch (err) {
+      log.error({ err, ref: interaction.ref }, "could not handle a click on an approval");
+      await interaction.respond(toUserFacing(err).message).catch(() => undefined);
+      return;
+    }
     await handleInteraction(interaction);
   }
 
-  command(cmd: Command): Promise<string> {
+  /**
+   * Runs a parked turn on once all its approvals are decided (or expired), under its
+   * thread's lock, in a reply rebuilt from its record: whichever process got the click.
+   */
+  resumeWaiting(key: ThreadKey): void {
+    if (this.stopping) return;
+    const { ledger, lock } = this.deps;
+    const controller = new AbortController();
+    const entry: InFlight = { controller, done: Promise.resolve() };
+    this.inFlight.add(entry);
+    entry.done = lock
+      .run(key, async () => {
+        const record = await ledger.get(key);
+        if (!record?.waiting) return;
+        const reply = this.replyFor(key, record.address?.channel);
+        if (!reply) {
+          log.warn({ key }, "a decided approval's platform is not running here; its turn waits for it");
+          return;
+        }
+        const outcome = await this.desk.outcome(key, record.waiting, reply);
+        if (!outcome) return;
+        const started = Date.now();
+        const result = await resumeTurn(record, outcome, reply, this.turnDeps, controller.signal, {
+          interruptedNote: () => (controller.signal.aborted && this.stopping ? INTERRUPTED_NOTE : undefined),
+        });
+        this.finished(key, reply, result, Date.now() - started);
+      })
+      .catch((err: unknown) => log.error({ err, key }, "a turn waiting for approvals could not go on"))
+      .finally(() => this.inFlight.delete(entry));
+  }
+
+  private replyFor(key: ThreadKey, channel?: string): Reply | undefined {
+    const adapter = this.adapters.find((a) => a.platform === platformOf(key));
+    return adapter?.replyFor?.(key, { messages: [], ...(channel ? { channel } : {}) });
+  }
+
+  async command(cmd: Command): Promise<string> {
+    const origin: Origin = {
+      platform: cmd.platform,
+      channel: cmd.channel ?? "",
+      user: { id: cmd.user.id, ...(cmd.from?.roles ? { roles: cmd.from.roles } : {}) },
+      dm: cmd.from?.dm ?? false,
+      ...(cmd.from?.workspace ? { workspace: cmd.from.workspace } : {}),
+    };
+    if (cmd.platform !== "console" && !this.access.admits(origin)) return REFUSED_NOTE;
     return runCommand(cmd, this.deps);
   }
 
@@ -153,6 +241,7 @@ export class Dispatcher implements TurnRunner {
     this.stopping = true;
     const all = () => Promise.all([...this.inFlight].map((t) => t.done));
     const grace = new AbortController();
+    this.desk.close();
     const timedOut = await Promise.race([
       all().then(() => false),
       sleep(graceMs, true, { ref: false, signal: grace.signal }).catch(() => false),
@@ -174,19 +263,25 @@ export class Dispatcher implements TurnRunner {
    */
   async recoverInterrupted(adapters: Adapter[]): Promise<number> {
     const { ledger, lock } = this.deps;
+    this.adapters = adapters;
     let recovered = 0;
     const pending = await ledger.pending().catch((err: unknown) => {
       log.warn({ err }, "could not list the turns a crash interrupted");
       return [];
     });
-    for (const { key } of pending) {
+    for (const { key, waiting } of pending) {
+      // A parked turn was not interrupted: it waits for its approvals, here as before.
+      if (waiting) {
+        this.desk.arm(key, waiting.expiresAt);
+        continue;
+      }
       const adapter = adapters.find((a) => a.platform === platformOf(key));
       // A platform that is not running now keeps its pending replies for a later start.
       if (!adapter?.recover) continue;
       await lock
         .run(key, async () => {
           const record = await ledger.get(key);
-          if (!record) return;
+          if (!record || record.waiting) return;
           await adapter.recover?.(key, record.address, INTERRUPTED_NOTE);
           await ledger.end(key);
           recovered++;
@@ -208,14 +303,19 @@ export class Dispatcher implements TurnRunner {
     const { observer } = this.deps;
     const started = Date.now();
     observer?.turnStarted?.(inbound);
-    const result = await runTurn(inbound, this.deps, controller.signal, {
+    const result = await runTurn(inbound, this.turnDeps, controller.signal, {
       firstVisible: (ms) => observer?.firstVisible?.(inbound, ms),
       interruptedNote: () => (controller.signal.aborted && this.stopping ? INTERRUPTED_NOTE : undefined),
     });
     const ms = Date.now() - started;
     observer?.turnEnded?.(inbound, result.outcome, ms, result.events);
-    log.info({ key: inbound.key, outcome: result.outcome, ms, ...turnFigures(result.events) }, "turn");
-    if (result.session && result.outcome === "ok") this.afterTurn(result.session, inbound.reply);
+    this.finished(inbound.key, inbound.reply, result, ms);
+  }
+
+  private finished(key: ThreadKey, reply: Reply, result: TurnResult, ms: number): void {
+    const outcome = result.parked ? "waiting" : result.outcome;
+    log.info({ key, outcome, ms, ...turnFigures(result.events) }, "turn");
+    if (result.session && result.outcome === "ok") this.afterTurn(result.session, reply);
   }
 
   /** Title and compression run outside the lock: the thread's next message never waits for them. */
@@ -230,6 +330,17 @@ export class Dispatcher implements TurnRunner {
       .finally(() => this.afterTurns.delete(session.key));
     this.afterTurns.set(session.key, job);
   }
+}
+
+function originOf(inbound: Pick<Inbound, "platform" | "channel" | "user" | "from">): Origin {
+  const from = inbound.from;
+  return {
+    platform: inbound.platform,
+    channel: inbound.channel,
+    user: { id: inbound.user.id, ...(from?.roles ? { roles: from.roles } : {}) },
+    dm: from?.dm ?? false,
+    ...(from?.workspace ? { workspace: from.workspace } : {}),
+  };
 }
 
 /** The figures of one turn for its log line: tool calls with outcome, and token usage. */

@@ -8,6 +8,7 @@ import type { ModelEvent, ModelRequest, Provider } from "../agent/providers/prov
 import { configSchema } from "../config.js";
 import type { Artifact } from "../core/artifacts.js";
 import type { ToolOutcome } from "../mcp/types.js";
+import { ApprovalBook } from "../store/approvals.js";
 import { MemoryDedupe } from "../store/dedupe.js";
 import { openStore, type Store } from "../store/index.js";
 import { LocalThreadLock } from "../store/locks.js";
@@ -74,7 +75,11 @@ describe("a turn owned by the runtime", () => {
   });
 
   function dispatcherWith(provider: Provider, hub = new FunctionHub({ util__echo: () => "echoed" })) {
-    const config = configSchema.parse({ memory: { compressAt: 0.9 } });
+    // These tests are about the turn, not approvals: every tool runs without asking.
+    const config = configSchema.parse({
+      memory: { compressAt: 0.9 },
+      approvals: { rules: [{ server: "*", mode: "always" }] },
+    });
     const agent = new Agent({ config, hub, providerFor: () => provider, sessions });
     return new Dispatcher({
       agent,
@@ -82,6 +87,7 @@ describe("a turn owned by the runtime", () => {
       ledger,
       lock: new LocalThreadLock(),
       dedupe: new MemoryDedupe(),
+      approvals: new ApprovalBook(store),
       hub,
       config,
     });
@@ -240,6 +246,8 @@ describe("clicks and form submissions", () => {
       ledger: {} as TurnLedger,
       lock: new LocalThreadLock(),
       dedupe: new MemoryDedupe(),
+      // No approval waits: every ref is unknown.
+      approvals: { get: async () => undefined } as unknown as ApprovalBook,
       hub,
       config,
     });

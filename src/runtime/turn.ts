@@ -1,14 +1,21 @@
-import type { Agent } from "../agent/agent.js";
+import type { Agent, TurnInput } from "../agent/agent.js";
 import { countTokens, modelLimits } from "../agent/context.js";
+import { abandonedStep, type CallGate } from "../agent/loop.js";
 import type { Config } from "../config.js";
 import { toUserFacing } from "../core/errors.js";
 import type { AgentEvent } from "../core/events.js";
 import type { PriorMessage } from "../core/inbound.js";
+import type { PendingStep, ToolCall } from "../core/messages.js";
+import type { Platform, ThreadKey } from "../core/thread.js";
 import { log } from "../log.js";
+import type { ToolEntry, ToolHub } from "../mcp/types.js";
 import { storeFailed } from "../store/index.js";
 import type { Session, SessionRepository } from "../store/sessions.js";
-import type { TurnLedger } from "../store/turns.js";
-import type { Inbound } from "./contract.js";
+import type { TurnLedger, TurnRecord } from "../store/turns.js";
+import type { ApprovalDesk, Outcome } from "./approvals/desk.js";
+import { approvalMode, type CallPlace } from "./approvals/policy.js";
+import { CANNOT_ASK_REASON, NEVER_REASON, SUPERSEDED_REASON } from "./approvals/questions.js";
+import type { Inbound, Reply } from "./contract.js";
 import { prepareAttachments } from "./inbound-files.js";
 import { type RenderOutcome, ReplyRenderer } from "./render.js";
 
@@ -17,6 +24,8 @@ export interface TurnDeps {
   sessions: SessionRepository;
   ledger: TurnLedger;
   config: Config;
+  hub: ToolHub;
+  desk: ApprovalDesk;
 }
 
 export interface TurnHooks {
@@ -30,13 +39,22 @@ export interface TurnResult {
   events: AgentEvent[];
   /** The session as the turn left it (saved), for the after-turn jobs. */
   session?: Session;
+  /** The turn stopped to wait for approvals; its record stays in the ledger. */
+  parked?: boolean;
+}
+
+/** Who the turn answers and where: what a resumed turn reads back from its record. */
+interface TurnPlace extends CallPlace {
+  key: ThreadKey;
+  user: { id: string; name?: string };
 }
 
 /**
  * One turn, run under its thread's lock: the only writer of the thread's session while it
  * runs. The session is saved after each tool step and once at the end; where the reply's
  * messages are goes to the turn's own ledger record as each one is started, so a restart
- * or another process can find and end it.
+ * or another process can find and end it. A turn whose tools need approval parks: its
+ * record keeps the waiting step, and `resumeTurn` goes on from it when people decide.
  */
 export async function runTurn(
   inbound: Inbound,
@@ -44,50 +62,122 @@ export async function runTurn(
   signal: AbortSignal,
   hooks: TurnHooks,
 ): Promise<TurnResult> {
-  const { agent, sessions, ledger, config } = deps;
-  const started = Date.now();
-  const events: AgentEvent[] = [];
-  const record = await ledger.begin(inbound.key).catch((err: unknown) => {
+  const { ledger, config, agent, sessions } = deps;
+  const place: TurnPlace = {
+    key: inbound.key,
+    user: inbound.user,
+    platform: inbound.platform,
+    channel: inbound.channel,
+  };
+  const { previous, record } = await (async () => {
+    const previous = await ledger.get(inbound.key);
+    return { previous, record: await ledger.begin(inbound.key) };
+  })().catch((err: unknown) => {
     throw storeFailed(err);
   });
-  inbound.reply.onAddress?.((address) => ledger.address(record, address));
+  return drive(record, place, inbound.reply, deps, signal, hooks, async (session, common) => {
+    if (previous?.waiting) {
+      // Written again before anyone decided: the old questions end, and the model learns the step never ran.
+      await deps.desk.supersede(inbound.key, previous.waiting, inbound.reply);
+      session.messages.push(...abandonedStep(previous.waiting.step, SUPERSEDED_REASON));
+    }
+    if (session.turns === 0 && session.messages.length === 0 && inbound.history) {
+      await seedFromThread(session, inbound.history, config, agent.modelFor(session));
+    }
+    const input = await prepareAttachments(inbound.text, inbound.attachments, {
+      config,
+      model: agent.modelFor(session),
+      signal,
+    });
+    return agent.runTurn({
+      ...common,
+      text: input.text,
+      parts: input.parts,
+      checkpoint: () => sessions.save(session),
+    });
+  });
+}
+
+/**
+ * Goes on with a parked turn whose approvals are all decided, in a new reply below the
+ * questions. Its record is unparked before any call runs: a crash from there on ends the
+ * reply with the restart note and never runs an approved call twice.
+ */
+export async function resumeTurn(
+  record: TurnRecord,
+  outcome: Outcome,
+  reply: Reply,
+  deps: TurnDeps,
+  signal: AbortSignal,
+  hooks: TurnHooks,
+): Promise<TurnResult> {
+  const waiting = record.waiting;
+  if (!waiting) throw new Error(`The turn of ${record.key} is not waiting`);
+  const platform = record.key.slice(0, record.key.indexOf(":")) as Platform;
+  const place: TurnPlace = { key: record.key, user: waiting.user, platform, channel: waiting.channel };
+  await deps.ledger.unpark(record).catch((err: unknown) => {
+    throw storeFailed(err);
+  });
+  return drive(record, place, reply, deps, signal, hooks, async (session, common) => {
+    if (outcome.approvedForThread.length) {
+      const approved = new Set([...(session.settings.approvedTools ?? []), ...outcome.approvedForThread]);
+      session.settings.approvedTools = [...approved];
+    }
+    return deps.agent.resumeTurn({
+      ...common,
+      checkpoint: () => deps.sessions.save(session),
+      resumed: { step: waiting.step, verdicts: outcome.verdicts },
+    });
+  });
+}
+
+type Common = Omit<TurnInput, "text" | "parts" | "checkpoint">;
+
+/** The part of a turn that new and resumed turns share: session, events into the reply, save, park or end. */
+async function drive(
+  record: TurnRecord,
+  place: TurnPlace,
+  reply: Reply,
+  deps: TurnDeps,
+  signal: AbortSignal,
+  hooks: TurnHooks,
+  start: (session: Session, common: Common) => Promise<AsyncGenerator<AgentEvent, unknown>>,
+): Promise<TurnResult> {
+  const { sessions, ledger } = deps;
+  const started = Date.now();
+  const events: AgentEvent[] = [];
+  reply.onAddress?.((address) => ledger.address(record, address));
   const renderer = new ReplyRenderer(
-    inbound.reply,
+    reply,
     () => hooks.firstVisible?.(Date.now() - started),
     hooks.interruptedNote,
   );
   let outcome: RenderOutcome = "ok";
   let session: Session | undefined;
+  let pending: PendingStep | undefined;
   try {
-    session = await sessions.getOrCreate(inbound.key).catch((err: unknown) => {
+    session = await sessions.getOrCreate(place.key).catch((err: unknown) => {
       throw storeFailed(err);
     });
     const current = session;
-    if (current.turns === 0 && current.messages.length === 0 && inbound.history) {
-      await seedFromThread(current, inbound.history, config, agent.modelFor(current));
-    }
-    const input = await prepareAttachments(inbound.text, inbound.attachments, {
-      config,
-      model: agent.modelFor(current),
-      signal,
-    });
-    const run = agent.runTurn({
+    const run = await start(current, {
       session: current,
-      user: inbound.user,
-      text: input.text,
-      parts: input.parts,
-      platform: inbound.platform,
-      channel: inbound.channel,
+      user: place.user,
+      platform: place.platform,
+      channel: place.channel,
       signal,
-      checkpoint: () => sessions.save(current),
+      gate: gateFor(deps, place, current, Boolean(reply.ask)),
+      offers: (tool) => approvalMode(deps.config, tool, place) !== "never",
     });
     for await (const event of run) {
       events.push(event);
+      if (event.type === "waiting") pending = event.step;
       outcome = (await renderer.render(event)) ?? outcome;
     }
   } catch (err) {
     outcome = "error";
-    log.error({ err, key: inbound.key }, "reply failed");
+    pending = undefined;
+    log.error({ err, key: place.key }, "reply failed");
     await renderer.fail(hooks.interruptedNote() ?? toUserFacing(err).message);
   } finally {
     // The end checkpoint, then the ledger: a crash between the two re-ends a reply that is
@@ -95,14 +185,52 @@ export async function runTurn(
     if (session) {
       await sessions.save(session).catch((err: unknown) => {
         outcome = "error";
-        log.error({ err, key: inbound.key }, "could not save the session");
+        pending = undefined;
+        log.error({ err, key: place.key }, "could not save the session");
       });
     }
-    await ledger
-      .end(inbound.key)
-      .catch((err: unknown) => log.warn({ err, key: inbound.key }, "could not end the turn's record"));
+    if (pending) {
+      await deps.desk
+        .park(record, pending, { reply, user: place.user, place, toolOf: (name) => toolOf(deps.hub, name) })
+        .catch(async (err: unknown) => {
+          log.error({ err, key: place.key }, "could not park the turn for its approvals");
+          pending = undefined;
+          outcome = "error";
+          await reply.notice(toUserFacing(storeFailed(err)).message).catch(() => undefined);
+        });
+    }
+    if (!pending) {
+      await ledger
+        .end(place.key)
+        .catch((err: unknown) => log.warn({ err, key: place.key }, "could not end the turn's record"));
+    }
   }
-  return { outcome, events, session };
+  return { outcome, events, session, parked: Boolean(pending) };
+}
+
+/** Which calls run here, wait for a person, or may not run (see approvals/policy.ts). */
+function gateFor(
+  deps: TurnDeps,
+  place: CallPlace,
+  session: Session,
+  canAsk: boolean,
+): (call: ToolCall) => CallGate {
+  return (call) => {
+    const entry = deps.hub.tools().find((t) => t.name === call.name);
+    // An unknown tool is the hub's to report; it runs nothing.
+    if (!entry) return "run";
+    const mode = approvalMode(deps.config, entry, place);
+    if (mode === "never") return { refuse: NEVER_REASON };
+    if (mode === "always" || session.settings.approvedTools?.includes(call.name)) return "run";
+    return canAsk ? "ask" : { refuse: CANNOT_ASK_REASON };
+  };
+}
+
+function toolOf(hub: ToolHub, name: string): { server: string; tool: string } {
+  const entry: ToolEntry | undefined = hub.tools().find((t) => t.name === name);
+  if (entry) return { server: entry.server, tool: entry.tool };
+  const at = name.indexOf("__");
+  return at > 0 ? { server: name.slice(0, at), tool: name.slice(at + 2) } : { server: "unknown", tool: name };
 }
 
 /** A mention mid-thread: start the session with what was said before, newest first until a quarter of the window. */

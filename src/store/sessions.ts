@@ -7,6 +7,8 @@ import { LocalThreadLock } from "./locks.js";
 export interface SessionSettings {
   model?: string;
   servers?: string[];
+  /** Tools someone approved "for this thread" (model-facing names): they no longer ask here. */
+  approvedTools?: string[];
 }
 
 export interface Session {

@@ -1,3 +1,4 @@
+import type { PendingStep } from "../core/messages.js";
 import type { ReplyAddress } from "../core/replies.js";
 import type { ThreadKey } from "../core/thread.js";
 import type { Store } from "./index.js";
@@ -9,6 +10,18 @@ export interface TurnRecord {
   startedAt: string;
   /** Where the reply's messages are, once the first one is on the platform. */
   address?: ReplyAddress;
+  /** Set while the turn waits for approvals: no process runs it until they are decided. */
+  waiting?: WaitingTurn;
+}
+
+export interface WaitingTurn {
+  step: PendingStep;
+  /** The approval ref of each call that waits, by call id. */
+  refs: Record<string, string>;
+  /** The earliest expiry among them: the turn goes on then at the latest. */
+  expiresAt: string;
+  user: { id: string; name?: string };
+  channel: string;
 }
 
 const recordKey = (key: ThreadKey) => `turn:${key}`;
@@ -37,6 +50,18 @@ export class TurnLedger {
   /** Records where the reply is now; awaited before the reply writes on. */
   async address(record: TurnRecord, address: ReplyAddress): Promise<void> {
     record.address = { ...address, messages: [...address.messages] };
+    await this.write(record);
+  }
+
+  /** The turn stops until its approvals are decided; its record stays, with what it waits for. */
+  async park(record: TurnRecord, waiting: WaitingTurn): Promise<void> {
+    record.waiting = waiting;
+    await this.write(record);
+  }
+
+  /** The turn goes on (its step's calls run now): a crash from here on ends it, never runs them again. */
+  async unpark(record: TurnRecord): Promise<void> {
+    delete record.waiting;
     await this.write(record);
   }
 

@@ -7,7 +7,7 @@ import {
 import { log } from "../../log.js";
 import type { Interaction } from "../../runtime/contract.js";
 import { parseInteractionId } from "../../runtime/interaction-ids.js";
-import type { DiscordContext } from "./context.js";
+import { type DiscordContext, provenanceOf } from "./context.js";
 
 type ActionInteraction = MessageComponentInteraction | ModalSubmitInteraction;
 
@@ -52,6 +52,7 @@ export async function onAction(ctx: DiscordContext, interaction: ActionInteracti
     value: interaction.isModalSubmit() ? formValues(interaction) : componentValue(interaction, parsed.value),
     platform: "discord",
     user: userOf(interaction),
+    ...(interaction.message ? { messageId: interaction.message.id } : {}),
     respond,
   };
   try {
@@ -81,8 +82,9 @@ function fieldValue(field: ModalData): string {
   return "";
 }
 
-function userOf(interaction: ActionInteraction): { id: string; name: string; bot: boolean } {
+function userOf(interaction: ActionInteraction): Interaction["user"] {
   const member = interaction.member;
   const name = member && "displayName" in member ? member.displayName : interaction.user.displayName;
-  return { id: interaction.user.id, name, bot: interaction.user.bot };
+  const { roles } = provenanceOf(interaction.guildId, member);
+  return { id: interaction.user.id, name, bot: interaction.user.bot, ...(roles ? { roles } : {}) };
 }

@@ -13,7 +13,14 @@ import { log } from "../../log.js";
 import { COMMANDS, type CommandSpec, findCommand, type SuggestionSource } from "../../runtime/commands.js";
 import { splitMessage } from "../../runtime/split.js";
 import { onAction } from "./actions.js";
-import { configuredChannel, type DiscordContext, dmKey, guildKey, provisionalName } from "./context.js";
+import {
+  configuredChannel,
+  type DiscordContext,
+  dmKey,
+  guildKey,
+  provenanceOf,
+  provisionalName,
+} from "./context.js";
 import { channelPlace, interactionPlace } from "./places.js";
 import { DISCORD_MESSAGE_LIMIT, DiscordReply, type Place } from "./reply.js";
 
@@ -94,6 +101,8 @@ export async function onInteraction(ctx: DiscordContext, interaction: Interactio
       platform: "discord",
       user: userOf(interaction),
       arg,
+      channel: (interaction.channel ? configuredChannel(interaction.channel) : interaction.channelId) ?? "",
+      from: provenanceOf(interaction.guildId, interaction.member),
     });
   } catch (err) {
     log.warn({ err, command: spec.name }, "slash command failed");
@@ -179,6 +188,7 @@ async function ask(ctx: DiscordContext, interaction: ChatInputCommandInteraction
     platform: "discord",
     channel: (channel ? configuredChannel(channel) : interaction.channelId) ?? "",
     user,
+    from: provenanceOf(interaction.guildId, interaction.member),
     text: question,
     attachments: [],
     // The deferred reply ("thinking…") or the question's own message shows first.

@@ -1,4 +1,11 @@
-import type { Client, TextBasedChannel, ThreadChannel } from "discord.js";
+import type {
+  APIInteractionGuildMember,
+  Client,
+  GuildMember,
+  TextBasedChannel,
+  ThreadChannel,
+} from "discord.js";
+import type { Provenance } from "../../core/inbound.js";
 import type { ThreadKey } from "../../core/thread.js";
 import { decodeThread, encodeThread, platformOf } from "../../core/thread.js";
 import { log } from "../../log.js";
@@ -19,6 +26,17 @@ export function channelOfKey(key: ThreadKey): string | undefined {
   if (platformOf(key) !== "discord") return undefined;
   const ref = decodeThread(key);
   return ref.platform === "discord" ? ref.channel : undefined;
+}
+
+/** Guild and roles of an author or clicker, for the access lists. */
+export function provenanceOf(
+  guildId: string | null,
+  member: GuildMember | APIInteractionGuildMember | null | undefined,
+): Provenance {
+  if (!guildId) return { dm: true };
+  // A cached member has a role manager; an uncached one comes as the API's role id list.
+  const roles = !member ? [] : Array.isArray(member.roles) ? member.roles : [...member.roles.cache.keys()];
+  return { dm: false, workspace: guildId, roles };
 }
 
 /**

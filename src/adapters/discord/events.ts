@@ -2,8 +2,16 @@ import { type Message, MessageType, type SendableChannels, type ThreadChannel } 
 import type { PriorMessage } from "../../core/inbound.js";
 import type { ThreadKey } from "../../core/thread.js";
 import { log } from "../../log.js";
+import { REFUSED_NOTE } from "../../runtime/access.js";
 import type { Inbound } from "../../runtime/contract.js";
-import { configuredChannel, type DiscordContext, dmKey, guildKey, provisionalName } from "./context.js";
+import {
+  configuredChannel,
+  type DiscordContext,
+  dmKey,
+  guildKey,
+  provenanceOf,
+  provisionalName,
+} from "./context.js";
 import { inboundFiles } from "./files.js";
 import { channelPlace, openingPlace } from "./places.js";
 import { DiscordReply, type Place } from "./reply.js";
@@ -53,6 +61,21 @@ export async function onMessage(ctx: DiscordContext, message: Message): Promise<
     return;
   }
   if (!mentioned || !channel.isSendable()) return;
+  // Someone the access lists refuse gets no thread, only a short reply (once an hour).
+  const admitted = ctx.deps.runner.admit?.({
+    platform: "discord",
+    channel: configuredChannel(channel),
+    user: { id: message.author.id },
+    from: provenanceOf(message.guildId, message.member),
+  });
+  if (admitted && admitted !== "yes") {
+    if (admitted === "tell") {
+      await message
+        .reply({ content: REFUSED_NOTE, allowedMentions: { parse: [], repliedUser: false } })
+        .catch((err: unknown) => log.warn({ err }, "refusal not shown"));
+    }
+    return;
+  }
   // Two gateway sessions (a deploy) both see the mention; only one may open the thread.
   if (!(await ctx.deps.runner.firstSight(`discord:thread-for:${message.id}`))) return;
   const text = cleanText(message, botId);
@@ -84,6 +107,7 @@ async function dispatch(
     platform: "discord",
     channel: configuredChannel(message.channel),
     user: { id: message.author.id, name: authorName(message) },
+    from: provenanceOf(message.guildId, message.member),
     text: cleanText(message, botId),
     attachments: inboundFiles(message.attachments),
     ...(history ? { history } : {}),

@@ -52,6 +52,20 @@ export function channelOps(
         throw asWriteError(err);
       }
     },
+    async ask(text, components) {
+      try {
+        return (await (await get()).send({ content: text, components, allowedMentions: NO_PINGS })).id;
+      } catch (err) {
+        throw asWriteError(err);
+      }
+    },
+    async settle(id, text) {
+      try {
+        await (await get()).messages.edit(id, { content: text, components: [], allowedMentions: NO_PINGS });
+      } catch (err) {
+        throw asWriteError(err);
+      }
+    },
     async read(id) {
       try {
         return (await (await get()).messages.fetch({ message: id, force: true })).content;
@@ -179,6 +193,25 @@ export function interactionPlace(interaction: ChatInputCommandInteraction): Plac
     async edit(id, text, files) {
       try {
         await interaction.editReply({ message: id, content: text, files, allowedMentions: NO_PINGS });
+      } catch (err) {
+        throw asWriteError(err);
+      }
+    },
+    async ask(text, components) {
+      try {
+        return (await interaction.followUp({ content: text, components, allowedMentions: NO_PINGS })).id;
+      } catch (err) {
+        throw asWriteError(err);
+      }
+    },
+    async settle(id, text) {
+      try {
+        await interaction.editReply({
+          message: id,
+          content: text,
+          components: [],
+          allowedMentions: NO_PINGS,
+        });
       } catch (err) {
         throw asWriteError(err);
       }

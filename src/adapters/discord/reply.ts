@@ -1,7 +1,8 @@
 import { type AttachmentBuilder, RateLimitError } from "discord.js";
 import type { Artifact } from "../../core/artifacts.js";
 import { log } from "../../log.js";
-import type { Reply, ReplyAddress, TextSink } from "../../runtime/contract.js";
+import type { Question, Reply, ReplyAddress, TextSink } from "../../runtime/contract.js";
+import { interactionId } from "../../runtime/interaction-ids.js";
 import type { WriteScheduler } from "../../runtime/scheduler/write-scheduler.js";
 import { type MessageOps, RateLimitedError, StreamWriter } from "../../runtime/stream.js";
 import { tablesToCodeBlocks } from "../../runtime/tables.js";
@@ -31,6 +32,35 @@ export interface PlaceOps {
   read?(id: string): Promise<string | null>;
   /** The write scheduler's buckets of this place's message writes. */
   buckets?(): readonly string[];
+  /** Posts a message with buttons (raw API components); resolves with its id. */
+  ask?(text: string, components: QuestionRow[]): Promise<string>;
+  /** Edits a message to `text` and removes its buttons. */
+  settle?(id: string, text: string): Promise<void>;
+}
+
+/** One action row of buttons, in the API's shape (discord.js sends it as it is). */
+export interface QuestionRow {
+  type: 1;
+  components: Array<{ type: 2; style: 1 | 2 | 4; label: string; custom_id: string }>;
+}
+
+/** A question as Discord shows it: its text and one row of up to five buttons. */
+export function questionMessage(question: Question): { text: string; components: QuestionRow[] } {
+  const style = (s: Question["choices"][number]["style"]) => (s === "primary" ? 1 : s === "danger" ? 4 : 2);
+  return {
+    text: question.text.length > 2000 ? `${question.text.slice(0, 1999)}…` : question.text,
+    components: [
+      {
+        type: 1,
+        components: question.choices.slice(0, 5).map((c) => ({
+          type: 2,
+          style: style(c.style),
+          label: c.label.slice(0, 80),
+          custom_id: interactionId(question.ref, c.value),
+        })),
+      },
+    ],
+  };
 }
 
 /** Where one reply is written: a channel or thread, or an interaction's webhook. */
@@ -202,5 +232,16 @@ export class DiscordReply implements Reply {
 
   async notice(text: string): Promise<void> {
     await this.place.notice(text);
+  }
+
+  async ask(question: Question): Promise<string> {
+    if (!this.place.ops.ask) throw new Error("This Discord place cannot show buttons");
+    const { text, components } = questionMessage(question);
+    return this.place.ops.ask(text, components);
+  }
+
+  async settle(messageId: string, text: string): Promise<void> {
+    if (!this.place.ops.settle) throw new Error("This Discord place cannot edit its questions");
+    await this.place.ops.settle(messageId, text.length > 2000 ? `${text.slice(0, 1999)}…` : text);
   }
 }

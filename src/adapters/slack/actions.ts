@@ -48,6 +48,8 @@ export function registerActions(app: App, deps: ActionDeps): void {
         name: body.user.name ?? body.user.username,
         bot: await bots.isBot(body.user.id),
       },
+      ...(body.message?.ts ? { messageId: body.message.ts } : {}),
+      inGroups: (groups) => inGroups(deps.writes, body.user.id, groups),
       // The clicker sees the answer under the message they clicked; a click in a modal or
       // the Home tab has no channel, so the answer comes as a direct message.
       respond: (text) => answerPrivately(deps.writes, body.user.id, text, body.channel?.id, threadTs),
@@ -72,6 +74,19 @@ export function registerActions(app: App, deps: ActionDeps): void {
       respond: (text) => answerPrivately(deps.writes, body.user.id, text, origin?.channel, origin?.threadTs),
     });
   });
+}
+
+/** Whether `user` is a member of one of the user groups (usergroups.users.list, scope usergroups:read). */
+async function inGroups(web: WebClient, user: string, groups: string[]): Promise<boolean> {
+  for (const usergroup of groups) {
+    try {
+      const res = await web.usergroups.users.list({ usergroup });
+      if (res.users?.includes(user)) return true;
+    } catch (err) {
+      log.warn({ err, usergroup }, "could not read a user group's members; its members are not approvers");
+    }
+  }
+  return false;
 }
 
 async function hand(deps: ActionDeps, interaction: Interaction): Promise<void> {

@@ -106,6 +106,8 @@ export function registerCommands(app: App, deps: CommandDeps): void {
         platform: "slack",
         user: { id: command.user_id, name: command.user_name },
         arg: arg || undefined,
+        channel: command.channel_id,
+        from: { dm: command.channel_id.startsWith("D"), workspace: command.team_id ?? me.teamId },
       });
       await say(text);
     } catch (err) {

@@ -6,6 +6,7 @@ import type { PriorMessage } from "../../core/inbound.js";
 import type { ThreadKey } from "../../core/thread.js";
 import { encodeThread } from "../../core/thread.js";
 import { log } from "../../log.js";
+import { REFUSED_NOTE } from "../../runtime/access.js";
 import type { Inbound, TurnRunner } from "../../runtime/contract.js";
 import type { WriteScheduler } from "../../runtime/scheduler/write-scheduler.js";
 import type { StateStore } from "../../store/state.js";
@@ -255,6 +256,18 @@ export class SlackEvents {
       },
       place,
     );
+    // Someone the access lists refuse sees no :eyes:, only a private sentence (once an hour).
+    const from = { dm: t.channel.startsWith("D"), workspace: t.team };
+    const admitted = this.deps.runner.admit?.({
+      platform: "slack",
+      channel: t.channel,
+      user: { id: t.author },
+      from,
+    });
+    if (admitted && admitted !== "yes") {
+      if (admitted === "tell") await reply.notice(REFUSED_NOTE).catch(() => undefined);
+      return;
+    }
     // A copy of a message already taken (app_mention + message, redelivery) gets no second acknowledgement.
     const first = this.acknowledged.add(`${t.channel}:${t.ts}`);
     const ack = first ? this.acknowledge(reply, t.channel, t.ts) : Promise.resolve(false);
@@ -265,6 +278,8 @@ export class SlackEvents {
       platform: "slack",
       channel: t.channel,
       user: { id: t.author, name: await this.userName(t.author) },
+      // Slack's direct-message channel ids start with D.
+      from,
       text: t.text,
       attachments: toInboundFiles(t.files, this.deps.token),
       history: t.withHistory ? () => this.history(t.channel, t.ts, t.threadRoot) : undefined,

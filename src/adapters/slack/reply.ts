@@ -1,7 +1,8 @@
 import { ErrorCode, type WebClient } from "@slack/web-api";
 import type { Artifact } from "../../core/artifacts.js";
 import { log } from "../../log.js";
-import type { Reply, ReplyAddress, TextSink } from "../../runtime/contract.js";
+import type { Question, Reply, ReplyAddress, TextSink } from "../../runtime/contract.js";
+import { interactionId } from "../../runtime/interaction-ids.js";
 import { WriteDropped, type WriteScheduler } from "../../runtime/scheduler/write-scheduler.js";
 import { type MessageOps, RateLimitedError, StreamWriter } from "../../runtime/stream.js";
 import { uploadArtifact } from "./files.js";
@@ -251,4 +252,48 @@ export class SlackReply implements Reply {
       await this.deps.web.chat.postMessage({ channel, thread_ts: threadTs, markdown_text: text });
     }
   }
+
+  async ask(question: Question): Promise<string> {
+    const { channel, threadTs } = this.place;
+    const res = await this.deps.web.chat.postMessage({
+      channel,
+      thread_ts: threadTs,
+      text: toMrkdwn(question.text),
+      blocks: [sectionBlock(question.text), questionActions(question)],
+    });
+    if (!res.ts) throw new Error("Slack posted the question without returning its ts");
+    return res.ts;
+  }
+
+  async settle(messageId: string, text: string): Promise<void> {
+    await this.deps.web.chat.update({
+      channel: this.place.channel,
+      ts: messageId,
+      text: toMrkdwn(text),
+      blocks: [sectionBlock(text)],
+    });
+  }
+}
+
+/** Slack's section text holds at most 3,000 characters. */
+function sectionBlock(text: string) {
+  const mrkdwn = toMrkdwn(text);
+  return {
+    type: "section",
+    text: { type: "mrkdwn", text: mrkdwn.length > 3000 ? `${mrkdwn.slice(0, 2999)}…` : mrkdwn },
+  };
+}
+
+function questionActions(question: Question) {
+  return {
+    type: "actions",
+    block_id: `q-${question.ref}`.slice(0, 255),
+    elements: question.choices.map((c) => ({
+      type: "button",
+      action_id: interactionId(question.ref, c.value),
+      value: c.value,
+      text: { type: "plain_text", text: c.label.slice(0, 75) },
+      ...(c.style ? { style: c.style } : {}),
+    })),
+  };
 }

@@ -258,6 +258,7 @@ export function writeMessage(
   if (content !== undefined && content.length > CONTENT_LIMIT) {
     throw invalidForm("content", "BASE_TYPE_MAX_LENGTH", `Must be ${CONTENT_LIMIT} or fewer in length.`);
   }
+  const components = body.json.components === undefined ? undefined : checkComponents(body.json.components);
   const listed = Array.isArray(body.json.attachments)
     ? (body.json.attachments as { id: string | number }[])
     : undefined;
@@ -300,6 +301,7 @@ export function writeMessage(
       existing.content = content;
     }
     existing.attachments = [...kept, ...added];
+    if (components !== undefined) existing.components = components;
     existing.editedAt = Date.now();
     if (body.json.allowed_mentions !== undefined) existing.allowedMentions = body.json.allowed_mentions;
     if (typeof extra.flags === "number") existing.flags = extra.flags;
@@ -320,10 +322,65 @@ export function writeMessage(
     flags,
     interactionId: extra.interactionId,
     allowedMentions: body.json.allowed_mentions,
+    ...(components?.length ? { components } : {}),
   });
   // The bot receives its own messages on the gateway, as on Discord; ephemeral ones stay private.
   if ((flags & 64) === 0) ctx.dispatch("MESSAGE_CREATE", s.messageJson(msg), intent);
   return msg;
+}
+
+/**
+ * A message's components as Discord checks them: at most 5 action rows of at most 5
+ * buttons (or one select), each interactive one with a custom id of 1-100 characters that
+ * is unique in the message, button labels of at most 80 characters.
+ */
+function checkComponents(value: unknown): unknown[] {
+  if (!Array.isArray(value)) throw invalidForm("components", "MODEL_TYPE_CONVERT", "Not a list.");
+  if (value.length > 5)
+    throw invalidForm("components", "BASE_TYPE_MAX_LENGTH", "Must be 5 or fewer in length.");
+  const ids = new Set<string>();
+  value.forEach((row: { type?: unknown; components?: unknown }, r) => {
+    if (row?.type !== 1 || !Array.isArray(row.components) || row.components.length === 0) {
+      throw invalidForm(
+        `components.${r}`,
+        "COMPONENT_LAYOUT_WIDTH_EXCEEDED",
+        "Must be an action row of 1 to 5 components.",
+      );
+    }
+    if (row.components.length > 5) {
+      throw invalidForm(
+        `components.${r}.components`,
+        "BASE_TYPE_MAX_LENGTH",
+        "Must be 5 or fewer in length.",
+      );
+    }
+    row.components.forEach(
+      (c: { type?: unknown; custom_id?: unknown; label?: unknown; style?: unknown }, i) => {
+        const at = `components.${r}.components.${i}`;
+        if (c?.type === 2 && typeof c.label === "string" && c.label.length > 80) {
+          throw invalidForm(`${at}.label`, "BASE_TYPE_MAX_LENGTH", "Must be 80 or fewer in length.");
+        }
+        if (c?.type === 2 && c.style === 5) return;
+        const id = c?.custom_id;
+        if (typeof id !== "string" || id.length < 1 || id.length > 100) {
+          throw invalidForm(
+            `${at}.custom_id`,
+            "BASE_TYPE_BAD_LENGTH",
+            "Must be between 1 and 100 in length.",
+          );
+        }
+        if (ids.has(id)) {
+          throw invalidForm(
+            `${at}.custom_id`,
+            "COMPONENT_CUSTOM_ID_DUPLICATED",
+            "Component custom id cannot be duplicated",
+          );
+        }
+        ids.add(id);
+      },
+    );
+  });
+  return value;
 }
 
 function startThread(

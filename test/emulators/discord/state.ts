@@ -149,8 +149,25 @@ export class DiscordState {
     return `${this.baseUrl()}/attachments/${channelId}/${id}/${encodeURIComponent(filename)}`;
   }
 
+  /** Guild roles besides @everyone (id -> name), sent with GUILD_CREATE: define them before the bot connects. */
+  readonly roles = new Map<string, string>();
+  /** Each member's role ids. */
+  readonly memberRoles = new Map<string, string[]>();
+
+  defineRole(id: string, name = id): void {
+    this.roles.set(id, name);
+  }
+
+  /** Gives a member roles (defined with `defineRole`); their next messages and clicks carry them. */
+  setRoles(userId: string, roles: string[]): void {
+    const unknown = roles.filter((r) => !this.roles.has(r));
+    if (unknown.length) throw new Error(`emulator: undefined roles ${unknown.join(", ")}`);
+    this.memberRoles.set(userId, roles);
+  }
+
   member(u: UserObject): Record<string, unknown> {
-    return { user: u, roles: [], joined_at: new Date(0).toISOString(), deaf: false, mute: false, flags: 0 };
+    const roles = this.memberRoles.get(u.id) ?? [];
+    return { user: u, roles, joined_at: new Date(0).toISOString(), deaf: false, mute: false, flags: 0 };
   }
 
   messageJson(m: StoredMessage): Record<string, unknown> {
@@ -177,14 +194,15 @@ export class DiscordState {
       pinned: false,
       type: 0,
       flags: m.flags,
-      components: [],
+      components: m.components ?? [],
     };
     // Gateway MESSAGE_CREATE carries channel_type; discord.js needs it to build an uncached DM channel.
     const channelType = this.channels.get(m.channelId)?.type;
     if (channelType !== undefined) json.channel_type = channelType;
     if (m.guildId) {
       json.guild_id = m.guildId;
-      json.member = { roles: [], joined_at: new Date(0).toISOString(), deaf: false, mute: false, flags: 0 };
+      const roles = this.memberRoles.get(m.author.id) ?? [];
+      json.member = { roles, joined_at: new Date(0).toISOString(), deaf: false, mute: false, flags: 0 };
     }
     if (m.author.id === this.bot.id && m.interactionId) json.webhook_id = this.applicationId;
     return json;
@@ -233,6 +251,17 @@ export class DiscordState {
           mentionable: false,
           flags: 0,
         },
+        ...[...this.roles].map(([id, name], i) => ({
+          id,
+          name,
+          permissions: "0",
+          position: i + 1,
+          color: 0,
+          hoist: false,
+          managed: false,
+          mentionable: false,
+          flags: 0,
+        })),
       ],
       members: [this.member(this.bot)],
       channels: guildChannels.map(({ guild_id: _g, ...rest }) => rest),

@@ -66,6 +66,8 @@ export interface StoredMessage {
   /** `allowed_mentions` as the bot sent it (who may be pinged). */
   allowedMentions?: unknown;
   deleted?: boolean;
+  /** Action rows of buttons and selects, as the bot last sent them. */
+  components?: unknown[];
 }
 
 export interface StoredInteraction {

@@ -97,6 +97,8 @@ export class TsClock {
 
 export class SlackState {
   readonly users = new Map<string, EmuUser>();
+  /** User group id (S…) -> its members' ids (usergroups.users.list). */
+  readonly userGroups = new Map<string, string[]>();
   readonly channels = new Map<string, EmuChannel>();
   /** All messages of all channels, in the order they were written. */
   readonly messages: EmuMessage[] = [];

@@ -81,7 +81,7 @@ export class FileApi {
   }
 }
 
-/** conversations.replies / history (cursor pagination) and users.info. */
+/** conversations.replies / history (cursor pagination), users.info and usergroups.users.list. */
 export function readHandlers(ctx: ApiContext): Record<string, Handler> {
   const page = (messages: EmuMessage[], p: Params): Params => {
     const limit = Math.max(1, Math.min(1000, Number(str(p, "limit") ?? 100) || 100));
@@ -102,6 +102,10 @@ export function readHandlers(ctx: ApiContext): Record<string, Handler> {
       return page(thread, p);
     },
     "conversations.history": (p) => page([...ctx.state.history(ctx.channel(p))].reverse(), p),
+    "usergroups.users.list": (p) => {
+      const id = str(p, "usergroup") ?? fail("invalid_arguments");
+      return { users: ctx.state.userGroups.get(id) ?? fail("no_such_subteam") };
+    },
     "users.info": (p) => {
       const id = str(p, "user") ?? fail("user_not_found");
       const user = ctx.state.users.get(id) ?? fail("user_not_found");

@@ -1,0 +1,106 @@
+import { describe, expect, it } from "vitest";
+import { configSchema } from "../../config.js";
+import type { ToolEntry } from "../../mcp/types.js";
+import { approvalMode, mayDecide } from "./policy.js";
+
+const tool = (server: string, name: string, annotations?: ToolEntry["annotations"]): ToolEntry => ({
+  name: `${server}__${name}`,
+  server,
+  tool: name,
+  description: "",
+  inputSchema: { type: "object" },
+  ...(annotations ? { annotations } : {}),
+});
+const slack = { platform: "slack" as const, channel: "C1" };
+
+describe("which tool calls ask first", () => {
+  const defaults = configSchema.parse({});
+
+  it("runs read-only tools and asks for destructive ones and those without annotations", () => {
+    expect(approvalMode(defaults, tool("fs", "read_file", { readOnlyHint: true }), slack)).toBe("always");
+    expect(approvalMode(defaults, tool("fs", "write_file", { destructiveHint: true }), slack)).toBe("ask");
+    expect(approvalMode(defaults, tool("fs", "mystery"), slack)).toBe("ask");
+    expect(
+      approvalMode(defaults, tool("mem", "create", { readOnlyHint: false, destructiveHint: false }), slack),
+    ).toBe("ask");
+  });
+
+  it("runs every tool in the terminal unless a rule says otherwise", () => {
+    const console = { platform: "console" as const, channel: "local" };
+    expect(approvalMode(defaults, tool("fs", "write_file", { destructiveHint: true }), console)).toBe(
+      "always",
+    );
+    const config = configSchema.parse({
+      approvals: { rules: [{ server: "fs", platform: "console", mode: "never" }] },
+    });
+    expect(approvalMode(config, tool("fs", "write_file"), console)).toBe("never");
+  });
+
+  it("lets the most specific rule win: tool over server over channel over platform, the later among equals", () => {
+    const config = configSchema.parse({
+      approvals: {
+        rules: [
+          { server: "*", mode: "never" },
+          { server: "fs", mode: "always" },
+          { server: "fs", channel: "C1", mode: "ask" },
+          { server: "fs", tool: "write_file", mode: "never" },
+          { server: "fs", tool: "write_file", mode: "ask" },
+          { server: "fs", tool: "write_file", platform: "slack", channel: "C2", mode: "always" },
+        ],
+      },
+    });
+    expect(approvalMode(config, tool("other", "x", { readOnlyHint: true }), slack)).toBe("never");
+    expect(
+      approvalMode(config, tool("fs", "read_file", { readOnlyHint: true }), { ...slack, channel: "C9" }),
+    ).toBe("always");
+    expect(approvalMode(config, tool("fs", "read_file"), slack)).toBe("ask");
+    expect(approvalMode(config, tool("fs", "write_file"), slack)).toBe("ask");
+    expect(approvalMode(config, tool("fs", "write_file"), { ...slack, channel: "C2" })).toBe("always");
+    expect(approvalMode(config, tool("fs", "write_file"), { platform: "discord", channel: "C2" })).toBe(
+      "ask",
+    );
+  });
+
+  it("refuses a rule with an unknown mode, naming the field", () => {
+    const parsed = configSchema.safeParse({ approvals: { rules: [{ server: "fs", mode: "sometimes" }] } });
+    expect(parsed.success).toBe(false);
+    expect(parsed.error?.issues[0]?.path).toEqual(["approvals", "rules", 0, "mode"]);
+  });
+});
+
+describe("who may decide", () => {
+  const config = configSchema.parse({
+    approvals: {
+      approvers: [
+        { users: ["U_ADMIN"] },
+        { platform: "discord", discordRoles: ["R_OPS"] },
+        { platform: "slack", channel: "C1", slackUserGroups: ["S_ONCALL"] },
+      ],
+    },
+  });
+
+  it("lets the asker and listed users decide, never a bot", async () => {
+    expect(await mayDecide(config, slack, "U_ASKER", { id: "U_ASKER" })).toBe(true);
+    expect(await mayDecide(config, slack, "U_ASKER", { id: "U_ADMIN" })).toBe(true);
+    expect(await mayDecide(config, slack, "U_ASKER", { id: "U_OTHER" })).toBe(false);
+    expect(await mayDecide(config, slack, "U_ASKER", { id: "U_ASKER", bot: true })).toBe(false);
+  });
+
+  it("lets Discord members with an approver role decide, only on Discord", async () => {
+    const discord = { platform: "discord" as const, channel: "D1" };
+    expect(await mayDecide(config, discord, "A", { id: "B", roles: ["R_OPS"] })).toBe(true);
+    expect(await mayDecide(config, discord, "A", { id: "B", roles: ["R_OTHER"] })).toBe(false);
+    expect(await mayDecide(config, slack, "A", { id: "B", roles: ["R_OPS"] })).toBe(false);
+  });
+
+  it("asks Slack about user groups only in the channel they approve for", async () => {
+    const asked: string[][] = [];
+    const inGroups = async (groups: string[]) => {
+      asked.push(groups);
+      return groups.includes("S_ONCALL");
+    };
+    expect(await mayDecide(config, slack, "A", { id: "B" }, inGroups)).toBe(true);
+    expect(await mayDecide(config, { ...slack, channel: "C2" }, "A", { id: "B" }, inGroups)).toBe(false);
+    expect(asked).toEqual([["S_ONCALL"]]);
+  });
+});

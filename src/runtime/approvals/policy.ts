@@ -1,0 +1,61 @@
+import type { Config } from "../../config.js";
+import type { Platform } from "../../core/thread.js";
+import type { ToolEntry } from "../../mcp/types.js";
+import type { Interaction } from "../contract.js";
+
+export type ApprovalMode = "always" | "ask" | "never";
+
+/** Where a call would run: the platform and the channel (a thread's parent channel). */
+export interface CallPlace {
+  platform: Platform;
+  channel: string;
+}
+
+/**
+ * Whether a tool runs, asks first, or never runs in `place`. The most specific matching
+ * rule decides: one naming the tool beats one naming only its server, then one naming the
+ * channel, then the platform; among equals the later rule wins. Without a rule the tool's
+ * own annotations decide: read-only tools run, every other one asks (no annotations means
+ * no promise). In the terminal the person at the keyboard started the bot with these
+ * servers, so tools run there unless a rule says otherwise.
+ */
+export function approvalMode(config: Config, entry: ToolEntry, place: CallPlace): ApprovalMode {
+  let best: { score: number; mode: ApprovalMode } | undefined;
+  for (const rule of config.approvals.rules) {
+    if (rule.server !== "*" && rule.server !== entry.server) continue;
+    if (rule.tool !== undefined && rule.tool !== entry.tool) continue;
+    if (rule.platform !== undefined && rule.platform !== place.platform) continue;
+    if (rule.channel !== undefined && rule.channel !== place.channel) continue;
+    const score =
+      (rule.tool !== undefined ? 8 : 0) +
+      (rule.server !== "*" ? 4 : 0) +
+      (rule.channel !== undefined ? 2 : 0) +
+      (rule.platform !== undefined ? 1 : 0);
+    if (!best || score >= best.score) best = { score, mode: rule.mode };
+  }
+  if (best) return best.mode;
+  if (place.platform === "console") return "always";
+  return entry.annotations?.readOnlyHint === true ? "always" : "ask";
+}
+
+/** Whether the person who clicked may decide on a call the asker's message led to. */
+export async function mayDecide(
+  config: Config,
+  place: CallPlace,
+  asker: string,
+  who: Interaction["user"],
+  inGroups?: Interaction["inGroups"],
+): Promise<boolean> {
+  if (who.bot) return false;
+  if (who.id === asker) return true;
+  const groups = config.approvals.approvers.filter(
+    (g) =>
+      (g.platform === undefined || g.platform === place.platform) &&
+      (g.channel === undefined || g.channel === place.channel),
+  );
+  if (groups.some((g) => g.users.includes(who.id))) return true;
+  if (place.platform === "discord" && groups.some((g) => g.discordRoles.some((r) => who.roles?.includes(r))))
+    return true;
+  const slackGroups = place.platform === "slack" ? groups.flatMap((g) => g.slackUserGroups) : [];
+  return slackGroups.length > 0 && inGroups !== undefined && (await inGroups(slackGroups));
+}

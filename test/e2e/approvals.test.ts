@@ -1,0 +1,372 @@
+/**
+ * Tool approvals through the real app, the real SDKs against the emulators and the real
+ * reference MCP servers: server-filesystem's `write_file` (annotated destructive) asks in the
+ * thread, server-everything's `echo` (read-only) runs at once. Only the asker decides; a
+ * decision is taken once; a denial reaches the model; a restart between the question and
+ * the click still finishes the turn.
+ */
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type App, startApp } from "../../src/app.js";
+import { parseInteractionId } from "../../src/runtime/interaction-ids.js";
+import { TurnLedger } from "../../src/store/turns.js";
+import { clickComponent } from "../emulators/discord/components.js";
+import {
+  DiscordEmulator,
+  type StoredMessage,
+  waitFor as waitForDiscord,
+} from "../emulators/discord/index.js";
+import { LlmEmulator, type RecordedRequest, type ScriptedTurn } from "../emulators/llm/index.js";
+import { type EmuMessage, SlackEmulator, waitFor } from "../emulators/slack/index.js";
+import { clickAction } from "../emulators/slack/interactive.js";
+import { appEnv } from "../support/app-env.js";
+import { everythingServer, repoRoot } from "../support/chat-process.js";
+import { isTitleRequest, lastUserText, toolResultsSinceUser } from "../support/llm-text.js";
+import { killStarted, startSwitchboard, waitUntil } from "../support/process.js";
+import { untilQuiet } from "../support/quiet.js";
+
+const filesystemServer = join(repoRoot, "node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
+
+/** "write note-1" asks for write_file of note-1.txt; "echo x" calls echo; then the model reports what the tool said. */
+function scenario(root: string) {
+  return (req: RecordedRequest): ScriptedTurn => {
+    if (isTitleRequest(req)) return { text: "Notes" };
+    const said = lastUserText(req).replace(/^\[[^\]]*\]\s*/, "");
+    const results = toolResultsSinceUser(req);
+    if (results.length > 0) return { text: `Tool said: ${results.at(-1)}` };
+    const note = /write (note-\d+)/.exec(said)?.[1];
+    if (note) {
+      return {
+        text: `I will write ${note}.`,
+        toolCalls: [
+          {
+            name: "filesystem__write_file",
+            arguments: { path: join(root, `${note}.txt`), content: `contents of ${note}` },
+          },
+        ],
+      };
+    }
+    const echo = /echo (\S+)/.exec(said)?.[1];
+    if (echo) return { toolCalls: [{ name: "everything__echo", arguments: { message: echo } }] };
+    return { text: `You said: ${said}` };
+  };
+}
+
+/** A scratch folder with the config, an mcp.json with both reference servers, and the folder files are written to. */
+function workspace(yaml: string): { dir: string; root: string } {
+  const dir = mkdtempSync(join(tmpdir(), "sb-approvals-"));
+  const root = join(dir, "files");
+  writeFileSync(join(dir, "switchboard.yaml"), `${yaml}\nhealth:\n  port: 0\n`);
+  writeFileSync(
+    join(dir, "mcp.json"),
+    JSON.stringify({
+      mcpServers: {
+        filesystem: { command: process.execPath, args: [filesystemServer, root] },
+        everything: { command: process.execPath, args: [everythingServer] },
+      },
+    }),
+  );
+  rmSync(root, { recursive: true, force: true });
+  mkdirSync(root);
+  return { dir, root };
+}
+
+/** Requests that carried the result of a write_file call. */
+const writeResults = (llm: LlmEmulator) =>
+  llm.requests.filter((r) =>
+    toolResultsSinceUser(r).some((t) => /Successfully wrote|denied|not run/i.test(t)),
+  );
+
+describe("approvals in Slack", () => {
+  let llm: LlmEmulator;
+  let slack: SlackEmulator;
+  let app: App;
+  let dir: string;
+  let root: string;
+
+  beforeAll(async () => {
+    ({ dir, root } = workspace("llm:\n  maxRetries: 0\nslack:\n  nativeStreaming: false\n"));
+    llm = await LlmEmulator.start({ responder: scenario(root) });
+    slack = await SlackEmulator.start();
+    app = await startApp({ env: appEnv({ dir, llm, slack }), cwd: dir });
+  }, 60_000);
+
+  afterAll(async () => {
+    await app?.stop();
+    await slack?.stop();
+    await llm?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** Buttons as they were when the question was asked: a settled question has none left to find. */
+  const asked = new Map<string, SlackAction[]>();
+  /** The bot's message in the thread that carries buttons, and its action ids by value. */
+  const question = (m: EmuMessage) =>
+    waitFor(() => {
+      const q = slack.botReplies("C1", m.ts).find((r) => actionsOf(r).length > 0);
+      if (q) asked.set(q.ts, actionsOf(q));
+      return q && { message: q, actions: actionsOf(q) };
+    });
+  const click = (q: EmuMessage, user: string, value: string, times = 1) => {
+    if (!asked.has(q.ts)) asked.set(q.ts, actionsOf(q));
+    const action = asked.get(q.ts)?.find((a) => a.value === value);
+    if (!action) throw new Error(`no ${value} button on the question`);
+    return clickAction(slack, {
+      user,
+      channel: "C1",
+      messageTs: q.ts,
+      actionId: action.action_id,
+      value,
+      blockId: action.block_id,
+      times,
+    });
+  };
+
+  it("asks before write_file; another member's click changes nothing; the asker's double click writes the file once", async () => {
+    const m = slack.mention("C1", "U_ALICE", "please write note-1");
+    const { message: q } = await question(m);
+    expect(q.text).toContain("write_file");
+    expect(q.text).toContain("filesystem");
+    expect(q.text).toContain("contents of note-1");
+    expect(slack.botReplies("C1", m.ts)[0]?.text).toBe("I will write note-1.");
+    expect(existsSync(join(root, "note-1.txt"))).toBe(false);
+
+    click(q, "U_BOB", "approve");
+    await waitFor(() => slack.state.ephemerals.find((e) => e.user === "U_BOB"));
+    expect(slack.state.ephemerals.filter((e) => e.user === "U_BOB").map((e) => e.text)).toEqual([
+      "Only alice or an approver can decide on this, so nothing changed.",
+    ]);
+    await untilQuiet(slack.api.calls);
+    expect(existsSync(join(root, "note-1.txt"))).toBe(false);
+    expect(actionsOf(slack.state.find("C1", q.ts)!)).toHaveLength(3);
+
+    // The same click delivered twice, then a second click of the asker.
+    click(q, "U_ALICE", "approve", 2);
+    await waitFor(() => slack.botReplies("C1", m.ts).some((r) => r.text.startsWith("Tool said:")));
+    click(q, "U_ALICE", "approve");
+    await waitFor(() => slack.state.ephemerals.find((e) => e.user === "U_ALICE"));
+    await app.dispatcher.settled();
+    await untilQuiet(slack.api.calls);
+
+    expect(readFileSync(join(root, "note-1.txt"), "utf8")).toBe("contents of note-1");
+    expect(writeResults(llm).filter((r) => lastUserText(r).includes("note-1"))).toHaveLength(1);
+    const replies = slack.botReplies("C1", m.ts);
+    expect(replies.filter((r) => r.text.startsWith("Tool said:"))).toHaveLength(1);
+    const settled = slack.state.find("C1", q.ts)!;
+    expect(actionsOf(settled)).toEqual([]);
+    expect(settled.text).toMatch(/^✅ alice approved `write_file` from \*filesystem\*\./);
+    expect(slack.state.ephemerals.filter((e) => e.user === "U_ALICE").map((e) => e.text)).toEqual([
+      "alice already approved this; it runs once.",
+    ]);
+    expect(await new TurnLedger(app.store).pending()).toEqual([]);
+  });
+
+  it("never writes a denied file, and tells the model", async () => {
+    const m = slack.mention("C1", "U_ALICE", "please write note-2");
+    const { message: q } = await question(m);
+    click(q, "U_ALICE", "deny");
+    await waitFor(() => slack.botReplies("C1", m.ts).some((r) => r.text.startsWith("Tool said:")));
+    await app.dispatcher.settled();
+    expect(existsSync(join(root, "note-2.txt"))).toBe(false);
+    const told = writeResults(llm).filter((r) => lastUserText(r).includes("note-2"));
+    expect(told).toHaveLength(1);
+    expect(toolResultsSinceUser(told[0]!).at(-1)).toBe(
+      "Error: alice denied this call, so it was not run. Do not try it again unless they ask you to; say what you would have done instead.",
+    );
+    expect(slack.state.find("C1", q.ts)!.text).toMatch(
+      /^🚫 alice denied `write_file` from \*filesystem\*: it was not run\./,
+    );
+  });
+
+  it("runs the read-only echo without asking", async () => {
+    const m = slack.mention("C1", "U_ALICE", "echo ping-7");
+    await waitFor(() => slack.botReplies("C1", m.ts).some((r) => r.text.startsWith("Tool said:")));
+    await app.dispatcher.settled();
+    const replies = slack.botReplies("C1", m.ts);
+    expect(replies.some((r) => actionsOf(r).length > 0)).toBe(false);
+    expect(replies.at(-1)?.text).toContain("ping-7");
+  });
+
+  it("ends the question unanswered when the asker writes again, and answers the new message", async () => {
+    const m = slack.mention("C1", "U_ALICE", "please write note-3");
+    const { message: q } = await question(m);
+    slack.post("C1", "U_ALICE", "never mind, just say hi", { threadTs: m.ts });
+    await waitFor(() => slack.botReplies("C1", m.ts).some((r) => r.text.includes("never mind")));
+    await app.dispatcher.settled();
+    expect(slack.state.find("C1", q.ts)!.text).toMatch(/^⏭️ `write_file` from \*filesystem\* was not run/);
+    click(q, "U_ALICE", "approve");
+    await waitFor(() =>
+      slack.state.ephemerals.find((e) => e.user === "U_ALICE" && e.text.includes("no longer")),
+    );
+    await app.dispatcher.settled();
+    expect(existsSync(join(root, "note-3.txt"))).toBe(false);
+  });
+});
+
+describe("approvals in Slack across a kill -9", () => {
+  let llm: LlmEmulator;
+  let slack: SlackEmulator;
+  let dir: string;
+  let root: string;
+
+  beforeAll(async () => {
+    ({ dir, root } = workspace("llm:\n  maxRetries: 0\nslack:\n  nativeStreaming: false\n"));
+    llm = await LlmEmulator.start({ responder: scenario(root) });
+    slack = await SlackEmulator.start();
+  });
+
+  afterAll(async () => {
+    killStarted();
+    await slack?.stop();
+    await llm?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("finishes the turn after a click that comes after the restart", async () => {
+    const env = appEnv({ dir, llm, slack });
+    const first = startSwitchboard("start", env);
+    await waitUntil(() => first.stderr().includes("Switchboard is running"), "the bot to start");
+    const m = slack.mention("C1", "U_ALICE", "please write note-9");
+    let q: EmuMessage | undefined;
+    await waitUntil(() => {
+      q = slack.botReplies("C1", m.ts).find((r) => actionsOf(r).length > 0);
+      return q !== undefined;
+    }, "the question");
+    first.child.kill("SIGKILL");
+    await first.exited;
+
+    const second = startSwitchboard("start", env);
+    await waitUntil(() => second.stderr().includes("Switchboard is running"), "the bot to start again");
+    const action = actionsOf(q!).find((a) => a.value === "approve")!;
+    clickAction(slack, {
+      user: "U_ALICE",
+      channel: "C1",
+      messageTs: q!.ts,
+      actionId: action.action_id,
+      value: "approve",
+    });
+    await waitUntil(
+      () => slack.botReplies("C1", m.ts).some((r) => r.text.startsWith("Tool said:")),
+      "the answer after the click",
+      30_000,
+    );
+    expect(readFileSync(join(root, "note-9.txt"), "utf8")).toBe("contents of note-9");
+    expect(slack.state.find("C1", q!.ts)!.text).toMatch(/^✅ alice approved/);
+  }, 90_000);
+});
+
+describe("approvals in Discord", () => {
+  let llm: LlmEmulator;
+  let discord: DiscordEmulator;
+  let app: App | undefined;
+  let dir: string;
+  let root: string;
+  let env: NodeJS.ProcessEnv;
+
+  beforeAll(async () => {
+    ({ dir, root } = workspace("llm:\n  maxRetries: 0\ndiscord:\n  editIntervalMs: 250\n"));
+    llm = await LlmEmulator.start({ responder: scenario(root) });
+    discord = await DiscordEmulator.start();
+    env = appEnv({ dir, llm, discord });
+    app = await startApp({ env, cwd: dir });
+  }, 60_000);
+
+  afterAll(async () => {
+    await app?.stop();
+    await discord?.stop();
+    await llm?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const s = () => discord.state;
+  const threadOf = (m: StoredMessage) => m.id;
+  const question = (m: StoredMessage) =>
+    waitForDiscord(() => discord.botMessages(threadOf(m)).find((x) => buttonsOf(x).length > 0));
+  const shown = new Map<string, DiscordButton[]>();
+  const press = (q: StoredMessage, userId: string, value: string) => {
+    if (!shown.has(q.id)) shown.set(q.id, buttonsOf(q));
+    const button = shown.get(q.id)?.find((b) => parseInteractionId(b.custom_id)?.value === value);
+    if (!button) throw new Error(`no ${value} button on the question`);
+    return clickComponent(discord, { message: q, customId: button.custom_id, userId });
+  };
+  const answered = (m: StoredMessage) =>
+    waitForDiscord(() => discord.botMessages(threadOf(m)).find((x) => x.content.startsWith("Tool said:")));
+
+  it("asks before write_file; another member's click changes nothing; the asker's double click writes once", async () => {
+    const m = discord.userMessage(s().general, "please write note-4", { mentionsBot: true });
+    const q = await question(m);
+    expect(q.content).toContain("write_file");
+    expect(q.content).toContain("contents of note-4");
+    expect(existsSync(join(root, "note-4.txt"))).toBe(false);
+
+    const bob = press(q, s().bob.id, "approve");
+    await waitForDiscord(() =>
+      discord
+        .botMessages(s().general)
+        .concat(discord.botMessages(threadOf(m)))
+        .find((x) => x.interactionId === bob.id),
+    );
+    expect(existsSync(join(root, "note-4.txt"))).toBe(false);
+
+    press(q, s().alice.id, "approve");
+    press(q, s().alice.id, "approve");
+    await answered(m);
+    await app!.dispatcher.settled();
+    await untilQuiet(discord.requests);
+    expect(readFileSync(join(root, "note-4.txt"), "utf8")).toBe("contents of note-4");
+    expect(writeResults(llm).filter((r) => lastUserText(r).includes("note-4"))).toHaveLength(1);
+    expect(discord.botMessages(threadOf(m)).filter((x) => x.content.startsWith("Tool said:"))).toHaveLength(
+      1,
+    );
+    const settled = s().findMessage(q.id)!;
+    expect(buttonsOf(settled)).toEqual([]);
+    expect(settled.content).toMatch(/^✅ .+ approved `write_file` from \*\*filesystem\*\*\./);
+  });
+
+  it("never writes a denied file, and tells the model", async () => {
+    const m = discord.userMessage(s().general, "please write note-5", { mentionsBot: true });
+    const q = await question(m);
+    press(q, s().alice.id, "deny");
+    await answered(m);
+    await app!.dispatcher.settled();
+    expect(existsSync(join(root, "note-5.txt"))).toBe(false);
+    const told = writeResults(llm).filter((r) => lastUserText(r).includes("note-5"));
+    expect(told).toHaveLength(1);
+    expect(toolResultsSinceUser(told[0]!).at(-1)).toMatch(/denied this call, so it was not run\./);
+  });
+
+  it("runs the read-only echo without asking", async () => {
+    const m = discord.userMessage(s().general, "echo pong-8", { mentionsBot: true });
+    const a = await answered(m);
+    expect(a.content).toContain("pong-8");
+    expect(discord.botMessages(threadOf(m)).some((x) => buttonsOf(x).length > 0)).toBe(false);
+  });
+
+  it("finishes the turn after a click that comes after a restart", async () => {
+    const m = discord.userMessage(s().general, "please write note-6", { mentionsBot: true });
+    const q = await question(m);
+    await app!.stop();
+    app = await startApp({ env, cwd: dir });
+    press(q, s().alice.id, "approve");
+    await answered(m);
+    expect(readFileSync(join(root, "note-6.txt"), "utf8")).toBe("contents of note-6");
+  }, 60_000);
+});
+
+type SlackAction = { action_id: string; value?: string; block_id: string };
+
+function actionsOf(m: EmuMessage): SlackAction[] {
+  const blocks = (m.blocks ?? []) as Array<{ type?: string; block_id?: string; elements?: SlackAction[] }>;
+  return blocks
+    .filter((b) => b.type === "actions")
+    .flatMap((b) => (b.elements ?? []).map((e) => ({ ...e, block_id: b.block_id ?? "" })));
+}
+
+type DiscordButton = { custom_id: string; label: string };
+
+function buttonsOf(m: StoredMessage): DiscordButton[] {
+  const rows = (m.components ?? []) as Array<{ components?: DiscordButton[] }>;
+  return rows.flatMap((r) => r.components ?? []).filter((b) => typeof b.custom_id === "string");
+}
