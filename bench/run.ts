@@ -17,6 +17,7 @@ const BENCHES: Array<{ file: string; title: string }> = [
   { file: "memory.bench.ts", title: "Memory" },
   { file: "slack.bench.ts", title: "Slack" },
   { file: "discord.bench.ts", title: "Discord" },
+  { file: "approvals.bench.ts", title: "Tool approvals" },
   { file: "load.bench.ts", title: "Load: many conversations at once" },
 ];
 
