@@ -15,6 +15,7 @@ export type ErrorCode =
   | "store_unavailable"
   | "platform_error"
   | "interrupted"
+  | "stopped"
   | "internal";
 
 export class SwitchboardError extends Error {

@@ -27,6 +27,8 @@ export interface CommandDeps {
   lock: ThreadLock;
   hub: ToolHub;
   config: Config;
+  /** Stops the thread's answer in progress; the sentence says what happened. */
+  stopTurn?(key: ThreadKey, by: { id: string; name?: string }): Promise<string>;
 }
 
 /** Lists a platform can offer while the argument is typed (Discord autocomplete). */
@@ -61,6 +63,8 @@ export interface CommandSpec {
   run(cmd: Command, deps: CommandDeps): Promise<string>;
 }
 
+export const NOTHING_TO_STOP = "There is no answer being written in this thread to stop.";
+
 export const HELP_INTRO = "Mention me or write in a thread I am in, and I answer there using my tools.";
 
 /** The command catalog. Adding a command is one entry here; every platform picks it up. */
@@ -73,6 +77,12 @@ const CATALOG = [
       await lock.run(cmd.key, () => sessions.reset(cmd.key));
       return "Started a new conversation. I have forgotten what was said before in this thread.";
     },
+  },
+  {
+    name: "stop",
+    help: "stop the answer being written in this thread",
+    thread: "always",
+    run: (cmd, { stopTurn }) => stopTurn?.(cmd.key, cmd.user) ?? Promise.resolve(NOTHING_TO_STOP),
   },
   {
     name: "tools",

@@ -67,6 +67,11 @@ export interface Reply {
   ask?(question: Question): Promise<string>;
   /** Replaces a question's message with `text`, buttons removed (also from a rebuilt reply). */
   settle?(messageId: string, text: string): Promise<void>;
+  /**
+   * Offers the asker a Stop button (its clicks carry `ref`) while the answer is written;
+   * the platform decides where and when. Called before the answer starts.
+   */
+  offerStop?(ref: string): void;
 }
 
 /** A message with buttons whose clicks come back as interactions carrying `ref`. */
@@ -146,6 +151,8 @@ export interface TurnRunner {
    * (at most once an hour each), `silent` refused without a word. `handle` checks again.
    */
   admit?(who: Pick<Inbound, "platform" | "channel" | "user" | "from">): "yes" | "tell" | "silent";
+  /** Stops the thread's answer in progress (see Dispatcher.stop); the sentence is for `by`. */
+  stop?(key: ThreadKey, by: { id: string; name?: string }): Promise<string>;
 }
 
 /** What every platform adapter is built from (see src/app.ts). */

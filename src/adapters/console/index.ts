@@ -28,25 +28,47 @@ export async function runConsole(opts: ConsoleOptions): Promise<void> {
   const interactive = Boolean(input.isTTY);
   const rl = createInterface({ input, terminal: interactive, output: interactive ? out : undefined });
   const io = { out, err, cwd, artifactsDir: resolve(cwd, "artifacts") };
+  let answering = false;
+  let stopping = false;
   if (interactive) {
-    err.write("Switchboard chat: type a message, /help for commands, Ctrl+D to quit.\n");
+    err.write(
+      "Switchboard chat: type a message, /help for commands, Ctrl+C stops an answer, Ctrl+D quits.\n",
+    );
     rl.setPrompt("you> ");
     rl.prompt();
+    // Ctrl+C stops the answer being written; with none, or pressed again while stopping, it quits.
+    rl.on("SIGINT", () => {
+      if (!answering || stopping || !opts.runner.stop) {
+        rl.close();
+        return;
+      }
+      stopping = true;
+      err.write("\nstopping… (Ctrl+C again quits)\n");
+      void opts.runner.stop(CONSOLE_KEY, USER);
+    });
   }
   for await (const line of rl) {
     const text = line.trim();
-    if (text) await handleLine(text, opts.runner, io);
+    answering = true;
+    try {
+      if (text) await handleLine(text, opts.runner, io);
+    } finally {
+      answering = false;
+      stopping = false;
+    }
     if (interactive) rl.prompt();
   }
 }
+
+/** One person at the terminal: no author name, so the model is not told who is who. */
+const USER = { id: "console" };
 
 async function handleLine(
   text: string,
   runner: TurnRunner,
   io: ConstructorParameters<typeof ConsoleReply>[0],
 ) {
-  // One person at the terminal: no author name, so the model is not told who is who.
-  const user = { id: "console" };
+  const user = USER;
   const command = /^\/(\w+)\s*(.*)$/.exec(text);
   if (command) {
     const spec = findCommand(command[1] ?? "");

@@ -15,7 +15,17 @@ describe("Discord adapter: slash commands", () => {
   it("registers /ask and every catalog command to DISCORD_GUILD_ID at start", async () => {
     h = await startHarness();
     const names = h.emulator.state.commands.guild.get(h.emulator.guildId)?.map((c) => c.name);
-    expect(names?.sort()).toEqual(["ask", "compact", "help", "model", "new", "summary", "title", "tools"]);
+    expect(names?.sort()).toEqual([
+      "ask",
+      "compact",
+      "help",
+      "model",
+      "new",
+      "stop",
+      "summary",
+      "title",
+      "tools",
+    ]);
     expect(h.emulator.state.commands.global).toEqual([]);
   });
 

@@ -31,16 +31,31 @@ export function channelOps(
   const idOf = typeof channelId === "function" ? channelId : () => channelId;
   return {
     buckets: () => channelBuckets(idOf()),
-    async post(text, files) {
+    async post(text, files, controls) {
       try {
-        return (await (await get()).send({ content: text, files, allowedMentions: NO_PINGS })).id;
+        const components = controls === undefined ? {} : { components: controls };
+        return (await (await get()).send({ content: text, files, ...components, allowedMentions: NO_PINGS }))
+          .id;
       } catch (err) {
         throw asWriteError(err);
       }
     },
-    async edit(id, text, files) {
+    async edit(id, text, files, controls) {
       try {
-        await (await get()).messages.edit(id, { content: text, files, allowedMentions: NO_PINGS });
+        const components = controls === undefined ? {} : { components: controls };
+        await (await get()).messages.edit(id, {
+          content: text,
+          files,
+          ...components,
+          allowedMentions: NO_PINGS,
+        });
+      } catch (err) {
+        throw asWriteError(err);
+      }
+    },
+    async clearControls(id) {
+      try {
+        await (await get()).messages.edit(id, { components: [] });
       } catch (err) {
         throw asWriteError(err);
       }

@@ -25,8 +25,9 @@ export interface OutgoingMessage {
 
 /** A place's message writes; files go with a post or an edit where Discord allows it. */
 export interface PlaceOps {
-  post(text: string, files?: AttachmentBuilder[]): Promise<string>;
-  edit(id: string, text: string, files?: AttachmentBuilder[]): Promise<void>;
+  /** `controls`: buttons to show under the text (Stop while it is written); absent leaves them as they are. */
+  post(text: string, files?: AttachmentBuilder[], controls?: QuestionRow[]): Promise<string>;
+  edit(id: string, text: string, files?: AttachmentBuilder[], controls?: QuestionRow[]): Promise<void>;
   remove?(id: string): Promise<void>;
   /** A message's text as Discord has it now; null when the message is gone. */
   read?(id: string): Promise<string | null>;
@@ -36,6 +37,8 @@ export interface PlaceOps {
   ask?(text: string, components: QuestionRow[]): Promise<string>;
   /** Edits a message to `text` and removes its buttons. */
   settle?(id: string, text: string): Promise<void>;
+  /** Removes a message's buttons, leaving its text. */
+  clearControls?(id: string): Promise<void>;
 }
 
 /** One action row of buttons, in the API's shape (discord.js sends it as it is). */
@@ -124,6 +127,10 @@ export class DiscordReply implements Reply {
   /** Discord takes up to 10 files on the answer's final post or edit. */
   readonly filesWithAnswer = true;
   private writer: StreamWriter | undefined;
+  /** The Stop button's row while the answer is written; see offerStop. */
+  private stopRow: QuestionRow[] | undefined;
+  /** Messages last written with the Stop button: it comes off each once the answer ends. */
+  private readonly withStop = new Map<string, string>();
   private readonly typing: Typing;
   private readonly files: ReplyFiles;
   private lastStatus = "";
@@ -157,8 +164,19 @@ export class DiscordReply implements Reply {
     // Files handed over while the answer is written go with its final write.
     this.files.holding = true;
     const writes: MessageOps = {
-      post: (text, write) => this.files.withFinal(write?.final, (files) => ops.post(text, files)),
-      edit: (id, text, write) => this.files.withFinal(write?.final, (files) => ops.edit(id, text, files)),
+      post: (text, write) =>
+        this.files.withFinal(write?.final, async (files) => {
+          const controls = this.controlsFor(write?.final);
+          const id = await ops.post(text, files, controls);
+          this.shown(id, controls);
+          return id;
+        }),
+      edit: (id, text, write) =>
+        this.files.withFinal(write?.final, async (files) => {
+          const controls = this.controlsFor(write?.final);
+          await ops.edit(id, text, files, controls);
+          this.shown(id, controls);
+        }),
       remove: ops.remove?.bind(ops),
       ...(ops.buckets ? { buckets: () => ops.buckets!() } : {}),
     };
@@ -207,9 +225,44 @@ export class DiscordReply implements Reply {
         this.typing.stop();
         writer.write(delta);
       },
-      finish: () => end(writer.finish()),
-      fail: (message) => end(writer.fail(message)),
+      finish: () => end(writer.finish().finally(() => this.dropStop())),
+      fail: (message) => end(writer.fail(message).finally(() => this.dropStop())),
     };
+  }
+
+  /** Puts a Stop button under the answer while it is written (its clicks carry `ref`). */
+  offerStop(ref: string): void {
+    this.stopRow = questionMessage({
+      ref,
+      text: "",
+      choices: [{ value: "stop", label: "Stop", style: "danger" }],
+    }).components;
+  }
+
+  private controlsFor(final: boolean | undefined): QuestionRow[] | undefined {
+    if (!this.stopRow) return undefined;
+    return final ? [] : this.stopRow;
+  }
+
+  private shown(id: string, controls: QuestionRow[] | undefined): void {
+    if (controls === undefined) return;
+    if (controls.length > 0) this.withStop.set(id, id);
+    else this.withStop.delete(id);
+  }
+
+  /**
+   * An answer's earlier messages (and a last one whose final text needed no new write)
+   * still show Stop: each loses it in one edit, without changing its text.
+   */
+  private async dropStop(): Promise<void> {
+    const clear = this.place.ops.clearControls?.bind(this.place.ops);
+    this.stopRow = undefined;
+    if (!clear) return;
+    const ids = [...this.withStop.keys()];
+    this.withStop.clear();
+    await Promise.all(
+      ids.map((id) => clear(id).catch((err: unknown) => log.debug({ err, id }, "Stop button not removed"))),
+    );
   }
 
   /**

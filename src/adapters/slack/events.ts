@@ -13,6 +13,7 @@ import type { StateStore } from "../../store/state.js";
 import { type SlackFile, toInboundFiles } from "./files.js";
 import { fromSlackText } from "./mrkdwn.js";
 import { type ReplyDeps, type SlackPlace, SlackReply } from "./reply.js";
+import { suggestedPrompts } from "./suggested-prompts.js";
 
 /** Thread history reads at most this many pages of `HISTORY_PAGE_SIZE` (the dispatcher trims further). */
 export const HISTORY_PAGES = 5;
@@ -185,8 +186,8 @@ export class SlackEvents {
     await this.deps.state
       .set(assistantKey(threadKey(me.teamId, channel, threadTs)), true, REMEMBER_MS)
       .catch((err: unknown) => log.warn({ err }, "assistant thread not remembered"));
-    const prompts = this.deps.config.slack.suggestedPrompts;
-    if (prompts.length === 0 || !(await this.deps.runner.firstSight(eventId))) return;
+    const prompts = suggestedPrompts(this.deps.config.slack.suggestedPrompts);
+    if (!(await this.deps.runner.firstSight(eventId))) return;
     try {
       await this.deps.writes.assistant.threads.setSuggestedPrompts({
         channel_id: channel,

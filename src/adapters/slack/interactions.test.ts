@@ -3,6 +3,7 @@ import { type Harness, startHarness } from "../../../test/emulators/slack/adapte
 import { waitFor } from "../../../test/emulators/slack/index.js";
 import { NO_THREAD } from "./commands.js";
 import { toMrkdwn } from "./mrkdwn.js";
+import { DEFAULT_PROMPTS } from "./suggested-prompts.js";
 
 let h: Harness | undefined;
 afterEach(async () => {
@@ -37,6 +38,20 @@ describe("Slack adapter: assistant threads", () => {
     expect(thread.titles).toEqual(["Login issues"]);
     expect(h.emu.botReplies(channel, threadTs).map((m) => m.text)).toEqual(["Found 3 issues."]);
     expect(h.runner.inbounds[0]?.key).toBe(`slack:T1:${channel}:${threadTs}`);
+  });
+});
+
+describe("Slack adapter: the assistant pane without configured prompts", () => {
+  it("never opens empty: it offers the four default prompts", async () => {
+    h = await startHarness();
+    const { channel, threadTs } = h.emu.startAssistantThread("U_ALICE");
+    const thread = await waitFor(
+      () =>
+        h!.emu.state.assistant.get(`${channel}:${threadTs}`)?.prompts.length &&
+        h!.emu.state.assistant.get(`${channel}:${threadTs}`),
+    );
+    expect(thread.prompts[0]?.prompts).toEqual(DEFAULT_PROMPTS);
+    expect(DEFAULT_PROMPTS).toHaveLength(4);
   });
 });
 

@@ -105,6 +105,8 @@ export class SlackReply implements Reply {
   private native: NativeStream | undefined;
   private lastStatus = "";
   private recorder: ((address: ReplyAddress) => Promise<void>) | undefined;
+  /** Aborted when the answer ends: a Stop offer not yet shown is never shown. */
+  private readonly stopOffer = new AbortController();
 
   /**
    * `resume`: a reply written earlier, maybe by another process, to go on in its last
@@ -211,6 +213,7 @@ export class SlackReply implements Reply {
   stream(): TextSink {
     const writer = this.sink();
     const clear = async () => {
+      this.stopOffer.abort();
       if (this.statusInThread && this.lastStatus !== "") await this.setAssistantStatus("");
     };
     return {
@@ -253,6 +256,34 @@ export class SlackReply implements Reply {
     }
   }
 
+  /**
+   * A Stop button for the asker, in a private message under the thread, once the answer
+   * has taken longer than a glance: a message written with `markdown_text` cannot carry
+   * buttons, and a quick answer needs none. A click after the end is told so.
+   */
+  offerStop(ref: string): void {
+    const { channel, threadTs, user } = this.place;
+    if (!user) return;
+    const timer = setTimeout(() => {
+      if (this.stopOffer.signal.aborted) return;
+      const text = "Still working on your answer. Stop it here if it is going the wrong way.";
+      void this.deps.web.chat
+        .postEphemeral({
+          channel,
+          user,
+          thread_ts: threadTs,
+          text,
+          blocks: [
+            sectionBlock(text),
+            questionActions({ ref, text, choices: [{ value: "stop", label: "Stop", style: "danger" }] }),
+          ],
+        })
+        .catch((err: unknown) => log.debug({ err }, "Stop button not offered"));
+    }, STOP_OFFER_AFTER_MS);
+    timer.unref();
+    this.stopOffer.signal.addEventListener("abort", () => clearTimeout(timer), { once: true });
+  }
+
   async ask(question: Question): Promise<string> {
     const { channel, threadTs } = this.place;
     const res = await this.deps.web.chat.postMessage({
@@ -274,6 +305,9 @@ export class SlackReply implements Reply {
     });
   }
 }
+
+/** An answer still being written after this long gets its Stop button. */
+const STOP_OFFER_AFTER_MS = 2_000;
 
 /** Slack's section text holds at most 3,000 characters. */
 function sectionBlock(text: string) {

@@ -191,6 +191,10 @@ export class LlmEmulator {
         : recordAnthropic(bodyRecord, req.headers);
     if (typeof recorded === "string") return sendError(res, protocol, 400, recorded);
     this.requests.push(recorded);
+    // The client hung up before the answer was complete (an aborted request, a Stop).
+    res.on("close", () => {
+      if (!res.writableFinished) recorded.abandoned = true;
+    });
     recorded.contextWindow = this.contextWindow(recorded.model);
     recorded.promptTokens = this.countPrompt(recorded);
     recorded.overflow = overflowMessage(

@@ -48,6 +48,8 @@ export interface RecordedRequest {
   contextWindow?: number;
   /** Set when the request was refused for not fitting the window: the provider's error message. */
   overflow?: string;
+  /** Set when the client closed the connection before the whole answer was sent. */
+  abandoned?: boolean;
 }
 
 export type Responder = (req: RecordedRequest) => ScriptedTurn | Promise<ScriptedTurn>;
