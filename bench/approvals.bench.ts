@@ -96,7 +96,10 @@ export async function run(): Promise<BenchResult> {
       const e = slack.mention(channel, "U_ALICE", `echo e${i}`);
       await until(() => slack.botReplies(channel, e.ts).length > 0, "the echo answer");
       firstVisible.push(Date.now() - echoAt);
-      await until(() => slack.botReplies(channel, e.ts).some((r) => r.text.endsWith("Done.")), "the echo to end");
+      await until(
+        () => slack.botReplies(channel, e.ts).some((r) => r.text.endsWith("Done.")),
+        "the echo to end",
+      );
       await app.dispatcher.settled();
 
       const askedAt = Date.now();
