@@ -165,6 +165,7 @@ export async function startApp(opts: CoreOptions = {}): Promise<App> {
         config,
         secrets,
         models: () => allowedModels(config),
+        prompts: () => core.hub.prompts().map((p) => `${p.server}/${p.name}`),
         platformError: (rateLimited) => metrics.platformError(platform, rateLimited),
       };
       adapters.push(await loadAdapter(platform, deps));

@@ -1,7 +1,7 @@
 import type { ChildProcess } from "node:child_process";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
+import type { CallToolResult, GetPromptResult, Prompt, Tool } from "@modelcontextprotocol/sdk/types.js";
 import { log } from "../log.js";
 import { DeadlineError, seconds, withDeadline } from "../signals.js";
 import { type CallFailure, describeCallFailure, describeStartFailure } from "./failures.js";
@@ -10,6 +10,7 @@ import {
   childOf,
   closeClient,
   createTransport,
+  listAllPrompts,
   listAllTools,
   type McpTransport,
   pidOf,
@@ -60,6 +61,8 @@ export class ServerConnection {
   state: ServerState;
   error: string | undefined;
   tools: Tool[] = [];
+  /** The server's prompts (empty when it offers none), listed at each connect. */
+  prompts: Prompt[] = [];
   private session: Session | undefined;
   private failures = 0;
   private restartTimer: NodeJS.Timeout | undefined;
@@ -111,6 +114,18 @@ export class ServerConnection {
     this.setState("connecting", undefined);
     const reason = await this.open();
     if (typeof reason === "string") this.setState("failed", reason);
+  }
+
+  /** A prompt's messages with these arguments (prompts/get). Throws when the server refuses or is down. */
+  async getPrompt(name: string, args: Record<string, string>): Promise<GetPromptResult> {
+    const session = this.session;
+    if (this.state !== "connected" || !session || session.down) {
+      throw new Error(`the server "${this.name}" is not connected${this.error ? `: ${this.error}` : ""}`);
+    }
+    return session.client.getPrompt(
+      { name, arguments: args },
+      { timeout: this.config.timeoutMs ?? this.opts.callTimeoutMs },
+    );
   }
 
   async call(tool: string, args: Record<string, unknown>, opts: ToolCallOptions): Promise<CallAnswer> {
@@ -232,6 +247,11 @@ export class ServerConnection {
         await connecting;
         watchExit(session.child, (how) => this.connectionLost(session, `the server process ${how}`));
         return this.filter(await listAllTools(client, t, signal));
+      });
+      // Prompts are a convenience: a server that fails to list them still serves its tools.
+      this.prompts = await listAllPrompts(client, this.opts.connectTimeoutMs).catch((err: unknown) => {
+        log.warn({ err, server: this.name }, "could not list the server's prompts");
+        return [];
       });
     } catch (err) {
       markLost(session, "start-up failed");

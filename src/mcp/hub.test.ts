@@ -40,6 +40,35 @@ describe("McpHub with the reference servers", () => {
     rmSync(folder, { recursive: true, force: true });
   });
 
+  it("lists the prompts of the servers that offer them, with their arguments", () => {
+    const prompts = hub.prompts();
+    expect(prompts.every((p) => p.server === "everything")).toBe(true);
+    expect(prompts.find((p) => p.name === "args-prompt")).toEqual({
+      server: "everything",
+      name: "args-prompt",
+      description: "A prompt with two arguments, one required and one optional",
+      arguments: [
+        { name: "city", description: "Name of the city", required: true },
+        // The server's schema marks it optional, which drops its description from the listing.
+        { name: "state", required: false },
+      ],
+    });
+  });
+
+  it("gets a prompt's text with its arguments, and says why when the server refuses", async () => {
+    expect(await hub.getPrompt("everything", "args-prompt", { city: "Paris" })).toBe(
+      "What's weather in Paris?",
+    );
+    await expect(hub.getPrompt("everything", "no-such-prompt", {})).rejects.toMatchObject({
+      userMessage: expect.stringMatching(
+        /^The prompt no-such-prompt from everything did not work: .+\. Check its arguments with \/prompts\.$/,
+      ),
+    });
+    await expect(hub.getPrompt("nowhere", "args-prompt", {})).rejects.toThrow(
+      'There is no tool server named "nowhere".',
+    );
+  });
+
   it("connects the working servers in parallel while broken ones fail with a reason", () => {
     const byName = Object.fromEntries(hub.status().map((s) => [s.name, s]));
     expect(Object.keys(byName)).toEqual(["everything", "fs", "missing", "quits", "blocked"]);

@@ -1,11 +1,20 @@
 import type { Tool } from "@modelcontextprotocol/sdk/types.js";
+import { SwitchboardError } from "../core/errors.js";
 import { log } from "../log.js";
 import { ServerConnection } from "./connection.js";
 import { ToolNameMap } from "./names.js";
 import { toModelResult } from "./results.js";
 import { checkArguments, toProviderSchema } from "./schema.js";
 import type { ServerConfig } from "./servers.js";
-import type { ServerStatus, ToolCallOptions, ToolEntry, ToolHints, ToolHub, ToolOutcome } from "./types.js";
+import type {
+  PromptEntry,
+  ServerStatus,
+  ToolCallOptions,
+  ToolEntry,
+  ToolHints,
+  ToolHub,
+  ToolOutcome,
+} from "./types.js";
 
 export interface HubOptions {
   callTimeoutMs: number;
@@ -92,6 +101,45 @@ export class McpHub implements ToolHub {
     if (!connection) return undefined;
     await connection.reconnect();
     return connection.status();
+  }
+
+  prompts(): PromptEntry[] {
+    return this.connections
+      .filter((c) => c.state === "connected")
+      .flatMap((c) =>
+        c.prompts.map((p) => ({
+          server: c.name,
+          name: p.name,
+          description: p.description ?? p.title ?? "",
+          arguments: (p.arguments ?? []).map((a) => ({
+            name: a.name,
+            ...(a.description ? { description: a.description } : {}),
+            required: a.required === true,
+          })),
+        })),
+      );
+  }
+
+  async getPrompt(server: string, name: string, args: Record<string, string>): Promise<string> {
+    const connection = this.connections.find((c) => c.name === server);
+    if (!connection) throw new SwitchboardError("tool_failed", `There is no tool server named "${server}".`);
+    let result: Awaited<ReturnType<typeof connection.getPrompt>>;
+    try {
+      result = await connection.getPrompt(name, args);
+    } catch (err) {
+      const why = err instanceof Error ? err.message : String(err);
+      throw new SwitchboardError("tool_failed", `prompt ${server}/${name} failed: ${why}`, {
+        userMessage: `The prompt ${name} from ${server} did not work: ${why.slice(0, 300)}. Check its arguments with /prompts.`,
+      });
+    }
+    const parts = result.messages.map((m) =>
+      m.content.type === "text"
+        ? m.content.text
+        : m.content.type === "resource" && "text" in m.content.resource
+          ? String(m.content.resource.text)
+          : `[${m.content.type} content from the prompt, not shown]`,
+    );
+    return parts.join("\n\n");
   }
 
   async call(name: string, args: Record<string, unknown>, opts: ToolCallOptions = {}): Promise<ToolOutcome> {

@@ -4,7 +4,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import type { Tool } from "@modelcontextprotocol/sdk/types.js";
+import type { Prompt, Tool } from "@modelcontextprotocol/sdk/types.js";
 import type { ServerConfig } from "./servers.js";
 
 export type McpTransport = StdioClientTransport | StreamableHTTPClientTransport;
@@ -83,18 +83,42 @@ export function pidOf(transport: McpTransport | undefined): number | undefined {
   return transport instanceof StdioClientTransport ? (transport.pid ?? undefined) : undefined;
 }
 
-/** Every page of `tools/list`, following `nextCursor`. */
-export async function listAllTools(client: Client, timeout: number, signal?: AbortSignal): Promise<Tool[]> {
-  const tools: Tool[] = [];
+/** Every page of a paginated MCP list, following `nextCursor`; a server that repeats a cursor is not followed round. */
+async function listAll<T>(
+  page: (cursor: string | undefined) => Promise<{ items: T[]; nextCursor?: string }>,
+): Promise<T[]> {
+  const items: T[] = [];
   const seen = new Set<string>();
   let cursor: string | undefined;
-  for (let page = 0; page < MAX_PAGES; page++) {
-    const res = await client.listTools(cursor === undefined ? undefined : { cursor }, { timeout, signal });
-    tools.push(...res.tools);
+  for (let n = 0; n < MAX_PAGES; n++) {
+    const res = await page(cursor);
+    items.push(...res.items);
     cursor = res.nextCursor;
-    // A server that hands out the same cursor again would page forever.
     if (cursor === undefined || seen.has(cursor)) break;
     seen.add(cursor);
   }
-  return tools;
+  return items;
+}
+
+const cursorParams = (cursor: string | undefined) => (cursor === undefined ? undefined : { cursor });
+
+/** Every page of `tools/list`. */
+export function listAllTools(client: Client, timeout: number, signal?: AbortSignal): Promise<Tool[]> {
+  return listAll(async (cursor) => {
+    const res = await client.listTools(cursorParams(cursor), { timeout, signal });
+    return { items: res.tools, nextCursor: res.nextCursor };
+  });
+}
+
+/** Every page of `prompts/list`; none when the server offers no prompts. */
+export async function listAllPrompts(
+  client: Client,
+  timeout: number,
+  signal?: AbortSignal,
+): Promise<Prompt[]> {
+  if (!client.getServerCapabilities()?.prompts) return [];
+  return listAll(async (cursor) => {
+    const res = await client.listPrompts(cursorParams(cursor), { timeout, signal });
+    return { items: res.prompts, nextCursor: res.nextCursor };
+  });
 }

@@ -55,9 +55,21 @@ export interface ToolCallOptions {
   onProgress?: (p: ToolProgress) => void;
 }
 
+/** A prompt a server offers (MCP prompts), run from chat as `/prompt`. */
+export interface PromptEntry {
+  server: string;
+  name: string;
+  description: string;
+  arguments: Array<{ name: string; description?: string; required: boolean }>;
+}
+
 /** The hub as the agent sees it; `src/mcp/hub.ts` implements it. */
 export interface ToolHub {
   tools(servers?: readonly string[]): ToolEntry[];
+  /** The connected servers' prompts. */
+  prompts?(): PromptEntry[];
+  /** The text of a prompt with these arguments, as the person's message. Throws a SwitchboardError with a sentence. */
+  getPrompt?(server: string, name: string, args: Record<string, string>): Promise<string>;
   status(): ServerStatus[];
   /** Never throws: every failure is an outcome with `ok: false` the model can read. */
   call(name: string, args: Record<string, unknown>, opts?: ToolCallOptions): Promise<ToolOutcome>;

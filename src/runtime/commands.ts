@@ -6,6 +6,7 @@ import type { Platform, ThreadKey } from "../core/thread.js";
 import type { ToolHub } from "../mcp/types.js";
 import type { ThreadLock } from "../store/locks.js";
 import type { SessionRepository } from "../store/sessions.js";
+import { expandPrompt, listPrompts } from "./prompts.js";
 
 /** One use of a catalog command, from any platform. */
 export interface Command {
@@ -32,7 +33,7 @@ export interface CommandDeps {
 }
 
 /** Lists a platform can offer while the argument is typed (Discord autocomplete). */
-export type SuggestionSource = "models";
+export type SuggestionSource = "models" | "prompts";
 
 export interface CommandArgument {
   /** The option's name on Discord, the placeholder in help texts ("[name]"). */
@@ -83,6 +84,28 @@ const CATALOG = [
     help: "stop the answer being written in this thread",
     thread: "always",
     run: (cmd, { stopTurn }) => stopTurn?.(cmd.key, cmd.user) ?? Promise.resolve(NOTHING_TO_STOP),
+  },
+  {
+    name: "prompts",
+    help: "list the prompts the tool servers offer",
+    thread: "never",
+    run: async (_cmd, { hub }) => listPrompts(hub),
+  },
+  {
+    name: "prompt",
+    help: "ask with one of the tool servers' prompts: name key=value …",
+    argument: {
+      name: "name",
+      description: "The prompt's name, then its arguments as key=value",
+      required: true,
+      suggest: "prompts",
+    },
+    thread: "never",
+    // The platforms run it as a question (see TurnRunner.prompt); here only its expansion is shown.
+    async run(cmd, { hub }) {
+      const outcome = await expandPrompt(hub, cmd.arg ?? "");
+      return "say" in outcome ? outcome.say : outcome.ask;
+    },
   },
   {
     name: "tools",

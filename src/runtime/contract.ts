@@ -5,6 +5,7 @@ import type { ReplyAddress } from "../core/replies.js";
 import type { Platform, ThreadKey } from "../core/thread.js";
 import type { StateStore } from "../store/state.js";
 import type { Command } from "./commands.js";
+import type { PromptOutcome } from "./prompts.js";
 
 export type { ReplyAddress };
 
@@ -151,6 +152,8 @@ export interface TurnRunner {
    * (at most once an hour each), `silent` refused without a word. `handle` checks again.
    */
   admit?(who: Pick<Inbound, "platform" | "channel" | "user" | "from">): "yes" | "tell" | "silent";
+  /** `/prompt name key=value …`: the prompt's text to ask as the person's message, or a sentence for them. */
+  prompt?(text: string): Promise<PromptOutcome>;
   /** Stops the thread's answer in progress (see Dispatcher.stop); the sentence is for `by`. */
   stop?(key: ThreadKey, by: { id: string; name?: string }): Promise<string>;
 }
@@ -167,6 +170,8 @@ export interface AdapterDeps {
   secrets: Secrets;
   /** Model ids a user may pick with `/model` (for autocomplete and validation). */
   models: () => string[];
+  /** The connected servers' prompts as `server/name` (for autocomplete). */
+  prompts?: () => string[];
   /** Counts a failed platform API call (for /metrics); adapters call it on errors and 429s. */
   platformError?: (rateLimited: boolean) => void;
 }

@@ -1,4 +1,3 @@
-import { randomBytes } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Agent } from "../agent/agent.js";
 import type { Config } from "../config.js";
@@ -15,10 +14,11 @@ import type { TurnLedger } from "../store/turns.js";
 import { Access, type Origin, REFUSED_NOTE } from "./access.js";
 import { runAfterTurn } from "./after-turn.js";
 import { ApprovalDesk } from "./approvals/desk.js";
-import { type CallPlace, mayDecide } from "./approvals/policy.js";
-import { NOTHING_TO_STOP, runCommand } from "./commands.js";
+import { runCommand } from "./commands.js";
 import type { Adapter, Command, Inbound, Interaction, Reply, TurnRunner } from "./contract.js";
 import { handleInteraction } from "./interactions.js";
+import { expandPrompt, type PromptOutcome } from "./prompts.js";
+import { ENDED_NOTE, type RunningTurn, RunningTurns } from "./stops.js";
 import { resumeTurn, runTurn, type TurnDeps, type TurnResult } from "./turn.js";
 
 export const INTERRUPTED_NOTE = "Interrupted by a restart; ask again.";
@@ -53,15 +53,6 @@ interface InFlight {
   done: Promise<void>;
 }
 
-/** A turn writing its answer: what Stop needs to find it, check the clicker and end it. */
-interface Running {
-  controller: AbortController;
-  asker: { id: string; name?: string };
-  place: CallPlace;
-  /** Who stopped it, once someone did. */
-  stoppedBy?: string;
-}
-
 /** Dedupe, per-thread queue, session load, run the agent, drive the Reply. Shared by every adapter. */
 export class Dispatcher implements TurnRunner {
   private readonly inFlight = new Set<InFlight>();
@@ -72,9 +63,8 @@ export class Dispatcher implements TurnRunner {
   private stopping = false;
   private readonly desk: ApprovalDesk;
   private readonly access: Access;
-  /** The answer being written in each thread (this process's), and its Stop buttons' refs. */
-  private readonly running = new Map<ThreadKey, Running>();
-  private readonly stopRefs = new Map<string, ThreadKey>();
+  /** The answer being written in each thread (this process's), for Stop. */
+  private readonly running: RunningTurns;
   private readonly turnDeps: TurnDeps;
   /** The running platforms, to write in a thread no event came from (resumed turns, settled questions). */
   private adapters: Adapter[] = [];
@@ -89,6 +79,7 @@ export class Dispatcher implements TurnRunner {
     });
     this.turnDeps = { ...deps, desk: this.desk };
     this.access = new Access(deps.config);
+    this.running = new RunningTurns(deps.config);
   }
 
   async firstSight(id: string): Promise<boolean> {
@@ -188,13 +179,13 @@ export class Dispatcher implements TurnRunner {
   async interact(interaction: Interaction): Promise<void> {
     if (interaction.user.bot) return;
     if (!(await this.firstSight(interaction.id).catch(() => true))) return;
-    const stopping = this.stopRefs.get(interaction.ref);
+    const stopping = this.running.keyOf(interaction.ref);
     if (stopping !== undefined || interaction.value === "stop") {
       if (stopping === undefined) {
-        await interaction.respond("That answer has already ended.").catch(() => undefined);
+        await interaction.respond(ENDED_NOTE).catch(() => undefined);
         return;
       }
-      const said = await this.stop(stopping, interaction.user, interaction.inGroups);
+      const said = await this.running.stop(stopping, interaction.user, interaction.inGroups);
       if (said) await interaction.respond(said).catch(() => undefined);
       return;
     }
@@ -231,13 +222,15 @@ export class Dispatcher implements TurnRunner {
         const outcome = await this.desk.outcome(key, record.waiting, reply);
         if (!outcome) return;
         const started = Date.now();
-        const running = this.track(key, controller, record.waiting.user, {
-          platform: platformOf(key) ?? "console",
-          channel: record.waiting.channel,
-        });
+        const turn: RunningTurn = {
+          controller,
+          asker: record.waiting.user,
+          place: { platform: platformOf(key) ?? "console", channel: record.waiting.channel },
+        };
+        const running = this.running.track(key, turn);
         reply.offerStop?.(running.ref);
         const result = await resumeTurn(record, outcome, reply, this.turnDeps, controller.signal, {
-          interruptedNote: () => this.endingNote(running.turn, controller),
+          interruptedNote: () => this.endingNote(turn, controller),
         }).finally(running.done);
         this.finished(key, reply, result, Date.now() - started);
       })
@@ -245,24 +238,8 @@ export class Dispatcher implements TurnRunner {
       .finally(() => this.inFlight.delete(entry));
   }
 
-  /** Registers a turn as the thread's running answer, with a fresh ref for its Stop buttons. */
-  private track(key: ThreadKey, controller: AbortController, asker: Running["asker"], place: CallPlace) {
-    const turn: Running = { controller, asker, place };
-    const ref = `st${randomBytes(9).toString("base64url")}`;
-    this.running.set(key, turn);
-    this.stopRefs.set(ref, key);
-    return {
-      turn,
-      ref,
-      done: () => {
-        if (this.running.get(key) === turn) this.running.delete(key);
-        this.stopRefs.delete(ref);
-      },
-    };
-  }
-
   /** The sentence that ends an aborted answer: who stopped it, or the restart note. */
-  private endingNote(turn: Running, controller: AbortController): string | undefined {
+  private endingNote(turn: RunningTurn, controller: AbortController): string | undefined {
     if (turn.stoppedBy !== undefined) return `Stopped by ${turn.stoppedBy}.`;
     return controller.signal.aborted && this.stopping ? INTERRUPTED_NOTE : undefined;
   }
@@ -272,24 +249,13 @@ export class Dispatcher implements TurnRunner {
     return adapter?.replyFor?.(key, { messages: [], ...(channel ? { channel } : {}) });
   }
 
-  /**
-   * Stops the thread's answer in progress: the model request and running tool calls are
-   * aborted, the text so far stays with "Stopped by …", and the session is saved. Only the
-   * asker or an approver may; the sentence is for the person who asked to stop, empty when
-   * the answer itself shows that it stopped.
-   */
-  async stop(key: ThreadKey, by: Interaction["user"], inGroups?: Interaction["inGroups"]): Promise<string> {
-    const turn = this.running.get(key);
-    if (!turn) return NOTHING_TO_STOP;
-    if (!(await mayDecide(this.deps.config, turn.place, turn.asker.id, by, inGroups))) {
-      return `Only ${turn.asker.name ?? turn.asker.id} or an approver can stop this answer.`;
-    }
-    if (turn.stoppedBy === undefined) {
-      turn.stoppedBy = by.name ?? by.id;
-      log.info({ key, by: by.id }, "answer stopped");
-      turn.controller.abort(new SwitchboardError("stopped", `Stopped by ${turn.stoppedBy}.`));
-    }
-    return "";
+  /** Stops the thread's answer in progress (see RunningTurns.stop). */
+  stop(key: ThreadKey, by: Interaction["user"], inGroups?: Interaction["inGroups"]): Promise<string> {
+    return this.running.stop(key, by, inGroups);
+  }
+
+  prompt(text: string): Promise<PromptOutcome> {
+    return expandPrompt(this.deps.hub, text);
   }
 
   async command(cmd: Command): Promise<string> {
@@ -377,14 +343,16 @@ export class Dispatcher implements TurnRunner {
     const { observer } = this.deps;
     const started = Date.now();
     observer?.turnStarted?.(inbound);
-    const running = this.track(inbound.key, controller, inbound.user, {
-      platform: inbound.platform,
-      channel: inbound.channel,
-    });
+    const turn: RunningTurn = {
+      controller,
+      asker: inbound.user,
+      place: { platform: inbound.platform, channel: inbound.channel },
+    };
+    const running = this.running.track(inbound.key, turn);
     inbound.reply.offerStop?.(running.ref);
     const result = await runTurn(inbound, this.turnDeps, controller.signal, {
       firstVisible: (ms) => observer?.firstVisible?.(inbound, ms),
-      interruptedNote: () => this.endingNote(running.turn, controller),
+      interruptedNote: () => this.endingNote(turn, controller),
     }).finally(running.done);
     const ms = Date.now() - started;
     observer?.turnEnded?.(inbound, result.outcome, ms, result.events);

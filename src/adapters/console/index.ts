@@ -64,11 +64,12 @@ export async function runConsole(opts: ConsoleOptions): Promise<void> {
 const USER = { id: "console" };
 
 async function handleLine(
-  text: string,
+  line: string,
   runner: TurnRunner,
   io: ConstructorParameters<typeof ConsoleReply>[0],
 ) {
   const user = USER;
+  let text = line;
   const command = /^\/(\w+)\s*(.*)$/.exec(text);
   if (command) {
     const spec = findCommand(command[1] ?? "");
@@ -76,15 +77,25 @@ async function handleLine(
       io.out.write(`Unknown command /${command[1]}.\n${helpText("/")}\n`);
       return;
     }
-    const reply = await runner.command({
-      name: spec.name,
-      key: CONSOLE_KEY,
-      platform: "console",
-      user,
-      arg: command[2] || undefined,
-    });
-    io.out.write(`${reply}\n`);
-    return;
+    if (spec.name === "prompt" && runner.prompt) {
+      const outcome = await runner.prompt(command[2] ?? "");
+      if ("say" in outcome) {
+        io.out.write(`${outcome.say}\n`);
+        return;
+      }
+      io.err.write(`Asking: ${outcome.ask}\n`);
+      text = outcome.ask;
+    } else {
+      const reply = await runner.command({
+        name: spec.name,
+        key: CONSOLE_KEY,
+        platform: "console",
+        user,
+        arg: command[2] || undefined,
+      });
+      io.out.write(`${reply}\n`);
+      return;
+    }
   }
   await runner.handle({
     id: randomUUID(),

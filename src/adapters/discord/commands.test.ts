@@ -21,6 +21,8 @@ describe("Discord adapter: slash commands", () => {
       "help",
       "model",
       "new",
+      "prompt",
+      "prompts",
       "stop",
       "summary",
       "title",

@@ -85,7 +85,11 @@ export async function onInteraction(ctx: DiscordContext, interaction: Interactio
   if (!interaction.isChatInputCommand()) return;
   // Interactions can reach two sessions during a deploy; the second would fail to acknowledge.
   if (!(await ctx.deps.runner.firstSight(`discord:i:${interaction.id}`))) return;
-  if (interaction.commandName === "ask") return ask(ctx, interaction);
+  if (interaction.commandName === "ask") {
+    await interaction.deferReply();
+    return ask(ctx, interaction, interaction.options.getString("question", true));
+  }
+  if (interaction.commandName === "prompt" && ctx.deps.runner.prompt) return prompt(ctx, interaction);
   await interaction.deferReply({ flags: MessageFlags.Ephemeral });
   const spec = findCommand(interaction.commandName);
   if (!spec) {
@@ -122,6 +126,8 @@ function suggestions(ctx: DiscordContext, source: SuggestionSource): string[] {
   switch (source) {
     case "models":
       return ctx.deps.models();
+    case "prompts":
+      return ctx.deps.prompts?.() ?? [];
   }
 }
 
@@ -151,10 +157,28 @@ async function renameOnRequest(
     .catch((err: unknown) => log.warn({ err }, "thread not renamed"));
 }
 
-/** `/ask`: acknowledged at once (Discord allows 3 s), then answered in a new thread where the channel allows one. */
-async function ask(ctx: DiscordContext, interaction: ChatInputCommandInteraction): Promise<void> {
+/**
+ * `/prompt`: a server's prompt asked as if the person had written it, like `/ask`. The
+ * reply is deferred first (the server answers prompts/get in its own time, Discord waits
+ * 3 s); a prompt that cannot be run is told to the person alone.
+ */
+async function prompt(ctx: DiscordContext, interaction: ChatInputCommandInteraction): Promise<void> {
   await interaction.deferReply();
-  const question = interaction.options.getString("question", true);
+  const outcome = await ctx.deps.runner.prompt!(interaction.options.getString("name", true));
+  if ("ask" in outcome) return ask(ctx, interaction, outcome.ask);
+  await interaction.deleteReply().catch((err: unknown) => log.debug({ err }, "deferred reply not deleted"));
+  await interaction.followUp({
+    content: outcome.say.slice(0, DISCORD_MESSAGE_LIMIT),
+    flags: MessageFlags.Ephemeral,
+  });
+}
+
+/** `/ask` (deferred by the caller, as Discord wants within 3 s), answered in a new thread where the channel allows one. */
+async function ask(
+  ctx: DiscordContext,
+  interaction: ChatInputCommandInteraction,
+  question: string,
+): Promise<void> {
   const user = userOf(interaction);
   let key = keyFor(interaction);
   let place: Place = interactionPlace(interaction);

@@ -96,6 +96,13 @@ export function registerCommands(app: App, deps: CommandDeps): void {
       const { spec, arg } = sub;
       // Slack's help also lists `ask`, which the shared catalog does not know.
       if (spec.name === "help") return await say(usage(name));
+      // A server's prompt is asked like `ask`, as if the person had written its text.
+      if (spec.name === "prompt" && deps.runner.prompt) {
+        const outcome = await deps.runner.prompt(arg);
+        if ("say" in outcome) return await say(outcome.say);
+        const where = { team: command.team_id, channel: command.channel_id, user: command.user_id };
+        return await ask(deps, { ...where, question: outcome.ask, triggerId: command.trigger_id }, say);
+      }
       const latest = await deps.events.latestThread(command.channel_id, command.user_id);
       if (!latest && needsThread(spec, arg)) return await say(NO_THREAD);
       // Without a thread, only answers that need none (tools, the model shown) use this stand-in key.

@@ -1,0 +1,93 @@
+import { describe, expect, it } from "vitest";
+import type { PromptEntry, ToolHub } from "../mcp/types.js";
+import { expandPrompt, listPrompts, parsePromptRequest } from "./prompts.js";
+
+const PROMPTS: PromptEntry[] = [
+  {
+    server: "weather",
+    name: "forecast",
+    description: "The weather somewhere",
+    arguments: [
+      { name: "city", description: "Name of the city", required: true },
+      { name: "days", required: false },
+    ],
+  },
+  { server: "a", name: "hello", description: "", arguments: [] },
+  { server: "b", name: "hello", description: "", arguments: [] },
+];
+
+function hub(prompts = PROMPTS): ToolHub & { asked: unknown[] } {
+  const asked: unknown[] = [];
+  return {
+    asked,
+    tools: () => [],
+    status: () => [],
+    call: async () => ({ ok: true, text: "", artifacts: [], ms: 0, server: "", tool: "" }),
+    close: async () => undefined,
+    prompts: () => prompts,
+    getPrompt: async (server, name, args) => {
+      asked.push({ server, name, args });
+      return `${server}/${name} with ${JSON.stringify(args)}`;
+    },
+  };
+}
+
+describe("/prompt", () => {
+  it("reads the name and key=value arguments, quoted or not", () => {
+    expect(parsePromptRequest('forecast city="New York" days=3')).toEqual({
+      name: "forecast",
+      args: { city: "New York", days: "3" },
+    });
+    expect(parsePromptRequest("weather/forecast city='São Paulo'")).toEqual({
+      name: "weather/forecast",
+      args: { city: "São Paulo" },
+    });
+  });
+
+  it("asks the server for the text of a prompt whose arguments are right", async () => {
+    const h = hub();
+    expect(await expandPrompt(h, "forecast city=Paris")).toEqual({
+      ask: 'weather/forecast with {"city":"Paris"}',
+    });
+    expect(await expandPrompt(h, "a/hello")).toEqual({ ask: "a/hello with {}" });
+  });
+
+  it("refuses what it cannot run with a sentence, and asks no server", async () => {
+    const h = hub();
+    const said = async (text: string) => {
+      const outcome = await expandPrompt(h, text);
+      return "say" in outcome ? outcome.say : `asked: ${outcome.ask}`;
+    };
+    expect(await said("")).toBe(
+      "Which prompt? Say `/prompt <name> key=value …`; `/prompts` lists the prompts and their arguments.",
+    );
+    expect(await said("forecast Paris")).toBe(
+      'Arguments are key=value pairs, like city=Paris; "Paris" has no key. Say `/prompt <name> key=value …`; `/prompts` lists the prompts and their arguments.',
+    );
+    expect(await said("forcast city=Paris")).toBe(
+      'There is no prompt named "forcast". Available: weather/forecast, a/hello, b/hello.',
+    );
+    expect(await said("hello")).toBe(
+      'Several servers offer a prompt named "hello": a/hello, b/hello. Say which, like /prompt a/hello.',
+    );
+    expect(await said("forecast")).toBe(
+      "The prompt weather/forecast needs city=… (Name of the city). Say `/prompt <name> key=value …`; `/prompts` lists the prompts and their arguments.",
+    );
+    expect(await said("forecast city=Paris town=Lyon")).toBe(
+      'The prompt weather/forecast takes city, days; "town" is not one of them.',
+    );
+    expect(h.asked).toEqual([]);
+  });
+
+  it("lists the prompts with their arguments, optional ones marked", () => {
+    expect(listPrompts(hub())).toBe(
+      [
+        "Prompts (run one with /prompt <name> key=value …; ? marks an optional argument):",
+        "• weather/forecast: The weather somewhere (city (Name of the city), days?)",
+        "• a/hello: no description (no arguments)",
+        "• b/hello: no description (no arguments)",
+      ].join("\n"),
+    );
+    expect(listPrompts(hub([]))).toBe("None of the connected tool servers offers prompts.");
+  });
+});

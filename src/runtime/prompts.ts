@@ -1,0 +1,82 @@
+import { SwitchboardError, toUserFacing } from "../core/errors.js";
+import type { PromptEntry, ToolHub } from "../mcp/types.js";
+
+/** What `/prompt …` comes to: a message to answer as if the person had written it, or a sentence for them. */
+export type PromptOutcome = { ask: string } | { say: string };
+
+const USAGE = "Say `/prompt <name> key=value …`; `/prompts` lists the prompts and their arguments.";
+
+/** `name key=value key="two words"` into the name and the arguments; a sentence when it cannot be read. */
+export function parsePromptRequest(text: string): { name: string; args: Record<string, string> } | string {
+  const tokens = [...text.matchAll(/(\S+?)=("([^"]*)"|'([^']*)'|\S*)|(\S+)/g)];
+  const first = tokens[0];
+  if (!first || first[5] === undefined) return `Which prompt? ${USAGE}`;
+  const args: Record<string, string> = {};
+  for (const t of tokens.slice(1)) {
+    if (t[5] !== undefined) {
+      return `Arguments are key=value pairs, like city=Paris; "${t[5]}" has no key. ${USAGE}`;
+    }
+    args[t[1] as string] = t[3] ?? t[4] ?? t[2] ?? "";
+  }
+  return { name: first[5], args };
+}
+
+function label(p: PromptEntry): string {
+  return `${p.server}/${p.name}`;
+}
+
+function argsHelp(p: PromptEntry): string {
+  if (p.arguments.length === 0) return "no arguments";
+  return p.arguments
+    .map((a) => `${a.name}${a.required ? "" : "?"}${a.description ? ` (${a.description})` : ""}`)
+    .join(", ");
+}
+
+/** The prompts of every connected server, one line each, for `/prompts`. */
+export function listPrompts(hub: ToolHub): string {
+  const prompts = hub.prompts?.() ?? [];
+  if (prompts.length === 0) return "None of the connected tool servers offers prompts.";
+  const lines = prompts.map((p) => `• ${label(p)}: ${p.description || "no description"} (${argsHelp(p)})`);
+  return `Prompts (run one with /prompt <name> key=value …; ? marks an optional argument):\n${lines.join("\n")}`;
+}
+
+/** Finds the prompt, checks its arguments, and asks its server for the text. */
+export async function expandPrompt(hub: ToolHub, text: string): Promise<PromptOutcome> {
+  const request = parsePromptRequest(text.trim());
+  if (typeof request === "string") return { say: request };
+  const prompts = hub.prompts?.() ?? [];
+  const slash = request.name.indexOf("/");
+  const matches = prompts.filter((p) => (slash > 0 ? label(p) === request.name : p.name === request.name));
+  if (matches.length === 0) {
+    const known = prompts.map(label).slice(0, 20).join(", ");
+    return {
+      say: `There is no prompt named "${request.name}". ${known ? `Available: ${known}.` : "No server offers prompts."}`,
+    };
+  }
+  if (matches.length > 1) {
+    return {
+      say: `Several servers offer a prompt named "${request.name}": ${matches.map(label).join(", ")}. Say which, like /prompt ${label(matches[0] as PromptEntry)}.`,
+    };
+  }
+  const prompt = matches[0] as PromptEntry;
+  const known = new Set(prompt.arguments.map((a) => a.name));
+  const unknown = Object.keys(request.args).filter((k) => !known.has(k));
+  if (unknown.length > 0) {
+    const takes = prompt.arguments.length ? `takes ${[...known].join(", ")}` : "takes no arguments";
+    return { say: `The prompt ${label(prompt)} ${takes}; "${unknown[0]}" is not one of them.` };
+  }
+  const missing = prompt.arguments.filter((a) => a.required && !request.args[a.name]);
+  if (missing.length > 0) {
+    const needs = missing.map((a) => `${a.name}=…${a.description ? ` (${a.description})` : ""}`).join(", ");
+    return { say: `The prompt ${label(prompt)} needs ${needs}. ${USAGE}` };
+  }
+  if (!hub.getPrompt) return { say: "Prompts cannot be run here." };
+  try {
+    const ask = await hub.getPrompt(prompt.server, prompt.name, request.args);
+    if (!ask.trim())
+      return { say: `The prompt ${label(prompt)} came back empty, so there is nothing to ask.` };
+    return { ask };
+  } catch (err) {
+    return { say: err instanceof SwitchboardError ? err.userMessage : toUserFacing(err).message };
+  }
+}

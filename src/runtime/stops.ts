@@ -1,0 +1,68 @@
+import { randomBytes } from "node:crypto";
+import type { Config } from "../config.js";
+import { SwitchboardError } from "../core/errors.js";
+import type { ThreadKey } from "../core/thread.js";
+import { log } from "../log.js";
+import { type CallPlace, mayDecide } from "./approvals/policy.js";
+import { NOTHING_TO_STOP } from "./commands.js";
+import type { Interaction } from "./contract.js";
+
+/** A turn writing its answer: what Stop needs to find it, check the clicker and end it. */
+export interface RunningTurn {
+  controller: AbortController;
+  asker: { id: string; name?: string };
+  place: CallPlace;
+  /** Who stopped it, once someone did. */
+  stoppedBy?: string;
+}
+
+export const ENDED_NOTE = "That answer has already ended.";
+
+/**
+ * The answers being written in this process, one per thread, and the refs their Stop
+ * buttons carry. A ref lives as long as its answer: a click after the end is told so.
+ */
+export class RunningTurns {
+  private readonly byKey = new Map<ThreadKey, RunningTurn>();
+  private readonly refs = new Map<string, ThreadKey>();
+
+  constructor(private readonly config: Config) {}
+
+  /** Registers a turn as its thread's running answer; `done` forgets it. */
+  track(key: ThreadKey, turn: RunningTurn): { ref: string; done: () => void } {
+    const ref = `st${randomBytes(9).toString("base64url")}`;
+    this.byKey.set(key, turn);
+    this.refs.set(ref, key);
+    return {
+      ref,
+      done: () => {
+        if (this.byKey.get(key) === turn) this.byKey.delete(key);
+        this.refs.delete(ref);
+      },
+    };
+  }
+
+  /** The thread a Stop button's ref belongs to, while its answer runs. */
+  keyOf(ref: string): ThreadKey | undefined {
+    return this.refs.get(ref);
+  }
+
+  /**
+   * Stops the thread's answer: the model request and running tool calls are aborted, and
+   * the answer ends with "Stopped by …". Only the asker or an approver may. The sentence
+   * is for whoever asked to stop; empty when the answer itself shows that it stopped.
+   */
+  async stop(key: ThreadKey, by: Interaction["user"], inGroups?: Interaction["inGroups"]): Promise<string> {
+    const turn = this.byKey.get(key);
+    if (!turn) return NOTHING_TO_STOP;
+    if (!(await mayDecide(this.config, turn.place, turn.asker.id, by, inGroups))) {
+      return `Only ${turn.asker.name ?? turn.asker.id} or an approver can stop this answer.`;
+    }
+    if (turn.stoppedBy === undefined) {
+      turn.stoppedBy = by.name ?? by.id;
+      log.info({ key, by: by.id }, "answer stopped");
+      turn.controller.abort(new SwitchboardError("stopped", `Stopped by ${turn.stoppedBy}.`));
+    }
+    return "";
+  }
+}
