@@ -166,6 +166,14 @@ export async function startApp(opts: CoreOptions = {}): Promise<App> {
         secrets,
         models: () => allowedModels(config),
         prompts: () => core.hub.prompts().map((p) => `${p.server}/${p.name}`),
+        promptSuggestions: () =>
+          core.hub
+            .prompts()
+            .filter((p) => p.arguments.every((a) => !a.required))
+            .map((p) => ({
+              title: (p.description || p.name).slice(0, 75),
+              message: `/prompt ${p.server}/${p.name}`,
+            })),
         platformError: (rateLimited) => metrics.platformError(platform, rateLimited),
       };
       adapters.push(await loadAdapter(platform, deps));

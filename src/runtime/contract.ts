@@ -172,6 +172,8 @@ export interface AdapterDeps {
   models: () => string[];
   /** The connected servers' prompts as `server/name` (for autocomplete). */
   prompts?: () => string[];
+  /** Prompts that need no arguments, as the Slack assistant pane offers them (`/prompt server/name`). */
+  promptSuggestions?: () => Array<{ title: string; message: string }>;
   /** Counts a failed platform API call (for /metrics); adapters call it on errors and 429s. */
   platformError?: (rateLimited: boolean) => void;
 }

@@ -21,6 +21,9 @@ import { expandPrompt, type PromptOutcome } from "./prompts.js";
 import { ENDED_NOTE, type RunningTurn, RunningTurns } from "./stops.js";
 import { resumeTurn, runTurn, type TurnDeps, type TurnResult } from "./turn.js";
 
+/** A message that is a `/prompt` command. */
+const PROMPT_MESSAGE = /^\/prompt\s+/;
+
 export const INTERRUPTED_NOTE = "Interrupted by a restart; ask again.";
 
 export interface DispatcherDeps {
@@ -112,6 +115,15 @@ export class Dispatcher implements TurnRunner {
     if (admitted !== "yes") {
       if (admitted === "tell") await inbound.reply.notice(REFUSED_NOTE).catch(() => undefined);
       return;
+    }
+    // `/prompt …` written as a message (Slack threads and the assistant pane take no slash commands).
+    if (PROMPT_MESSAGE.test(inbound.text)) {
+      const outcome = await this.prompt(inbound.text.replace(PROMPT_MESSAGE, ""));
+      if ("say" in outcome) {
+        await inbound.reply.notice(outcome.say).catch(() => undefined);
+        return;
+      }
+      inbound = { ...inbound, text: outcome.ask };
     }
     try {
       // Every id of the message is marked, so whichever copy arrives first wins.

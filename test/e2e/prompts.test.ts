@@ -56,6 +56,24 @@ describe("MCP prompts", () => {
       await waitFor(() => slack.botReplies("C1", opener.ts).some((r) => r.text === `Answering: ${WEATHER}`));
     });
 
+    it("offers the servers' prompts in the assistant pane, and runs one written as a message", async () => {
+      const { channel, threadTs } = slack.startAssistantThread("U_ALICE");
+      const pane = await waitFor(
+        () => slack.state.assistant.get(`${channel}:${threadTs}`)?.prompts[0]?.prompts,
+      );
+      expect(pane.length).toBeGreaterThan(0);
+      expect(pane.length).toBeLessThanOrEqual(4);
+      const simple = pane.find((p) => p.message === "/prompt everything/simple-prompt");
+      expect(simple).toBeDefined();
+      // Everything the pane offers runs as it is: none of them needs an argument.
+      slack.dm("U_ALICE", simple!.message, { threadTs });
+      await waitFor(() =>
+        slack
+          .botReplies(channel, threadTs)
+          .some((r) => r.text === "Answering: This is a simple prompt without arguments."),
+      );
+    });
+
     it("tells the person what a prompt needs, and asks the model nothing", async () => {
       await running.app.dispatcher.settled();
       const before = llm.requests.length;

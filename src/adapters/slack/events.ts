@@ -88,6 +88,8 @@ export interface EventDeps {
   stopping?: AbortSignal;
   /** Assistant threads and each user's last thread, kept across restarts and replicas. */
   state: StateStore;
+  /** The tool servers' prompts for the assistant pane (see AdapterDeps.promptSuggestions). */
+  promptSuggestions?: () => Array<{ title: string; message: string }>;
 }
 
 /** How long a turn waits for the asker's display name before going on with their id. */
@@ -186,7 +188,10 @@ export class SlackEvents {
     await this.deps.state
       .set(assistantKey(threadKey(me.teamId, channel, threadTs)), true, REMEMBER_MS)
       .catch((err: unknown) => log.warn({ err }, "assistant thread not remembered"));
-    const prompts = suggestedPrompts(this.deps.config.slack.suggestedPrompts);
+    const prompts = suggestedPrompts(
+      this.deps.config.slack.suggestedPrompts,
+      this.deps.promptSuggestions?.() ?? [],
+    );
     if (!(await this.deps.runner.firstSight(eventId))) return;
     try {
       await this.deps.writes.assistant.threads.setSuggestedPrompts({

@@ -65,6 +65,7 @@ export function createSlackAdapter(deps: AdapterDeps, opts: SlackAdapterOptions 
     native,
     stopping: stopping.signal,
     state: deps.state,
+    ...(deps.promptSuggestions ? { promptSuggestions: deps.promptSuggestions } : {}),
   });
   events.register(conn.app);
   registerCommands(conn.app, { runner, config, identity: me, writes: conn.writes, events });

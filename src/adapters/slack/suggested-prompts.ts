@@ -5,7 +5,7 @@ export interface SuggestedPrompt {
 }
 
 /**
- * What the pane offers when the config names no prompts, so it never opens empty: a
+ * What the pane offers when neither the config nor a tool server names prompts, so it never opens empty: a
  * question about what the bot can do (it answers with its tools), then everyday asks.
  * Slack shows at most four.
  */
@@ -22,6 +22,11 @@ export const DEFAULT_PROMPTS: SuggestedPrompt[] = [
   { title: "Explain", message: "Explain the next thing I paste in plain words, with one example." },
 ];
 
-export function suggestedPrompts(configured: SuggestedPrompt[]): SuggestedPrompt[] {
-  return (configured.length > 0 ? configured : DEFAULT_PROMPTS).slice(0, 4);
+/** The configured prompts; else the tool servers' prompts that need no arguments; else the defaults. */
+export function suggestedPrompts(
+  configured: SuggestedPrompt[],
+  fromServers: SuggestedPrompt[] = [],
+): SuggestedPrompt[] {
+  if (configured.length > 0) return configured.slice(0, 4);
+  return (fromServers.length > 0 ? fromServers : DEFAULT_PROMPTS).slice(0, 4);
 }
