@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { resolve } from "node:path";
-import { createInterface } from "node:readline";
+import { createInterface, type Interface } from "node:readline";
 import { encodeThread } from "../../core/thread.js";
 import { findCommand, helpText } from "../../runtime/commands.js";
 import type { TurnRunner } from "../../runtime/contract.js";
@@ -47,8 +47,8 @@ export async function runConsole(opts: ConsoleOptions): Promise<void> {
       void opts.runner.stop(CONSOLE_KEY, USER);
     });
   }
-  for await (const line of rl) {
-    const text = line.trim();
+  for await (const message of messagesOf(rl, interactive)) {
+    const text = message.trim();
     answering = true;
     try {
       if (text) await handleLine(text, opts.runner, io);
@@ -57,6 +57,52 @@ export async function runConsole(opts: ConsoleOptions): Promise<void> {
       stopping = false;
     }
     if (interactive) rl.prompt();
+  }
+}
+
+/** Lines closer together than this were pasted, not typed: they are one message. */
+const PASTE_GAP_MS = 25;
+
+/**
+ * The messages read from the terminal. Piped input: every line is one message. In a
+ * terminal, lines that arrive together (a multi-line paste) are one message, so a pasted
+ * stack trace is asked about once, not line by line.
+ */
+async function* messagesOf(rl: Interface, interactive: boolean): AsyncGenerator<string> {
+  if (!interactive) {
+    yield* rl;
+    return;
+  }
+  const ready: string[] = [];
+  let pending: string[] = [];
+  let closed = false;
+  let wake: (() => void) | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  const flush = () => {
+    if (pending.length) ready.push(pending.join("\n"));
+    pending = [];
+    wake?.();
+  };
+  rl.on("line", (line) => {
+    pending.push(line);
+    clearTimeout(timer);
+    timer = setTimeout(flush, PASTE_GAP_MS);
+  });
+  rl.on("close", () => {
+    clearTimeout(timer);
+    closed = true;
+    flush();
+  });
+  for (;;) {
+    const next = ready.shift();
+    if (next !== undefined) {
+      yield next;
+      continue;
+    }
+    if (closed) return;
+    await new Promise<void>((resolve) => {
+      wake = resolve;
+    });
   }
 }
 

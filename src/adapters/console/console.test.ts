@@ -1,0 +1,91 @@
+import { PassThrough } from "node:stream";
+import { describe, expect, it } from "vitest";
+import type { Inbound, TurnRunner } from "../../runtime/contract.js";
+import { runConsole } from "./index.js";
+
+/** A runner that records what it is asked, answering each message at once. */
+function recorder() {
+  const texts: string[] = [];
+  const runner: TurnRunner = {
+    handle: async (inbound: Inbound) => {
+      texts.push(inbound.text);
+      const sink = inbound.reply.stream();
+      sink.write("ok");
+      await sink.finish();
+    },
+    command: async () => "",
+    knows: async () => false,
+    firstSight: async () => true,
+    interact: async () => undefined,
+  };
+  return { runner, texts };
+}
+
+/** A terminal: a TTY stream that the test types or pastes into. */
+function terminal() {
+  const input = Object.assign(new PassThrough(), { isTTY: true });
+  const sink = () => Object.assign(new PassThrough(), { columns: 80 }).resume();
+  return { input, out: sink(), err: sink() };
+}
+
+describe("the terminal", () => {
+  it("takes a multi-line paste as one message, and lines typed apart as separate ones", async () => {
+    const { runner, texts } = recorder();
+    const t = terminal();
+    const done = runConsole({ runner, ...t });
+    t.input.write("why does this fail?\n  at main (app.ts:1)\n  at run (app.ts:9)\n");
+    await new Promise((r) => setTimeout(r, 200));
+    t.input.write("thanks\n");
+    await new Promise((r) => setTimeout(r, 200));
+    t.input.end();
+    await done;
+    expect(texts).toEqual(["why does this fail?\n  at main (app.ts:1)\n  at run (app.ts:9)", "thanks"]);
+  });
+
+  it("answers every piped line on its own", async () => {
+    const { runner, texts } = recorder();
+    const input = new PassThrough();
+    const done = runConsole({
+      runner,
+      input,
+      out: new PassThrough().resume(),
+      err: new PassThrough().resume(),
+    });
+    input.end("one\ntwo\n");
+    await done;
+    expect(texts).toEqual(["one", "two"]);
+  });
+
+  it("stops the answer on Ctrl+C, and quits on a second Ctrl+C or on one with no answer running", async () => {
+    const stops: string[] = [];
+    let release: () => void = () => undefined;
+    const runner: TurnRunner = {
+      ...recorder().runner,
+      handle: () =>
+        new Promise<void>((resolve) => {
+          release = resolve;
+        }),
+      stop: async (key) => {
+        stops.push(key);
+        return "";
+      },
+    };
+    const t = terminal();
+    let said = "";
+    t.err.on("data", (c: Buffer) => {
+      said += c.toString();
+    });
+    const done = runConsole({ runner, ...t });
+    t.input.write("a long question\n");
+    await new Promise((r) => setTimeout(r, 100));
+    t.input.write("\x03");
+    await new Promise((r) => setTimeout(r, 50));
+    expect(stops).toEqual(["console:local"]);
+    expect(said).toContain("stopping… (Ctrl+C again quits)");
+    release();
+    await new Promise((r) => setTimeout(r, 50));
+    t.input.write("\x03");
+    await done;
+    expect(stops).toHaveLength(1);
+  });
+});
