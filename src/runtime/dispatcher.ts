@@ -21,6 +21,9 @@ import { expandPrompt, type PromptOutcome } from "./prompts.js";
 import { ENDED_NOTE, type RunningTurn, RunningTurns } from "./stops.js";
 import { resumeTurn, runTurn, type TurnDeps, type TurnResult } from "./turn.js";
 
+/** How often parked turns are looked for, to arm their expiry in this process too. */
+const PARKED_WATCH_MS = 60_000;
+
 /** A message that is a `/prompt` command. */
 const PROMPT_MESSAGE = /^\/prompt\s+/;
 
@@ -69,6 +72,7 @@ export class Dispatcher implements TurnRunner {
   /** The answer being written in each thread (this process's), for Stop. */
   private readonly running: RunningTurns;
   private readonly turnDeps: TurnDeps;
+  private parkedWatch: NodeJS.Timeout | undefined;
   /** The running platforms, to write in a thread no event came from (resumed turns, settled questions). */
   private adapters: Adapter[] = [];
 
@@ -256,6 +260,26 @@ export class Dispatcher implements TurnRunner {
     return controller.signal.aborted && this.stopping ? INTERRUPTED_NOTE : undefined;
   }
 
+  /**
+   * Every so often, the expiry of every parked turn is armed here too: the replica that
+   * parked a turn may be gone (a deploy), and a question nobody answers must still end.
+   * Replicas that fire together are harmless: the expiry is a first-wins decision, and the
+   * turn goes on once, under its lock.
+   */
+  private watchParked(): void {
+    clearInterval(this.parkedWatch);
+    this.parkedWatch = setInterval(() => {
+      void this.deps.ledger
+        .pending()
+        .then((records) => {
+          for (const r of records)
+            if (r.waiting && !this.desk.armed(r.key)) this.desk.arm(r.key, r.waiting.expiresAt);
+        })
+        .catch((err: unknown) => log.debug({ err }, "could not list parked turns"));
+    }, PARKED_WATCH_MS);
+    this.parkedWatch.unref();
+  }
+
   private replyFor(key: ThreadKey, channel?: string): Reply | undefined {
     const adapter = this.adapters.find((a) => a.platform === platformOf(key));
     return adapter?.replyFor?.(key, { messages: [], ...(channel ? { channel } : {}) });
@@ -293,6 +317,7 @@ export class Dispatcher implements TurnRunner {
     this.stopping = true;
     const all = () => Promise.all([...this.inFlight].map((t) => t.done));
     const grace = new AbortController();
+    clearInterval(this.parkedWatch);
     this.desk.close();
     const timedOut = await Promise.race([
       all().then(() => false),
@@ -321,6 +346,7 @@ export class Dispatcher implements TurnRunner {
       log.warn({ err }, "could not list the turns a crash interrupted");
       return [];
     });
+    this.watchParked();
     for (const { key, waiting } of pending) {
       // A parked turn was not interrupted: it waits for its approvals, here as before.
       if (waiting) {

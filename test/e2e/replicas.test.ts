@@ -1,16 +1,19 @@
-import { rmSync } from "node:fs";
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type App, startApp } from "../../src/app.js";
 import { openStore } from "../../src/store/index.js";
 import { deleteRedisKeys, needsServer, serverUrl } from "../../src/store/testing.js";
+import { clickComponent } from "../emulators/discord/components.js";
 import { DiscordEmulator, waitFor } from "../emulators/discord/index.js";
 import { LlmEmulator } from "../emulators/llm/index.js";
 import { appEnv } from "../support/app-env.js";
-import { scratchConfig } from "../support/chat-process.js";
-import { isTitleRequest, lastUserText } from "../support/llm-text.js";
+import { repoRoot, scratchConfig } from "../support/chat-process.js";
+import { isTitleRequest, lastUserText, toolResultsSinceUser } from "../support/llm-text.js";
 import { untilQuiet } from "../support/quiet.js";
 
 const REDIS_URL = serverUrl("redis");
+const filesystemServer = join(repoRoot, "node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
 
 /**
  * The app writes under its default namespace, "switchboard:", in the tests' database; no
@@ -83,3 +86,83 @@ describe("two replicas on Redis (a rolling deploy)", needsServer("redis"), () =>
     expect(JSON.stringify(followUp?.messages)).toContain("You said: hello replicas");
   }, 60_000);
 });
+
+describe(
+  "an approval asked by one replica, decided on the other (a rolling deploy)",
+  needsServer("redis"),
+  () => {
+    let llm: LlmEmulator;
+    let discord: DiscordEmulator;
+    let replicas: App[] = [];
+    let dir: string;
+    let files: string;
+
+    beforeAll(async () => {
+      await deleteAppKeys();
+      dir = scratchConfig("discord:\n  editIntervalMs: 250\n");
+      files = join(dir, "files");
+      mkdirSync(files);
+      writeFileSync(
+        join(dir, "mcp.json"),
+        JSON.stringify({
+          mcpServers: { filesystem: { command: process.execPath, args: [filesystemServer, files] } },
+        }),
+      );
+      llm = await LlmEmulator.start({
+        responder: (req) => {
+          if (isTitleRequest(req)) return { text: "Replica approval" };
+          if (toolResultsSinceUser(req).length > 0)
+            return { text: `Done: ${toolResultsSinceUser(req).at(-1)}` };
+          return {
+            toolCalls: [
+              {
+                name: "filesystem__write_file",
+                arguments: { path: join(files, "deploy.txt"), content: "v2" },
+              },
+            ],
+          };
+        },
+      });
+      discord = await DiscordEmulator.start();
+      const env = appEnv({ dir, llm, discord, store: REDIS_URL });
+      replicas = [await startApp({ env, cwd: dir }), await startApp({ env, cwd: dir })];
+    }, 90_000);
+
+    afterAll(async () => {
+      await Promise.all(replicas.map((r) => r.stop()));
+      await discord?.stop();
+      await llm?.close();
+      await deleteAppKeys();
+      rmSync(dir, { recursive: true, force: true });
+    });
+
+    it("writes the file once, after the click, in the replica that is still running", async () => {
+      const s = discord.state;
+      const m = discord.userMessage(s.general, "write the deploy file", { mentionsBot: true });
+      const approve = () =>
+        discord
+          .botMessages(m.id)
+          .flatMap((x) =>
+            ((x.components ?? []) as Array<{ components?: Array<{ custom_id: string }> }>).flatMap((r) =>
+              (r.components ?? []).map((c) => ({ message: x, id: c.custom_id })),
+            ),
+          )
+          .find((b) => b.id.endsWith(":approve"));
+      const button = await waitFor(approve, { timeoutMs: 25_000 });
+      // Both replicas are idle: the turn waits as a record, held by neither.
+      await Promise.all(replicas.map((r) => r.dispatcher.settled()));
+      await replicas[0]!.stop();
+      clickComponent(discord, { message: button.message, customId: button.id, userId: s.alice.id });
+      await waitFor(() => discord.botMessages(m.id).find((x) => x.content.startsWith("Done:")), {
+        timeoutMs: 25_000,
+      });
+      await replicas[1]!.dispatcher.settled();
+      await untilQuiet(discord.requests);
+      expect(readFileSync(join(files, "deploy.txt"), "utf8")).toBe("v2");
+      expect(discord.botMessages(m.id).filter((x) => x.content.startsWith("Done:"))).toHaveLength(1);
+      expect(
+        llm.requests.filter((r) => toolResultsSinceUser(r).length > 0 && !isTitleRequest(r)),
+      ).toHaveLength(1);
+    }, 60_000);
+  },
+);

@@ -217,6 +217,10 @@ export class ApprovalDesk {
     this.timers.set(key, timer);
   }
 
+  armed(key: ThreadKey): boolean {
+    return this.timers.has(key);
+  }
+
   disarm(key: ThreadKey): void {
     clearTimeout(this.timers.get(key));
     this.timers.delete(key);
