@@ -180,6 +180,37 @@ describe("approvals in Slack", () => {
     );
   });
 
+  it("asks no more in a thread where the asker approved the tool for the thread", async () => {
+    const m = slack.mention("C1", "U_ALICE", "please write note-7");
+    const { message: q } = await question(m);
+    click(q, "U_ALICE", "approve_thread");
+    await waitFor(() => slack.botReplies("C1", m.ts).some((r) => r.text.startsWith("Tool said:")));
+    await app.dispatcher.settled();
+    expect(slack.state.find("C1", q.ts)!.text).toMatch(
+      /^✅ alice approved `write_file` from \*filesystem\* for the rest of this thread\./,
+    );
+    const before = slack.botReplies("C1", m.ts).length;
+    slack.post("C1", "U_ALICE", "now write note-8", { threadTs: m.ts });
+    await waitFor(() => existsSync(join(root, "note-8.txt")));
+    await waitFor(
+      // Without a question the answer is one message: the model's words, then what the tool said.
+      () =>
+        slack.botReplies("C1", m.ts).filter((r) => r.text.includes("Tool said: Successfully wrote"))
+          .length === 2,
+    );
+    await app.dispatcher.settled();
+    expect(
+      slack
+        .botReplies("C1", m.ts)
+        .slice(before)
+        .some((r) => actionsOf(r).length > 0),
+    ).toBe(false);
+    // Elsewhere it still asks.
+    const other = slack.mention("C1", "U_ALICE", "please write note-11");
+    await question(other);
+    expect(existsSync(join(root, "note-11.txt"))).toBe(false);
+  });
+
   it("runs the read-only echo without asking", async () => {
     const m = slack.mention("C1", "U_ALICE", "echo ping-7");
     await waitFor(() => slack.botReplies("C1", m.ts).some((r) => r.text.startsWith("Tool said:")));
@@ -266,9 +297,12 @@ describe("approvals in Discord", () => {
   let env: NodeJS.ProcessEnv;
 
   beforeAll(async () => {
-    ({ dir, root } = workspace("llm:\n  maxRetries: 0\ndiscord:\n  editIntervalMs: 250\n"));
+    ({ dir, root } = workspace(
+      'llm:\n  maxRetries: 0\ndiscord:\n  editIntervalMs: 250\napprovals:\n  approvers:\n    - { platform: discord, discordRoles: ["R_OPS"] }\n',
+    ));
     llm = await LlmEmulator.start({ responder: scenario(root) });
     discord = await DiscordEmulator.start();
+    discord.state.defineRole("R_OPS", "ops");
     env = appEnv({ dir, llm, discord });
     app = await startApp({ env, cwd: dir });
   }, 60_000);
@@ -339,6 +373,20 @@ describe("approvals in Discord", () => {
     const told = writeResults(llm).filter((r) => lastUserText(r).includes("note-5"));
     expect(told).toHaveLength(1);
     expect(toolResultsSinceUser(told[0]!).at(-1)).toMatch(/denied this call, so it was not run\./);
+  });
+
+  it("lets a member with an approver role decide for someone else", async () => {
+    const m = discord.userMessage(s().general, "please write note-10", { mentionsBot: true });
+    const q = await question(m);
+    s().setRoles(s().bob.id, ["R_OPS"]);
+    try {
+      press(q, s().bob.id, "approve");
+      await answered(m);
+      expect(readFileSync(join(root, "note-10.txt"), "utf8")).toBe("contents of note-10");
+      expect(s().findMessage(q.id)!.content).toMatch(/^✅ bob approved `write_file`/);
+    } finally {
+      s().setRoles(s().bob.id, []);
+    }
   });
 
   it("runs the read-only echo without asking", async () => {
