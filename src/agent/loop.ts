@@ -374,7 +374,8 @@ async function runOne(
   };
 }
 
-function splitName(hub: ToolHub, name: string): { server: string; tool: string } {
+/** The server and MCP name of a model-facing tool name (from the catalog, else from `server__tool`). */
+export function splitName(hub: ToolHub, name: string): { server: string; tool: string } {
   const entry = hub.tools().find((t) => t.name === name);
   if (entry) return { server: entry.server, tool: entry.tool };
   const at = name.indexOf("__");

@@ -1,6 +1,6 @@
 import type { Agent, TurnInput } from "../agent/agent.js";
 import { countTokens, modelLimits } from "../agent/context.js";
-import { abandonedStep, type CallGate } from "../agent/loop.js";
+import { abandonedStep, type CallGate, splitName } from "../agent/loop.js";
 import type { Config } from "../config.js";
 import { toUserFacing } from "../core/errors.js";
 import type { AgentEvent } from "../core/events.js";
@@ -8,7 +8,7 @@ import type { PriorMessage } from "../core/inbound.js";
 import type { PendingStep, ToolCall } from "../core/messages.js";
 import type { Platform, ThreadKey } from "../core/thread.js";
 import { log } from "../log.js";
-import type { ToolEntry, ToolHub } from "../mcp/types.js";
+import type { ToolHub } from "../mcp/types.js";
 import { storeFailed } from "../store/index.js";
 import type { Session, SessionRepository } from "../store/sessions.js";
 import type { TurnLedger, TurnRecord } from "../store/turns.js";
@@ -191,7 +191,12 @@ async function drive(
     }
     if (pending) {
       await deps.desk
-        .park(record, pending, { reply, user: place.user, place, toolOf: (name) => toolOf(deps.hub, name) })
+        .park(record, pending, {
+          reply,
+          user: place.user,
+          place,
+          toolOf: (name) => splitName(deps.hub, name),
+        })
         .catch(async (err: unknown) => {
           log.error({ err, key: place.key }, "could not park the turn for its approvals");
           pending = undefined;
@@ -224,13 +229,6 @@ function gateFor(
     if (mode === "always" || session.settings.approvedTools?.includes(call.name)) return "run";
     return canAsk ? "ask" : { refuse: CANNOT_ASK_REASON };
   };
-}
-
-function toolOf(hub: ToolHub, name: string): { server: string; tool: string } {
-  const entry: ToolEntry | undefined = hub.tools().find((t) => t.name === name);
-  if (entry) return { server: entry.server, tool: entry.tool };
-  const at = name.indexOf("__");
-  return at > 0 ? { server: name.slice(0, at), tool: name.slice(at + 2) } : { server: "unknown", tool: name };
 }
 
 /** A mention mid-thread: start the session with what was said before, newest first until a quarter of the window. */

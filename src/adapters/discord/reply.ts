@@ -130,7 +130,7 @@ export class DiscordReply implements Reply {
   /** The Stop button's row while the answer is written; see offerStop. */
   private stopRow: QuestionRow[] | undefined;
   /** Messages last written with the Stop button: it comes off each once the answer ends. */
-  private readonly withStop = new Map<string, string>();
+  private readonly withStop = new Set<string>();
   private readonly typing: Typing;
   private readonly files: ReplyFiles;
   private lastStatus = "";
@@ -246,7 +246,7 @@ export class DiscordReply implements Reply {
 
   private shown(id: string, controls: QuestionRow[] | undefined): void {
     if (controls === undefined) return;
-    if (controls.length > 0) this.withStop.set(id, id);
+    if (controls.length > 0) this.withStop.add(id);
     else this.withStop.delete(id);
   }
 
@@ -258,7 +258,7 @@ export class DiscordReply implements Reply {
     const clear = this.place.ops.clearControls?.bind(this.place.ops);
     this.stopRow = undefined;
     if (!clear) return;
-    const ids = [...this.withStop.keys()];
+    const ids = [...this.withStop];
     this.withStop.clear();
     await Promise.all(
       ids.map((id) => clear(id).catch((err: unknown) => log.debug({ err, id }, "Stop button not removed"))),
