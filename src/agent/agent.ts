@@ -4,6 +4,7 @@ import type { AgentEvent } from "../core/events.js";
 import {
   addUsage,
   type ChatMessage,
+  type PendingStep,
   type ToolCall,
   type UserMessage,
   type UserPart,
@@ -44,11 +45,19 @@ export interface TurnInput {
   gate?: (call: ToolCall) => CallGate;
   /** Tools the model may be offered here (those that may never run here are left out). */
   offers?: (tool: ToolEntry) => boolean;
+  /** Names the turn on its question in the session (see UserMessage.turn). */
+  turn?: string;
+  /** Told before a step's calls run (see LoopOptions.onCalls). */
+  onCalls?: (step: PendingStep) => Promise<void>;
 }
 
-/** A turn that waited for approvals, going on with the decisions (the session holds its start). */
+/**
+ * A turn going on from its session (which holds its question and finished steps): after
+ * approvals, with their step and decisions; after a takeover, with the step whose calls
+ * were cut off, if any.
+ */
 export interface ResumeInput extends Omit<TurnInput, "text" | "parts"> {
-  resumed: ResumedStep;
+  resumed?: ResumedStep;
 }
 
 export interface TurnSummary {
@@ -84,6 +93,7 @@ export class Agent {
     const { config } = this.deps;
     const current: UserMessage = { role: "user", content: input.text };
     if (input.user.name) current.author = input.user.name;
+    if (input.turn) current.turn = input.turn;
 
     if (input.text.length > config.agent.maxUserMessageChars) {
       yield {
@@ -98,7 +108,7 @@ export class Agent {
     return yield* this.run(input, current, input.parts);
   }
 
-  /** Goes on with a turn that waited for approvals: its step first, then the model as usual. */
+  /** Goes on with a turn from its session: the resumed step first, if any, then the model as usual. */
   async *resumeTurn(input: ResumeInput): AsyncGenerator<AgentEvent, TurnSummary> {
     return yield* this.run(input, undefined, undefined, input.resumed);
   }
@@ -152,6 +162,7 @@ export class Agent {
           budgetTokens: limits.contextWindow - limits.maxOutputTokens - toolsTokens,
           signal: input.signal,
           gate: input.gate,
+          ...(input.onCalls ? { onCalls: input.onCalls } : {}),
           onStep: async (added) => {
             stepMessages += added.length;
             keep(...added);

@@ -36,6 +36,12 @@ export interface LoopOptions {
    */
   onStep?: (added: ChatMessage[]) => Promise<void>;
   /**
+   * Called before a step's calls run, with the step: `asks` are the calls about to run,
+   * `settled` the results of the others. The turn's owner records it, so that a process
+   * taking the turn over after a crash knows which calls may have run.
+   */
+  onCalls?: (step: PendingStep) => Promise<void>;
+  /**
    * Whether a call may run as it is, must wait for a person's approval, or may not run
    * here at all. Without a gate every call runs.
    */
@@ -227,6 +233,7 @@ async function* decide(
     const settled = planned.flatMap((p) => (p.refusal === undefined ? [] : [errorResult(p.call, p.refusal)]));
     return { kind: "wait", step: { assistant, asks, settled } };
   }
+  await opts.onCalls?.(startingStep(assistant, planned));
   append(assistant);
   const results = yield* runCalls(opts, planned);
   for (const r of results) append(r);
@@ -295,6 +302,7 @@ async function* finishStep(
     };
     return [verdict.run ? { call } : { call, refusal: verdict.reason }];
   });
+  await opts.onCalls?.(startingStep(step.assistant, planned, step.settled));
   append(step.assistant);
   const results = yield* runCalls(opts, planned);
   const byId = new Map([...settled, ...results.map((r) => [r.toolCallId, r] as const)]);
@@ -314,6 +322,22 @@ export function abandonedStep(step: PendingStep, reason: string): ChatMessage[] 
     (call) => settled.get(call.id) ?? errorResult(call, reason),
   );
   return [step.assistant, ...results];
+}
+
+/** The step as `onCalls` reports it: which of its calls run now, and the results of the rest. */
+function startingStep(
+  assistant: AssistantMessage,
+  planned: PlannedCall[],
+  settled: ToolMessage[] = [],
+): PendingStep {
+  return {
+    assistant,
+    asks: planned.filter((p) => p.refusal === undefined).map((p) => p.call.id),
+    settled: [
+      ...settled,
+      ...planned.flatMap((p) => (p.refusal === undefined ? [] : [errorResult(p.call, p.refusal)])),
+    ],
+  };
 }
 
 type CallEvent = { kind: "event"; event: AgentEvent } | { kind: "done"; index: number; message: ToolMessage };

@@ -23,6 +23,8 @@ export interface UserMessage {
   parts?: UserPart[];
   /** Display name of the author, for threads with several people in them. */
   author?: string;
+  /** The turn that asked it: a turn taken over after a crash finds whether it was saved. */
+  turn?: string;
 }
 
 export interface AssistantMessage {

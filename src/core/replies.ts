@@ -10,3 +10,12 @@ export interface ReplyAddress {
   /** A Slack native stream (`chat.startStream`) was still open at the last write. */
   streaming?: boolean;
 }
+
+/**
+ * A stored reply to write on. `retake`: the turn is taken over after its process died,
+ * and its messages are laid out again from this text (the answer up to its last
+ * checkpoint), replacing what the cut-off step showed.
+ */
+export interface ResumeFrom extends ReplyAddress {
+  retake?: string;
+}

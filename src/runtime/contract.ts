@@ -1,13 +1,13 @@
 import type { Config, Secrets } from "../config.js";
 import type { Artifact } from "../core/artifacts.js";
 import type { InboundFile, PriorMessage, Provenance } from "../core/inbound.js";
-import type { ReplyAddress } from "../core/replies.js";
+import type { ReplyAddress, ResumeFrom } from "../core/replies.js";
 import type { Platform, ThreadKey } from "../core/thread.js";
 import type { StateStore } from "../store/state.js";
 import type { Command } from "./commands.js";
 import type { PromptOutcome } from "./prompts.js";
 
-export type { ReplyAddress };
+export type { ReplyAddress, ResumeFrom };
 
 export interface Inbound {
   /** Platform event id, for dedupe. */
@@ -98,7 +98,7 @@ export interface Adapter {
    */
   recover?(key: ThreadKey, address: ReplyAddress | undefined, note: string): Promise<void>;
   /** Rebuilds the way back to a stored reply in this process, to write to the same messages. */
-  replyFor?(key: ThreadKey, address: ReplyAddress): Reply;
+  replyFor?(key: ThreadKey, address: ResumeFrom): Reply;
 }
 
 /**

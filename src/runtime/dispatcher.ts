@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Agent } from "../agent/agent.js";
 import type { Config } from "../config.js";
@@ -10,7 +11,7 @@ import type { ApprovalBook } from "../store/approvals.js";
 import type { Dedupe } from "../store/dedupe.js";
 import type { ThreadLock } from "../store/locks.js";
 import type { Session, SessionRepository } from "../store/sessions.js";
-import type { TurnLedger } from "../store/turns.js";
+import type { TurnLedger, TurnRecord } from "../store/turns.js";
 import { Access, type Origin, REFUSED_NOTE } from "./access.js";
 import { runAfterTurn } from "./after-turn.js";
 import { ApprovalDesk } from "./approvals/desk.js";
@@ -19,10 +20,8 @@ import type { Adapter, Command, Inbound, Interaction, Reply, TurnRunner } from "
 import { handleInteraction } from "./interactions.js";
 import { expandPrompt, type PromptOutcome } from "./prompts.js";
 import { ENDED_NOTE, type RunningTurn, RunningTurns } from "./stops.js";
-import { resumeTurn, runTurn, type TurnDeps, type TurnResult } from "./turn.js";
-
-/** How often parked turns are looked for, to arm their expiry in this process too. */
-const PARKED_WATCH_MS = 60_000;
+import { Takeovers } from "./takeover.js";
+import { resumeTurn, runTurn, type TurnDeps, type TurnHooks, type TurnResult, takeOverTurn } from "./turn.js";
 
 /** A message that is a `/prompt` command. */
 const PROMPT_MESSAGE = /^\/prompt\s+/;
@@ -72,7 +71,9 @@ export class Dispatcher implements TurnRunner {
   /** The answer being written in each thread (this process's), for Stop. */
   private readonly running: RunningTurns;
   private readonly turnDeps: TurnDeps;
-  private parkedWatch: NodeJS.Timeout | undefined;
+  private readonly takeovers: Takeovers;
+  /** Other replicas were alive when this one began to stop: its unfinished turns go to them. */
+  private handingOver = false;
   /** The running platforms, to write in a thread no event came from (resumed turns, settled questions). */
   private adapters: Adapter[] = [];
 
@@ -84,9 +85,17 @@ export class Dispatcher implements TurnRunner {
       resume: (key) => this.resumeWaiting(key),
       replyFor: (key, channel) => this.replyFor(key, channel),
     });
-    this.turnDeps = { ...deps, desk: this.desk };
+    this.turnDeps = { ...deps, desk: this.desk, owner: deps.lock.owner };
     this.access = new Access(deps.config);
     this.running = new RunningTurns(deps.config);
+    this.takeovers = new Takeovers({
+      ledger: deps.ledger,
+      lock: deps.lock,
+      desk: this.desk,
+      note: INTERRUPTED_NOTE,
+      track: (key, work) => this.track(key, work),
+      goOn: (record, reply, controller) => this.goOn(record, reply, controller),
+    });
   }
 
   async firstSight(id: string): Promise<boolean> {
@@ -221,63 +230,89 @@ export class Dispatcher implements TurnRunner {
    * thread's lock, in a reply rebuilt from its record: whichever process got the click.
    */
   resumeWaiting(key: ThreadKey): void {
-    if (this.stopping) return;
-    const { ledger, lock } = this.deps;
+    const { ledger } = this.deps;
+    void this.track(key, async (controller) => {
+      const record = await ledger.get(key);
+      if (!record?.waiting) return;
+      const reply = this.replyFor(key, record.address?.channel);
+      if (!reply) {
+        log.warn({ key }, "a decided approval's platform is not running here; its turn waits for it");
+        return;
+      }
+      const outcome = await this.desk.outcome(key, record.waiting, reply);
+      if (!outcome) return;
+      const started = Date.now();
+      const turn: RunningTurn = {
+        controller,
+        asker: record.waiting.user,
+        place: { platform: platformOf(key) ?? "console", channel: record.waiting.channel },
+      };
+      const running = this.running.track(key, turn);
+      reply.offerStop?.(running.ref);
+      const result = await resumeTurn(
+        record,
+        outcome,
+        reply,
+        this.turnDeps,
+        controller.signal,
+        this.hooksFor(turn, controller),
+      ).finally(running.done);
+      this.finished(key, reply, result, Date.now() - started);
+    });
+  }
+
+  /** Goes on with a turn whose process stopped (see Takeovers), under the lock the caller holds. */
+  private async goOn(record: TurnRecord, reply: Reply, controller: AbortController): Promise<void> {
+    const input = record.input;
+    if (!input) return;
+    const started = Date.now();
+    const turn: RunningTurn = {
+      controller,
+      asker: input.user,
+      place: { platform: platformOf(record.key) ?? "console", channel: input.channel },
+    };
+    const running = this.running.track(record.key, turn);
+    reply.offerStop?.(running.ref);
+    const result = await takeOverTurn(
+      record,
+      reply,
+      this.turnDeps,
+      controller.signal,
+      this.hooksFor(turn, controller),
+    ).finally(running.done);
+    this.finished(record.key, reply, result, Date.now() - started);
+  }
+
+  /**
+   * Runs `work` under the thread's lock as one of this process's turns: drained with them,
+   * aborted by a shutdown. Undefined when the process is stopping.
+   */
+  private track(
+    key: ThreadKey,
+    work: (controller: AbortController) => Promise<void>,
+  ): Promise<void> | undefined {
+    if (this.stopping) return undefined;
     const controller = new AbortController();
     const entry: InFlight = { controller, done: Promise.resolve() };
     this.inFlight.add(entry);
-    entry.done = lock
-      .run(key, async () => {
-        const record = await ledger.get(key);
-        if (!record?.waiting) return;
-        const reply = this.replyFor(key, record.address?.channel);
-        if (!reply) {
-          log.warn({ key }, "a decided approval's platform is not running here; its turn waits for it");
-          return;
-        }
-        const outcome = await this.desk.outcome(key, record.waiting, reply);
-        if (!outcome) return;
-        const started = Date.now();
-        const turn: RunningTurn = {
-          controller,
-          asker: record.waiting.user,
-          place: { platform: platformOf(key) ?? "console", channel: record.waiting.channel },
-        };
-        const running = this.running.track(key, turn);
-        reply.offerStop?.(running.ref);
-        const result = await resumeTurn(record, outcome, reply, this.turnDeps, controller.signal, {
-          interruptedNote: () => this.endingNote(turn, controller),
-        }).finally(running.done);
-        this.finished(key, reply, result, Date.now() - started);
-      })
-      .catch((err: unknown) => log.error({ err, key }, "a turn waiting for approvals could not go on"))
+    entry.done = this.deps.lock
+      .run(key, () => work(controller))
+      .catch((err: unknown) => log.error({ err, key }, "a stored turn could not go on"))
       .finally(() => this.inFlight.delete(entry));
+    return entry.done;
+  }
+
+  private hooksFor(turn: RunningTurn, controller: AbortController): TurnHooks {
+    return {
+      interruptedNote: () => this.endingNote(turn, controller),
+      handingOver: () => this.handingOver && controller.signal.aborted && turn.stoppedBy === undefined,
+    };
   }
 
   /** The sentence that ends an aborted answer: who stopped it, or the restart note. */
   private endingNote(turn: RunningTurn, controller: AbortController): string | undefined {
     if (turn.stoppedBy !== undefined) return `Stopped by ${turn.stoppedBy}.`;
     return controller.signal.aborted && this.stopping ? INTERRUPTED_NOTE : undefined;
-  }
-
-  /**
-   * Every so often, the expiry of every parked turn is armed here too: the replica that
-   * parked a turn may be gone (a deploy), and a question nobody answers must still end.
-   * Replicas that fire together are harmless: the expiry is a first-wins decision, and the
-   * turn goes on once, under its lock.
-   */
-  private watchParked(): void {
-    clearInterval(this.parkedWatch);
-    this.parkedWatch = setInterval(() => {
-      void this.deps.ledger
-        .pending()
-        .then((records) => {
-          for (const r of records)
-            if (r.waiting && !this.desk.armed(r.key)) this.desk.arm(r.key, r.waiting.expiresAt);
-        })
-        .catch((err: unknown) => log.debug({ err }, "could not list parked turns"));
-    }, PARKED_WATCH_MS);
-    this.parkedWatch.unref();
   }
 
   private replyFor(key: ThreadKey, channel?: string): Reply | undefined {
@@ -310,71 +345,74 @@ export class Dispatcher implements TurnRunner {
   }
 
   /**
-   * Graceful stop: refuse new turns, let running ones finish within `graceMs`, then end the
-   * rest with a note in their thread. Resolves when every turn has written its last word.
+   * Graceful stop: refuse new turns, let running ones finish within `graceMs`, then stop the
+   * rest. When other replicas are alive, the turns still running then are handed to them
+   * (their records stay; a replica takes each over from its last checkpoint), and so are
+   * messages still waiting for their thread. Otherwise each ends with the restart note.
+   * Resolves when every turn has written its last word here.
    */
-  async drain(graceMs: number): Promise<{ interrupted: number }> {
+  async drain(graceMs: number): Promise<{ interrupted: number; handedOver: number }> {
+    const { lock } = this.deps;
     this.stopping = true;
     const all = () => Promise.all([...this.inFlight].map((t) => t.done));
     const grace = new AbortController();
-    clearInterval(this.parkedWatch);
+    this.takeovers.close();
     this.desk.close();
+    this.handingOver = (await lock.others().catch(() => [])).length > 0;
     const timedOut = await Promise.race([
       all().then(() => false),
       sleep(graceMs, true, { ref: false, signal: grace.signal }).catch(() => false),
     ]);
     grace.abort();
-    const interrupted = timedOut ? this.inFlight.size : 0;
+    const left = timedOut ? this.inFlight.size : 0;
+    // Asked again at the end of the grace: the replicas seen at its start may have stopped too.
+    if (left > 0) this.handingOver = (await lock.others().catch(() => [])).length > 0;
     for (const t of [...this.inFlight, ...this.afterTurns.values()]) {
       t.controller.abort(new SwitchboardError("interrupted", INTERRUPTED_NOTE));
     }
     await all();
     await Promise.all([...this.afterTurns.values()].map((t) => t.done));
-    return { interrupted };
+    // The others take over what was handed to them at once, not after the heartbeat expires.
+    await lock.close();
+    const handedOver = this.handingOver ? left : 0;
+    if (handedOver) log.info({ turns: handedOver }, "handed unfinished turns to the other replicas");
+    return { interrupted: left - handedOver, handedOver };
   }
 
   /**
-   * Replies a crash (kill -9) left half-written get the same note a graceful restart writes.
-   * Each thread is checked under its lock and read again there, so a reply another replica
-   * is still writing (it holds the lock) is left alone.
+   * Start-up: turns a process left unfinished (kill -9, a replica that handed them over)
+   * are taken over and finished in their own replies; those that cannot be end with the
+   * restart note. From then on this process watches for such turns (see Takeovers).
    */
   async recoverInterrupted(adapters: Adapter[]): Promise<number> {
-    const { ledger, lock } = this.deps;
     this.adapters = adapters;
-    let recovered = 0;
-    const pending = await ledger.pending().catch((err: unknown) => {
-      log.warn({ err }, "could not list the turns a crash interrupted");
-      return [];
-    });
-    this.watchParked();
-    for (const { key, waiting } of pending) {
-      // A parked turn was not interrupted: it waits for its approvals, here as before.
-      if (waiting) {
-        this.desk.arm(key, waiting.expiresAt);
-        continue;
-      }
-      const adapter = adapters.find((a) => a.platform === platformOf(key));
-      // A platform that is not running now keeps its pending replies for a later start.
-      if (!adapter?.recover) continue;
-      await lock
-        .run(key, async () => {
-          const record = await ledger.get(key);
-          if (!record || record.waiting) return;
-          await adapter.recover?.(key, record.address, INTERRUPTED_NOTE);
-          await ledger.end(key);
-          recovered++;
-        })
-        .catch((err: unknown) => log.warn({ err, key }, "could not end an interrupted reply"));
-    }
-    if (recovered) log.info({ recovered }, "ended replies interrupted by a crash");
-    return recovered;
+    return this.takeovers.start(adapters);
   }
 
+  /** A message that will not be answered here: another replica answers it, or it gets the restart note. */
   private async refuse(inbound: Inbound): Promise<void> {
+    if (this.handingOver && (await this.handOff(inbound).catch(() => false))) return;
     await inbound.reply
       .stream()
       .fail(INTERRUPTED_NOTE)
       .catch((err: unknown) => log.warn({ err, key: inbound.key }, "could not post the restart note"));
+  }
+
+  /**
+   * Stores a message this stopping process will not answer as a turn of its own that has
+   * not started: another replica takes it over once this one stops beating. Only for a
+   * thread with no unfinished turn (a thread has one record).
+   */
+  private async handOff(inbound: Inbound): Promise<boolean> {
+    const { ledger, lock } = this.deps;
+    if (await ledger.get(inbound.key)) return false;
+    await ledger.begin(inbound.key, {
+      id: randomUUID(),
+      owner: lock.owner,
+      input: { text: inbound.text, user: inbound.user, channel: inbound.channel },
+    });
+    log.info({ key: inbound.key }, "handed a waiting message to the other replicas");
+    return true;
   }
 
   private async turn(inbound: Inbound, controller: AbortController): Promise<void> {
@@ -386,11 +424,13 @@ export class Dispatcher implements TurnRunner {
       asker: inbound.user,
       place: { platform: inbound.platform, channel: inbound.channel },
     };
+    // A turn this thread's last process left unfinished is finished first, in its own reply.
+    await this.takeovers.settleBefore(inbound.key, controller);
     const running = this.running.track(inbound.key, turn);
     inbound.reply.offerStop?.(running.ref);
     const result = await runTurn(inbound, this.turnDeps, controller.signal, {
       firstVisible: (ms) => observer?.firstVisible?.(inbound, ms),
-      interruptedNote: () => this.endingNote(turn, controller),
+      ...this.hooksFor(turn, controller),
     }).finally(running.done);
     const ms = Date.now() - started;
     observer?.turnEnded?.(inbound, result.outcome, ms, result.events);

@@ -36,7 +36,17 @@ export interface StreamWriterOptions {
    * the first write (null: the message is gone, so a new one is posted), stays in front
    * of the new text, in the platform's format already.
    */
-  resume?: { messages: string[]; shown(id: string): Promise<string | null> };
+  resume?: {
+    messages: string[];
+    shown(id: string): Promise<string | null>;
+    /**
+     * Set when the turn is taken over after its process died: the answer's text up to its
+     * last checkpoint (Markdown). Every message is laid out again from it, so what the
+     * cut-off step had shown is replaced by the step run again, not repeated after it.
+     * `shown` is still asked for the last message (null: it is gone, so it is posted).
+     */
+    retake?: string;
+  };
   /**
    * Told the reply's message ids each time a message is posted or removed, and awaited
    * before the next write, so a record of them is never behind the platform.
@@ -112,7 +122,7 @@ export class StreamWriter implements TextSink {
   ) {
     if (!Number.isInteger(opts.limit) || opts.limit < 1)
       throw new RangeError("limit must be a positive integer");
-    this.earlier = opts.resume?.messages.slice(0, -1) ?? [];
+    this.earlier = opts.resume?.retake === undefined ? (opts.resume?.messages.slice(0, -1) ?? []) : [];
     if (!opts.resume && !opts.ready) this.prepared = Promise.resolve();
     this.scheduler = opts.scheduler ?? new WriteScheduler({ limitOf: () => undefined }, "reply");
   }
@@ -169,9 +179,17 @@ export class StreamWriter implements TextSink {
   private prepare(): Promise<void> {
     this.prepared ??= (async () => {
       await this.opts.ready;
-      const id = this.opts.resume?.messages.at(-1);
-      const shown = id === undefined ? null : await this.opts.resume!.shown(id);
-      if (id !== undefined && shown !== null) {
+      const resume = this.opts.resume;
+      const id = resume?.messages.at(-1);
+      const shown = id === undefined ? null : await resume!.shown(id);
+      if (resume?.retake !== undefined) {
+        // Shown as "" so nothing is rewritten before there is text to write.
+        const last = resume.messages.length - 1;
+        resume.messages.forEach((mid, i) => {
+          this.slots[i] = { id: i === last && shown === null ? null : mid, want: "", sent: "" };
+        });
+        this.text = resume.retake + this.text;
+      } else if (id !== undefined && shown !== null) {
         this.text = shown + this.text;
         this.slots[0] = { id, want: shown, sent: shown };
       }
@@ -391,6 +409,12 @@ export class StreamWriter implements TextSink {
       slot.wantEnd = this.text.length;
       slot.wantClean = body === (last ? render(last.text) : "");
     } else if (this.ended && current) current.want = this.ops.remove || current.sent === null ? "" : NO_TEXT;
+    // A retaken reply whose new text needs fewer messages than the cut-off one had.
+    if (this.ended && this.ops.remove) {
+      for (const slot of this.slots.slice(this.frozen + 1)) {
+        if (slot.id !== null && slot.want === "") slot.sent = null;
+      }
+    }
   }
 
   private slot(index: number): Slot {

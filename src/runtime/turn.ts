@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import type { Agent, TurnInput } from "../agent/agent.js";
 import { countTokens, modelLimits } from "../agent/context.js";
 import { abandonedStep, type CallGate, splitName } from "../agent/loop.js";
@@ -5,8 +6,8 @@ import type { Config } from "../config.js";
 import { toUserFacing } from "../core/errors.js";
 import type { AgentEvent } from "../core/events.js";
 import type { PriorMessage } from "../core/inbound.js";
-import type { PendingStep, ToolCall } from "../core/messages.js";
-import type { Platform, ThreadKey } from "../core/thread.js";
+import type { PendingStep, ToolCall, Verdict } from "../core/messages.js";
+import { type Platform, platformOf, type ThreadKey } from "../core/thread.js";
 import { log } from "../log.js";
 import type { ToolHub } from "../mcp/types.js";
 import { storeFailed } from "../store/index.js";
@@ -26,12 +27,23 @@ export interface TurnDeps {
   config: Config;
   hub: ToolHub;
   desk: ApprovalDesk;
+  /** This process, as the thread locks and turn records name it. */
+  owner: string;
 }
+
+/** A turn taken over this many times (its processes kept dying) ends with the restart note instead. */
+export const MAX_TAKEOVERS = 2;
+
+/** What the model is told of a call cut off by a crash that was not run again. */
+export const MAY_HAVE_RUN =
+  "This call was started, but the process running it stopped before its result came back, so it may or may not have run. It was not run again: check whether it took effect before calling it again.";
 
 export interface TurnHooks {
   firstVisible?(ms: number): void;
   /** The sentence to end the reply with when the turn was stopped by a shutdown. */
   interruptedNote(): string | undefined;
+  /** True when the turn was stopped so that another process goes on with it (a rolling restart). */
+  handingOver?(): boolean;
 }
 
 export interface TurnResult {
@@ -62,16 +74,21 @@ export async function runTurn(
   signal: AbortSignal,
   hooks: TurnHooks,
 ): Promise<TurnResult> {
-  const { ledger, config, agent, sessions } = deps;
+  const { ledger, config, agent } = deps;
   const place: TurnPlace = {
     key: inbound.key,
     user: inbound.user,
     platform: inbound.platform,
     channel: inbound.channel,
   };
+  const run = {
+    id: randomUUID(),
+    owner: deps.owner,
+    input: { text: inbound.text, user: inbound.user, channel: inbound.channel },
+  };
   const { previous, record } = await (async () => {
     const previous = await ledger.get(inbound.key);
-    return { previous, record: await ledger.begin(inbound.key) };
+    return { previous, record: await ledger.begin(inbound.key, run) };
   })().catch((err: unknown) => {
     throw storeFailed(err);
   });
@@ -89,12 +106,9 @@ export async function runTurn(
       model: agent.modelFor(session),
       signal,
     });
-    return agent.runTurn({
-      ...common,
-      text: input.text,
-      parts: input.parts,
-      checkpoint: () => sessions.save(session),
-    });
+    // A takeover asks with what the files said too (their images are not kept).
+    if (input.text !== inbound.text) await ledger.asked(record, input.text);
+    return agent.runTurn({ ...common, text: input.text, parts: input.parts });
   });
 }
 
@@ -125,13 +139,84 @@ export async function resumeTurn(
     }
     return deps.agent.resumeTurn({
       ...common,
-      checkpoint: () => deps.sessions.save(session),
       resumed: { step: waiting.step, verdicts: outcome.verdicts },
     });
   });
 }
 
-type Common = Omit<TurnInput, "text" | "parts" | "checkpoint">;
+/**
+ * Goes on with a turn whose process died (kill -9, a lost machine, a replica handing its
+ * turns over), from its last checkpoint, in its own reply: the messages are laid out
+ * again from the text of the finished steps, and the cut-off step runs again. Calls that
+ * had started and whose results were not saved are not repeated blindly: the model is
+ * told they may have run, unless the tool says it is read-only or idempotent.
+ */
+export async function takeOverTurn(
+  record: TurnRecord,
+  reply: Reply,
+  deps: TurnDeps,
+  signal: AbortSignal,
+  hooks: TurnHooks,
+): Promise<TurnResult> {
+  const { input, id } = record;
+  if (!input || !id) throw new Error(`The turn of ${record.key} cannot be taken over`);
+  const place: TurnPlace = {
+    key: record.key,
+    user: input.user,
+    platform: platformOf(record.key) ?? "console",
+    channel: input.channel,
+  };
+  const kept = record.shown ?? "";
+  return drive(
+    record,
+    place,
+    reply,
+    deps,
+    signal,
+    hooks,
+    async (session, common) => {
+      const asked = session.messages.some((m) => m.role === "user" && m.turn === id);
+      if (!asked) return deps.agent.runTurn({ ...common, text: input.text });
+      const last = session.messages.at(-1);
+      // The answer was saved, but not the turn's end: only its text is left to show.
+      if (last?.role === "assistant" && !last.toolCalls?.length) return answered(last.content);
+      const calling = record.calling;
+      const resumed =
+        calling && !stepSaved(session, calling)
+          ? { step: calling, verdicts: afterCrash(calling, deps.hub) }
+          : undefined;
+      return deps.agent.resumeTurn({ ...common, ...(resumed ? { resumed } : {}) });
+    },
+    kept,
+  );
+}
+
+/** The step's message is in the session: its calls' results were saved with it. */
+function stepSaved(session: Session, step: PendingStep): boolean {
+  const ids = new Set(step.assistant.toolCalls?.map((c) => c.id));
+  return session.messages.some((m) => m.role === "assistant" && m.toolCalls?.some((c) => ids.has(c.id)));
+}
+
+/** A cut-off call runs again only when its tool says that is safe. */
+function afterCrash(step: PendingStep, hub: ToolHub): Record<string, Verdict> {
+  const verdicts: Record<string, Verdict> = {};
+  for (const callId of step.asks) {
+    const call = step.assistant.toolCalls?.find((c) => c.id === callId);
+    const hints = call && hub.tools().find((t) => t.name === call.name)?.annotations;
+    verdicts[callId] =
+      hints?.readOnlyHint || hints?.idempotentHint ? { run: true } : { run: false, reason: MAY_HAVE_RUN };
+  }
+  return verdicts;
+}
+
+/** A finished answer's text as the turn's only event. */
+async function* answered(text: string): AsyncGenerator<AgentEvent, undefined> {
+  yield { type: "text", delta: text };
+  yield { type: "done", usage: { inputTokens: 0, outputTokens: 0 } };
+  return undefined;
+}
+
+type Common = Omit<TurnInput, "text" | "parts">;
 
 /** The part of a turn that new and resumed turns share: session, events into the reply, save, park or end. */
 async function drive(
@@ -142,10 +227,13 @@ async function drive(
   signal: AbortSignal,
   hooks: TurnHooks,
   start: (session: Session, common: Common) => Promise<AsyncGenerator<AgentEvent, unknown>>,
+  kept = "",
 ): Promise<TurnResult> {
   const { sessions, ledger } = deps;
   const started = Date.now();
   const events: AgentEvent[] = [];
+  /** The answer's text so far, as the reply shows it (a taken-over turn starts from what it keeps). */
+  let shown = kept;
   reply.onAddress?.((address) => ledger.address(record, address));
   const renderer = new ReplyRenderer(
     reply,
@@ -155,6 +243,7 @@ async function drive(
   let outcome: RenderOutcome = "ok";
   let session: Session | undefined;
   let pending: PendingStep | undefined;
+  let handedOver = false;
   try {
     session = await sessions.getOrCreate(place.key).catch((err: unknown) => {
       throw storeFailed(err);
@@ -162,6 +251,12 @@ async function drive(
     const current = session;
     const run = await start(current, {
       session: current,
+      ...(record.id ? { turn: record.id } : {}),
+      checkpoint: async () => {
+        await sessions.save(current);
+        await ledger.checkpoint(record, shown);
+      },
+      onCalls: (step) => ledger.calling(record, step),
       user: place.user,
       platform: place.platform,
       channel: place.channel,
@@ -169,7 +264,13 @@ async function drive(
       gate: gateFor(deps, place, current, Boolean(reply.ask)),
       offers: (tool) => approvalMode(deps.config, tool, place) !== "never",
     });
-    for await (const event of run) {
+    for await (let event of run) {
+      if (event.type === "text") {
+        // A taken-over answer goes on after the text it keeps, as the loop separates its steps.
+        if (shown === kept && kept !== "" && !kept.endsWith("\n"))
+          event = { ...event, delta: `\n\n${event.delta}` };
+        shown += event.delta;
+      }
       events.push(event);
       if (event.type === "waiting") pending = event.step;
       outcome = (await renderer.render(event)) ?? outcome;
@@ -177,11 +278,22 @@ async function drive(
   } catch (err) {
     outcome = "error";
     pending = undefined;
+    if (hooks.handingOver?.()) {
+      // Another process goes on from the last checkpoint: nothing more is written or saved here.
+      handedOver = true;
+      log.info({ key: place.key }, "turn handed over to another process");
+      return { outcome: "interrupted", events };
+    }
     log.error({ err, key: place.key }, "reply failed");
     await renderer.fail(hooks.interruptedNote() ?? toUserFacing(err).message);
   } finally {
-    // The end checkpoint, then the ledger: a crash between the two re-ends a reply that is
-    // already complete, which only appends the restart note to it.
+    if (!handedOver) await settle();
+  }
+  return { outcome, events, session, parked: Boolean(pending) };
+
+  async function settle(): Promise<void> {
+    // The end checkpoint, then the ledger: a crash between the two leaves a saved answer,
+    // which a takeover only shows again (see takeOverTurn).
     if (session) {
       await sessions.save(session).catch((err: unknown) => {
         outcome = "error";
@@ -210,7 +322,6 @@ async function drive(
         .catch((err: unknown) => log.warn({ err, key: place.key }, "could not end the turn's record"));
     }
   }
-  return { outcome, events, session, parked: Boolean(pending) };
 }
 
 /** Which calls run here, wait for a person, or may not run (see approvals/policy.ts). */

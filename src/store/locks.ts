@@ -9,6 +9,14 @@ export interface ThreadLock {
   run<T>(key: string, fn: () => Promise<T>): Promise<T>;
   /** Turns of this thread in this process that are running or waiting (0 when idle). */
   queued(key: string): number;
+  /** This process, as its leases and turn records name it. */
+  readonly owner: string;
+  /** Whether the process named `owner` still beats (this one always does). */
+  alive(owner: string): Promise<boolean>;
+  /** The other processes that beat now: replicas sharing the store. */
+  others(): Promise<string[]>;
+  /** Stops beating at once, so that others take this process's threads over without waiting out its heartbeat. */
+  close(): Promise<void>;
 }
 
 interface Queue {
@@ -23,6 +31,7 @@ interface Queue {
  */
 export class LocalThreadLock implements ThreadLock {
   private readonly queues = new Map<string, Queue>();
+  readonly owner = randomUUID();
 
   async run<T>(key: string, fn: () => Promise<T>): Promise<T> {
     let queue = this.queues.get(key);
@@ -49,6 +58,17 @@ export class LocalThreadLock implements ThreadLock {
   queued(key: string): number {
     return this.queues.get(key)?.count ?? 0;
   }
+
+  /** One process, no store: only this one exists. */
+  async alive(owner: string): Promise<boolean> {
+    return owner === this.owner;
+  }
+
+  async others(): Promise<string[]> {
+    return [];
+  }
+
+  async close(): Promise<void> {}
 }
 
 export interface LeaseLockOptions {
@@ -68,6 +88,8 @@ export interface LeaseLockOptions {
 const HEARTBEAT_TTL_MS = 4_000;
 const HEARTBEAT_EVERY_MS = 1_000;
 const aliveKey = (owner: string) => `alive:${owner}`;
+/** Every process that beat once; `others` reads the live ones from it and forgets the rest. */
+const PROCESSES = "processes";
 
 /**
  * The lock across processes and replicas, on any backend: a lease in the state store
@@ -78,8 +100,10 @@ const aliveKey = (owner: string) => `alive:${owner}`;
 export class LeaseThreadLock implements ThreadLock {
   private readonly local = new LocalThreadLock();
   /** Names this process in its lease tokens and its heartbeat. */
-  private readonly owner = randomUUID();
-  private alive: Promise<void> | undefined;
+  readonly owner = randomUUID();
+  private beating: Promise<void> | undefined;
+  private beatTimer: NodeJS.Timeout | undefined;
+  private closed = false;
   private readonly ttlMs: number;
   private readonly renewEveryMs: number;
   private readonly maxPollMs: number;
@@ -99,6 +123,29 @@ export class LeaseThreadLock implements ThreadLock {
 
   queued(key: string): number {
     return this.local.queued(key);
+  }
+
+  async alive(owner: string): Promise<boolean> {
+    if (owner === this.owner) return !this.closed;
+    return (await this.state.get(aliveKey(owner))) !== undefined;
+  }
+
+  async others(): Promise<string[]> {
+    await this.heartbeat();
+    const all = (await this.state.listMembers(PROCESSES)).filter((o) => o !== this.owner);
+    const live = await Promise.all(all.map((o) => this.alive(o)));
+    const gone = all.filter((_, i) => !live[i]);
+    // Forgotten once gone: the list stays as long as the replicas running now.
+    await Promise.all(gone.map((o) => this.state.listRemove(PROCESSES, o))).catch(() => undefined);
+    return all.filter((_, i) => live[i]);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    clearInterval(this.beatTimer);
+    if (!this.beating) return;
+    await this.state.delete(aliveKey(this.owner)).catch(() => undefined);
+    await this.state.listRemove(PROCESSES, this.owner).catch(() => undefined);
   }
 
   private async holding<T>(key: string, fn: () => Promise<T>): Promise<T> {
@@ -139,23 +186,27 @@ export class LeaseThreadLock implements ThreadLock {
     const holder = await this.state.lockHolder(key);
     const owner = holder && leaseOwner(holder);
     if (!holder || !owner || owner === this.owner) return false;
-    if ((await this.state.get(aliveKey(owner))) !== undefined) return false;
+    if (await this.alive(owner)) return false;
     await this.state.releaseLock(holder);
     log.info({ key, owner }, "took over the thread lock of a process that stopped");
     return true;
   }
 
-  /** This process's sign of life, renewed while it runs; the first one is written before any lease. */
-  private heartbeat(): Promise<void> {
+  /**
+   * This process's sign of life, renewed while it runs; the first one is written before
+   * any lease or turn record names it.
+   */
+  heartbeat(): Promise<void> {
     const beat = () => this.state.set(aliveKey(this.owner), 1, HEARTBEAT_TTL_MS);
-    this.alive ??= beat().then(() => {
-      const timer = setInterval(
-        () => void beat().catch((err: unknown) => log.debug({ err }, "heartbeat not written")),
-        HEARTBEAT_EVERY_MS,
-      );
-      timer.unref();
-    });
-    return this.alive;
+    this.beating ??= (async () => {
+      await beat();
+      await this.state.listAdd(PROCESSES, this.owner);
+      this.beatTimer = setInterval(() => {
+        if (!this.closed) void beat().catch((err: unknown) => log.debug({ err }, "heartbeat not written"));
+      }, HEARTBEAT_EVERY_MS);
+      this.beatTimer.unref();
+    })();
+    return this.beating;
   }
 
   private async extend(lease: Lease): Promise<void> {

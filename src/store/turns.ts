@@ -12,6 +12,24 @@ export interface TurnRecord {
   address?: ReplyAddress;
   /** Set while the turn waits for approvals: no process runs it until they are decided. */
   waiting?: WaitingTurn;
+  /** Names the turn: its question in the session carries it (`UserMessage.turn`). */
+  id?: string;
+  /** The process running the turn (its lock owner); another takes it over once it stops beating. */
+  owner?: string;
+  /** What was asked, so that a process taking the turn over can ask the model again. */
+  input?: TurnInput;
+  /** The answer's text as of the last checkpoint: a taken-over reply is laid out again from it. */
+  shown?: string;
+  /** A step whose calls had started and whose results were not saved: they may have run. */
+  calling?: PendingStep;
+  /** How many times the turn was taken over; it ends with the restart note past a limit. */
+  takeovers?: number;
+}
+
+export interface TurnInput {
+  text: string;
+  user: { id: string; name?: string };
+  channel: string;
 }
 
 export interface WaitingTurn {
@@ -40,11 +58,38 @@ export class TurnLedger {
     this.state = createState(store);
   }
 
-  async begin(key: ThreadKey): Promise<TurnRecord> {
-    const record: TurnRecord = { key, startedAt: new Date().toISOString() };
+  async begin(key: ThreadKey, run?: { id: string; owner: string; input: TurnInput }): Promise<TurnRecord> {
+    const record: TurnRecord = { key, startedAt: new Date().toISOString(), ...run };
     await this.state.listAdd(PENDING, key);
     await this.write(record);
     return record;
+  }
+
+  /** The session was saved after a step: the answer so far is `shown`, and no call is in doubt. */
+  async checkpoint(record: TurnRecord, shown: string): Promise<void> {
+    record.shown = shown;
+    delete record.calling;
+    await this.write(record);
+  }
+
+  /** A step's calls start now: until the next checkpoint their outcome is unknown after a crash. */
+  async calling(record: TurnRecord, step: PendingStep): Promise<void> {
+    record.calling = step;
+    await this.write(record);
+  }
+
+  /** The question as the model got it (with what its files said). */
+  async asked(record: TurnRecord, text: string): Promise<void> {
+    if (!record.input) return;
+    record.input.text = text;
+    await this.write(record);
+  }
+
+  /** `owner` goes on with a turn whose process stopped. */
+  async takeOver(record: TurnRecord, owner: string): Promise<void> {
+    record.owner = owner;
+    record.takeovers = (record.takeovers ?? 0) + 1;
+    await this.write(record);
   }
 
   /** Records where the reply is now; awaited before the reply writes on. */
@@ -62,6 +107,10 @@ export class TurnLedger {
   /** The turn goes on (its step's calls run now): a crash from here on ends it, never runs them again. */
   async unpark(record: TurnRecord): Promise<void> {
     delete record.waiting;
+    // It goes on in a new reply below the questions: a takeover from here retakes that one.
+    delete record.address;
+    delete record.shown;
+    delete record.calling;
     await this.write(record);
   }
 

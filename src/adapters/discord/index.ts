@@ -3,7 +3,7 @@ import { type Client, Events, Status } from "discord.js";
 import { SwitchboardError } from "../../core/errors.js";
 import type { ThreadKey } from "../../core/thread.js";
 import { log } from "../../log.js";
-import type { Adapter, AdapterDeps, Reply, ReplyAddress } from "../../runtime/contract.js";
+import type { Adapter, AdapterDeps, Reply, ReplyAddress, ResumeFrom } from "../../runtime/contract.js";
 import { WriteScheduler } from "../../runtime/scheduler/write-scheduler.js";
 import { createClient, inviteUrl } from "./client.js";
 import { onInteraction, registerCommands } from "./commands.js";
@@ -97,11 +97,11 @@ export class DiscordAdapter implements Adapter {
    * through the channel by id (an interaction's token died with its process); it renames
    * nothing, since whether the bot owns the thread is not known without a fetch.
    */
-  replyFor(key: ThreadKey, address: ReplyAddress): Reply {
+  replyFor(key: ThreadKey, address: ResumeFrom): Reply {
     return this.rebuilt(key, address, true);
   }
 
-  private rebuilt(key: ThreadKey, address: ReplyAddress, typing: boolean): DiscordReply {
+  private rebuilt(key: ThreadKey, address: ResumeFrom, typing: boolean): DiscordReply {
     const channel = address.channel ?? channelOfKey(key);
     if (!channel) throw new Error(`Not a Discord thread key: ${key}`);
     const place = channelPlaceById(this.client, channel);

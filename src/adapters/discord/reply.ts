@@ -1,7 +1,7 @@
 import { type AttachmentBuilder, RateLimitError } from "discord.js";
 import type { Artifact } from "../../core/artifacts.js";
 import { log } from "../../log.js";
-import type { Question, Reply, ReplyAddress, TextSink } from "../../runtime/contract.js";
+import type { Question, Reply, ReplyAddress, ResumeFrom, TextSink } from "../../runtime/contract.js";
 import { interactionId } from "../../runtime/interaction-ids.js";
 import type { WriteScheduler } from "../../runtime/scheduler/write-scheduler.js";
 import { type MessageOps, RateLimitedError, StreamWriter } from "../../runtime/stream.js";
@@ -140,7 +140,7 @@ export class DiscordReply implements Reply {
   constructor(
     private readonly place: Place,
     private readonly opts: ReplyOptions,
-    private readonly resume?: ReplyAddress,
+    private readonly resume?: ResumeFrom,
   ) {
     this.typing = new Typing(place.typing?.bind(place));
     this.files = new ReplyFiles({
@@ -197,6 +197,7 @@ export class DiscordReply implements Reply {
             resume: {
               messages: this.resume.messages,
               shown: async (id: string) => (await read(id))?.replace(LEFT_STATUS, "") ?? null,
+              ...(this.resume.retake === undefined ? {} : { retake: this.resume.retake }),
             },
           }
         : {}),

@@ -1,7 +1,7 @@
 import { ErrorCode, type WebClient } from "@slack/web-api";
 import type { Artifact } from "../../core/artifacts.js";
 import { log } from "../../log.js";
-import type { Question, Reply, ReplyAddress, TextSink } from "../../runtime/contract.js";
+import type { Question, Reply, ReplyAddress, ResumeFrom, TextSink } from "../../runtime/contract.js";
 import { interactionId } from "../../runtime/interaction-ids.js";
 import { WriteDropped, type WriteScheduler } from "../../runtime/scheduler/write-scheduler.js";
 import { type MessageOps, RateLimitedError, StreamWriter } from "../../runtime/stream.js";
@@ -116,7 +116,7 @@ export class SlackReply implements Reply {
   constructor(
     private readonly deps: ReplyDeps,
     readonly place: SlackPlace,
-    private readonly resume?: ReplyAddress,
+    private readonly resume?: ResumeFrom,
   ) {}
 
   onAddress(record: (address: ReplyAddress) => Promise<void>): void {
@@ -153,7 +153,13 @@ export class SlackReply implements Reply {
       statusLine: !this.statusInThread,
       onMessages: onMessages ?? ((messages) => this.record({ messages })),
       ...(this.resume
-        ? { resume: { messages: this.resume.messages, shown: (ts) => this.readBack(ts) } }
+        ? {
+            resume: {
+              messages: this.resume.messages,
+              shown: (ts) => this.readBack(ts),
+              ...(this.resume.retake === undefined ? {} : { retake: this.resume.retake }),
+            },
+          }
         : {}),
     });
     return writer;

@@ -1,0 +1,164 @@
+import { platformOf, type ThreadKey } from "../core/thread.js";
+import { log } from "../log.js";
+import type { ThreadLock } from "../store/locks.js";
+import type { TurnLedger, TurnRecord } from "../store/turns.js";
+import type { ApprovalDesk } from "./approvals/desk.js";
+import type { Adapter, Reply } from "./contract.js";
+import { MAX_TAKEOVERS } from "./turn.js";
+
+/**
+ * How often the turns in the store are looked over: parked ones get their expiry armed
+ * here too, and turns whose process stopped are taken over. A turn whose process died is
+ * found within this plus the heartbeat's expiry (4 s).
+ */
+export const PENDING_WATCH_MS = 2_000;
+
+export interface TakeoverDeps {
+  ledger: TurnLedger;
+  lock: ThreadLock;
+  desk: ApprovalDesk;
+  /** The sentence a turn that cannot be taken over ends with. */
+  note: string;
+  /**
+   * Runs `work` as one of this process's turns (drained with them); `work` runs under the
+   * thread's lock. Resolves when it is done; undefined when the process is stopping.
+   */
+  track(key: ThreadKey, work: (controller: AbortController) => Promise<void>): Promise<void> | undefined;
+  /** Goes on with a turn from its record, in `reply`, under the thread's lock the caller holds. */
+  goOn(record: TurnRecord, reply: Reply, controller: AbortController): Promise<void>;
+}
+
+/**
+ * Finds the turns whose process stopped before they did (kill -9, a lost machine, a
+ * replica handing its turns over) and finishes them here: at start-up, while running
+ * (every replica watches), and before a new message of such a thread is answered.
+ */
+export class Takeovers {
+  private adapters: Adapter[] = [];
+  private timer: NodeJS.Timeout | undefined;
+  /** Threads this process is about to take over (queued for their lock): asked once. */
+  private readonly claimed = new Set<ThreadKey>();
+
+  constructor(private readonly deps: TakeoverDeps) {}
+
+  /**
+   * Start-up: every turn left by a process that is gone is taken over (or noted). Resolves
+   * with how many once they are finished.
+   */
+  async start(adapters: Adapter[]): Promise<number> {
+    this.adapters = adapters;
+    const pending = await this.deps.ledger.pending().catch((err: unknown) => {
+      log.warn({ err }, "could not list the turns a crash interrupted");
+      return [];
+    });
+    this.watch();
+    const finishing: Promise<void>[] = [];
+    for (const record of pending) {
+      if (record.waiting) this.arm(record);
+      else {
+        const claimed = await this.claim(record);
+        if (claimed) finishing.push(claimed.done);
+      }
+    }
+    if (finishing.length) log.info({ turns: finishing.length }, "finishing the turns of a stopped process");
+    await Promise.all(finishing);
+    return finishing.length;
+  }
+
+  close(): void {
+    clearInterval(this.timer);
+  }
+
+  /**
+   * A thread's unfinished turn of a process that is gone, finished under the lock the
+   * caller holds: before a new message of the thread is answered.
+   */
+  async settleBefore(key: ThreadKey, controller: AbortController): Promise<void> {
+    try {
+      const record = await this.deps.ledger.get(key);
+      if (!record || record.waiting || !(await this.orphaned(record))) return;
+      await this.finish(record, controller);
+    } catch (err) {
+      // The new message is answered anyway; the watcher tries the old turn again.
+      log.warn({ err, key }, "could not finish the thread's unfinished turn first");
+    }
+  }
+
+  private watch(): void {
+    clearInterval(this.timer);
+    this.timer = setInterval(() => {
+      void this.deps.ledger
+        .pending()
+        .then(async (records) => {
+          for (const r of records) {
+            if (r.waiting) this.arm(r);
+            else void this.claim(r);
+          }
+        })
+        .catch((err: unknown) => log.debug({ err }, "could not look over the pending turns"));
+    }, PENDING_WATCH_MS);
+    this.timer.unref();
+  }
+
+  /**
+   * Every replica arms a parked turn's expiry: the one that parked it may be gone, and a
+   * question nobody answers must still end. The expiry is a first-wins decision, so
+   * firing in two processes is harmless.
+   */
+  private arm(record: TurnRecord): void {
+    if (record.waiting && !this.deps.desk.armed(record.key))
+      this.deps.desk.arm(record.key, record.waiting.expiresAt);
+  }
+
+  /** Takes an orphaned turn over, once per process; `done` when it is finished (undefined: not taken). */
+  private async claim(record: TurnRecord): Promise<{ done: Promise<void> } | undefined> {
+    const key = record.key;
+    if (this.claimed.has(key) || !(await this.orphaned(record))) return undefined;
+    this.claimed.add(key);
+    const work = this.deps.track(key, async (controller) => {
+      try {
+        const now = await this.deps.ledger.get(key);
+        // Read again under the lock: another process may have finished or taken it meanwhile.
+        if (now && !now.waiting && (await this.orphaned(now))) await this.finish(now, controller);
+      } finally {
+        this.claimed.delete(key);
+      }
+    });
+    if (!work) {
+      this.claimed.delete(key);
+      return undefined;
+    }
+    return { done: work };
+  }
+
+  /** Left by a process that no longer beats (a record of this process is its own business). */
+  private async orphaned(record: TurnRecord): Promise<boolean> {
+    const { lock } = this.deps;
+    if (record.owner === lock.owner) return false;
+    return record.owner === undefined || !(await lock.alive(record.owner));
+  }
+
+  /** Goes on with the turn in its own reply; one that cannot go on ends with the note. */
+  private async finish(record: TurnRecord, controller: AbortController): Promise<void> {
+    const { ledger, lock } = this.deps;
+    const adapter = this.adapters.find((a) => a.platform === platformOf(record.key));
+    // A platform that is not running here keeps its turns for a process that runs it.
+    if (!adapter) return;
+    const resumable = record.input && record.id && (record.takeovers ?? 0) < MAX_TAKEOVERS;
+    if (resumable && adapter.replyFor) {
+      const from = record.owner;
+      await ledger.takeOver(record, lock.owner);
+      log.info({ key: record.key, from, takeovers: record.takeovers }, "taking a turn over");
+      const reply = adapter.replyFor(record.key, {
+        ...(record.address ?? { messages: [] }),
+        retake: record.shown ?? "",
+      });
+      await this.deps.goOn(record, reply, controller);
+      return;
+    }
+    if (!adapter.recover) return;
+    await adapter.recover(record.key, record.address, this.deps.note);
+    await ledger.end(record.key);
+    log.info({ key: record.key }, "ended a reply interrupted by a crash");
+  }
+}
