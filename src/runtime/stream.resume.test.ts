@@ -89,6 +89,232 @@ describe("StreamWriter resuming a reply written earlier", () => {
   });
 });
 
+/** Texts a dead process left in the reply, which a retake must not show again. */
+const PARTIAL = "partial text the dead process showed";
+
+/**
+ * A writer that takes over the reply in messages `ids` of `channel` after its process
+ * died, from the checkpoint text `retake`. The channel's own posts are named p1, p2…
+ */
+function retaken(
+  channel: FakeChannel,
+  ids: string[],
+  retake: string,
+  more: {
+    limit?: number;
+    statusLine?: boolean;
+    shown?: (id: string) => Promise<string | null>;
+    onMessages?: (ids: string[]) => Promise<void>;
+  } = {},
+): StreamWriter {
+  return new StreamWriter(channel, {
+    limit: more.limit ?? 2000,
+    intervalMs: 100,
+    ...(more.statusLine ? { statusLine: true } : {}),
+    ...(more.onMessages ? { onMessages: more.onMessages } : {}),
+    resume: {
+      messages: ids,
+      shown: more.shown ?? (async (id) => channel.messages.get(id) ?? null),
+      retake,
+    },
+  });
+}
+
+describe("StreamWriter retaking a reply whose process died", () => {
+  it("rewrites the last message as the kept text plus the new text, dropping what the dead process showed", async () => {
+    const channel = new FakeChannel({ prefix: "p" });
+    channel.seed("m1", PARTIAL);
+    const writer = new StreamWriter(channel, {
+      limit: 2000,
+      intervalMs: 100,
+      resume: { messages: ["m1"], shown: async () => PARTIAL, retake: "Kept text." },
+    });
+    writer.write(" More");
+    await vi.advanceTimersByTimeAsync(150);
+    writer.write(" text.");
+    expect(await settle(writer.finish())).toBeNull();
+    expect(channel.texts()).toEqual(["Kept text. More text."]);
+    expect(channel.callsOf("post")).toEqual([]);
+    expect(channel.calls.every((c) => c.op === "edit" && c.id === "m1")).toBe(true);
+    expect(channel.calls.some((c) => c.text.includes(PARTIAL))).toBe(false);
+    expect(channel.calls.at(-1)?.text).toBe("Kept text. More text.");
+    expect(writer.messageIds).toEqual(["m1"]);
+  });
+
+  it("with an empty retake, removes nothing before there is text, then shows exactly the new text", async () => {
+    const channel = new FakeChannel({ prefix: "p", withRemove: true });
+    channel.seed("m1", PARTIAL);
+    const writer = retaken(channel, ["m1"], "", { statusLine: true });
+    // A status before any text: the message shows it, and is not removed for having no text.
+    writer.status("_Thinking…_");
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(channel.calls.map((c) => [c.op, c.id, c.text])).toEqual([["edit", "m1", "_Thinking…_"]]);
+    writer.write("New text.");
+    await vi.advanceTimersByTimeAsync(150);
+    expect(channel.calls.map((c) => [c.op, c.id, c.text])).toEqual([
+      ["edit", "m1", "_Thinking…_"],
+      ["edit", "m1", "New text."],
+    ]);
+    expect(await settle(writer.finish())).toBeNull();
+    expect(channel.texts()).toEqual(["New text."]);
+    expect(channel.callsOf("post")).toEqual([]);
+    expect(channel.callsOf("remove")).toEqual([]);
+  });
+
+  it("with an empty retake, removes a message the new text does not need only once the answer ends", async () => {
+    const channel = new FakeChannel({ prefix: "p", withRemove: true });
+    channel.seed("m1", "Old first part.");
+    channel.seed("m2", PARTIAL);
+    const writer = retaken(channel, ["m1", "m2"], "");
+    writer.write("New text.");
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(channel.calls.map((c) => [c.op, c.id, c.text])).toEqual([["edit", "m1", "New text."]]);
+    expect(channel.messages.get("m2")).toBe(PARTIAL);
+    expect(await settle(writer.finish())).toBeNull();
+    expect(channel.calls.map((c) => [c.op, c.id])).toEqual([
+      ["edit", "m1"],
+      ["remove", "m2"],
+    ]);
+    expect(channel.texts()).toEqual(["New text."]);
+  });
+
+  it("posts the text anew when the last message is gone, and reports no gone id", async () => {
+    const channel = new FakeChannel({ prefix: "p" });
+    const reports: string[][] = [];
+    const writer = retaken(channel, ["m1"], "Kept text.", {
+      shown: async () => null,
+      onMessages: async (ids) => {
+        reports.push(ids);
+      },
+    });
+    writer.write(" More text.");
+    expect(await settle(writer.finish())).toBeNull();
+    expect(channel.calls.map((c) => [c.op, c.id, c.text])).toEqual([["post", "p1", "Kept text. More text."]]);
+    expect(channel.texts()).toEqual(["Kept text. More text."]);
+    // Told at once that m1 is gone, then of the message that replaces it.
+    expect(reports).toEqual([[], ["p1"]]);
+    expect(reports.flat()).not.toContain("m1");
+    expect(writer.messageIds).toEqual(["p1"]);
+  });
+
+  it("posts the second part anew when the last of two messages is gone", async () => {
+    const channel = new FakeChannel({ prefix: "p" });
+    channel.seed("m1", "Old first part.");
+    const reports: string[][] = [];
+    const first = "A first paragraph, thirty six chars.\n\n";
+    const second = "A second paragraph follows it.";
+    const writer = retaken(channel, ["m1", "m2"], first, {
+      limit: 45,
+      onMessages: async (ids) => {
+        reports.push(ids);
+      },
+    });
+    writer.write(second);
+    expect(await settle(writer.finish())).toBeNull();
+    expect(channel.calls.map((c) => [c.op, c.id, c.text])).toEqual([
+      ["edit", "m1", first],
+      ["post", "p1", second],
+    ]);
+    expect(reports).toEqual([["m1"], ["m1", "p1"]]);
+    expect(writer.messageIds).toEqual(["m1", "p1"]);
+  });
+
+  it("tells the record a gone message is gone even when the text then fits in the messages left", async () => {
+    const channel = new FakeChannel({ prefix: "p" });
+    channel.seed("m1", "Old first part.");
+    const reports: string[][] = [];
+    const writer = retaken(channel, ["m1", "m2"], "Kept.", {
+      onMessages: async (ids) => {
+        reports.push(ids);
+      },
+    });
+    writer.write(" new");
+    expect(await settle(writer.finish())).toBeNull();
+    expect(channel.calls.map((c) => [c.op, c.id, c.text])).toEqual([["edit", "m1", "Kept. new"]]);
+    expect(reports).toEqual([["m1"]]);
+  });
+
+  it("removes what the dead process showed when the retaken answer ends with no text", async () => {
+    const channel = new FakeChannel({ prefix: "p", withRemove: true });
+    channel.seed("m1", PARTIAL);
+    const reports: string[][] = [];
+    const writer = retaken(channel, ["m1"], "", {
+      onMessages: async (ids) => {
+        reports.push(ids);
+      },
+    });
+    expect(await settle(writer.finish())).toBeNull();
+    expect(channel.calls.map((c) => [c.op, c.id])).toEqual([["remove", "m1"]]);
+    expect(reports).toEqual([[]]);
+  });
+
+  it("replaces what the dead process showed with Done. when messages cannot be removed", async () => {
+    const channel = new FakeChannel({ prefix: "p" });
+    channel.seed("m1", PARTIAL);
+    const writer = retaken(channel, ["m1"], "");
+    expect(await settle(writer.finish())).toBeNull();
+    expect(channel.texts()).toEqual(["Done."]);
+  });
+
+  it("edits the first of two messages to the whole text and removes the second when the text fits in one", async () => {
+    const channel = new FakeChannel({ prefix: "p", withRemove: true });
+    channel.seed("m1", "Old first part, long enough to fill.");
+    channel.seed("m2", PARTIAL);
+    const reports: string[][] = [];
+    const writer = retaken(channel, ["m1", "m2"], "Kept.", {
+      limit: 40,
+      onMessages: async (ids) => {
+        reports.push(ids);
+      },
+    });
+    writer.write(" New text.");
+    expect(await settle(writer.finish())).toBeNull();
+    expect(channel.calls.map((c) => [c.op, c.id, c.text])).toEqual([
+      ["edit", "m1", "Kept. New text."],
+      ["remove", "m2", ""],
+    ]);
+    expect(channel.texts()).toEqual(["Kept. New text."]);
+    expect(reports).toEqual([["m1"]]);
+    expect(writer.messageIds).toEqual(["m1"]);
+  });
+
+  it("edits both of two messages, posting nothing, when the new text needs two", async () => {
+    const channel = new FakeChannel({ prefix: "p", withRemove: true });
+    channel.seed("m1", "Old first part.");
+    channel.seed("m2", PARTIAL);
+    const first = "A first paragraph, thirty six chars.\n\n";
+    const second = "A second paragraph follows it.";
+    const writer = retaken(channel, ["m1", "m2"], first, { limit: 45 });
+    writer.write(second);
+    expect(await settle(writer.finish())).toBeNull();
+    expect(channel.callsOf("post")).toEqual([]);
+    expect(channel.callsOf("remove")).toEqual([]);
+    expect(channel.texts()).toEqual([first, second]);
+    expect(channel.calls.at(-1)).toMatchObject({ op: "edit", id: "m2", text: second, final: true });
+    expect(writer.messageIds).toEqual(["m1", "m2"]);
+  });
+
+  it("still reads back the last message, once and before any write, and no other", async () => {
+    const channel = new FakeChannel({ prefix: "p", withRemove: true });
+    channel.seed("m1", "Old first part.");
+    channel.seed("m2", PARTIAL);
+    // The Slack adapter stops a native stream left open in the message when it is read back.
+    const writesBeforeRead: number[] = [];
+    const shown = vi.fn(async (id: string) => {
+      writesBeforeRead.push(channel.calls.length);
+      return channel.messages.get(id) ?? null;
+    });
+    const writer = retaken(channel, ["m1", "m2"], "Kept.", { shown });
+    writer.write(" New text.");
+    await vi.advanceTimersByTimeAsync(150);
+    writer.write(" More.");
+    expect(await settle(writer.finish())).toBeNull();
+    expect(shown.mock.calls).toEqual([["m2"]]);
+    expect(writesBeforeRead).toEqual([0]);
+    expect(channel.texts()).toEqual(["Kept. New text. More."]);
+  });
+});
+
 describe("StreamWriter telling where the reply is", () => {
   it("reports the messages after each post, and writes on only once the report is done", async () => {
     const channel = new FakeChannel({ latencyMs: 10 });

@@ -79,6 +79,8 @@ interface Slot {
   /** The same for `sent`: a continuation may start where a clean `sent` ends. */
   sentEnd?: number;
   sentClean?: boolean;
+  /** A retaken message not written yet: it still shows what the dead process left in it. */
+  stale?: boolean;
 }
 
 /**
@@ -186,9 +188,12 @@ export class StreamWriter implements TextSink {
         // Shown as "" so nothing is rewritten before there is text to write.
         const last = resume.messages.length - 1;
         resume.messages.forEach((mid, i) => {
-          this.slots[i] = { id: i === last && shown === null ? null : mid, want: "", sent: "" };
+          const gone = i === last && shown === null;
+          this.slots[i] = { id: gone ? null : mid, want: "", sent: "", stale: !gone };
         });
         this.text = resume.retake + this.text;
+        // The record must not go on naming a message that is gone.
+        if (shown === null && resume.messages.length > 0) await this.report();
       } else if (id !== undefined && shown !== null) {
         this.text = shown + this.text;
         this.slots[0] = { id, want: shown, sent: shown };
@@ -359,6 +364,7 @@ export class StreamWriter implements TextSink {
         await this.ops.edit(slot.id, text, write);
       }
       slot.sent = text;
+      slot.stale = false;
       slot.sentEnd = end;
       slot.sentClean = clean;
       this.editFailures = 0;
@@ -409,10 +415,13 @@ export class StreamWriter implements TextSink {
       slot.wantEnd = this.text.length;
       slot.wantClean = body === (last ? render(last.text) : "");
     } else if (this.ended && current) current.want = this.ops.remove || current.sent === null ? "" : NO_TEXT;
-    // A retaken reply whose new text needs fewer messages than the cut-off one had.
-    if (this.ended && this.ops.remove) {
-      for (const slot of this.slots.slice(this.frozen + 1)) {
-        if (slot.id !== null && slot.want === "") slot.sent = null;
+    // Retaken messages the answer ended without (it needs fewer than the cut-off one had,
+    // or no text at all) still show the dead process's text: removed, or else "Done.".
+    if (this.ended) {
+      for (const slot of this.slots.slice(this.frozen)) {
+        if (!slot.stale || slot.id === null || slot.want !== "") continue;
+        if (!this.ops.remove) slot.want = NO_TEXT;
+        slot.sent = null;
       }
     }
   }

@@ -47,6 +47,9 @@ export class Takeovers {
    */
   async start(adapters: Adapter[]): Promise<number> {
     this.adapters = adapters;
+    // This process beats from now on, so that the others know it can take their turns.
+    const others = await this.deps.lock.others().catch(() => []);
+    if (others.length) log.info({ replicas: others.length + 1 }, "other replicas share this store");
     const pending = await this.deps.ledger.pending().catch((err: unknown) => {
       log.warn({ err }, "could not list the turns a crash interrupted");
       return [];

@@ -271,6 +271,11 @@ async function drive(
           event = { ...event, delta: `\n\n${event.delta}` };
         shown += event.delta;
       }
+      // Another process goes on from the last checkpoint: nothing more is written or saved here.
+      if (event.type === "error" && hooks.handingOver?.()) {
+        handedOver = true;
+        break;
+      }
       events.push(event);
       if (event.type === "waiting") pending = event.step;
       outcome = (await renderer.render(event)) ?? outcome;
@@ -278,17 +283,15 @@ async function drive(
   } catch (err) {
     outcome = "error";
     pending = undefined;
-    if (hooks.handingOver?.()) {
-      // Another process goes on from the last checkpoint: nothing more is written or saved here.
-      handedOver = true;
-      log.info({ key: place.key }, "turn handed over to another process");
-      return { outcome: "interrupted", events };
-    }
+    handedOver = hooks.handingOver?.() ?? false;
+    if (handedOver) return { outcome: "interrupted", events };
     log.error({ err, key: place.key }, "reply failed");
     await renderer.fail(hooks.interruptedNote() ?? toUserFacing(err).message);
   } finally {
-    if (!handedOver) await settle();
+    if (handedOver) log.info({ key: place.key }, "turn handed over to another process");
+    else await settle();
   }
+  if (handedOver) return { outcome: "interrupted", events };
   return { outcome, events, session, parked: Boolean(pending) };
 
   async function settle(): Promise<void> {

@@ -1,0 +1,285 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { FunctionHub, ScriptedProvider, say } from "../../test/support/scripted.js";
+import { Agent } from "../agent/agent.js";
+import type { ModelEvent, Provider } from "../agent/providers/provider.js";
+import { configSchema } from "../config.js";
+import type { ToolMessage } from "../core/messages.js";
+import type { ResumeFrom } from "../core/replies.js";
+import type { ToolEntry } from "../mcp/types.js";
+import { ApprovalBook } from "../store/approvals.js";
+import { MemoryDedupe } from "../store/dedupe.js";
+import { openStore, type Store } from "../store/index.js";
+import { createThreadLock, LocalThreadLock, type ThreadLock } from "../store/locks.js";
+import { SessionRepository } from "../store/sessions.js";
+import { TurnLedger, type TurnRecord } from "../store/turns.js";
+import type { Adapter, Inbound, Reply } from "./contract.js";
+import { Dispatcher, INTERRUPTED_NOTE } from "./dispatcher.js";
+import { MAX_TAKEOVERS, MAY_HAVE_RUN } from "./turn.js";
+
+const KEY = "slack:T1:C1:1712345678.000100";
+const ALICE = { id: "U1", name: "alice" };
+
+/** fs__read says it is read-only; fs__write says nothing, so it is not run twice. */
+class HintedHub extends FunctionHub {
+  override tools(): ToolEntry[] {
+    return super.tools().map((t) => (t.tool === "read" ? { ...t, annotations: { readOnlyHint: true } } : t));
+  }
+}
+
+/** A platform that records what a rebuilt reply shows and where it was asked to write. */
+function fakeSlack() {
+  const seen: string[] = [];
+  const rebuilt: ResumeFrom[] = [];
+  const notes: string[] = [];
+  const reply: Reply = {
+    status: async () => undefined,
+    stream: () => ({
+      write: (d) => void seen.push(d),
+      finish: async () => void seen.push("<finish>"),
+      fail: async (m) => void seen.push(`<fail:${m}>`),
+    }),
+    upload: async () => undefined,
+    title: async () => undefined,
+    notice: async (t) => void seen.push(`<notice:${t}>`),
+  };
+  const adapter: Adapter = {
+    platform: "slack",
+    start: async () => undefined,
+    stop: async () => undefined,
+    ready: () => true,
+    replyFor: (_key, from) => {
+      rebuilt.push(from);
+      return reply;
+    },
+    recover: async (_key, _address, note) => void notes.push(note),
+  };
+  return { adapter, seen, rebuilt, notes, reply };
+}
+
+describe("taking over a turn whose process died", () => {
+  let dir: string;
+  let store: Store;
+  let sessions: SessionRepository;
+  let ledger: TurnLedger;
+
+  beforeEach(async () => {
+    dir = mkdtempSync(join(tmpdir(), "sb-takeover-"));
+    store = await openStore(`sqlite://${join(dir, "s.sqlite")}`);
+    sessions = new SessionRepository(store);
+    ledger = new TurnLedger(store);
+    // Titled already: no title request follows the answers these tests count requests of.
+    await sessions.save({ ...(await sessions.getOrCreate(KEY)), title: "Titled" });
+  });
+
+  const running: Dispatcher[] = [];
+
+  afterEach(async () => {
+    await Promise.all(running.splice(0).map((d) => d.drain(0)));
+    await store.close().catch(() => undefined);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  function setup(provider: Provider, lock: ThreadLock = new LocalThreadLock()) {
+    const hub = new HintedHub({ fs__write: () => "written", fs__read: () => "the file says hi" });
+    const config = configSchema.parse({ approvals: { rules: [{ server: "*", mode: "always" }] } });
+    const agent = new Agent({ config, hub, providerFor: () => provider, sessions });
+    const dispatcher = new Dispatcher({
+      agent,
+      sessions,
+      ledger,
+      lock,
+      dedupe: new MemoryDedupe(),
+      approvals: new ApprovalBook(store),
+      hub,
+      config,
+    });
+    running.push(dispatcher);
+    return { dispatcher, hub, lock };
+  }
+
+  /** A turn as a process left it: begun by `owner`, with what `extra` says it got to. */
+  async function leftBy(owner: string, extra: Partial<TurnRecord> = {}): Promise<TurnRecord> {
+    const record = await ledger.begin(KEY, {
+      id: "turn-1",
+      owner,
+      input: { text: "write the file, then read it", user: ALICE, channel: "C1" },
+    });
+    Object.assign(record, extra);
+    await ledger.checkpoint(record, extra.shown ?? "");
+    if (extra.calling) await ledger.calling(record, extra.calling);
+    return record;
+  }
+
+  async function askedAlready(): Promise<void> {
+    const session = await sessions.getOrCreate(KEY);
+    session.messages.push({ role: "user", content: "write the file, then read it", turn: "turn-1" });
+    await sessions.save(session);
+  }
+
+  it("does not run again a call that may have run, runs a read-only one again, and goes on in the same reply", async () => {
+    await askedAlready();
+    await leftBy("a-process-that-died", {
+      shown: "Let me do that.",
+      address: { messages: ["1712345679.000200"] },
+      calling: {
+        assistant: {
+          role: "assistant",
+          content: "Let me do that.",
+          toolCalls: [
+            { id: "c1", name: "fs__write", arguments: { path: "a.txt" } },
+            { id: "c2", name: "fs__read", arguments: { path: "a.txt" } },
+          ],
+        },
+        asks: ["c1", "c2"],
+        settled: [],
+      },
+    });
+    const provider = new ScriptedProvider([say("Done: the file says hi.")]);
+    const { dispatcher, hub } = setup(provider);
+    const slack = fakeSlack();
+
+    expect(await dispatcher.recoverInterrupted([slack.adapter])).toBe(1);
+
+    expect(hub.calls.map((c) => c.name)).toEqual(["fs__read"]);
+    expect(slack.rebuilt).toEqual([{ messages: ["1712345679.000200"], retake: "Let me do that." }]);
+    // The new text follows the kept text as the loop separates steps.
+    expect(slack.seen).toEqual(["\n\nDone: the file says hi.", "<finish>"]);
+    const results = provider.requests[0]!.messages.filter((m): m is ToolMessage => m.role === "tool");
+    expect(results.map((r) => [r.toolCallId, r.content, r.isError ?? false])).toEqual([
+      ["c1", MAY_HAVE_RUN, true],
+      ["c2", "the file says hi", false],
+    ]);
+    const session = await sessions.get(KEY);
+    expect(session?.messages.map((m) => m.role)).toEqual(["user", "assistant", "tool", "tool", "assistant"]);
+    expect(await ledger.pending()).toEqual([]);
+  });
+
+  it("asks the model again when the question was not saved yet, and saves it once", async () => {
+    await leftBy("a-process-that-died", { address: { messages: ["1712345679.000200"] } });
+    const provider = new ScriptedProvider([say("Here you are.")]);
+    const { dispatcher, hub } = setup(provider);
+    const slack = fakeSlack();
+
+    await dispatcher.recoverInterrupted([slack.adapter]);
+
+    expect(hub.calls).toEqual([]);
+    expect(provider.requests).toHaveLength(1);
+    expect(slack.rebuilt[0]?.retake).toBe("");
+    expect(slack.seen).toEqual(["Here you are.", "<finish>"]);
+    const users = (await sessions.get(KEY))?.messages.filter((m) => m.role === "user");
+    expect(users).toEqual([
+      { role: "user", content: "write the file, then read it", author: "alice", turn: "turn-1" },
+    ]);
+  });
+
+  it("only shows an answer that was saved before the process died, without asking the model", async () => {
+    await askedAlready();
+    const session = await sessions.getOrCreate(KEY);
+    session.messages.push({ role: "assistant", content: "The whole answer." });
+    await sessions.save(session);
+    await leftBy("a-process-that-died", { address: { messages: ["1712345679.000200"] } });
+    const provider = new ScriptedProvider([]);
+    const { dispatcher } = setup(provider);
+    const slack = fakeSlack();
+
+    await dispatcher.recoverInterrupted([slack.adapter]);
+
+    expect(provider.requests).toHaveLength(0);
+    expect(slack.seen).toEqual(["The whole answer.", "<finish>"]);
+    expect((await sessions.get(KEY))?.messages).toHaveLength(2);
+  });
+
+  it("leaves alone a turn whose process still beats", async () => {
+    const provider = new ScriptedProvider([say("never")]);
+    const { dispatcher, lock } = setup(provider);
+    await leftBy(lock.owner);
+    const slack = fakeSlack();
+
+    expect(await dispatcher.recoverInterrupted([slack.adapter])).toBe(0);
+    expect(provider.requests).toHaveLength(0);
+    expect(await ledger.pending()).toHaveLength(1);
+  });
+
+  it(`ends a turn taken over ${MAX_TAKEOVERS} times already with the restart note`, async () => {
+    await leftBy("a-process-that-died", { takeovers: MAX_TAKEOVERS });
+    const provider = new ScriptedProvider([say("never")]);
+    const { dispatcher } = setup(provider);
+    const slack = fakeSlack();
+
+    await dispatcher.recoverInterrupted([slack.adapter]);
+
+    expect(provider.requests).toHaveLength(0);
+    expect(slack.notes).toEqual([INTERRUPTED_NOTE]);
+    expect(await ledger.pending()).toEqual([]);
+  });
+
+  it("finishes a thread's unfinished turn before answering its new message", async () => {
+    const provider = new ScriptedProvider([say("The first answer."), say("The second answer.")]);
+    const { dispatcher } = setup(provider);
+    const slack = fakeSlack();
+    expect(await dispatcher.recoverInterrupted([slack.adapter])).toBe(0);
+    // Left after the start-up pass: the new message finds it before the watcher does.
+    await leftBy("a-process-that-died", { shown: "Half of the first", address: { messages: ["1.1"] } });
+    const fresh = fakeSlack();
+    const inbound: Inbound = {
+      id: "e2",
+      key: KEY,
+      platform: "slack",
+      channel: "C1",
+      user: ALICE,
+      text: "and another thing",
+      attachments: [],
+      reply: fresh.reply,
+    };
+    await dispatcher.handle(inbound);
+
+    expect(provider.requests.map((r) => r.messages.filter((m) => m.role === "user").length)).toEqual([1, 2]);
+    expect(slack.seen[0]).toBe("\n\nThe first answer.");
+    const users = (await sessions.get(KEY))?.messages.filter((m) => m.role === "user").map((m) => m.content);
+    expect(users).toEqual(["write the file, then read it", "and another thing"]);
+    expect(fresh.seen).toEqual(["The second answer.", "<finish>"]);
+  });
+
+  it("a stopping replica hands its running turn to a live one, which answers it instead of the restart note", async () => {
+    const cut: Provider = {
+      name: "openai",
+      listModels: async () => [],
+      async *stream(_req, signal): AsyncIterable<ModelEvent> {
+        yield { type: "text", delta: "Half an ans" };
+        await new Promise((_, reject) => signal.addEventListener("abort", () => reject(signal.reason)));
+      },
+    };
+    const stopping = setup(cut, createThreadLock(store));
+    const other = new ScriptedProvider([say("A whole answer.")]);
+    const live = setup(other, createThreadLock(store));
+    const onLive = fakeSlack();
+    // Started: it beats from here on, so the stopping replica sees it.
+    await live.dispatcher.recoverInterrupted([onLive.adapter]);
+    const onStopping = fakeSlack();
+    const inbound: Inbound = {
+      id: "e1",
+      key: KEY,
+      platform: "slack",
+      channel: "C1",
+      user: ALICE,
+      text: "a long question",
+      attachments: [],
+      reply: onStopping.reply,
+    };
+    const handled = stopping.dispatcher.handle(inbound);
+    await vi.waitFor(() => expect(onStopping.seen).toEqual(["Half an ans"]));
+
+    expect(await stopping.dispatcher.drain(50)).toEqual({ interrupted: 0, handedOver: 1 });
+    await handled;
+    // Nothing more written where it stopped: no restart note.
+    expect(onStopping.seen).toEqual(["Half an ans"]);
+    await vi.waitFor(() => expect(onLive.seen).toEqual(["A whole answer.", "<finish>"]), { timeout: 5_000 });
+    expect(onLive.rebuilt).toEqual([{ messages: [], retake: "" }]);
+    const users = (await sessions.get(KEY))?.messages.filter((m) => m.role === "user");
+    expect(users?.map((m) => m.content)).toEqual(["a long question"]);
+    expect(await ledger.pending()).toEqual([]);
+  });
+});
