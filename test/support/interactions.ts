@@ -1,6 +1,7 @@
 import type { Interaction } from "../../src/runtime/contract.js";
 import { Dispatcher, type DispatcherDeps } from "../../src/runtime/dispatcher.js";
 import { MemoryDedupe } from "../../src/store/dedupe.js";
+import { LocalThreadLock } from "../../src/store/locks.js";
 
 /**
  * Puts the real dispatcher behind a scripted runner's `interact`, so that adapter tests see
@@ -12,8 +13,11 @@ export function dispatchInteractions(runner: { interact(i: Interaction): Promise
   seen: Interaction[];
   handled: Interaction[];
 } {
-  // interact() reads only the dedupe; a turn's dependencies are not needed for a click.
-  const dispatcher = new Dispatcher({ dedupe: new MemoryDedupe() } as unknown as DispatcherDeps);
+  // interact() reads only the dedupe (the lock names the process); a turn's dependencies are not needed for a click.
+  const dispatcher = new Dispatcher({
+    dedupe: new MemoryDedupe(),
+    lock: new LocalThreadLock(),
+  } as unknown as DispatcherDeps);
   const seen: Interaction[] = [];
   const handled: Interaction[] = [];
   runner.interact = async (interaction) => {
