@@ -2,7 +2,7 @@ import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom
 import type { AgentEvent } from "../core/events.js";
 import type { ToolHub } from "../mcp/types.js";
 import type { Inbound } from "../runtime/contract.js";
-import type { TurnObserver } from "../runtime/dispatcher.js";
+import type { TurnObserver } from "../runtime/turn-log.js";
 
 /**
  * Prometheus metrics. Label sets are kept small on purpose: thread keys and user ids

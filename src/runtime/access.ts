@@ -1,5 +1,6 @@
 import type { Config } from "../config.js";
 import type { Platform } from "../core/thread.js";
+import type { Command, Inbound } from "./contract.js";
 
 /** Where a message or command comes from, as far as who may use the bot goes. */
 export interface Origin {
@@ -53,4 +54,27 @@ export class Access {
     this.told.set(id, now);
     return true;
   }
+}
+
+/** Who wrote a message and where, as the access lists see it. */
+export function originOf(inbound: Pick<Inbound, "platform" | "channel" | "user" | "from">): Origin {
+  const from = inbound.from;
+  return {
+    platform: inbound.platform,
+    channel: inbound.channel,
+    user: { id: inbound.user.id, ...(from?.roles ? { roles: from.roles } : {}) },
+    dm: from?.dm ?? false,
+    ...(from?.workspace ? { workspace: from.workspace } : {}),
+  };
+}
+
+/** Who ran a command and where, as the access lists see it. */
+export function commandOrigin(cmd: Command): Origin {
+  return {
+    platform: cmd.platform,
+    channel: cmd.channel ?? "",
+    user: { id: cmd.user.id, ...(cmd.from?.roles ? { roles: cmd.from.roles } : {}) },
+    dm: cmd.from?.dm ?? false,
+    ...(cmd.from?.workspace ? { workspace: cmd.from.workspace } : {}),
+  };
 }

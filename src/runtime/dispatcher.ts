@@ -1,9 +1,7 @@
-import { randomUUID } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Agent } from "../agent/agent.js";
 import type { Config } from "../config.js";
 import { SwitchboardError, toUserFacing } from "../core/errors.js";
-import type { AgentEvent } from "../core/events.js";
 import { platformOf, type ThreadKey } from "../core/thread.js";
 import { log } from "../log.js";
 import type { ToolHub } from "../mcp/types.js";
@@ -12,16 +10,17 @@ import type { Dedupe } from "../store/dedupe.js";
 import type { ThreadLock } from "../store/locks.js";
 import type { Session, SessionRepository } from "../store/sessions.js";
 import type { TurnLedger, TurnRecord } from "../store/turns.js";
-import { Access, type Origin, REFUSED_NOTE } from "./access.js";
+import { Access, commandOrigin, originOf, REFUSED_NOTE } from "./access.js";
 import { runAfterTurn } from "./after-turn.js";
 import { ApprovalDesk } from "./approvals/desk.js";
 import { runCommand } from "./commands.js";
 import type { Adapter, Command, Inbound, Interaction, Reply, TurnRunner } from "./contract.js";
-import { handleInteraction } from "./interactions.js";
+import { routeInteraction } from "./interactions.js";
 import { expandPrompt, type PromptOutcome } from "./prompts.js";
-import { ENDED_NOTE, type RunningTurn, RunningTurns } from "./stops.js";
+import { type RunningTurn, RunningTurns } from "./stops.js";
 import { Takeovers } from "./takeover.js";
 import { resumeTurn, runTurn, type TurnDeps, type TurnHooks, type TurnResult, takeOverTurn } from "./turn.js";
+import { logTurn, type TurnObserver } from "./turn-log.js";
 
 /** A message that is a `/prompt` command. */
 const PROMPT_MESSAGE = /^\/prompt\s+/;
@@ -39,18 +38,6 @@ export interface DispatcherDeps {
   /** Tool approvals waiting for people (see runtime/approvals). */
   approvals: ApprovalBook;
   observer?: TurnObserver;
-}
-
-/** Hooks for metrics and logs (issue: operations); all optional. */
-export interface TurnObserver {
-  turnStarted?(inbound: Inbound): void;
-  firstVisible?(inbound: Inbound, ms: number): void;
-  turnEnded?(
-    inbound: Inbound,
-    outcome: "ok" | "error" | "interrupted",
-    ms: number,
-    events: AgentEvent[],
-  ): void;
 }
 
 interface InFlight {
@@ -202,27 +189,12 @@ export class Dispatcher implements TurnRunner {
   }
 
   async interact(interaction: Interaction): Promise<void> {
-    if (interaction.user.bot) return;
-    if (!(await this.firstSight(interaction.id).catch(() => true))) return;
-    const stopping = this.running.keyOf(interaction.ref);
-    if (stopping !== undefined || interaction.value === "stop") {
-      if (stopping === undefined) {
-        await interaction.respond(ENDED_NOTE).catch(() => undefined);
-        return;
-      }
-      const said = await this.running.stop(stopping, interaction.user, interaction.inGroups);
-      if (said) await interaction.respond(said).catch(() => undefined);
-      return;
-    }
-    try {
-      const approval = this.deps.approvals ? await this.desk.find(interaction.ref) : undefined;
-      if (approval) return await this.desk.interact(interaction, approval);
-    } catch (err) {
-      log.error({ err, ref: interaction.ref }, "could not handle a click on an approval");
-      await interaction.respond(toUserFacing(err).message).catch(() => undefined);
-      return;
-    }
-    await handleInteraction(interaction);
+    await routeInteraction(interaction, {
+      firstSight: (id) => this.firstSight(id),
+      running: this.running,
+      // Without an approval book (adapter tests) nothing waits for a decision.
+      ...(this.deps.approvals ? { desk: this.desk } : {}),
+    });
   }
 
   /**
@@ -241,46 +213,36 @@ export class Dispatcher implements TurnRunner {
       }
       const outcome = await this.desk.outcome(key, record.waiting, reply);
       if (!outcome) return;
-      const started = Date.now();
-      const turn: RunningTurn = {
-        controller,
-        asker: record.waiting.user,
-        place: { platform: platformOf(key) ?? "console", channel: record.waiting.channel },
-      };
-      const running = this.running.track(key, turn);
-      reply.offerStop?.(running.ref);
-      const result = await resumeTurn(
-        record,
-        outcome,
-        reply,
-        this.turnDeps,
-        controller.signal,
-        this.hooksFor(turn, controller),
-      ).finally(running.done);
-      this.finished(key, reply, result, Date.now() - started);
+      const { user, channel } = record.waiting;
+      await this.stored(key, { user, channel }, reply, controller, (signal, hooks) =>
+        resumeTurn(record, outcome, reply, this.turnDeps, signal, hooks),
+      );
     });
   }
 
   /** Goes on with a turn whose process stopped (see Takeovers), under the lock the caller holds. */
   private async goOn(record: TurnRecord, reply: Reply, controller: AbortController): Promise<void> {
-    const input = record.input;
-    if (!input) return;
+    if (!record.input) return;
+    await this.stored(record.key, record.input, reply, controller, (signal, hooks) =>
+      takeOverTurn(record, reply, this.turnDeps, signal, hooks),
+    );
+  }
+
+  /** A turn run from its record, not from an event: Stop offered, and logged, as any turn. */
+  private async stored(
+    key: ThreadKey,
+    asked: { user: RunningTurn["asker"]; channel: string },
+    reply: Reply,
+    controller: AbortController,
+    run: (signal: AbortSignal, hooks: TurnHooks) => Promise<TurnResult>,
+  ): Promise<void> {
     const started = Date.now();
-    const turn: RunningTurn = {
-      controller,
-      asker: input.user,
-      place: { platform: platformOf(record.key) ?? "console", channel: input.channel },
-    };
-    const running = this.running.track(record.key, turn);
+    const place = { platform: platformOf(key) ?? "console", channel: asked.channel };
+    const turn: RunningTurn = { controller, asker: asked.user, place };
+    const running = this.running.track(key, turn);
     reply.offerStop?.(running.ref);
-    const result = await takeOverTurn(
-      record,
-      reply,
-      this.turnDeps,
-      controller.signal,
-      this.hooksFor(turn, controller),
-    ).finally(running.done);
-    this.finished(record.key, reply, result, Date.now() - started);
+    const result = await run(controller.signal, this.hooksFor(turn, controller)).finally(running.done);
+    this.finished(key, reply, result, Date.now() - started);
   }
 
   /**
@@ -330,14 +292,7 @@ export class Dispatcher implements TurnRunner {
   }
 
   async command(cmd: Command): Promise<string> {
-    const origin: Origin = {
-      platform: cmd.platform,
-      channel: cmd.channel ?? "",
-      user: { id: cmd.user.id, ...(cmd.from?.roles ? { roles: cmd.from.roles } : {}) },
-      dm: cmd.from?.dm ?? false,
-      ...(cmd.from?.workspace ? { workspace: cmd.from.workspace } : {}),
-    };
-    if (cmd.platform !== "console" && !this.access.admits(origin)) return REFUSED_NOTE;
+    if (cmd.platform !== "console" && !this.access.admits(commandOrigin(cmd))) return REFUSED_NOTE;
     return runCommand(cmd, {
       ...this.deps,
       stopTurn: async (key, by) => (await this.stop(key, by)) || "Stopped.",
@@ -391,28 +346,11 @@ export class Dispatcher implements TurnRunner {
 
   /** A message that will not be answered here: another replica answers it, or it gets the restart note. */
   private async refuse(inbound: Inbound): Promise<void> {
-    if (this.handingOver && (await this.handOff(inbound).catch(() => false))) return;
+    if (this.handingOver && (await this.takeovers.handOff(inbound).catch(() => false))) return;
     await inbound.reply
       .stream()
       .fail(INTERRUPTED_NOTE)
       .catch((err: unknown) => log.warn({ err, key: inbound.key }, "could not post the restart note"));
-  }
-
-  /**
-   * Stores a message this stopping process will not answer as a turn of its own that has
-   * not started: another replica takes it over once this one stops beating. Only for a
-   * thread with no unfinished turn (a thread has one record).
-   */
-  private async handOff(inbound: Inbound): Promise<boolean> {
-    const { ledger, lock } = this.deps;
-    if (await ledger.get(inbound.key)) return false;
-    await ledger.begin(inbound.key, {
-      id: randomUUID(),
-      owner: lock.owner,
-      input: { text: inbound.text, user: inbound.user, channel: inbound.channel },
-    });
-    log.info({ key: inbound.key }, "handed a waiting message to the other replicas");
-    return true;
   }
 
   private async turn(inbound: Inbound, controller: AbortController): Promise<void> {
@@ -438,8 +376,7 @@ export class Dispatcher implements TurnRunner {
   }
 
   private finished(key: ThreadKey, reply: Reply, result: TurnResult, ms: number): void {
-    const outcome = result.parked ? "waiting" : result.outcome;
-    log.info({ key, outcome, ms, ...turnFigures(result.events) }, "turn");
+    logTurn(key, result, ms);
     if (result.session && result.outcome === "ok") this.afterTurn(result.session, reply);
   }
 
@@ -455,31 +392,4 @@ export class Dispatcher implements TurnRunner {
       .finally(() => this.afterTurns.delete(session.key));
     this.afterTurns.set(session.key, job);
   }
-}
-
-function originOf(inbound: Pick<Inbound, "platform" | "channel" | "user" | "from">): Origin {
-  const from = inbound.from;
-  return {
-    platform: inbound.platform,
-    channel: inbound.channel,
-    user: { id: inbound.user.id, ...(from?.roles ? { roles: from.roles } : {}) },
-    dm: from?.dm ?? false,
-    ...(from?.workspace ? { workspace: from.workspace } : {}),
-  };
-}
-
-/** The figures of one turn for its log line: tool calls with outcome, and token usage. */
-function turnFigures(events: AgentEvent[]) {
-  const tools = events.flatMap((e) =>
-    e.type === "tool" && e.phase === "end" ? [`${e.server}/${e.tool}:${e.ok ? "ok" : "error"}`] : [],
-  );
-  const done = events.find((e) => e.type === "done");
-  const error = events.find((e) => e.type === "error");
-  return {
-    toolCalls: tools.length,
-    tools,
-    tokensIn: done?.type === "done" ? done.usage.inputTokens : 0,
-    tokensOut: done?.type === "done" ? done.usage.outputTokens : 0,
-    ...(error?.type === "error" ? { error: error.error.code } : {}),
-  };
 }

@@ -1,5 +1,8 @@
+import { toUserFacing } from "../core/errors.js";
 import { log } from "../log.js";
+import type { ApprovalDesk } from "./approvals/desk.js";
 import type { Interaction } from "./contract.js";
+import { ENDED_NOTE, type RunningTurns } from "./stops.js";
 
 export const EXPIRED_NOTE =
   "This has expired: the question it belonged to is no longer waiting for an answer.";
@@ -14,4 +17,39 @@ export async function handleInteraction(interaction: Interaction): Promise<void>
   await interaction
     .respond(EXPIRED_NOTE)
     .catch((err: unknown) => log.warn({ err, ref: interaction.ref }, "could not answer an interaction"));
+}
+
+export interface RouteDeps {
+  firstSight(id: string): Promise<boolean>;
+  running: RunningTurns;
+  desk?: ApprovalDesk;
+}
+
+/**
+ * Where a click goes: a Stop button to its running answer, an approval to the desk, the
+ * rest to `handleInteraction`. Clicks from bots never count, and a click delivered twice
+ * is handled once.
+ */
+export async function routeInteraction(interaction: Interaction, deps: RouteDeps): Promise<void> {
+  if (interaction.user.bot) return;
+  if (!(await deps.firstSight(interaction.id).catch(() => true))) return;
+  const stopping = deps.running.keyOf(interaction.ref);
+  if (stopping !== undefined || interaction.value === "stop") {
+    if (stopping === undefined) {
+      await interaction.respond(ENDED_NOTE).catch(() => undefined);
+      return;
+    }
+    const said = await deps.running.stop(stopping, interaction.user, interaction.inGroups);
+    if (said) await interaction.respond(said).catch(() => undefined);
+    return;
+  }
+  try {
+    const approval = await deps.desk?.find(interaction.ref);
+    if (approval) return await deps.desk?.interact(interaction, approval);
+  } catch (err) {
+    log.error({ err, ref: interaction.ref }, "could not handle a click on an approval");
+    await interaction.respond(toUserFacing(err).message).catch(() => undefined);
+    return;
+  }
+  await handleInteraction(interaction);
 }

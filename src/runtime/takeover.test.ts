@@ -270,7 +270,7 @@ describe("taking over a turn whose process died", () => {
       reply: onStopping.reply,
     };
     const handled = stopping.dispatcher.handle(inbound);
-    await vi.waitFor(() => expect(onStopping.seen).toEqual(["Half an ans"]));
+    await vi.waitFor(() => expect(onStopping.seen).toEqual(["Half an ans"]), { timeout: 5_000 });
 
     expect(await stopping.dispatcher.drain(50)).toEqual({ interrupted: 0, handedOver: 1 });
     await handled;

@@ -1,9 +1,10 @@
+import { randomUUID } from "node:crypto";
 import { platformOf, type ThreadKey } from "../core/thread.js";
 import { log } from "../log.js";
 import type { ThreadLock } from "../store/locks.js";
 import type { TurnLedger, TurnRecord } from "../store/turns.js";
 import type { ApprovalDesk } from "./approvals/desk.js";
-import type { Adapter, Reply } from "./contract.js";
+import type { Adapter, Inbound, Reply } from "./contract.js";
 import { MAX_TAKEOVERS } from "./turn.js";
 
 /**
@@ -163,5 +164,22 @@ export class Takeovers {
     await adapter.recover(record.key, record.address, this.deps.note);
     await ledger.end(record.key);
     log.info({ key: record.key }, "ended a reply interrupted by a crash");
+  }
+
+  /**
+   * Stores a message this stopping process will not answer as a turn of its own that has
+   * not started: another replica takes it over once this one stops beating. Only for a
+   * thread with no unfinished turn (a thread has one record).
+   */
+  async handOff(inbound: Inbound): Promise<boolean> {
+    const { ledger, lock } = this.deps;
+    if (await ledger.get(inbound.key)) return false;
+    await ledger.begin(inbound.key, {
+      id: randomUUID(),
+      owner: lock.owner,
+      input: { text: inbound.text, user: inbound.user, channel: inbound.channel },
+    });
+    log.info({ key: inbound.key }, "handed a waiting message to the other replicas");
+    return true;
   }
 }

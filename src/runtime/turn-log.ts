@@ -1,0 +1,39 @@
+import type { AgentEvent } from "../core/events.js";
+import type { ThreadKey } from "../core/thread.js";
+import { log } from "../log.js";
+import type { Inbound } from "./contract.js";
+import type { TurnResult } from "./turn.js";
+
+/** Hooks for metrics and logs (issue: operations); all optional. */
+export interface TurnObserver {
+  turnStarted?(inbound: Inbound): void;
+  firstVisible?(inbound: Inbound, ms: number): void;
+  turnEnded?(
+    inbound: Inbound,
+    outcome: "ok" | "error" | "interrupted",
+    ms: number,
+    events: AgentEvent[],
+  ): void;
+}
+
+/** The one log line of a turn: how it ended, how long it took, its tool calls and tokens. */
+export function logTurn(key: ThreadKey, result: TurnResult, ms: number): void {
+  const outcome = result.parked ? "waiting" : result.outcome;
+  log.info({ key, outcome, ms, ...turnFigures(result.events) }, "turn");
+}
+
+/** The figures of one turn for its log line: tool calls with outcome, and token usage. */
+function turnFigures(events: AgentEvent[]) {
+  const tools = events.flatMap((e) =>
+    e.type === "tool" && e.phase === "end" ? [`${e.server}/${e.tool}:${e.ok ? "ok" : "error"}`] : [],
+  );
+  const done = events.find((e) => e.type === "done");
+  const error = events.find((e) => e.type === "error");
+  return {
+    toolCalls: tools.length,
+    tools,
+    tokensIn: done?.type === "done" ? done.usage.inputTokens : 0,
+    tokensOut: done?.type === "done" ? done.usage.outputTokens : 0,
+    ...(error?.type === "error" ? { error: error.error.code } : {}),
+  };
+}
