@@ -82,6 +82,7 @@ export class Dispatcher implements TurnRunner {
       note: INTERRUPTED_NOTE,
       track: (key, work) => this.track(key, work),
       goOn: (record, reply, controller) => this.goOn(record, reply, controller),
+      answer: (inbound, controller) => this.turn(inbound, controller),
     });
   }
 

@@ -243,7 +243,7 @@ describe("taking over a turn whose process died", () => {
     expect(fresh.seen).toEqual(["The second answer.", "<finish>"]);
   });
 
-  it("a stopping replica hands its running turn to a live one, which answers it instead of the restart note", async () => {
+  it("a stopping replica hands its running turn and the message waiting behind it to a live one, which answers both", async () => {
     const cut: Provider = {
       name: "openai",
       listModels: async () => [],
@@ -253,7 +253,7 @@ describe("taking over a turn whose process died", () => {
       },
     };
     const stopping = setup(cut, createThreadLock(store));
-    const other = new ScriptedProvider([say("A whole answer.")]);
+    const other = new ScriptedProvider([say("A whole answer."), say("The second answer.")]);
     const live = setup(other, createThreadLock(store));
     const onLive = fakeSlack();
     // Started: it beats from here on, so the stopping replica sees it.
@@ -271,15 +271,28 @@ describe("taking over a turn whose process died", () => {
     };
     const handled = stopping.dispatcher.handle(inbound);
     await vi.waitFor(() => expect(onStopping.seen).toEqual(["Half an ans"]), { timeout: 5_000 });
+    const behind = fakeSlack();
+    const queued = stopping.dispatcher.handle({
+      ...inbound,
+      id: "e2",
+      text: "and then",
+      reply: behind.reply,
+    });
+    await vi.waitFor(() => expect(stopping.dispatcher.queueStats().queued).toBe(1));
 
-    expect(await stopping.dispatcher.drain(50)).toEqual({ interrupted: 0, handedOver: 1 });
-    await handled;
+    // Two turns in flight when the grace ends: the running one and the one queued behind it.
+    expect(await stopping.dispatcher.drain(50)).toEqual({ interrupted: 0, handedOver: 2 });
+    await Promise.all([handled, queued]);
     // Nothing more written where it stopped: no restart note.
     expect(onStopping.seen).toEqual(["Half an ans"]);
-    await vi.waitFor(() => expect(onLive.seen).toEqual(["A whole answer.", "<finish>"]), { timeout: 5_000 });
-    expect(onLive.rebuilt).toEqual([{ messages: [], retake: "" }]);
+    expect(behind.seen).toEqual([]);
+    await vi.waitFor(
+      () => expect(onLive.seen).toEqual(["A whole answer.", "<finish>", "The second answer.", "<finish>"]),
+      { timeout: 5_000 },
+    );
+    expect(onLive.rebuilt).toEqual([{ messages: [], retake: "" }, { messages: [] }]);
     const users = (await sessions.get(KEY))?.messages.filter((m) => m.role === "user");
-    expect(users?.map((m) => m.content)).toEqual(["a long question"]);
+    expect(users?.map((m) => m.content)).toEqual(["a long question", "and then"]);
     expect(await ledger.pending()).toEqual([]);
   });
 });

@@ -25,6 +25,8 @@ export interface TakeoverDeps {
    * thread's lock. Resolves when it is done; undefined when the process is stopping.
    */
   track(key: ThreadKey, work: (controller: AbortController) => Promise<void>): Promise<void> | undefined;
+  /** Answers a message handed over with a turn, as a new turn, under the lock the caller holds. */
+  answer(inbound: Inbound, controller: AbortController): Promise<void>;
   /** Goes on with a turn from its record, in `reply`, under the thread's lock the caller holds. */
   goOn(record: TurnRecord, reply: Reply, controller: AbortController): Promise<void>;
 }
@@ -144,10 +146,32 @@ export class Takeovers {
 
   /** Goes on with the turn in its own reply; one that cannot go on ends with the note. */
   private async finish(record: TurnRecord, controller: AbortController): Promise<void> {
-    const { ledger, lock } = this.deps;
     const adapter = this.adapters.find((a) => a.platform === platformOf(record.key));
     // A platform that is not running here keeps its turns for a process that runs it.
     if (!adapter) return;
+    // Read before the turn ends: its end deletes the record, and they are answered after it.
+    const queued = record.queued ?? [];
+    await this.finishTurn(record, adapter, controller);
+    for (const input of queued) {
+      if (controller.signal.aborted || !adapter.replyFor) break;
+      await this.deps.answer(
+        {
+          id: `handed-over:${randomUUID()}`,
+          key: record.key,
+          platform: adapter.platform,
+          channel: input.channel,
+          user: input.user,
+          text: input.text,
+          attachments: [],
+          reply: adapter.replyFor(record.key, { messages: [] }),
+        },
+        controller,
+      );
+    }
+  }
+
+  private async finishTurn(record: TurnRecord, adapter: Adapter, controller: AbortController): Promise<void> {
+    const { ledger, lock } = this.deps;
     const resumable = record.input && record.id && (record.takeovers ?? 0) < MAX_TAKEOVERS;
     if (resumable && adapter.replyFor) {
       const from = record.owner;
@@ -173,12 +197,16 @@ export class Takeovers {
    */
   async handOff(inbound: Inbound): Promise<boolean> {
     const { ledger, lock } = this.deps;
-    if (await ledger.get(inbound.key)) return false;
-    await ledger.begin(inbound.key, {
-      id: randomUUID(),
-      owner: lock.owner,
-      input: { text: inbound.text, user: inbound.user, channel: inbound.channel },
-    });
+    const input = { text: inbound.text, user: inbound.user, channel: inbound.channel };
+    const record = await ledger.get(inbound.key);
+    if (record) {
+      // Behind a turn of this process handed over before it: it goes with that turn. A turn
+      // of another process writes its record on; a message added to it would be lost.
+      if (record.owner !== lock.owner || record.waiting) return false;
+      await ledger.queue(record, input);
+    } else {
+      await ledger.begin(inbound.key, { id: randomUUID(), owner: lock.owner, input });
+    }
     log.info({ key: inbound.key }, "handed a waiting message to the other replicas");
     return true;
   }

@@ -24,6 +24,8 @@ export interface TurnRecord {
   calling?: PendingStep;
   /** How many times the turn was taken over; it ends with the restart note past a limit. */
   takeovers?: number;
+  /** Messages of the thread that waited behind the turn when its process handed it over. */
+  queued?: TurnInput[];
 }
 
 export interface TurnInput {
@@ -82,6 +84,12 @@ export class TurnLedger {
   async asked(record: TurnRecord, text: string): Promise<void> {
     if (!record.input) return;
     record.input.text = text;
+    await this.write(record);
+  }
+
+  /** A message that waited behind the turn goes with it to the process that takes it over. */
+  async queue(record: TurnRecord, input: TurnInput): Promise<void> {
+    record.queued = [...(record.queued ?? []), input];
     await this.write(record);
   }
 
