@@ -67,6 +67,19 @@ export class ReplyRenderer {
     await this.finish(() => this.sink.fail(message)).catch(() => undefined);
   }
 
+  /**
+   * The answer goes on in another process: what this one has is written as it stands and
+   * every write (and the record of where it is) lands before the thread's lock is let go,
+   * so nothing of this process reaches the platform or the record after the taker starts.
+   * Files not uploaded yet are left to the taker, which runs their step again.
+   */
+  async handOver(): Promise<void> {
+    if (this.ended) return;
+    this.ended = true;
+    await this.sink.finish().catch(() => undefined);
+    await Promise.allSettled(this.uploads);
+  }
+
   private async finish(end: () => Promise<void>): Promise<void> {
     this.ended = true;
     await end();

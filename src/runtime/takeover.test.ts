@@ -283,8 +283,8 @@ describe("taking over a turn whose process died", () => {
     // Two turns in flight when the grace ends: the running one and the one queued behind it.
     expect(await stopping.dispatcher.drain(50)).toEqual({ interrupted: 0, handedOver: 2 });
     await Promise.all([handled, queued]);
-    // Nothing more written where it stopped: no restart note.
-    expect(onStopping.seen).toEqual(["Half an ans"]);
+    // What it had is written as it stands, and nothing after it: no restart note.
+    expect(onStopping.seen).toEqual(["Half an ans", "<finish>"]);
     expect(behind.seen).toEqual([]);
     await vi.waitFor(
       () => expect(onLive.seen).toEqual(["A whole answer.", "<finish>", "The second answer.", "<finish>"]),

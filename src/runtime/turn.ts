@@ -288,8 +288,10 @@ async function drive(
     log.error({ err, key: place.key }, "reply failed");
     await renderer.fail(hooks.interruptedNote() ?? toUserFacing(err).message);
   } finally {
-    if (handedOver) log.info({ key: place.key }, "turn handed over to another process");
-    else await settle();
+    if (handedOver) {
+      await renderer.handOver();
+      log.info({ key: place.key }, "turn handed over to another process");
+    } else await settle();
   }
   if (handedOver) return { outcome: "interrupted", events };
   return { outcome, events, session, parked: Boolean(pending) };
