@@ -5,6 +5,8 @@ import { scrub } from "./log.js";
 import { McpHub } from "./mcp/hub.js";
 import { loadMcpConfig } from "./mcp/servers.js";
 import { openStore } from "./store/index.js";
+import { liveProcesses } from "./store/locks.js";
+import { TurnLedger } from "./store/turns.js";
 
 interface Check {
   name: string;
@@ -45,9 +47,22 @@ export async function runDoctor(
 async function checkStore(loaded: LoadedConfig): Promise<Check> {
   try {
     const store = await openStore(loaded.storeUrl);
-    const ok = await store.ping();
-    await store.close();
-    return { name: "store", ok, detail: ok ? `${store.kind} reachable` : "not reachable" };
+    try {
+      const ok = await store.ping();
+      if (!ok) return { name: "store", ok, detail: "not reachable" };
+      const [processes, unfinished] = await Promise.all([
+        liveProcesses(store),
+        new TurnLedger(store).pending().then((turns) => turns.filter((t) => !t.waiting).length),
+      ]);
+      const running =
+        processes === 0
+          ? "no bot running on it"
+          : `${processes} bot ${processes === 1 ? "process" : "processes"} running on it`;
+      const cut = unfinished ? `, ${unfinished} unfinished ${unfinished === 1 ? "turn" : "turns"}` : "";
+      return { name: "store", ok, detail: `${store.kind} reachable; ${running}${cut}` };
+    } finally {
+      await store.close();
+    }
   } catch (err) {
     return { name: "store", ok: false, detail: message(err) };
   }

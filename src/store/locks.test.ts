@@ -1,6 +1,6 @@
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import type { Store } from "./index.js";
-import { createThreadLock, LocalThreadLock, type ThreadLock } from "./locks.js";
+import { createThreadLock, LocalThreadLock, liveProcesses, type ThreadLock } from "./locks.js";
 import { createState, type Lease } from "./state.js";
 import { describeEachStore, needsServer, type TestStores, testStores } from "./testing.js";
 
@@ -181,5 +181,23 @@ describeEachStore("the thread lock across processes on %s", (kind) => {
     expect(during).toBeUndefined();
     const after = await state.acquireLock("cleanup", 1_000);
     expect(after).toBeDefined();
+  });
+
+  it("knows the processes that beat in the store, and forgets one at once when it closes", async () => {
+    stores = testStores(kind);
+    const store = await stores.open();
+    const [a, b] = [createThreadLock(store), createThreadLock(await stores.open())];
+    expect(await liveProcesses(store)).toBe(0);
+    expect(await a.others()).toEqual([]);
+    expect(await b.others()).toEqual([a.owner]);
+    expect(await a.others()).toEqual([b.owner]);
+    expect(await liveProcesses(store)).toBe(2);
+    expect(await a.alive(b.owner)).toBe(true);
+    await b.close();
+    expect(await a.alive(b.owner)).toBe(false);
+    expect(await b.alive(b.owner)).toBe(false);
+    expect(await a.others()).toEqual([]);
+    expect(await liveProcesses(store)).toBe(1);
+    await a.close();
   });
 });

@@ -219,6 +219,14 @@ export class LeaseThreadLock implements ThreadLock {
   }
 }
 
+/** How many bot processes beat in this store now; read only: the caller does not join them. */
+export async function liveProcesses(store: Store): Promise<number> {
+  const state = createState(store);
+  const all = await state.listMembers(PROCESSES);
+  const beats = await Promise.all(all.map((owner) => state.get(aliveKey(owner))));
+  return beats.filter((beat) => beat !== undefined).length;
+}
+
 export function createThreadLock(store: Store, options?: LeaseLockOptions): ThreadLock {
   return new LeaseThreadLock(createState(store), options);
 }

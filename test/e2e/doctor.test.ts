@@ -51,7 +51,7 @@ describe("npm run doctor", () => {
     });
     expect(ok).toBe(false);
     expect(text).toMatch(/^ok +config/m);
-    expect(text).toMatch(/^ok +store +sqlite reachable/m);
+    expect(text).toMatch(/^ok +store +sqlite reachable; no bot running on it$/m);
     expect(text).toMatch(/^ok +llm \(openai, gpt-4o-mini\) +\d+ models; model listed/m);
     expect(text).toMatch(/^ok +mcp everything +\d+ tools/m);
     expect(text).toMatch(/^FAIL +mcp broken +failed: .*command not found/m);
