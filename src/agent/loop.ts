@@ -12,9 +12,11 @@ import {
   zeroUsage,
 } from "../core/messages.js";
 import type { ToolEntry, ToolHub, ToolOutcome } from "../mcp/types.js";
+import { callSignature } from "./call-signature.js";
 import type { ModelRequest, Provider, ToolSpec } from "./providers/provider.js";
 import { AsyncQueue } from "./queue.js";
 import { fitStep } from "./step-budget.js";
+import { errorResult, startingStep } from "./steps.js";
 import { ThinkFilter } from "./think.js";
 
 export interface LoopOptions {
@@ -102,20 +104,6 @@ const FINAL_NOTES: Record<ForcedCause, string> = {
 
 export function toolSpecs(tools: ToolEntry[]): ToolSpec[] {
   return tools.map((t) => ({ name: t.name, description: t.description, inputSchema: t.inputSchema }));
-}
-
-/** Stable identity of a call, so `{a:1,b:2}` and `{b:2,a:1}` count as the same call. */
-function callSignature(call: ToolCall): string {
-  return `${call.name}\u0000${stableJson(call.arguments)}`;
-}
-
-function stableJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(stableJson).join(",")}]`;
-  if (value && typeof value === "object") {
-    const entries = Object.entries(value as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : 1));
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${stableJson(v)}`).join(",")}}`;
-  }
-  return JSON.stringify(value) ?? "null";
 }
 
 export async function* runToolLoop(
@@ -312,34 +300,6 @@ async function* finishStep(
   return planned.filter((p) => p.refusal === undefined).length;
 }
 
-/**
- * A waiting step that will never be decided (the person wrote again first): its message
- * and a result for each call, none of them run, so the session stays a valid conversation.
- */
-export function abandonedStep(step: PendingStep, reason: string): ChatMessage[] {
-  const settled = new Map(step.settled.map((m) => [m.toolCallId, m]));
-  const results = (step.assistant.toolCalls ?? []).map(
-    (call) => settled.get(call.id) ?? errorResult(call, reason),
-  );
-  return [step.assistant, ...results];
-}
-
-/** The step as `onCalls` reports it: which of its calls run now, and the results of the rest. */
-function startingStep(
-  assistant: AssistantMessage,
-  planned: PlannedCall[],
-  settled: ToolMessage[] = [],
-): PendingStep {
-  return {
-    assistant,
-    asks: planned.filter((p) => p.refusal === undefined).map((p) => p.call.id),
-    settled: [
-      ...settled,
-      ...planned.flatMap((p) => (p.refusal === undefined ? [] : [errorResult(p.call, p.refusal)])),
-    ],
-  };
-}
-
 type CallEvent = { kind: "event"; event: AgentEvent } | { kind: "done"; index: number; message: ToolMessage };
 
 /** Runs one step's calls in parallel, forwarding their events as they happen. */
@@ -404,10 +364,6 @@ export function splitName(hub: ToolHub, name: string): { server: string; tool: s
   if (entry) return { server: entry.server, tool: entry.tool };
   const at = name.indexOf("__");
   return at > 0 ? { server: name.slice(0, at), tool: name.slice(at + 2) } : { server: "unknown", tool: name };
-}
-
-function errorResult(call: ToolCall, text: string): ToolMessage {
-  return { role: "tool", toolCallId: call.id, name: call.name, content: text, isError: true };
 }
 
 function describe(err: unknown): string {

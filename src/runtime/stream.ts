@@ -2,57 +2,14 @@ import { log } from "../log.js";
 import type { TextSink } from "./contract.js";
 import { endingFor, type MessageOps, RateLimitedError, type WriteInfo } from "./message-ops.js";
 import { type Lane, WriteDropped, WriteScheduler } from "./scheduler/write-scheduler.js";
-import { type Fence, type MessagePart, openFenceAtEnd, splitMarkdown } from "./split.js";
+import { type Fence, type MessagePart, openFenceAtEnd, splitToFit } from "./split.js";
+import type { StreamWriterOptions } from "./stream-options.js";
 
 /** A plain timer, not node:timers/promises: the writer's tests drive it with fake timers. */
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 export { endingFor, type MessageOps, RateLimitedError, type WriteInfo } from "./message-ops.js";
-
-export interface StreamWriterOptions {
-  /** Maximum characters per message, after `render` (Slack ~3,900, Discord 2,000). */
-  limit: number;
-  /** Minimum gap between two intermediate writes of this reply; first and final writes go at once. */
-  intervalMs: number;
-  /**
-   * The platform connection's write scheduler, shared by every reply. Without one the
-   * writer has its own, which only waits out the 429s it meets.
-   */
-  scheduler?: WriteScheduler;
-  /**
-   * The person already sees the reply begin (a thread the bot opened for it): its first
-   * message is then an ordinary update, not the first visible write. Asked once `ready`.
-   */
-  shownAlready?: boolean | (() => boolean);
-  /** Resolves when the place can take writes (a thread being opened); nothing is written before. */
-  ready?: Promise<unknown>;
-  /** Turns one part's Markdown into the platform's format (e.g. Slack mrkdwn) before it is written. */
-  render?: (markdown: string) => string;
-  /** Show `status()` text as a line under the answer while streaming (removed at the end). */
-  statusLine?: boolean;
-  /**
-   * Goes on with a reply written earlier, maybe by another process: `messages` are its
-   * messages, and the last one is written on. What it shows, read back with `shown` before
-   * the first write (null: the message is gone, so a new one is posted), stays in front
-   * of the new text, in the platform's format already.
-   */
-  resume?: {
-    messages: string[];
-    shown(id: string): Promise<string | null>;
-    /**
-     * Set when the turn is taken over after its process died: the answer's text up to its
-     * last checkpoint (Markdown). Every message is laid out again from it, so what the
-     * cut-off step had shown is replaced by the step run again, not repeated after it.
-     * `shown` is still asked for the last message (null: it is gone, so it is posted).
-     */
-    retake?: string;
-  };
-  /**
-   * Told the reply's message ids each time a message is posted or removed, and awaited
-   * before the next write, so a record of them is never behind the platform.
-   */
-  onMessages?: (ids: string[]) => Promise<void>;
-}
+export type { StreamWriterOptions } from "./stream-options.js";
 
 /** What a placeholder becomes when the answer has no text and `MessageOps.remove` is missing. */
 const NO_TEXT = "Done.";
@@ -435,27 +392,7 @@ export class StreamWriter implements TextSink {
     return slot;
   }
 
-  /** `splitMarkdown`, made to fit after `render` (which may lengthen text, e.g. escapes). */
   private split(markdown: string, from: Fence | null): MessagePart[] {
-    const render = this.opts.render;
-    const out: MessagePart[] = [];
-    let rest = markdown;
-    let fence = from;
-    let limit = this.opts.limit;
-    while (rest !== "") {
-      const parts = splitMarkdown(rest, limit, fence);
-      const first = parts[0]!;
-      const over = render ? render(first.text).length - this.opts.limit : 0;
-      if (over > 0 && limit > 1) {
-        limit = Math.max(1, limit - over);
-        continue;
-      }
-      out.push(first);
-      if (parts.length === 1) break;
-      rest = rest.slice(first.source.length);
-      fence = first.open;
-      limit = this.opts.limit;
-    }
-    return out;
+    return splitToFit(markdown, this.opts.limit, from, this.opts.render);
   }
 }

@@ -1,7 +1,8 @@
 import { randomUUID } from "node:crypto";
 import type { Agent, TurnInput } from "../agent/agent.js";
 import { countTokens, modelLimits } from "../agent/context.js";
-import { abandonedStep, type CallGate, splitName } from "../agent/loop.js";
+import { type CallGate, splitName } from "../agent/loop.js";
+import { abandonedStep } from "../agent/steps.js";
 import type { Config } from "../config.js";
 import { toUserFacing } from "../core/errors.js";
 import type { AgentEvent } from "../core/events.js";

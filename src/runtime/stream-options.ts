@@ -1,0 +1,47 @@
+import type { WriteScheduler } from "./scheduler/write-scheduler.js";
+
+/** How a `StreamWriter` writes one reply (see stream.ts). */
+export interface StreamWriterOptions {
+  /** Maximum characters per message, after `render` (Slack ~3,900, Discord 2,000). */
+  limit: number;
+  /** Minimum gap between two intermediate writes of this reply; first and final writes go at once. */
+  intervalMs: number;
+  /**
+   * The platform connection's write scheduler, shared by every reply. Without one the
+   * writer has its own, which only waits out the 429s it meets.
+   */
+  scheduler?: WriteScheduler;
+  /**
+   * The person already sees the reply begin (a thread the bot opened for it): its first
+   * message is then an ordinary update, not the first visible write. Asked once `ready`.
+   */
+  shownAlready?: boolean | (() => boolean);
+  /** Resolves when the place can take writes (a thread being opened); nothing is written before. */
+  ready?: Promise<unknown>;
+  /** Turns one part's Markdown into the platform's format (e.g. Slack mrkdwn) before it is written. */
+  render?: (markdown: string) => string;
+  /** Show `status()` text as a line under the answer while streaming (removed at the end). */
+  statusLine?: boolean;
+  /**
+   * Goes on with a reply written earlier, maybe by another process: `messages` are its
+   * messages, and the last one is written on. What it shows, read back with `shown` before
+   * the first write (null: the message is gone, so a new one is posted), stays in front
+   * of the new text, in the platform's format already.
+   */
+  resume?: {
+    messages: string[];
+    shown(id: string): Promise<string | null>;
+    /**
+     * Set when the turn is taken over after its process died: the answer's text up to its
+     * last checkpoint (Markdown). Every message is laid out again from it, so what the
+     * cut-off step had shown is replaced by the step run again, not repeated after it.
+     * `shown` is still asked for the last message (null: it is gone, so it is posted).
+     */
+    retake?: string;
+  };
+  /**
+   * Told the reply's message ids each time a message is posted or removed, and awaited
+   * before the next write, so a record of them is never behind the platform.
+   */
+  onMessages?: (ids: string[]) => Promise<void>;
+}
