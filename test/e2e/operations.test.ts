@@ -145,7 +145,9 @@ describe("stopping `switchboard start` in Slack", () => {
   beforeAll(async () => {
     llm = await LlmEmulator.start({ responder });
     slack = await SlackEmulator.start();
-    dir = scratchConfig("shutdown:\n  graceMs: 300\nslack:\n  updateIntervalMs: 250\n", MCP);
+    // One edit a second: a cut-off answer and its takeover stay inside Slack's workspace
+    // minute for chat.update (50), so the finished answer never waits for a new minute.
+    dir = scratchConfig("shutdown:\n  graceMs: 300\nslack:\n  updateIntervalMs: 1000\n", MCP);
     env = { ...appEnv({ dir, llm, slack, apiKey: OPENAI_KEY }), LOG_LEVEL: "debug" };
   });
 

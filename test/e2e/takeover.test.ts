@@ -54,7 +54,11 @@ describe("three replicas on Redis: kill -9 of the one streaming five answers", n
     // minute's edits, and the takers wait out Slack's Retry-After: about a minute.
     slack = await SlackEmulator.start({ rateLimits: SLACK_PER_CHANNEL_LIMITS });
     for (let i = 2; i <= 5; i++) slack.state.addChannel(`C${i}`, `room-${i}`);
-    dir = scratchConfig("llm:\n  maxRetries: 0\nslack:\n  updateIntervalMs: 250\n  nativeStreaming: false\n");
+    // One edit a second per answer: what the dead replica and the takers spend together stays
+    // inside Slack's per-channel minute, so the answers' final edits never wait for a new minute.
+    dir = scratchConfig(
+      "llm:\n  maxRetries: 0\nslack:\n  updateIntervalMs: 1000\n  nativeStreaming: false\n",
+    );
     env = { ...appEnv({ dir, llm, slack, store: url }), LOG_LEVEL: "info" };
   });
 

@@ -4,6 +4,7 @@ import { SwitchboardError } from "../../core/errors.js";
 import type { ThreadKey } from "../../core/thread.js";
 import { log } from "../../log.js";
 import type { Adapter, AdapterDeps, Reply, ReplyAddress, ResumeFrom } from "../../runtime/contract.js";
+import { SharedBudgets } from "../../runtime/scheduler/shared-budgets.js";
 import { WriteScheduler } from "../../runtime/scheduler/write-scheduler.js";
 import { createClient, inviteUrl } from "./client.js";
 import { onInteraction, registerCommands } from "./commands.js";
@@ -24,9 +25,12 @@ export class DiscordAdapter implements Adapter {
   private accepting = false;
   /** Turns handed to the runner and not finished: the client stays up until they are written. */
   private readonly inFlight = new Set<Promise<void>>();
+  private readonly budgets: SharedBudgets;
 
   constructor(private readonly deps: AdapterDeps) {
-    const scheduler = new WriteScheduler(discordWritePolicy, "discord");
+    // The bot's budgets (its 50/s and the per-route buckets) are shared by every replica through the store.
+    this.budgets = new SharedBudgets(discordWritePolicy, deps.state, "discord");
+    const scheduler = new WriteScheduler(this.budgets, "discord");
     this.client = createClient({ apiUrl: deps.secrets.discordApiUrl, scheduler });
     this.ctx = new DiscordContext(this.client, deps, scheduler);
     this.client.on(Events.MessageCreate, (m) => this.track(() => onMessage(this.ctx, m), "message"));
@@ -64,10 +68,14 @@ export class DiscordAdapter implements Adapter {
     this.accepting = false;
     if (this.inFlight.size === 0) {
       await this.client.destroy();
+      await this.budgets.close();
       return;
     }
     // Turns in flight still write through REST: close once they are done.
-    void Promise.allSettled([...this.inFlight]).then(() => this.client.destroy());
+    void Promise.allSettled([...this.inFlight]).then(async () => {
+      await this.client.destroy();
+      await this.budgets.close();
+    });
   }
 
   ready(): boolean {

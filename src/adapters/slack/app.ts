@@ -5,7 +5,7 @@ import type { Config, Secrets } from "../../config.js";
 import { SwitchboardError } from "../../core/errors.js";
 import { log } from "../../log.js";
 import { RateLimitedError } from "../../runtime/message-ops.js";
-import { WriteScheduler } from "../../runtime/scheduler/write-scheduler.js";
+import { type BudgetBook, WriteScheduler } from "../../runtime/scheduler/write-scheduler.js";
 import { isSlackWrite, slackBuckets, slackDefaults, slackWritePolicy } from "./write-policy.js";
 
 export interface SlackAppOptions {
@@ -127,6 +127,8 @@ export function createSlackConnection(
   secrets: Secrets,
   opts: SlackAppOptions = {},
   onWriteError?: (rateLimited: boolean) => void,
+  /** The workspace's budgets, shared with the other replicas; this process's own when not given. */
+  budgets?: BudgetBook,
 ): SlackConnection {
   const token = secrets.slackBotToken;
   if (!token) throw new SwitchboardError("config_invalid", "SLACK_BOT_TOKEN is not set.");
@@ -142,6 +144,7 @@ export function createSlackConnection(
       rejectRateLimitedCalls: true,
     },
     onWriteError,
+    new WriteScheduler(budgets ?? slackWritePolicy, "slack"),
   );
   let connected = false;
 

@@ -2,11 +2,13 @@ import type { ThreadKey } from "../../core/thread.js";
 import { decodeThread, type ThreadRef } from "../../core/thread.js";
 import { log } from "../../log.js";
 import type { Adapter, AdapterDeps } from "../../runtime/contract.js";
+import { SharedBudgets } from "../../runtime/scheduler/shared-budgets.js";
 import { createSlackConnection, type SlackAppOptions } from "./app.js";
 import { registerCommands } from "./commands.js";
 import { SlackEvents, type SlackIdentity } from "./events.js";
 import { recoverSlackReply } from "./recover.js";
 import { SLACK_MESSAGE_LIMIT, SlackReply } from "./reply.js";
+import { slackWritePolicy } from "./write-policy.js";
 
 export { route, threadKey } from "./events.js";
 export { fromSlackText, toMrkdwn, toSlackMarkdown } from "./mrkdwn.js";
@@ -39,7 +41,9 @@ export interface SlackAdapter extends Adapter {
 
 export function createSlackAdapter(deps: AdapterDeps, opts: SlackAdapterOptions = {}): SlackAdapter {
   const { config, secrets, runner } = deps;
-  const conn = createSlackConnection(config, secrets, opts, deps.platformError);
+  // Shared with the other replicas of this app through the store (one workspace, one budget).
+  const budgets = new SharedBudgets(slackWritePolicy, deps.state, "slack");
+  const conn = createSlackConnection(config, secrets, opts, deps.platformError, budgets);
   // Every write of the workspace goes through one scheduler, the writes client's.
   const scheduler = conn.writes.scheduler;
   const native = config.slack.nativeStreaming
@@ -86,6 +90,7 @@ export function createSlackAdapter(deps: AdapterDeps, opts: SlackAdapterOptions 
     async stop() {
       stopping.abort();
       await conn.stop();
+      await budgets.close();
     },
     ready: () => conn.connected(),
     async recover(key, address, note) {

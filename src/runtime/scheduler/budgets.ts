@@ -39,20 +39,36 @@ export interface BudgetBook {
 const ESCALATE_AFTER = 2;
 const ESCALATE_WINDOW_MS = 60_000;
 
-interface Bucket {
+/** What a bucket spent lately and whether it is paused: one process's, or the others' (see SharedBudgets). */
+export interface BucketView {
   /** When the writes inside the current window were granted, oldest first. */
   sent: number[];
   pausedUntil: number;
   learned: boolean;
+}
+
+interface Bucket extends BucketView {
   /** Narrower buckets that met a 429, and when (for escalation). */
   limitedBelow: Map<string, number>;
 }
+
+const NOTHING: BucketView = { sent: [], pausedUntil: 0, learned: false };
 
 /** One process's budgets: sliding windows kept in memory. */
 export class LocalBudgets implements BudgetBook {
   private readonly buckets = new Map<string, Bucket>();
 
   constructor(private readonly policy: WritePolicy) {}
+
+  /** What other processes spent from `bucket` and how they paused it (none here). */
+  protected extra(_bucket: string): BucketView {
+    return NOTHING;
+  }
+
+  /** This process's buckets. */
+  protected own(): IterableIterator<[string, BucketView]> {
+    return this.buckets.entries();
+  }
 
   private bucket(key: string): Bucket {
     let b = this.buckets.get(key);
@@ -65,16 +81,19 @@ export class LocalBudgets implements BudgetBook {
 
   wait(key: string, reserve: number, now: number): number {
     const b = this.buckets.get(key);
-    const limit = this.policy.limitOf(key, b?.learned ?? false);
+    const others = this.extra(key);
+    const limit = this.policy.limitOf(key, (b?.learned ?? false) || others.learned);
     const usable = limit ? limit.capacity - Math.floor(limit.capacity * reserve) : Number.POSITIVE_INFINITY;
     if (usable < 1) return Number.POSITIVE_INFINITY;
-    if (!b) return 0;
-    const paused = Math.max(0, b.pausedUntil - now);
+    if (!b && others === NOTHING) return 0;
+    const paused = Math.max(0, (b?.pausedUntil ?? 0) - now, others.pausedUntil - now);
     if (!limit) return paused;
-    while (b.sent.length > 0 && (b.sent[0] ?? 0) + limit.windowMs <= now) b.sent.shift();
-    if (b.sent.length < usable) return paused;
+    const inWindow = (at: number) => at + limit.windowMs > now;
+    if (b) while (b.sent.length > 0 && !inWindow(b.sent[0] ?? 0)) b.sent.shift();
+    const sent = mergeSorted(b?.sent ?? [], others.sent.filter(inWindow));
+    if (sent.length < usable) return paused;
     // The write that must leave the window before there is room again.
-    const leaving = b.sent[b.sent.length - usable] ?? now;
+    const leaving = sent[sent.length - usable] ?? now;
     return Math.max(paused, leaving + limit.windowMs - now);
   }
 
@@ -94,4 +113,18 @@ export class LocalBudgets implements BudgetBook {
     for (const [k, at] of b.limitedBelow) if (at + ESCALATE_WINDOW_MS <= now) b.limitedBelow.delete(k);
     return b.limitedBelow.size >= ESCALATE_AFTER;
   }
+}
+
+/** Two ascending lists as one. */
+function mergeSorted(a: number[], b: number[]): number[] {
+  if (b.length === 0) return a;
+  if (a.length === 0) return b;
+  const out: number[] = [];
+  let i = 0;
+  let j = 0;
+  while (i < a.length || j < b.length) {
+    if (j >= b.length || (i < a.length && a[i]! <= b[j]!)) out.push(a[i++]!);
+    else out.push(b[j++]!);
+  }
+  return out;
 }

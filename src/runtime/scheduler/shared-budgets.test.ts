@@ -1,0 +1,76 @@
+import { afterEach, expect, it } from "vitest";
+import { createState } from "../../store/state.js";
+import { describeEachStore, type TestStores, testStores } from "../../store/testing.js";
+import type { WritePolicy } from "./budgets.js";
+import { SharedBudgets } from "./shared-budgets.js";
+
+/** "posts": 3 per 10 s, known from the start; "edits": 3 per 10 s, known only once a 429 taught it. */
+const policy: WritePolicy = {
+  limitOf(bucket, learned) {
+    if (bucket === "posts") return { capacity: 3, windowMs: 10_000 };
+    if (bucket === "edits" && learned) return { capacity: 3, windowMs: 10_000 };
+    return undefined;
+  },
+};
+
+describeEachStore("write budgets shared by replicas on %s", (kind) => {
+  let stores: TestStores;
+  const open: SharedBudgets[] = [];
+
+  afterEach(async () => {
+    await Promise.all(open.splice(0).map((b) => b.close()));
+    await stores.dispose();
+  });
+
+  async function replicas(): Promise<[SharedBudgets, SharedBudgets]> {
+    stores = testStores(kind);
+    const a = new SharedBudgets(policy, createState(await stores.open()), "test");
+    const b = new SharedBudgets(policy, createState(await stores.open()), "test");
+    open.push(a, b);
+    return [a, b];
+  }
+
+  it("counts what another replica spent once it has synced, and not before", async () => {
+    const [a, b] = await replicas();
+    const now = Date.now();
+    a.spend(["posts"], now);
+    a.spend(["posts"], now + 1);
+    a.spend(["posts"], now + 2);
+    expect(a.wait("posts", 0, now + 3)).toBeGreaterThan(9_000);
+    // Not synced yet: the other replica still sees room.
+    expect(b.wait("posts", 0, now + 3)).toBe(0);
+    await a.sync();
+    await b.sync();
+    expect(b.wait("posts", 0, now + 3)).toBe(10_000 - 3);
+    // Once the window has passed, the room is back for both.
+    expect(b.wait("posts", 0, now + 10_001)).toBe(0);
+  });
+
+  it("shares a pause and what a 429 taught about a limit", async () => {
+    const [a, b] = await replicas();
+    const now = Date.now();
+    b.spend(["edits"], now);
+    a.spend(["edits"], now + 1);
+    await a.sync();
+    await b.sync();
+    // Unknown limit: no wait for edits, however many were sent.
+    expect(b.wait("edits", 0, now + 2)).toBe(0);
+    a.pause("edits", 5_000, now);
+    await a.sync();
+    await b.sync();
+    expect(b.wait("edits", 0, now + 1_000)).toBe(4_000);
+    expect(b.wait("edits", 0, now + 6_000)).toBe(0);
+    // b never met a 429, but knows the limit now (3 per 10 s): with a's edit, a third fills the window.
+    b.spend(["edits"], now + 6_000);
+    expect(b.wait("edits", 0, now + 6_000)).toBe(4_000);
+  });
+
+  it("keeps counting the writes of a replica that stopped, for as long as their window lasts", async () => {
+    const [a, b] = await replicas();
+    const now = Date.now();
+    for (let i = 0; i < 3; i++) a.spend(["posts"], now);
+    await a.close();
+    await b.sync();
+    expect(b.wait("posts", 0, now + 100)).toBe(9_900);
+  });
+});

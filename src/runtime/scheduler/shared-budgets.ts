@@ -1,0 +1,136 @@
+import { randomUUID } from "node:crypto";
+import { log } from "../../log.js";
+import type { StateStore } from "../../store/state.js";
+import { type BucketView, LocalBudgets, type WritePolicy } from "./budgets.js";
+
+/** How often a process publishes what it spent and reads what the others did. */
+export const BUDGET_SYNC_MS = 250;
+/** How long a process's record outlives its last publication: the longest window it describes (Slack's minute). */
+const RECORD_TTL_MS = 65_000;
+
+/** What one process spent and paused lately, as the others read it. */
+interface BudgetRecord {
+  /** When each bucket's writes were granted, within their window. */
+  spent: Record<string, number[]>;
+  /** Until when each paused bucket is paused. */
+  paused: Record<string, number>;
+  /** Buckets a 429 showed to be limited. */
+  learned: string[];
+}
+
+const EMPTY: BucketView = { sent: [], pausedUntil: 0, learned: false };
+
+/**
+ * The budgets of a platform connection that several replicas share (one Slack app, one
+ * Discord bot): each process keeps its own sliding windows in memory, as `LocalBudgets`,
+ * and publishes them to the store every 250 ms (at once after a 429); the others' writes
+ * and pauses count in its own waits as soon as it has read them. The hot path never waits
+ * on the store: two replicas may both take the last slot of a window within one sync, and
+ * the platform's 429 then pauses the bucket for both.
+ */
+export class SharedBudgets extends LocalBudgets {
+  private readonly owner = randomUUID();
+  private others = new Map<string, BucketView>();
+  private dirty = false;
+  private joined = false;
+  private timer: NodeJS.Timeout | undefined;
+  private syncing: Promise<void> | undefined;
+
+  constructor(
+    private readonly limits: WritePolicy,
+    private readonly state: StateStore,
+    private readonly name: string,
+  ) {
+    super(limits);
+    this.timer = setInterval(() => void this.sync(), BUDGET_SYNC_MS);
+    this.timer.unref();
+  }
+
+  /** Stops syncing; its record stays for the others until it expires (its writes still count). */
+  async close(): Promise<void> {
+    clearInterval(this.timer);
+    await this.syncing;
+    if (this.dirty) await this.sync();
+  }
+
+  override spend(buckets: readonly string[], now: number): void {
+    super.spend(buckets, now);
+    this.dirty = true;
+  }
+
+  override pause(bucket: string, ms: number, now: number): void {
+    super.pause(bucket, ms, now);
+    this.dirty = true;
+    // A 429 is news the others need before their next write, not at the next tick.
+    void this.sync();
+  }
+
+  protected override extra(bucket: string): BucketView {
+    return this.others.get(bucket) ?? EMPTY;
+  }
+
+  /** Publishes this process's record when it changed, then reads the others'. One at a time. */
+  sync(): Promise<void> {
+    this.syncing ??= this.exchange()
+      .catch((err: unknown) => log.debug({ err, budgets: this.name }, "write budgets not shared this time"))
+      .finally(() => {
+        this.syncing = undefined;
+      });
+    return this.syncing;
+  }
+
+  private async exchange(): Promise<void> {
+    const list = `budgets:${this.name}`;
+    const now = Date.now();
+    if (this.dirty) {
+      this.dirty = false;
+      await this.state.set(this.recordKey(this.owner), this.snapshot(now), RECORD_TTL_MS);
+      if (!this.joined) {
+        await this.state.listAdd(list, this.owner);
+        this.joined = true;
+      }
+    }
+    const members = (await this.state.listMembers(list)).filter((m) => m !== this.owner);
+    const records = await Promise.all(members.map((m) => this.state.get<BudgetRecord>(this.recordKey(m))));
+    const others = new Map<string, BucketView>();
+    records.forEach((record, i) => {
+      if (!record) {
+        void this.state.listRemove(list, members[i]!).catch(() => undefined);
+        return;
+      }
+      for (const [bucket, sent] of Object.entries(record.spent)) this.view(others, bucket).sent.push(...sent);
+      for (const [bucket, until] of Object.entries(record.paused)) {
+        const v = this.view(others, bucket);
+        v.pausedUntil = Math.max(v.pausedUntil, until);
+      }
+      for (const bucket of record.learned) this.view(others, bucket).learned = true;
+    });
+    for (const v of others.values()) v.sent.sort((a, b) => a - b);
+    this.others = others;
+  }
+
+  private view(map: Map<string, BucketView>, bucket: string): BucketView {
+    let v = map.get(bucket);
+    if (!v) {
+      v = { sent: [], pausedUntil: 0, learned: false };
+      map.set(bucket, v);
+    }
+    return v;
+  }
+
+  private snapshot(now: number): BudgetRecord {
+    const record: BudgetRecord = { spent: {}, paused: {}, learned: [] };
+    for (const [bucket, b] of this.own()) {
+      const window = this.limits.limitOf(bucket, true)?.windowMs ?? RECORD_TTL_MS;
+      const recent = b.sent.filter((at) => at + window > now);
+      if (recent.length) record.spent[bucket] = recent;
+      if (b.pausedUntil > now) record.paused[bucket] = b.pausedUntil;
+      if (b.learned) record.learned.push(bucket);
+    }
+    return record;
+  }
+
+  private recordKey(owner: string): string {
+    return `budget:${this.name}:${owner}`;
+  }
+}
