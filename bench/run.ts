@@ -19,6 +19,7 @@ const BENCHES: Array<{ file: string; title: string }> = [
   { file: "discord.bench.ts", title: "Discord" },
   { file: "approvals.bench.ts", title: "Tool approvals" },
   { file: "load.bench.ts", title: "Load: many conversations at once" },
+  { file: "replicas.bench.ts", title: "Replicas on Redis" },
 ];
 
 const dir = import.meta.dirname;
