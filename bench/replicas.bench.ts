@@ -240,9 +240,13 @@ async function oneBudget(build: AppBuild, n: number) {
       "thirty answers",
       240_000,
     );
-    const limited = slack.api.calls.filter((c) => c.error === "ratelimited").length;
+    const hits = slack.api.calls.filter((c) => c.error === "ratelimited");
+    const limited = hits.length;
+    const byMethod = [...new Set(hits.map((c) => c.method))]
+      .map((m) => `${m} ${hits.filter((c) => c.method === m).length}`)
+      .join(", ");
     const sorted = [...final].sort((a, b) => a - b);
-    return { limited, p50: p50(final), p99: sorted[Math.floor(0.99 * (sorted.length - 1))]! };
+    return { limited, byMethod, p50: p50(final), p99: sorted[Math.floor(0.99 * (sorted.length - 1))]! };
   } finally {
     await stop(replicas);
     await slack.stop();
@@ -273,6 +277,8 @@ export async function run(): Promise<BenchResult> {
         "per turn: final text p50, SQLite / Redis (ms)": `${fmt(sqlite.final)} / ${fmt(redis.final)}`,
         "per turn: Redis commands (all, with heartbeats and budget sync)": fmt(redis.commands),
         "30 threads, workspace tiers: 429s, one replica / three": `${one.limited} / ${three.limited}`,
+        "30 threads: 429s by method, one replica": one.byMethod || "none",
+        "30 threads: 429s by method, three replicas": three.byMethod || "none",
         "30 threads: final text p50 / p99, one replica (ms)": `${fmt(one.p50)} / ${fmt(one.p99)}`,
         "30 threads: final text p50 / p99, three replicas (ms)": `${fmt(three.p50)} / ${fmt(three.p99)}`,
         "three replicas / one (final p99)": ratio(three.p99, one.p99),

@@ -274,8 +274,12 @@ export class SlackEvents {
       if (admitted === "tell") await reply.notice(REFUSED_NOTE).catch(() => undefined);
       return;
     }
-    // A copy of a message already taken (app_mention + message, redelivery) gets no second acknowledgement.
-    const first = this.acknowledged.add(`${t.channel}:${t.ts}`);
+    // A copy of a message already taken (app_mention + message, redelivery) gets no second
+    // acknowledgement, also when the copies reach two replicas (the store says which came first).
+    const message = `${t.channel}:${t.ts}`;
+    const first =
+      this.acknowledged.add(message) &&
+      (await this.deps.runner.firstSight(`ack:${message}`).catch(() => true));
     const ack = first ? this.acknowledge(reply, t.channel, t.ts) : Promise.resolve(false);
     const inbound: Inbound = {
       id: t.eventId,

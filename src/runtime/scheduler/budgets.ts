@@ -53,6 +53,7 @@ interface Bucket extends BucketView {
 }
 
 const NOTHING: BucketView = { sent: [], pausedUntil: 0, learned: false };
+const NO_429S: ReadonlyMap<string, number> = new Map();
 
 /** One process's budgets: sliding windows kept in memory. */
 export class LocalBudgets implements BudgetBook {
@@ -63,6 +64,18 @@ export class LocalBudgets implements BudgetBook {
   /** What other processes spent from `bucket` and how they paused it (none here). */
   protected extra(_bucket: string): BucketView {
     return NOTHING;
+  }
+
+  /** Narrower buckets of `wide` that met a 429 in other processes, and when (none here). */
+  protected extraBelow(_wide: string): ReadonlyMap<string, number> {
+    return NO_429S;
+  }
+
+  /** The narrower buckets of each wide one that met a 429 here lately. */
+  protected ownBelow(): Map<string, ReadonlyMap<string, number>> {
+    const out = new Map<string, ReadonlyMap<string, number>>();
+    for (const [key, b] of this.buckets) if (b.limitedBelow.size) out.set(key, b.limitedBelow);
+    return out;
   }
 
   /** This process's buckets. */
@@ -111,7 +124,10 @@ export class LocalBudgets implements BudgetBook {
     const b = this.bucket(wide);
     b.limitedBelow.set(narrow, now);
     for (const [k, at] of b.limitedBelow) if (at + ESCALATE_WINDOW_MS <= now) b.limitedBelow.delete(k);
-    return b.limitedBelow.size >= ESCALATE_AFTER;
+    // Counted with the other replicas' 429s: together they learn a workspace's tier as soon as one would.
+    const parts = new Set(b.limitedBelow.keys());
+    for (const [k, at] of this.extraBelow(wide)) if (at + ESCALATE_WINDOW_MS > now) parts.add(k);
+    return parts.size >= ESCALATE_AFTER;
   }
 }
 

@@ -65,6 +65,16 @@ describeEachStore("write budgets shared by replicas on %s", (kind) => {
     expect(b.wait("edits", 0, now + 6_000)).toBe(4_000);
   });
 
+  it("learns that a wide bucket is spent from 429s met in two replicas, as one replica would from two", async () => {
+    const [a, b] = await replicas();
+    const now = Date.now();
+    expect(a.limitedWithin("edits", "edits:C1", now)).toBe(false);
+    await a.sync();
+    await b.sync();
+    // b's first 429, in another channel: with a's, two parts of the workspace's bucket met one.
+    expect(b.limitedWithin("edits", "edits:C2", now + 10)).toBe(true);
+  });
+
   it("keeps counting the writes of a replica that stopped, for as long as their window lasts", async () => {
     const [a, b] = await replicas();
     const now = Date.now();

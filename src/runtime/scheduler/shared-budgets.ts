@@ -16,9 +16,12 @@ interface BudgetRecord {
   paused: Record<string, number>;
   /** Buckets a 429 showed to be limited. */
   learned: string[];
+  /** Per wide bucket, its narrower buckets that met a 429 lately, and when. */
+  below?: Record<string, Record<string, number>>;
 }
 
 const EMPTY: BucketView = { sent: [], pausedUntil: 0, learned: false };
+const NO_429S: ReadonlyMap<string, number> = new Map();
 
 /**
  * The budgets of a platform connection that several replicas share (one Slack app, one
@@ -31,6 +34,7 @@ const EMPTY: BucketView = { sent: [], pausedUntil: 0, learned: false };
 export class SharedBudgets extends LocalBudgets {
   private readonly owner = randomUUID();
   private others = new Map<string, BucketView>();
+  private othersBelow = new Map<string, Map<string, number>>();
   private dirty = false;
   private joined = false;
   private timer: NodeJS.Timeout | undefined;
@@ -69,6 +73,17 @@ export class SharedBudgets extends LocalBudgets {
     return this.others.get(bucket) ?? EMPTY;
   }
 
+  protected override extraBelow(wide: string): ReadonlyMap<string, number> {
+    return this.othersBelow.get(wide) ?? NO_429S;
+  }
+
+  override limitedWithin(wide: string, narrow: string, now: number): boolean {
+    const spent = super.limitedWithin(wide, narrow, now);
+    this.dirty = true;
+    void this.sync();
+    return spent;
+  }
+
   /** Publishes this process's record when it changed, then reads the others'. One at a time. */
   sync(): Promise<void> {
     this.syncing ??= this.exchange()
@@ -93,6 +108,7 @@ export class SharedBudgets extends LocalBudgets {
     const members = (await this.state.listMembers(list)).filter((m) => m !== this.owner);
     const records = await Promise.all(members.map((m) => this.state.get<BudgetRecord>(this.recordKey(m))));
     const others = new Map<string, BucketView>();
+    const below = new Map<string, Map<string, number>>();
     records.forEach((record, i) => {
       if (!record) {
         void this.state.listRemove(list, members[i]!).catch(() => undefined);
@@ -104,9 +120,15 @@ export class SharedBudgets extends LocalBudgets {
         v.pausedUntil = Math.max(v.pausedUntil, until);
       }
       for (const bucket of record.learned) this.view(others, bucket).learned = true;
+      for (const [wide, parts] of Object.entries(record.below ?? {})) {
+        const map = below.get(wide) ?? new Map<string, number>();
+        for (const [narrow, at] of Object.entries(parts)) map.set(narrow, Math.max(map.get(narrow) ?? 0, at));
+        below.set(wide, map);
+      }
     });
     for (const v of others.values()) v.sent.sort((a, b) => a - b);
     this.others = others;
+    this.othersBelow = below;
   }
 
   private view(map: Map<string, BucketView>, bucket: string): BucketView {
@@ -119,7 +141,8 @@ export class SharedBudgets extends LocalBudgets {
   }
 
   private snapshot(now: number): BudgetRecord {
-    const record: BudgetRecord = { spent: {}, paused: {}, learned: [] };
+    const record: BudgetRecord = { spent: {}, paused: {}, learned: [], below: {} };
+    for (const [wide, parts] of this.ownBelow()) record.below![wide] = Object.fromEntries(parts);
     for (const [bucket, b] of this.own()) {
       const window = this.limits.limitOf(bucket, true)?.windowMs ?? RECORD_TTL_MS;
       const recent = b.sent.filter((at) => at + window > now);
