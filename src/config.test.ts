@@ -53,6 +53,18 @@ describe("configuration", () => {
     expect(err.message).toMatch(/llm\.provider: .*"openai"/);
   });
 
+  it("takes a Discord shard of a count, and says why a shard outside its count is refused", () => {
+    const ok = dirWith({ "s.yaml": "discord:\n  shard:\n    id: 1\n    count: 2\n" });
+    expect(loadConfig({ SWITCHBOARD_CONFIG: "s.yaml" }, ok).config.discord.shard).toEqual({
+      id: 1,
+      count: 2,
+    });
+    const bad = dirWith({ "s.yaml": "discord:\n  shard:\n    id: 2\n    count: 2\n" });
+    expect(configError(() => loadConfig({ SWITCHBOARD_CONFIG: "s.yaml" }, bad)).message).toMatch(
+      /discord\.shard: shard\.id must be below shard\.count/,
+    );
+  });
+
   it("rejects unknown keys, which are usually typos", () => {
     const dir = dirWith({ "typo.yaml": "agent:\n  maxStep: 3\n" });
     expect(configError(() => loadConfig({ SWITCHBOARD_CONFIG: "typo.yaml" }, dir)).message).toContain(

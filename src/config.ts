@@ -166,6 +166,16 @@ export const configSchema = z
           .int()
           .positive()
           .default(10 * 1024 * 1024),
+        /**
+         * This replica's gateway shard, `{ id, count }`: replicas split the bot's guilds
+         * between them (Discord sends a guild's events to shard (guild_id >> 22) % count,
+         * direct messages to shard 0). Without it, one shard: every replica gets every event.
+         */
+        shard: z
+          .object({ id: z.number().int().min(0), count: z.number().int().min(1) })
+          .strict()
+          .refine((s) => s.id < s.count, { message: "shard.id must be below shard.count (ids start at 0)" })
+          .optional(),
       })
       .strict()
       .prefault({}),

@@ -24,6 +24,8 @@ export interface ClientOptions {
   apiUrl?: string;
   /** The bot's write scheduler: every REST call goes through it. */
   scheduler?: WriteScheduler;
+  /** This process's gateway shard (see config `discord.shard`); one shard when not given. */
+  shard?: { id: number; count: number };
 }
 
 /**
@@ -53,6 +55,7 @@ export function createClient(opts: ClientOptions = {}): Client {
     ],
     // DM channels are not cached until their first message arrives.
     partials: [Partials.Channel],
+    ...(opts.shard ? { shards: [opts.shard.id], shardCount: opts.shard.count } : {}),
     rest: {
       ...(opts.apiUrl ? { api: opts.apiUrl } : {}),
       // @slack/socket-mode installs undici 7 as the process-wide dispatcher, which breaks

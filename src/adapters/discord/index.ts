@@ -31,7 +31,12 @@ export class DiscordAdapter implements Adapter {
     // The bot's budgets (its 50/s and the per-route buckets) are shared by every replica through the store.
     this.budgets = new SharedBudgets(discordWritePolicy, deps.state, "discord");
     const scheduler = new WriteScheduler(this.budgets, "discord");
-    this.client = createClient({ apiUrl: deps.secrets.discordApiUrl, scheduler });
+    const shard = deps.config.discord.shard;
+    this.client = createClient({
+      apiUrl: deps.secrets.discordApiUrl,
+      scheduler,
+      ...(shard ? { shard } : {}),
+    });
     this.ctx = new DiscordContext(this.client, deps, scheduler);
     this.client.on(Events.MessageCreate, (m) => this.track(() => onMessage(this.ctx, m), "message"));
     this.client.on(Events.InteractionCreate, (i) =>

@@ -85,6 +85,41 @@ describe("Discord emulator with the real discord.js client", () => {
     expect(m.guildId).toBe(emulator.guildId);
   });
 
+  it("routes a guild's events to the shard that owns the guild, and direct messages to shard 0", async () => {
+    const seen: Record<number, string[]> = { 0: [], 1: [] };
+    const shards = await Promise.all(
+      [0, 1].map(async (id) => {
+        const c = new Client({
+          intents: ALL_INTENTS,
+          partials: [Partials.Channel],
+          rest: { api: emulator.apiUrl },
+          shards: [id],
+          shardCount: 2,
+        });
+        c.on(Events.MessageCreate, (m) => seen[id]!.push(m.content));
+        const ready = new Promise<void>((resolve) => c.once(Events.ClientReady, () => resolve()));
+        await c.login(emulator.token);
+        await ready;
+        return c;
+      }),
+    );
+    try {
+      const owner = Number((BigInt(emulator.guildId) >> 22n) % 2n);
+      // Only the owner knows the guild: READY lists it, GUILD_CREATE comes to it alone.
+      expect(shards.map((c) => c.guilds.cache.has(emulator.guildId))).toEqual([owner === 0, owner === 1]);
+      emulator.userMessage(emulator.state.general, "to the guild's shard", { mentionsBot: true });
+      emulator.dm(emulator.state.bob.id, "to shard zero");
+      const guildMessage = (m: string) => m.endsWith("to the guild's shard");
+      await waitFor(() => seen[owner]!.some(guildMessage) && seen[0]!.includes("to shard zero"));
+      await new Promise((r) => setTimeout(r, 200));
+      expect(seen[owner]!.filter(guildMessage)).toHaveLength(1);
+      expect(seen[1 - owner]!.filter(guildMessage)).toEqual([]);
+      expect(seen[1]!).not.toContain("to shard zero");
+    } finally {
+      await Promise.all(shards.map((c) => c.destroy()));
+    }
+  });
+
   it("delivers DMs through the partial DM channel", async () => {
     emulator.dm(emulator.state.bob.id, "hello in private");
     const m = await waitFor(() => messages.find((x) => x.content === "hello in private"));

@@ -23,6 +23,8 @@ interface Frame {
 }
 
 interface Session {
+  /** [shard id, shard count] from IDENTIFY ([0, 1] when not given). */
+  shard: [number, number];
   id: string;
   intents: number;
   seq: number;
@@ -80,10 +82,18 @@ export class Gateway {
     return n;
   }
 
-  /** Sends a dispatch event to every session (two sessions both receive it, as during deploys). */
+  /**
+   * Sends a dispatch event to every session of the shard it belongs to (two sessions of one
+   * shard both receive it, as during deploys). As on Discord, a guild's events go to shard
+   * (guild_id >> 22) % count, everything else (direct messages) to shard 0.
+   */
   dispatch(t: string, d: unknown, intent?: number): void {
+    const guild = (d as { guild_id?: unknown } | null)?.guild_id;
     for (const session of this.sessions.values()) {
       if (intent !== undefined && (session.intents & intent) === 0) continue;
+      const [id, count] = session.shard;
+      const target = typeof guild === "string" ? Number((BigInt(guild) >> 22n) % BigInt(count)) : 0;
+      if (target !== id) continue;
       session.seq += 1;
       const frame: Frame = { op: Op.Dispatch, t, s: session.seq, d: this.shape(t, d, session.intents) };
       session.sent.push(frame);
@@ -155,7 +165,7 @@ export class Gateway {
     }
   }
 
-  private onIdentify(ws: WebSocket, d: { token: string; intents: number }): void {
+  private onIdentify(ws: WebSocket, d: { token: string; intents: number; shard?: [number, number] }): void {
     if (this.holding) return;
     const info = this.identify(d.token);
     if (!info) {
@@ -166,8 +176,21 @@ export class Gateway {
       ws.close(4014, "Disallowed intent(s).");
       return;
     }
+    const shard = d.shard ?? [0, 1];
+    const [shardId, shardCount] = shard;
+    if (
+      !Number.isInteger(shardId) ||
+      !Number.isInteger(shardCount) ||
+      shardCount < 1 ||
+      shardId < 0 ||
+      shardId >= shardCount
+    ) {
+      ws.close(4010, "Invalid shard.");
+      return;
+    }
     this.stats.identifies++;
     const session: Session = {
+      shard: [shardId, shardCount],
       id: randomUUID().replace(/-/g, ""),
       intents: d.intents,
       seq: 0,
@@ -177,8 +200,13 @@ export class Gateway {
     };
     this.sessions.set(session.id, session);
     const { ready, guilds } = info.ready(session.id);
-    this.sendDispatch(session, "READY", ready);
-    for (const g of guilds) this.sendDispatch(session, "GUILD_CREATE", g);
+    const mine = guilds.filter((g) => Number((BigInt(String(g.id)) >> 22n) % BigInt(shardCount)) === shardId);
+    this.sendDispatch(session, "READY", {
+      ...(ready as object),
+      shard: session.shard,
+      guilds: mine.map((g) => ({ id: g.id, unavailable: true })),
+    });
+    for (const g of mine) this.sendDispatch(session, "GUILD_CREATE", g);
   }
 
   private onResume(ws: WebSocket, d: { token: string; session_id: string; seq: number | null }): void {
