@@ -14,6 +14,12 @@ export interface Inbound {
   id: string;
   /** Further ids of the same message (e.g. Slack `channel:ts`) that must also dedupe. */
   aliases?: string[];
+  /**
+   * Called once the message is known to be the first copy seen (by any replica) and will be
+   * answered: where a platform acknowledges it (Slack's :eyes:), so that two copies of one
+   * message reaching two replicas are acknowledged once, by the one that answers.
+   */
+  onAccepted?: () => void;
   key: ThreadKey;
   platform: Platform;
   channel: string;

@@ -135,6 +135,7 @@ export class Dispatcher implements TurnRunner {
         log.debug({ id: inbound.id, key: inbound.key }, "duplicate event dropped");
         return;
       }
+      inbound.onAccepted?.();
     } catch (err) {
       log.error({ err, key: inbound.key }, "could not check the event for duplicates");
       await inbound.reply.notice(toUserFacing(err).message).catch(() => undefined);

@@ -100,21 +100,6 @@ const REMEMBER_MS = 30 * 24 * 60 * 60 * 1000;
 const assistantKey = (key: ThreadKey) => `slack:assistant:${key}`;
 const lastThreadKey = (channel: string, user: string) => `slack:last-thread:${channel}:${user}`;
 
-/** Bounded memory of recent keys (messages acknowledged). */
-class RecentSet {
-  private readonly items = new Set<string>();
-  constructor(private readonly max: number) {}
-  has(k: string): boolean {
-    return this.items.has(k);
-  }
-  add(k: string): boolean {
-    if (this.items.has(k)) return false;
-    this.items.add(k);
-    if (this.items.size > this.max) this.items.delete(this.items.values().next().value as string);
-    return true;
-  }
-}
-
 export interface TurnInput {
   eventId: string;
   team: string;
@@ -134,7 +119,6 @@ export class SlackEvents {
   private readonly names = new Map<string, string>();
   /** Name lookups in flight, so a person's many messages ask Slack once. */
   private readonly lookups = new Map<string, Promise<string>>();
-  private readonly acknowledged = new RecentSet(5_000);
 
   constructor(private readonly deps: EventDeps) {}
 
@@ -274,13 +258,9 @@ export class SlackEvents {
       if (admitted === "tell") await reply.notice(REFUSED_NOTE).catch(() => undefined);
       return;
     }
-    // A copy of a message already taken (app_mention + message, redelivery) gets no second
-    // acknowledgement, also when the copies reach two replicas (the store says which came first).
-    const message = `${t.channel}:${t.ts}`;
-    const first =
-      this.acknowledged.add(message) &&
-      (await this.deps.runner.firstSight(`ack:${message}`).catch(() => true));
-    const ack = first ? this.acknowledge(reply, t.channel, t.ts) : Promise.resolve(false);
+    // Acknowledged once the runner accepts it: a copy of a message already taken
+    // (app_mention + message, a redelivery, also on another replica) gets no second :eyes:.
+    let ack: Promise<boolean> = Promise.resolve(false);
     const inbound: Inbound = {
       id: t.eventId,
       aliases: [`${t.channel}:${t.ts}`],
@@ -294,6 +274,10 @@ export class SlackEvents {
       attachments: toInboundFiles(t.files, this.deps.token),
       history: t.withHistory ? () => this.history(t.channel, t.ts, t.threadRoot) : undefined,
       reply,
+      // The replica that answers acknowledges: copies reaching other replicas add no second :eyes:.
+      onAccepted: () => {
+        ack = this.acknowledge(reply, t.channel, t.ts);
+      },
     };
     try {
       await this.deps.runner.handle(inbound);

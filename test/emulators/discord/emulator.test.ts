@@ -15,6 +15,7 @@ import {
   type TextChannel,
 } from "discord.js";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import WebSocket from "ws";
 import { DiscordEmulator, type DiscordEmulatorOptions, waitFor } from "./index.js";
 
 let emulator: DiscordEmulator;
@@ -387,6 +388,21 @@ describe("Discord emulator: as strict as Discord", () => {
       headers: { authorization: `Bot ${emulator.token}` },
     });
     expect(((await res.json()) as { content: string }).content).toBe("");
+  });
+
+  it("closes the gateway with 4010 when a client identifies as a shard outside its count", async () => {
+    const ws = new WebSocket(emulator.gatewayUrl());
+    const closed = new Promise<number>((resolve) => ws.on("close", (code) => resolve(code)));
+    ws.on("message", (raw) => {
+      const frame = JSON.parse(String(raw)) as { op: number };
+      // HELLO: a naive client that counts its shards from 1.
+      if (frame.op === 10) {
+        ws.send(
+          JSON.stringify({ op: 2, d: { token: emulator.token, intents: 1, shard: [2, 2], properties: {} } }),
+        );
+      }
+    });
+    expect(await closed).toBe(4010);
   });
 
   it("refuses to edit another user's message with 403 and code 50005", async () => {

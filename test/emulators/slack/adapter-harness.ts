@@ -55,6 +55,7 @@ export class ScriptedRunner implements TurnRunner {
     const ids = [inbound.id, ...(inbound.aliases ?? [])];
     if (ids.some((id) => this.seen.has(id))) return;
     for (const id of ids) this.seen.add(id);
+    inbound.onAccepted?.();
     this.inbounds.push(inbound);
     this.threads.add(inbound.key);
     if (inbound.history) this.histories.push(await inbound.history());
