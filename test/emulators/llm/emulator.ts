@@ -190,9 +190,11 @@ export class LlmEmulator {
         ? recordOpenAi(bodyRecord, req.headers)
         : recordAnthropic(bodyRecord, req.headers);
     if (typeof recorded === "string") return sendError(res, protocol, 400, recorded);
+    recorded.receivedAt = Date.now();
     this.requests.push(recorded);
     // The client hung up before the answer was complete (an aborted request, a Stop).
     res.on("close", () => {
+      recorded.endedAt = Date.now();
       if (!res.writableFinished) recorded.abandoned = true;
     });
     recorded.contextWindow = this.contextWindow(recorded.model);

@@ -50,6 +50,9 @@ export interface RecordedRequest {
   overflow?: string;
   /** Set when the client closed the connection before the whole answer was sent. */
   abandoned?: boolean;
+  /** When the request arrived, and when its response ended (ms since the epoch). */
+  receivedAt?: number;
+  endedAt?: number;
 }
 
 export type Responder = (req: RecordedRequest) => ScriptedTurn | Promise<ScriptedTurn>;
