@@ -93,8 +93,10 @@ export class Takeovers {
   private watch(): void {
     clearInterval(this.timer);
     this.timer = setInterval(() => {
+      // Threads this process is answering (or queued for) are its own: not read at all, so
+      // a busy process spends nothing on the watch.
       void this.deps.ledger
-        .pending()
+        .pending((key) => this.deps.lock.queued(key) > 0)
         .then(async (records) => {
           for (const r of records) {
             if (r.waiting) this.arm(r);

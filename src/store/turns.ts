@@ -132,8 +132,8 @@ export class TurnLedger {
   }
 
   /** Turns whose record is still there: their process ended before they did. */
-  async pending(): Promise<TurnRecord[]> {
-    const keys = await this.state.listMembers(PENDING);
+  async pending(skip?: (key: ThreadKey) => boolean): Promise<TurnRecord[]> {
+    const keys = (await this.state.listMembers(PENDING)).filter((key) => !skip?.(key));
     const records = await Promise.all(keys.map((key) => this.get(key)));
     return records.filter((r): r is TurnRecord => r !== undefined);
   }
