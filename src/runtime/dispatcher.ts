@@ -48,6 +48,8 @@ interface InFlight {
 /** Dedupe, per-thread queue, session load, run the agent, drive the Reply. Shared by every adapter. */
 export class Dispatcher implements TurnRunner {
   private readonly inFlight = new Set<InFlight>();
+  /** Messages that arrived while stopping, being handed over or noted. */
+  private readonly refusals = new Set<Promise<void>>();
   /** Titles and compressions running after their turn, outside the thread's lock. */
   private readonly afterTurns = new Map<ThreadKey, InFlight>();
   /** Turns waiting for their thread's lock, per thread (for /metrics). */
@@ -82,7 +84,6 @@ export class Dispatcher implements TurnRunner {
       note: INTERRUPTED_NOTE,
       track: (key, work) => this.track(key, work),
       goOn: (record, reply, controller) => this.goOn(record, reply, controller),
-      answer: (inbound, controller) => this.turn(inbound, controller),
     });
   }
 
@@ -90,11 +91,7 @@ export class Dispatcher implements TurnRunner {
     return this.deps.dedupe.firstSight(id);
   }
 
-  /**
-   * A thread's session is first saved when its first turn ends; its turn record exists
-   * from the turn's start, so a follow-up sent while the first answer is still being
-   * written is known too.
-   */
+  /** A thread with a session, or a first turn still running (its record exists from its start). */
   async knows(key: ThreadKey): Promise<boolean> {
     const [session, turn] = await Promise.all([this.deps.sessions.exists(key), this.deps.ledger.get(key)]);
     return session || turn !== undefined;
@@ -141,7 +138,12 @@ export class Dispatcher implements TurnRunner {
       await inbound.reply.notice(toUserFacing(err).message).catch(() => undefined);
       return;
     }
-    if (this.stopping) return this.refuse(inbound);
+    if (this.stopping) {
+      // Drained like a turn: the process does not exit before it is handed over or noted.
+      const refusal = this.refuse(inbound);
+      this.refusals.add(refusal);
+      return refusal.finally(() => this.refusals.delete(refusal));
+    }
     // Tracked from here, not from when the lock is taken: a turn queued behind another is
     // still owed an answer (or the restart note) when the process stops.
     const controller = new AbortController();
@@ -181,13 +183,8 @@ export class Dispatcher implements TurnRunner {
 
   /** Turns waiting behind another turn of their thread: in total and in the longest queue. */
   queueStats(): { queued: number; longest: number } {
-    let queued = 0;
-    let longest = 0;
-    for (const n of this.waiting.values()) {
-      queued += n;
-      longest = Math.max(longest, n);
-    }
-    return { queued, longest };
+    const counts = [...this.waiting.values()];
+    return { queued: counts.reduce((a, b) => a + b, 0), longest: Math.max(0, ...counts) };
   }
 
   async interact(interaction: Interaction): Promise<void> {
@@ -310,12 +307,13 @@ export class Dispatcher implements TurnRunner {
    */
   async drain(graceMs: number): Promise<{ interrupted: number; handedOver: number }> {
     const { lock } = this.deps;
+    // Asked before the first message is refused: one that arrives now goes to the others.
+    this.handingOver = (await lock.others().catch(() => [])).length > 0;
     this.stopping = true;
     const all = () => Promise.all([...this.inFlight].map((t) => t.done));
     const grace = new AbortController();
     this.takeovers.close();
     this.desk.close();
-    this.handingOver = (await lock.others().catch(() => [])).length > 0;
     const timedOut = await Promise.race([
       all().then(() => false),
       sleep(graceMs, true, { ref: false, signal: grace.signal }).catch(() => false),
@@ -329,6 +327,7 @@ export class Dispatcher implements TurnRunner {
     }
     await all();
     await Promise.all([...this.afterTurns.values()].map((t) => t.done));
+    await Promise.all([...this.refusals]);
     // The others take over what was handed to them at once, not after the heartbeat expires.
     await lock.close();
     const handedOver = this.handingOver ? left : 0;

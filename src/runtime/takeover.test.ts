@@ -291,7 +291,11 @@ describe("taking over a turn whose process died", () => {
       // The live replica looks every 2 s; under a loaded CI machine, give it a few rounds.
       { timeout: 15_000 },
     );
-    expect(onLive.rebuilt).toEqual([{ messages: [], retake: "" }, { messages: [] }]);
+    // The waiting message became a turn of its own, taken over like the first: a new reply.
+    expect(onLive.rebuilt).toEqual([
+      { messages: [], retake: "" },
+      { messages: [], retake: "" },
+    ]);
     const users = (await sessions.get(KEY))?.messages.filter((m) => m.role === "user");
     expect(users?.map((m) => m.content)).toEqual(["a long question", "and then"]);
     expect(await ledger.pending()).toEqual([]);

@@ -25,8 +25,6 @@ export interface TakeoverDeps {
    * thread's lock. Resolves when it is done; undefined when the process is stopping.
    */
   track(key: ThreadKey, work: (controller: AbortController) => Promise<void>): Promise<void> | undefined;
-  /** Answers a message handed over with a turn, as a new turn, under the lock the caller holds. */
-  answer(inbound: Inbound, controller: AbortController): Promise<void>;
   /** Goes on with a turn from its record, in `reply`, under the thread's lock the caller holds. */
   goOn(record: TurnRecord, reply: Reply, controller: AbortController): Promise<void>;
 }
@@ -152,24 +150,21 @@ export class Takeovers {
     // A platform that is not running here keeps its turns for a process that runs it.
     if (!adapter) return;
     // Read before the turn ends: its end deletes the record, and they are answered after it.
-    const queued = record.queued ?? [];
+    const [next, ...rest] = record.queued ?? [];
     await this.finishTurn(record, adapter, controller);
-    for (const input of queued) {
-      if (controller.signal.aborted || !adapter.replyFor) break;
-      await this.deps.answer(
-        {
-          id: `handed-over:${randomUUID()}`,
-          key: record.key,
-          platform: adapter.platform,
-          channel: input.channel,
-          user: input.user,
-          text: input.text,
-          attachments: [],
-          reply: adapter.replyFor(record.key, { messages: [] }),
-        },
-        controller,
-      );
-    }
+    if (!next || controller.signal.aborted) return;
+    const { ledger, lock } = this.deps;
+    // Still there: the turn went to yet another process, with the messages behind it.
+    if (await ledger.get(record.key)) return;
+    // The next message becomes a turn of its own record, carrying the rest: if this process
+    // stops in the middle, another one finds them all.
+    const successor = await ledger.begin(record.key, {
+      id: randomUUID(),
+      owner: lock.owner,
+      input: next,
+      ...(rest.length ? { queued: rest } : {}),
+    });
+    await this.finish(successor, controller);
   }
 
   private async finishTurn(record: TurnRecord, adapter: Adapter, controller: AbortController): Promise<void> {

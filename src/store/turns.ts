@@ -60,7 +60,10 @@ export class TurnLedger {
     this.state = createState(store);
   }
 
-  async begin(key: ThreadKey, run?: { id: string; owner: string; input: TurnInput }): Promise<TurnRecord> {
+  async begin(
+    key: ThreadKey,
+    run?: { id: string; owner: string; input: TurnInput; queued?: TurnInput[] },
+  ): Promise<TurnRecord> {
     const record: TurnRecord = { key, startedAt: new Date().toISOString(), ...run };
     await this.state.listAdd(PENDING, key);
     await this.write(record);

@@ -120,6 +120,12 @@ export class SlackEvents {
   /** Name lookups in flight, so a person's many messages ask Slack once. */
   private readonly lookups = new Map<string, Promise<string>>();
 
+  /**
+   * Messages Slack delivered (and Bolt acknowledged) that are not yet with the runner: a
+   * stopping adapter waits for them, so none is lost between the ack and the runner.
+   */
+  private readonly arriving = new Set<Promise<void>>();
+
   constructor(private readonly deps: EventDeps) {}
 
   register(app: App): void {
@@ -228,7 +234,26 @@ export class SlackEvents {
   }
 
   /** One message to answer: acknowledge it, hand it to the runner, clear the acknowledgement. */
+  /** Resolves once every message delivered so far is with the runner (or was dropped). */
+  async handedOver(): Promise<void> {
+    while (this.arriving.size > 0) await Promise.all([...this.arriving]);
+  }
+
   async turn(t: TurnInput): Promise<void> {
+    let handed!: () => void;
+    const arrival = new Promise<void>((resolve) => {
+      handed = resolve;
+    });
+    this.arriving.add(arrival);
+    void arrival.then(() => this.arriving.delete(arrival));
+    try {
+      await this.answer(t, handed);
+    } finally {
+      handed();
+    }
+  }
+
+  private async answer(t: TurnInput, handed: () => void): Promise<void> {
     const key = t.key;
     const place: SlackPlace = {
       team: t.team,
@@ -280,7 +305,9 @@ export class SlackEvents {
       },
     };
     try {
-      await this.deps.runner.handle(inbound);
+      const handling = this.deps.runner.handle(inbound);
+      handed();
+      await handling;
     } finally {
       // The :eyes: goes when the workspace's budget allows (reactions.remove is Tier 2):
       // the turn is over without it, so a shutdown's drain never waits for it.

@@ -90,6 +90,8 @@ export function createSlackAdapter(deps: AdapterDeps, opts: SlackAdapterOptions 
     async stop() {
       stopping.abort();
       await conn.stop();
+      // Events already acknowledged reach the runner before the runtime drains.
+      await events.handedOver();
       await budgets.close();
     },
     ready: () => conn.connected(),
