@@ -2,7 +2,7 @@ import { availableParallelism } from "node:os";
 import { configDefaults, defineConfig, type TestProjectInlineConfiguration } from "vitest/config";
 
 /**
- * Two projects, both run by `vitest run` (and `npm test`), one after the other:
+ * Three projects, all run by `vitest run` (and `npm test`), one after the other:
  *
  * - unit: everything but test/e2e. Mostly waiting (timers, emulated rate limits), little CPU,
  *   so two files per core (vitest's default is one per core, less one). The files share
@@ -12,9 +12,15 @@ import { configDefaults, defineConfig, type TestProjectInlineConfiguration } fro
  *   how fast it starts and stops: one file per core, each in a fresh process, after the unit
  *   files, so that nothing else competes with them for the CPU.
  *
- * `vitest run --project unit` runs the fast half alone; `--maxWorkers` overrides both counts.
+ * - replicas: the end-to-end files that run three or four bots at once (REPLICA_FILES), one at
+ *   a time after everything else.
+ *
+ * `vitest run --project unit` runs the fast half alone; `--maxWorkers` overrides the counts.
  */
 const cores = availableParallelism();
+
+/** End-to-end files that run several bot processes at once (see the "replicas" project). */
+const REPLICA_FILES = ["test/e2e/takeover.test.ts", "test/e2e/replicas-slack.test.ts"];
 
 /** What both projects share; each lists its own files. */
 const shared: TestProjectInlineConfiguration["test"] = {
@@ -53,10 +59,23 @@ export default defineConfig({
           ...shared,
           name: "e2e",
           include: ["test/e2e/**/*.test.ts"],
+          exclude: [...configDefaults.exclude, ...REPLICA_FILES],
           maxWorkers: Math.max(2, cores),
           sequence: { groupOrder: 1 },
           // Compiles src/ once per run (tsc -p tsconfig.build.json) for the tests that start
           // `node <build>/main.js`; runs only when an end-to-end file is in the run.
+          globalSetup: ["test/support/build.ts"],
+        },
+      },
+      {
+        test: {
+          ...shared,
+          // Three or four bot processes each, with their emulators: alone, after the others,
+          // so that neither they nor the other end-to-end files wait for a busy CPU.
+          name: "replicas",
+          include: REPLICA_FILES,
+          maxWorkers: 1,
+          sequence: { groupOrder: 2 },
           globalSetup: ["test/support/build.ts"],
         },
       },

@@ -74,13 +74,14 @@ export class Takeovers {
   }
 
   /**
-   * A thread's unfinished turn of a process that is gone, finished under the lock the
-   * caller holds: before a new message of the thread is answered.
+   * A thread's unfinished turn, finished under the lock the caller holds, before a new
+   * message of the thread is answered. Under the lock nobody else runs it, whoever it
+   * names: a process that is gone, or one still stopping that handed it over.
    */
   async settleBefore(key: ThreadKey, controller: AbortController): Promise<void> {
     try {
       const record = await this.deps.ledger.get(key);
-      if (!record || record.waiting || !(await this.orphaned(record))) return;
+      if (!record || record.waiting) return;
       await this.finish(record, controller);
     } catch (err) {
       // The new message is answered anyway; the watcher tries the old turn again.
