@@ -364,13 +364,19 @@ export class Dispatcher implements TurnRunner {
       place: { platform: inbound.platform, channel: inbound.channel },
     };
     // A turn this thread's last process left unfinished is finished first, in its own reply.
-    await this.takeovers.settleBefore(inbound.key, controller);
+    const known = await this.takeovers.settleBefore(inbound.key, controller);
     const running = this.running.track(inbound.key, turn);
     inbound.reply.offerStop?.(running.ref);
-    const result = await runTurn(inbound, this.turnDeps, controller.signal, {
-      firstVisible: (ms) => observer?.firstVisible?.(inbound, ms),
-      ...this.hooksFor(turn, controller),
-    }).finally(running.done);
+    const result = await runTurn(
+      inbound,
+      this.turnDeps,
+      controller.signal,
+      {
+        firstVisible: (ms) => observer?.firstVisible?.(inbound, ms),
+        ...this.hooksFor(turn, controller),
+      },
+      known,
+    ).finally(running.done);
     const ms = Date.now() - started;
     observer?.turnEnded?.(inbound, result.outcome, ms, result.events);
     this.finished(inbound.key, inbound.reply, result, ms);

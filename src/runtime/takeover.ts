@@ -76,16 +76,23 @@ export class Takeovers {
   /**
    * A thread's unfinished turn, finished under the lock the caller holds, before a new
    * message of the thread is answered. Under the lock nobody else runs it, whoever it
-   * names: a process that is gone, or one still stopping that handed it over.
+   * names: a process that is gone, or one still stopping that handed it over. Returns
+   * the record left standing (a turn parked on approvals), for the new turn to read
+   * without asking the store again; undefined when it could not tell.
    */
-  async settleBefore(key: ThreadKey, controller: AbortController): Promise<void> {
+  async settleBefore(
+    key: ThreadKey,
+    controller: AbortController,
+  ): Promise<{ previous: TurnRecord | undefined } | undefined> {
     try {
       const record = await this.deps.ledger.get(key);
-      if (!record || record.waiting) return;
+      if (!record || record.waiting) return { previous: record };
       await this.finish(record, controller);
+      return undefined;
     } catch (err) {
       // The new message is answered anyway; the watcher tries the old turn again.
       log.warn({ err, key }, "could not finish the thread's unfinished turn first");
+      return undefined;
     }
   }
 

@@ -7,8 +7,8 @@ import type { Config } from "../config.js";
 import { toUserFacing } from "../core/errors.js";
 import type { AgentEvent } from "../core/events.js";
 import type { PriorMessage } from "../core/inbound.js";
-import type { PendingStep, ToolCall, Verdict } from "../core/messages.js";
-import { type Platform, platformOf, type ThreadKey } from "../core/thread.js";
+import { type PendingStep, type ToolCall, type Verdict, zeroUsage } from "../core/messages.js";
+import { platformOf, type ThreadKey } from "../core/thread.js";
 import { log } from "../log.js";
 import type { ToolHub } from "../mcp/types.js";
 import { storeFailed } from "../store/index.js";
@@ -74,6 +74,8 @@ export async function runTurn(
   deps: TurnDeps,
   signal: AbortSignal,
   hooks: TurnHooks,
+  /** The thread's record as the caller just read it under the lock, if it did. */
+  known?: { previous: TurnRecord | undefined },
 ): Promise<TurnResult> {
   const { ledger, config, agent } = deps;
   const place: TurnPlace = {
@@ -88,7 +90,7 @@ export async function runTurn(
     input: { text: inbound.text, user: inbound.user, channel: inbound.channel },
   };
   const { previous, record } = await (async () => {
-    const previous = await ledger.get(inbound.key);
+    const previous = known ? known.previous : await ledger.get(inbound.key);
     return { previous, record: await ledger.begin(inbound.key, run) };
   })().catch((err: unknown) => {
     throw storeFailed(err);
@@ -128,8 +130,7 @@ export async function resumeTurn(
 ): Promise<TurnResult> {
   const waiting = record.waiting;
   if (!waiting) throw new Error(`The turn of ${record.key} is not waiting`);
-  const platform = record.key.slice(0, record.key.indexOf(":")) as Platform;
-  const place: TurnPlace = { key: record.key, user: waiting.user, platform, channel: waiting.channel };
+  const place = storedPlace(record.key, waiting);
   await deps.ledger.unpark(record).catch((err: unknown) => {
     throw storeFailed(err);
   });
@@ -161,12 +162,7 @@ export async function takeOverTurn(
 ): Promise<TurnResult> {
   const { input, id } = record;
   if (!input || !id) throw new Error(`The turn of ${record.key} cannot be taken over`);
-  const place: TurnPlace = {
-    key: record.key,
-    user: input.user,
-    platform: platformOf(record.key) ?? "console",
-    channel: input.channel,
-  };
+  const place = storedPlace(record.key, input);
   const kept = record.shown ?? "";
   return drive(
     record,
@@ -213,11 +209,16 @@ function afterCrash(step: PendingStep, hub: ToolHub): Record<string, Verdict> {
 /** A finished answer's text as the turn's only event. */
 async function* answered(text: string): AsyncGenerator<AgentEvent, undefined> {
   yield { type: "text", delta: text };
-  yield { type: "done", usage: { inputTokens: 0, outputTokens: 0 } };
+  yield { type: "done", usage: zeroUsage() };
   return undefined;
 }
 
 type Common = Omit<TurnInput, "text" | "parts">;
+
+/** Where a turn run from its record answers: the thread, and who asked where. */
+function storedPlace(key: ThreadKey, asked: { user: TurnPlace["user"]; channel: string }): TurnPlace {
+  return { key, user: asked.user, platform: platformOf(key) ?? "console", channel: asked.channel };
+}
 
 /** The part of a turn that new and resumed turns share: session, events into the reply, save, park or end. */
 async function drive(
@@ -285,9 +286,10 @@ async function drive(
     outcome = "error";
     pending = undefined;
     handedOver = hooks.handingOver?.() ?? false;
-    if (handedOver) return { outcome: "interrupted", events };
-    log.error({ err, key: place.key }, "reply failed");
-    await renderer.fail(hooks.interruptedNote() ?? toUserFacing(err).message);
+    if (!handedOver) {
+      log.error({ err, key: place.key }, "reply failed");
+      await renderer.fail(hooks.interruptedNote() ?? toUserFacing(err).message);
+    }
   } finally {
     if (handedOver) {
       await renderer.handOver();

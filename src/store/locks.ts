@@ -132,12 +132,10 @@ export class LeaseThreadLock implements ThreadLock {
 
   async others(): Promise<string[]> {
     await this.heartbeat();
-    const all = (await this.state.listMembers(PROCESSES)).filter((o) => o !== this.owner);
-    const live = await Promise.all(all.map((o) => this.alive(o)));
-    const gone = all.filter((_, i) => !live[i]);
+    const { live, gone } = await processes(this.state);
     // Forgotten once gone: the list stays as long as the replicas running now.
     await Promise.all(gone.map((o) => this.state.listRemove(PROCESSES, o))).catch(() => undefined);
-    return all.filter((_, i) => live[i]);
+    return live.filter((o) => o !== this.owner);
   }
 
   async close(): Promise<void> {
@@ -196,7 +194,7 @@ export class LeaseThreadLock implements ThreadLock {
    * This process's sign of life, renewed while it runs; the first one is written before
    * any lease or turn record names it.
    */
-  heartbeat(): Promise<void> {
+  private heartbeat(): Promise<void> {
     const beat = () => this.state.set(aliveKey(this.owner), 1, HEARTBEAT_TTL_MS);
     this.beating ??= (async () => {
       await beat();
@@ -219,12 +217,19 @@ export class LeaseThreadLock implements ThreadLock {
   }
 }
 
-/** How many bot processes beat in this store now; read only: the caller does not join them. */
-export async function liveProcesses(store: Store): Promise<number> {
-  const state = createState(store);
+/** The processes that ever beat in this store, split by whether they beat now. */
+async function processes(state: StateStore): Promise<{ live: string[]; gone: string[] }> {
   const all = await state.listMembers(PROCESSES);
   const beats = await Promise.all(all.map((owner) => state.get(aliveKey(owner))));
-  return beats.filter((beat) => beat !== undefined).length;
+  return {
+    live: all.filter((_, i) => beats[i] !== undefined),
+    gone: all.filter((_, i) => beats[i] === undefined),
+  };
+}
+
+/** How many bot processes beat in this store now; read only: the caller does not join them. */
+export async function liveProcesses(store: Store): Promise<number> {
+  return (await processes(createState(store))).live.length;
 }
 
 export function createThreadLock(store: Store, options?: LeaseLockOptions): ThreadLock {

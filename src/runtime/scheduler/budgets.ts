@@ -52,14 +52,15 @@ interface Bucket extends BucketView {
   limitedBelow: Map<string, number>;
 }
 
-const NOTHING: BucketView = { sent: [], pausedUntil: 0, learned: false };
-const NO_429S: ReadonlyMap<string, number> = new Map();
+/** No writes, no pause, nothing learned: what a bucket no process used looks like. */
+export const NOTHING: BucketView = { sent: [], pausedUntil: 0, learned: false };
+export const NO_429S: ReadonlyMap<string, number> = new Map();
 
 /** One process's budgets: sliding windows kept in memory. */
 export class LocalBudgets implements BudgetBook {
   private readonly buckets = new Map<string, Bucket>();
 
-  constructor(private readonly policy: WritePolicy) {}
+  constructor(protected readonly policy: WritePolicy) {}
 
   /** What other processes spent from `bucket` and how they paused it (none here). */
   protected extra(_bucket: string): BucketView {

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { log } from "../../log.js";
 import type { StateStore } from "../../store/state.js";
-import { type BucketView, LocalBudgets, type WritePolicy } from "./budgets.js";
+import { type BucketView, LocalBudgets, NO_429S, NOTHING, type WritePolicy } from "./budgets.js";
 
 /** How often a process publishes what it spent and reads what the others did. */
 export const BUDGET_SYNC_MS = 250;
@@ -19,9 +19,6 @@ interface BudgetRecord {
   /** Per wide bucket, its narrower buckets that met a 429 lately, and when. */
   below?: Record<string, Record<string, number>>;
 }
-
-const EMPTY: BucketView = { sent: [], pausedUntil: 0, learned: false };
-const NO_429S: ReadonlyMap<string, number> = new Map();
 
 /**
  * The budgets of a platform connection that several replicas share (one Slack app, one
@@ -41,11 +38,11 @@ export class SharedBudgets extends LocalBudgets {
   private syncing: Promise<void> | undefined;
 
   constructor(
-    private readonly limits: WritePolicy,
+    policy: WritePolicy,
     private readonly state: StateStore,
     private readonly name: string,
   ) {
-    super(limits);
+    super(policy);
     this.timer = setInterval(() => void this.sync(), BUDGET_SYNC_MS);
     this.timer.unref();
   }
@@ -70,7 +67,7 @@ export class SharedBudgets extends LocalBudgets {
   }
 
   protected override extra(bucket: string): BucketView {
-    return this.others.get(bucket) ?? EMPTY;
+    return this.others.get(bucket) ?? NOTHING;
   }
 
   protected override extraBelow(wide: string): ReadonlyMap<string, number> {
@@ -144,7 +141,7 @@ export class SharedBudgets extends LocalBudgets {
     const record: BudgetRecord = { spent: {}, paused: {}, learned: [], below: {} };
     for (const [wide, parts] of this.ownBelow()) record.below![wide] = Object.fromEntries(parts);
     for (const [bucket, b] of this.own()) {
-      const window = this.limits.limitOf(bucket, true)?.windowMs ?? RECORD_TTL_MS;
+      const window = this.policy.limitOf(bucket, true)?.windowMs ?? RECORD_TTL_MS;
       const recent = b.sent.filter((at) => at + window > now);
       if (recent.length) record.spent[bucket] = recent;
       if (b.pausedUntil > now) record.paused[bucket] = b.pausedUntil;
