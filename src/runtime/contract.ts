@@ -50,6 +50,13 @@ export interface Reply {
    * reply goes on, so the stored address is never behind the platform.
    */
   onAddress?(record: (address: ReplyAddress) => Promise<void>): void;
+  /**
+   * Names the reply's messages: `keyOf(n)` is the idempotency key of its n-th message
+   * (see write-keys.ts), posted with it where the platform keeps one, so that a retried
+   * post or another process taking the turn over finds the message instead of posting
+   * it twice. Called before `stream()`.
+   */
+  keyPosts?(keyOf: (index: number) => string): void;
   /** Shown while the agent works ("Calling everything__echo…"); cleared by the answer. */
   status(text: string): Promise<void>;
   stream(): TextSink;

@@ -7,13 +7,16 @@ export interface WriteInfo {
    * `fail()`). A platform may attach files to it (Discord), so they come with the answer.
    */
   final: boolean;
+  /** A post's idempotency key (see write-keys.ts): the platform stores it with the message. */
+  key?: string;
 }
 
 /** The two writes a reply needs, implemented per platform. */
 export interface MessageOps {
   /**
    * Creates a message and returns its id. Throw `RateLimitedError` only when the platform
-   * certainly did not create it (a 429): any other failure is not retried, since a blind
+   * certainly did not create it (a 429). Any other failure is retried only for a keyed post
+   * on a platform that can tell whether the key is there (`find`, `postsDeduped`): a blind
    * retry can post the same message twice.
    */
   post(text: string, write?: WriteInfo): Promise<string>;
@@ -21,6 +24,17 @@ export interface MessageOps {
   edit(id: string, text: string, write?: WriteInfo): Promise<void>;
   /** Optional: deletes a message. Used to take away a status-only placeholder when the answer has no text. */
   remove?(id: string): Promise<void>;
+  /**
+   * Optional: the message posted with `key`, if the platform has one (Slack's message
+   * metadata). Asked before posting a message that may already be there: after a post that
+   * failed without saying whether it landed, and in a reply taken over from a dead process.
+   */
+  find?(key: string): Promise<string | null>;
+  /**
+   * The platform itself answers a post whose key it has seen with the message already
+   * there (Discord's enforced nonce): a failed keyed post is retried as it is.
+   */
+  postsDeduped?: boolean;
   /** The write scheduler's buckets each kind of write draws on (see `WritePlan.buckets`). */
   buckets?(kind: "post" | "edit" | "remove"): readonly string[];
 }

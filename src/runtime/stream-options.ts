@@ -40,6 +40,12 @@ export interface StreamWriterOptions {
     retake?: string;
   };
   /**
+   * The idempotency key of the reply's n-th message (see write-keys.ts), sent with its
+   * post: with it a failed post is retried and a taken-over reply finds the messages the
+   * dead process posted but never recorded, rather than posting them again.
+   */
+  keys?: (index: number) => string;
+  /**
    * Told the reply's message ids each time a message is posted or removed, and awaited
    * before the next write, so a record of them is never behind the platform.
    */

@@ -9,6 +9,8 @@ export interface Call {
   ok: boolean;
   /** The writer said this is the reply's last write. */
   final: boolean;
+  /** The post's idempotency key, when it had one. */
+  key?: string;
   /** Every message's text at the moment of the call (before it applies). */
   before: Map<string, string>;
 }
@@ -35,8 +37,22 @@ export class FakeChannel implements MessageOps {
       failEdit?: Failure;
       withRemove?: boolean;
       prefix?: string;
+      /**
+       * Keyed posts: "find" keeps each post's key and answers `find` (Slack's metadata);
+       * "deduped" answers a post whose key it has seen with that message (Discord's nonce).
+       */
+      keyed?: "find" | "deduped";
+      /** The n-th post lands, but its answer is lost (a timeout, a dropped connection). */
+      lostAnswer?: (n: number) => boolean;
     } = {},
   ) {
+    if (opts.keyed === "find") {
+      this.find = async (key: string) => {
+        this.lookups.push(key);
+        return this.keys.get(key) ?? null;
+      };
+    }
+    this.postsDeduped = opts.keyed === "deduped";
     if (opts.withRemove) {
       this.remove = (id: string) =>
         this.call("remove", id, "", undefined, () => {
@@ -46,6 +62,12 @@ export class FakeChannel implements MessageOps {
   }
 
   remove?: (id: string) => Promise<void>;
+  find?: (key: string) => Promise<string | null>;
+  postsDeduped: boolean;
+  /** Message id by the key it was posted with. */
+  readonly keys = new Map<string, string>();
+  /** Keys `find` was asked for, in order. */
+  readonly lookups: string[] = [];
 
   /** A message written before this writer (a reply to resume). */
   seed(id: string, text: string): void {
@@ -58,7 +80,11 @@ export class FakeChannel implements MessageOps {
     return this.call("post", id, text, write, () => {
       const failure = this.opts.failPost?.(n, text);
       if (failure) throw failure;
+      const seen = write?.key === undefined ? undefined : this.keys.get(write.key);
+      if (seen !== undefined && this.postsDeduped) return seen;
       this.messages.set(id, text);
+      if (write?.key !== undefined && this.opts.keyed) this.keys.set(write.key, id);
+      if (this.opts.lostAnswer?.(n)) throw new Error("socket hang up");
       return id;
     });
   }
@@ -96,6 +122,7 @@ export class FakeChannel implements MessageOps {
       at: Date.now(),
       ok: false,
       final: write?.final ?? false,
+      ...(write?.key === undefined ? {} : { key: write.key }),
       before: new Map(this.messages),
     };
     this.calls.push(record);

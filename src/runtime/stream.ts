@@ -38,6 +38,8 @@ interface Slot {
   sentClean?: boolean;
   /** A retaken message not written yet: it still shows what the dead process left in it. */
   stale?: boolean;
+  /** Not known to be posted, but it may be (a post that failed, a retaken reply): its key is looked up first. */
+  unsure?: boolean;
 }
 
 /**
@@ -74,6 +76,8 @@ export class StreamWriter implements TextSink {
   private prepared: Promise<void> | null = null;
   private failMessage: string | null = null;
   private resumed = false;
+  /** A retaken reply: messages past the recorded ones may have been posted by the dead process. */
+  private retaking = false;
 
   constructor(
     private readonly ops: MessageOps,
@@ -149,6 +153,7 @@ export class StreamWriter implements TextSink {
           this.slots[i] = { id: gone ? null : mid, want: "", sent: "", stale: !gone };
         });
         this.text = resume.retake + this.text;
+        this.retaking = true;
         // The record must not go on naming a message that is gone.
         if (shown === null && resume.messages.length > 0) await this.report();
       } else if (id !== undefined && shown !== null) {
@@ -167,12 +172,46 @@ export class StreamWriter implements TextSink {
     // The final text goes at once: an update waiting for its turn or its interval is not worth waiting for.
     this.waiting?.abort();
     this.wake?.();
+    let leftovers = true;
     for (;;) {
       this.kick();
       await this.loop;
       if (this.failed) throw this.failed.error;
+      // Known once the reply is prepared: the first pass of the loop did that.
+      if (leftovers && this.retaking) {
+        leftovers = false;
+        if (await this.claimLeftovers()) continue;
+      }
       this.layout();
       if (this.nextDirty() < 0) return;
+    }
+  }
+
+  /**
+   * A retaken answer that needs fewer messages than the dead process had posted: the
+   * ones it posted without recording them are found by their keys, to be removed.
+   */
+  private async claimLeftovers(): Promise<boolean> {
+    const { find } = this.ops;
+    if (!find || !this.opts.keys) return false;
+    let found = false;
+    try {
+      for (let i = this.slots.length; ; i++) {
+        const slot = { id: null, want: "", sent: null } as Slot;
+        this.slots[i] = slot;
+        const key = this.keyOf(slot);
+        const id = key === undefined ? null : await find(key);
+        if (id === null) {
+          this.slots.pop();
+          return found;
+        }
+        Object.assign(slot, { id, sent: null, stale: true });
+        found = true;
+      }
+    } catch (err) {
+      log.warn({ err }, "messages of a retaken reply not looked up; any left over stay");
+      while (this.slots.at(-1)?.id === null) this.slots.pop();
+      return found;
     }
   }
 
@@ -311,8 +350,13 @@ export class StreamWriter implements TextSink {
     try {
       let changed = false;
       if (slot.id === null) {
-        if (text !== "") slot.id = await this.ops.post(text, write);
-        changed = text !== "";
+        if (text !== "") {
+          if (await this.adopt(slot)) return;
+          const key = this.keyOf(slot);
+          slot.id = await this.ops.post(text, key ? { ...write, key } : write);
+          slot.unsure = false;
+          changed = true;
+        }
       } else if (text === "") {
         await this.ops.remove?.(slot.id);
         slot.id = null;
@@ -328,10 +372,41 @@ export class StreamWriter implements TextSink {
       if (changed) await this.report();
     } catch (error) {
       if (error instanceof RateLimitedError) throw error;
-      if (slot.id === null || ++this.editFailures >= EDIT_ATTEMPTS) throw error;
-      log.debug({ err: error, attempt: this.editFailures }, "reply edit failed, retrying");
+      const post = slot.id === null;
+      if ((post && !this.canRetryPost(slot)) || ++this.editFailures >= EDIT_ATTEMPTS) throw error;
+      // The post may have landed before it failed: its key says so before it is sent again.
+      if (post) slot.unsure = true;
+      log.debug({ err: error, attempt: this.editFailures, post }, "reply write failed, retrying");
       await sleep(EDIT_RETRY_MS * this.editFailures);
     }
+  }
+
+  /** The idempotency key of a slot's message: its place in the whole reply. */
+  private keyOf(slot: Slot): string | undefined {
+    return this.opts.keys?.(this.earlier.length + this.slots.indexOf(slot));
+  }
+
+  /** A failed post can be sent again without risking a second copy. */
+  private canRetryPost(slot: Slot): boolean {
+    return this.keyOf(slot) !== undefined && (this.ops.find !== undefined || this.ops.postsDeduped === true);
+  }
+
+  /**
+   * A message that may be posted already is looked up by its key; when it is there, the
+   * slot takes it (to be edited to its text) instead of posting it again.
+   */
+  private async adopt(slot: Slot): Promise<boolean> {
+    const key = this.keyOf(slot);
+    if (!slot.unsure || !key || !this.ops.find) return false;
+    const found = await this.ops.find(key);
+    slot.unsure = false;
+    if (!found) return false;
+    log.info({ key }, "found a message of this reply already posted; writing on in it");
+    slot.id = found;
+    slot.sent = null;
+    slot.stale = true;
+    await this.report();
+    return true;
   }
 
   /** A record that failed must not end the answer: the user still gets it, and the log says why. */
@@ -386,7 +461,7 @@ export class StreamWriter implements TextSink {
   private slot(index: number): Slot {
     let slot = this.slots[index];
     if (!slot) {
-      slot = { id: null, want: "", sent: null };
+      slot = { id: null, want: "", sent: null, ...(this.retaking ? { unsure: true } : {}) };
       this.slots[index] = slot;
     }
     return slot;

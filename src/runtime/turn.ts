@@ -20,6 +20,7 @@ import { CANNOT_ASK_REASON, NEVER_REASON, SUPERSEDED_REASON } from "./approvals/
 import type { Inbound, Reply } from "./contract.js";
 import { prepareAttachments } from "./inbound-files.js";
 import { type RenderOutcome, ReplyRenderer } from "./render.js";
+import { postKeys } from "./write-keys.js";
 
 export interface TurnDeps {
   agent: Agent;
@@ -237,6 +238,7 @@ async function drive(
   /** The answer's text so far, as the reply shows it (a taken-over turn starts from what it keeps). */
   let shown = kept;
   reply.onAddress?.((address) => ledger.address(record, address));
+  if (record.id) reply.keyPosts?.(postKeys(record.id, record.replies));
   const renderer = new ReplyRenderer(
     reply,
     () => hooks.firstVisible?.(Date.now() - started),

@@ -24,6 +24,8 @@ export interface TurnRecord {
   calling?: PendingStep;
   /** How many times the turn was taken over; it ends with the restart note past a limit. */
   takeovers?: number;
+  /** How many replies the turn started before the current one (it goes on in a new one after approvals). */
+  replies?: number;
   /** Messages of the thread that waited behind the turn when its process handed it over. */
   queued?: TurnInput[];
 }
@@ -122,6 +124,7 @@ export class TurnLedger {
     delete record.address;
     delete record.shown;
     delete record.calling;
+    record.replies = (record.replies ?? 0) + 1;
     await this.write(record);
   }
 

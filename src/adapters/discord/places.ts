@@ -31,11 +31,23 @@ export function channelOps(
   const idOf = typeof channelId === "function" ? channelId : () => channelId;
   return {
     buckets: () => channelBuckets(idOf()),
-    async post(text, files, controls) {
+    keyed: true,
+    async post(text, files, controls, key) {
       try {
         const components = controls === undefined ? {} : { components: controls };
-        return (await (await get()).send({ content: text, files, ...components, allowedMentions: NO_PINGS }))
-          .id;
+        const nonce = key ? { nonce: key, enforceNonce: true } : {};
+        const message = await (await get()).send({
+          content: text,
+          files,
+          ...components,
+          ...nonce,
+          allowedMentions: NO_PINGS,
+        });
+        // The nonce was seen: Discord returned the message posted before, as it was then.
+        if (key && message.content !== text) {
+          await message.edit({ content: text, files, ...components, allowedMentions: NO_PINGS });
+        }
+        return message.id;
       } catch (err) {
         throw asWriteError(err);
       }

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { waitFor } from "../../../test/emulators/discord/index.js";
 import type { Inbound, ReplyAddress } from "../../runtime/contract.js";
+import { postKeys } from "../../runtime/write-keys.js";
 import { type Harness, ScriptedRunner, startHarness } from "./harness.test-helper.js";
 
 let h: Harness | undefined;
@@ -23,12 +24,18 @@ interface CutOff {
  * A runner whose turn is cut off mid-answer, as kill -9 leaves it: `partial` is on
  * Discord, the reply recorded where it is, and nothing ends it.
  */
-function cuttingRunner(partial: string, cut: CutOff[], status?: string): ScriptedRunner {
+function cuttingRunner(
+  partial: string,
+  cut: CutOff[],
+  status?: string,
+  keys?: (index: number) => string,
+): ScriptedRunner {
   return new ScriptedRunner(async (inbound) => {
     const addresses: ReplyAddress[] = [];
     inbound.reply.onAddress?.(async (a) => {
       addresses.push(structuredClone(a));
     });
+    if (keys) inbound.reply.keyPosts?.(keys);
     const sink = inbound.reply.stream();
     sink.write(partial);
     if (status) await inbound.reply.status(status);
@@ -42,9 +49,13 @@ function cuttingRunner(partial: string, cut: CutOff[], status?: string): Scripte
   });
 }
 
-async function mentionCutOff(partial = PARTIAL, status?: string): Promise<CutOff> {
+async function mentionCutOff(
+  partial = PARTIAL,
+  status?: string,
+  keys?: (index: number) => string,
+): Promise<CutOff> {
   const cut: CutOff[] = [];
-  h = await startHarness({ runner: cuttingRunner(partial, cut, status) });
+  h = await startHarness({ runner: cuttingRunner(partial, cut, status, keys) });
   h.emulator.userMessage(h.emulator.state.general, "a question the crash interrupts", { mentionsBot: true });
   await waitFor(() => cut[0], { timeoutMs: 20_000 });
   return cut[0]!;
@@ -127,5 +138,23 @@ describe("Discord adapter: a reply rebuilt from its address", () => {
     expect(messages.length).toBe(2);
     expect(messages[0]?.content.startsWith(`${PARTIAL} it goes on after a click.`)).toBe(true);
     expect(recorded).toEqual([{ messages: messages.map((m) => m.id), channel }]);
+  });
+});
+
+describe("Discord adapter: idempotency keys as enforced nonces", () => {
+  it("a retaken reply gets back the message its dead process posted but never recorded, and writes in it", async () => {
+    const keys = postKeys("turn-cut-before-its-record");
+    const { inbound, channel } = await mentionCutOff(PARTIAL, undefined, keys);
+    const [orphan] = h!.emulator.botMessages(channel);
+    expect(orphan?.nonce).toBe(keys(0));
+    // The record names no message: the crash came before the address was written.
+    const reply = h!.adapter.replyFor(inbound.key, { messages: [], channel, retake: "" });
+    reply.keyPosts?.(keys);
+    const sink = reply.stream();
+    sink.write("The whole answer, from the top.");
+    await sink.finish();
+    expect(h!.emulator.botMessages(channel).map((m) => [m.id, m.content])).toEqual([
+      [orphan!.id, "The whole answer, from the top."],
+    ]);
   });
 });

@@ -26,7 +26,14 @@ export interface OutgoingMessage {
 /** A place's message writes; files go with a post or an edit where Discord allows it. */
 export interface PlaceOps {
   /** `controls`: buttons to show under the text (Stop while it is written); absent leaves them as they are. */
-  post(text: string, files?: AttachmentBuilder[], controls?: QuestionRow[]): Promise<string>;
+  /**
+   * `key`: the message's idempotency key, sent as an enforced nonce where the place
+   * takes one (`keyed`): Discord then answers a second post of it with the message
+   * already there.
+   */
+  post(text: string, files?: AttachmentBuilder[], controls?: QuestionRow[], key?: string): Promise<string>;
+  /** Posts honour `key` (a channel's messages do; an interaction's follow-ups take no nonce). */
+  keyed?: boolean;
   edit(id: string, text: string, files?: AttachmentBuilder[], controls?: QuestionRow[]): Promise<void>;
   remove?(id: string): Promise<void>;
   /** A message's text as Discord has it now; null when the message is gone. */
@@ -135,6 +142,7 @@ export class DiscordReply implements Reply {
   private readonly files: ReplyFiles;
   private lastStatus = "";
   private record: ((address: ReplyAddress) => Promise<void>) | undefined;
+  private keys: ((index: number) => string) | undefined;
 
   /** `resume`: a reply written earlier (maybe by another process), continued in its last message. */
   constructor(
@@ -158,6 +166,10 @@ export class DiscordReply implements Reply {
     this.record = record;
   }
 
+  keyPosts(keyOf: (index: number) => string): void {
+    this.keys = keyOf;
+  }
+
   private sink(): StreamWriter {
     if (this.writer) return this.writer;
     const { ops } = this.place;
@@ -167,7 +179,7 @@ export class DiscordReply implements Reply {
       post: (text, write) =>
         this.files.withFinal(write?.final, async (files) => {
           const controls = this.controlsFor(write?.final);
-          const id = await ops.post(text, files, controls);
+          const id = await ops.post(text, files, controls, write?.key);
           this.shown(id, controls);
           return id;
         }),
@@ -179,6 +191,7 @@ export class DiscordReply implements Reply {
         }),
       remove: ops.remove?.bind(ops),
       ...(ops.buckets ? { buckets: () => ops.buckets!() } : {}),
+      ...(ops.keyed ? { postsDeduped: true } : {}),
     };
     const read = ops.read?.bind(ops);
     this.writer = new StreamWriter(writes, {
@@ -189,6 +202,7 @@ export class DiscordReply implements Reply {
       ...(this.place.ready ? { ready: this.place.ready } : {}),
       render: tablesToCodeBlocks,
       statusLine: true,
+      ...(this.keys && ops.keyed ? { keys: this.keys } : {}),
       onMessages: async (messages) => {
         await this.record?.({ messages, ...(this.place.channel ? { channel: this.place.channel } : {}) });
       },

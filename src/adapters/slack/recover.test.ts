@@ -8,6 +8,7 @@ import {
 import { type EmuMessage, waitFor } from "../../../test/emulators/slack/index.js";
 import type { ReplyAddress } from "../../runtime/contract.js";
 import { joinParts } from "../../runtime/split.js";
+import { postKeys } from "../../runtime/write-keys.js";
 import { parseThreadKey } from "./index.js";
 
 let h: Harness | undefined;
@@ -64,7 +65,7 @@ const POST_UPDATE = { config: { slack: { nativeStreaming: false } } };
  */
 async function cutOff(
   h: Harness,
-  opts: { partial?: string; status?: string } = {},
+  opts: { partial?: string; status?: string; keys?: (index: number) => string } = {},
 ): Promise<{ root: EmuMessage; key: string; addresses: ReplyAddress[] }> {
   const partial = opts.partial ?? PARTIAL;
   const addresses: ReplyAddress[] = [];
@@ -72,6 +73,7 @@ async function cutOff(
     inbound.reply.onAddress?.(async (a) => {
       addresses.push(structuredClone(a));
     });
+    if (opts.keys) inbound.reply.keyPosts?.(opts.keys);
     const sink = inbound.reply.stream();
     sink.write(partial);
     if (opts.status) await inbound.reply.status(opts.status);
@@ -190,6 +192,32 @@ describe("Slack adapter: a reply rebuilt from its address", () => {
       expect(recorded).toEqual([]);
     });
   }
+});
+
+describe("Slack adapter: idempotency keys in message metadata", () => {
+  it("a retaken reply finds the message its dead process posted but never recorded, and writes in it", async () => {
+    h = await startHarness(POST_UPDATE);
+    const keys = postKeys("turn-cut-before-its-record");
+    const { root, key } = await cutOff(h, { keys });
+    const [orphan] = h.emu.botReplies("C1", root.ts);
+    expect(orphan?.metadata).toEqual({ event_type: "switchboard_reply", event_payload: { key: keys(0) } });
+    const before = calls(h, "chat.postMessage").length;
+    // The record names no message: the crash came before the address was written.
+    const reply = h.adapter.replyFor!(key, { messages: [], retake: "" });
+    const recorded: ReplyAddress[] = [];
+    reply.onAddress?.(async (a) => {
+      recorded.push(a);
+    });
+    reply.keyPosts?.(keys);
+    const sink = reply.stream();
+    sink.write("The whole answer, from the top.");
+    await sink.finish();
+    expect(h.emu.botReplies("C1", root.ts).map((r) => [r.ts, r.text])).toEqual([
+      [orphan!.ts, "The whole answer, from the top."],
+    ]);
+    expect(calls(h, "chat.postMessage")).toHaveLength(before);
+    expect(recorded).toEqual([{ messages: [orphan!.ts] }]);
+  });
 });
 
 describe("Slack adapter: platform error counts", () => {

@@ -8,7 +8,7 @@ import { type MessageOps, RateLimitedError, StreamWriter } from "../../runtime/s
 import { uploadArtifact } from "./files.js";
 import { toMrkdwn, toSlackMarkdown } from "./mrkdwn.js";
 import { NativeStream, type NativeStreamOptions } from "./native-stream.js";
-import { readShown, stopStream } from "./resume.js";
+import { findPosted, readShown, replyMetadata, stopStream } from "./resume.js";
 import { slackBuckets } from "./write-policy.js";
 
 /**
@@ -50,7 +50,12 @@ export function asWriteError(err: unknown): unknown {
   return err;
 }
 
-export function slackMessageOps(web: WebClient, place: { channel: string; threadTs: string }): MessageOps {
+/** `reads`: the client that looks up a keyed message (one that retries); `web` when not given. */
+export function slackMessageOps(
+  web: WebClient,
+  place: { channel: string; threadTs: string },
+  reads: WebClient = web,
+): MessageOps {
   const buckets = {
     post: slackBuckets("chat.postMessage", { channel: place.channel }),
     edit: slackBuckets("chat.update", { channel: place.channel }),
@@ -58,18 +63,20 @@ export function slackMessageOps(web: WebClient, place: { channel: string; thread
   };
   return {
     buckets: (kind) => buckets[kind],
-    async post(text) {
+    async post(text, write) {
       try {
         const res = await web.chat.postMessage({
           channel: place.channel,
           thread_ts: place.threadTs,
           markdown_text: text,
+          ...(write?.key ? { metadata: replyMetadata(write.key) } : {}),
         });
         return res.ts ?? "";
       } catch (err) {
         throw asWriteError(err);
       }
     },
+    find: (key) => findPosted(reads, place.channel, place.threadTs, key),
     async edit(ts, text) {
       try {
         await web.chat.update({ channel: place.channel, ts, markdown_text: text });
@@ -105,6 +112,7 @@ export class SlackReply implements Reply {
   private native: NativeStream | undefined;
   private lastStatus = "";
   private recorder: ((address: ReplyAddress) => Promise<void>) | undefined;
+  private keys: ((index: number) => string) | undefined;
   /** Aborted when the answer ends: a Stop offer not yet shown is never shown. */
   private readonly stopOffer = new AbortController();
 
@@ -121,6 +129,10 @@ export class SlackReply implements Reply {
 
   onAddress(record: (address: ReplyAddress) => Promise<void>): void {
     this.recorder = record;
+  }
+
+  keyPosts(keyOf: (index: number) => string): void {
+    this.keys = keyOf;
   }
 
   private async record(address: ReplyAddress): Promise<void> {
@@ -145,7 +157,11 @@ export class SlackReply implements Reply {
    * `onMessages` is told when it posts or removes a message (default: record its own).
    */
   private postWriter(rendered = false, onMessages?: () => Promise<void>): StreamWriter {
-    const writer: StreamWriter = new StreamWriter(slackMessageOps(this.deps.web, this.place), {
+    const ops = slackMessageOps(this.deps.web, this.place, this.deps.reads);
+    // A native stream's segments are not numbered as the reply's messages: only a whole reply is keyed.
+    const keys = onMessages === undefined ? this.keys : undefined;
+    const writer: StreamWriter = new StreamWriter(ops, {
+      ...(keys ? { keys } : {}),
       limit: SLACK_MESSAGE_LIMIT,
       intervalMs: this.deps.intervalMs,
       scheduler: this.deps.scheduler,

@@ -13,6 +13,15 @@ interface ReadMessage {
   ts?: string;
   text?: string;
   blocks?: { type?: string; text?: unknown }[];
+  metadata?: { event_type?: string; event_payload?: Record<string, unknown> };
+}
+
+/** The `event_type` of the metadata a reply's messages carry their idempotency key in. */
+export const REPLY_METADATA = "switchboard_reply";
+
+/** The metadata that names a reply's message by its idempotency key. */
+export function replyMetadata(key: string) {
+  return { event_type: REPLY_METADATA, event_payload: { key } };
 }
 
 /**
@@ -27,24 +36,54 @@ export async function readShown(
   threadTs: string,
   ts: string,
 ): Promise<string | null> {
+  // oldest/latest narrow the page to the message where Slack applies them to replies.
+  const found = await findInThread(web, channel, threadTs, (m) => m.ts === ts, {
+    oldest: ts,
+    latest: ts,
+    inclusive: true,
+  });
+  return found ? textOf(found) : null;
+}
+
+/** The ts of the thread's message posted with idempotency key `key`, or null. */
+export async function findPosted(
+  web: WebClient,
+  channel: string,
+  threadTs: string,
+  key: string,
+): Promise<string | null> {
+  const found = await findInThread(
+    web,
+    channel,
+    threadTs,
+    (m) => m.metadata?.event_type === REPLY_METADATA && m.metadata.event_payload?.key === key,
+    { include_all_metadata: true },
+  );
+  return found?.ts ?? null;
+}
+
+async function findInThread(
+  web: WebClient,
+  channel: string,
+  threadTs: string,
+  match: (m: ReadMessage) => boolean,
+  narrow: { oldest?: string; latest?: string; inclusive?: boolean; include_all_metadata?: boolean },
+): Promise<ReadMessage | undefined> {
   let cursor: string | undefined;
   for (let page = 0; page < PAGES; page++) {
-    // oldest/latest narrow the page to the message where Slack applies them to replies.
     const res = await web.conversations.replies({
       channel,
       ts: threadTs,
-      oldest: ts,
-      latest: ts,
-      inclusive: true,
+      ...narrow,
       limit: PAGE_SIZE,
       ...(cursor ? { cursor } : {}),
     });
-    const found = (res.messages as ReadMessage[] | undefined)?.find((m) => m.ts === ts);
-    if (found) return textOf(found);
+    const found = (res.messages as ReadMessage[] | undefined)?.find(match);
+    if (found) return found;
     cursor = res.response_metadata?.next_cursor || undefined;
-    if (!cursor) return null;
+    if (!cursor) return undefined;
   }
-  return null;
+  return undefined;
 }
 
 function textOf(m: ReadMessage): string {

@@ -284,6 +284,33 @@ describe("Discord emulator: as strict as Discord", () => {
     client = await connect(connectOpts);
   }
 
+  it("returns the message already created for an enforced nonce, creates one per post without enforcement, and refuses long nonces", async () => {
+    // A naive client: raw requests, no discord.js.
+    const post = async (body: Record<string, unknown>) => {
+      const res = await fetch(`${emulator.apiUrl}/v10/channels/${emulator.state.random}/messages`, {
+        method: "POST",
+        headers: { authorization: `Bot ${emulator.token}`, "content-type": "application/json" },
+        body: JSON.stringify(body),
+      });
+      return {
+        status: res.status,
+        body: (await res.json()) as { id?: string; content?: string; code?: number },
+      };
+    };
+    const first = await post({ content: "one", nonce: "n-1", enforce_nonce: true });
+    const again = await post({ content: "two", nonce: "n-1", enforce_nonce: true });
+    expect(again.status).toBe(200);
+    expect(again.body.id).toBe(first.body.id);
+    // The message as it was: the second post changed nothing.
+    expect(again.body.content).toBe("one");
+    const loose = await post({ content: "three", nonce: "n-1" });
+    expect(loose.body.id).not.toBe(first.body.id);
+    const long = await post({ content: "four", nonce: "x".repeat(26), enforce_nonce: true });
+    expect(long.status).toBe(400);
+    expect(long.body.code).toBe(50035);
+    expect(emulator.botMessages(emulator.state.random).map((m) => m.content)).toEqual(["one", "three"]);
+  });
+
   it("answers past 50 requests a second with a global 429 (global: true, X-RateLimit-Global, retry_after)", async () => {
     // A naive client: @discordjs/rest told it may send 1,000 requests a second, and to fail on any 429.
     const rest = new REST({

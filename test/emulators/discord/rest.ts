@@ -198,8 +198,17 @@ async function route(
   if (rest === "/messages" && method === "POST") {
     const verdict = ctx.limiter.take(`messages:${channel.id}`, "post", p);
     if (!verdict.ok) return tooManyRequests(verdict.retryAfterMs, verdict.headers);
-    const msg = writeMessage(ctx, channel.id, await parsed(), undefined);
-    return { status: 200, body: s.messageJson(msg), headers: verdict.headers };
+    const body = await parsed();
+    const nonce = nonceOf(body.json);
+    // enforce_nonce: the message this author already created with the nonce comes back, and none is created.
+    const earlier =
+      nonce !== undefined && body.json.enforce_nonce === true ? s.byNonce(channel.id, nonce) : undefined;
+    const msg = earlier ?? writeMessage(ctx, channel.id, body, undefined, { ...(nonce ? { nonce } : {}) });
+    return {
+      status: 200,
+      body: { ...s.messageJson(msg), ...(nonce === undefined ? {} : { nonce }) },
+      headers: verdict.headers,
+    };
   }
   if (rest === "/threads" && method === "POST")
     return startThread(ctx, channel.id, undefined, (await parsed()).json);
@@ -224,6 +233,20 @@ async function route(
     }
   }
   throw new HttpError(404, { message: "404: Not Found", code: 0 });
+}
+
+/** Discord's limit on a nonce: an integer, or a string of at most 25 characters. */
+const NONCE_CHARS = 25;
+
+function nonceOf(json: Record<string, unknown>): string | undefined {
+  const nonce = json.nonce;
+  if (nonce === undefined || nonce === null) return undefined;
+  if (typeof nonce === "number" && Number.isInteger(nonce)) return String(nonce);
+  if (typeof nonce !== "string")
+    throw invalidForm("nonce", "MODEL_TYPE_CONVERT", "Nonce must be a string or an integer.");
+  if (nonce.length > NONCE_CHARS)
+    throw invalidForm("nonce", "BASE_TYPE_BAD_LENGTH", `Must be between 1 and ${NONCE_CHARS} in length.`);
+  return nonce;
 }
 
 /** A message read over REST: without the Message Content intent approved, as `withoutContent`. */
@@ -251,7 +274,7 @@ export function writeMessage(
   channelId: string,
   body: ParsedBody,
   existing: StoredMessage | undefined,
-  extra: { interactionId?: string; flags?: number } = {},
+  extra: { interactionId?: string; flags?: number; nonce?: string } = {},
 ): StoredMessage {
   const s = ctx.state;
   const content = typeof body.json.content === "string" ? body.json.content : undefined;
@@ -321,6 +344,7 @@ export function writeMessage(
     mentions: [],
     flags,
     interactionId: extra.interactionId,
+    ...(extra.nonce ? { nonce: extra.nonce } : {}),
     allowedMentions: body.json.allowed_mentions,
     ...(components?.length ? { components } : {}),
   });

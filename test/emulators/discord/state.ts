@@ -26,6 +26,8 @@ function user(id: string, username: string, bot = false): UserObject {
  * The emulated world: one guild with a text channel, a second text channel and a forum,
  * the bot, two people, another bot, DM channels, and every message written, with edits.
  */
+const NONCE_WINDOW_MS = 5 * 60_000;
+
 export class DiscordState {
   readonly bot = user(snowflake(), "Switchboard", true);
   readonly alice = user(snowflake(), "alice");
@@ -168,6 +170,17 @@ export class DiscordState {
   member(u: UserObject): Record<string, unknown> {
     const roles = this.memberRoles.get(u.id) ?? [];
     return { user: u, roles, joined_at: new Date(0).toISOString(), deaf: false, mute: false, flags: 0 };
+  }
+
+  /**
+   * The bot's message created with `nonce` in the channel within the nonce window
+   * ("the past few minutes" in Discord's docs: 5 here), if any.
+   */
+  byNonce(channelId: string, nonce: string): StoredMessage | undefined {
+    const since = Date.now() - NONCE_WINDOW_MS;
+    return this.messages
+      .get(channelId)
+      ?.find((m) => m.nonce === nonce && m.author.id === this.bot.id && m.createdAt >= since);
   }
 
   messageJson(m: StoredMessage): Record<string, unknown> {

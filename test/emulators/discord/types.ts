@@ -61,6 +61,8 @@ export interface StoredMessage {
   editedAt: number | null;
   /** 64 = ephemeral (interaction responses only). */
   flags: number;
+  /** The nonce it was created with, and when: `enforce_nonce` returns it for the same nonce within minutes. */
+  nonce?: string;
   /** Set when the message was written through an interaction token. */
   interactionId?: string;
   /** `allowed_mentions` as the bot sent it (who may be pinged). */

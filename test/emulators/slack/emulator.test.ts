@@ -217,6 +217,45 @@ describe("Slack emulator: Web API", () => {
   });
 });
 
+describe("Slack emulator: message metadata", () => {
+  it("keeps a message's metadata and returns it only to a read that asks with include_all_metadata", async () => {
+    const emu = await emulator();
+    const root = emu.post("C1", "U_ALICE", "question");
+    const web = client(emu);
+    const metadata = { event_type: "switchboard_reply", event_payload: { key: "k1" } };
+    const posted = await web.chat.postMessage({
+      channel: "C1",
+      thread_ts: root.ts,
+      text: "answer",
+      metadata,
+    });
+    const plain = await web.conversations.replies({ channel: "C1", ts: root.ts });
+    expect(plain.messages?.find((m) => m.ts === posted.ts)?.metadata).toBeUndefined();
+    const full = await web.conversations.replies({ channel: "C1", ts: root.ts, include_all_metadata: true });
+    expect(full.messages?.find((m) => m.ts === posted.ts)?.metadata).toEqual(metadata);
+  });
+
+  it("refuses malformed metadata from a naive client, posting nothing", async () => {
+    const emu = await emulator();
+    const root = emu.post("C1", "U_ALICE", "question");
+    const post = async (metadata: string) => {
+      const body = new URLSearchParams({ channel: "C1", thread_ts: root.ts, text: "x", metadata });
+      const res = await fetch(`${emu.apiUrl}chat.postMessage`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${emu.botToken}` },
+        body,
+      });
+      return ((await res.json()) as { error?: string }).error;
+    };
+    expect(await post("not json")).toBe("invalid_metadata_format");
+    expect(await post(JSON.stringify({ event_payload: { key: "k" } }))).toBe("invalid_metadata_schema");
+    expect(await post(JSON.stringify({ event_type: "t", event_payload: ["k"] }))).toBe(
+      "invalid_metadata_schema",
+    );
+    expect(emu.botReplies("C1", root.ts)).toEqual([]);
+  });
+});
+
 describe("Slack emulator: Socket Mode with a real Bolt app", () => {
   it("delivers a mention as app_mention and the app's say() lands in the thread", async () => {
     const emu = await emulator();

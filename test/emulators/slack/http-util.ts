@@ -75,3 +75,9 @@ export function bearer(req: IncomingMessage, params: Params): string | undefined
   if (auth?.startsWith("Bearer ")) return auth.slice("Bearer ".length).trim();
   return str(params, "token");
 }
+
+/** A boolean argument as the WebClient sends it ("true", or 1 from other clients). */
+export function bool(params: Params, key: string): boolean {
+  const v = str(params, key);
+  return v === "true" || v === "1";
+}

@@ -49,6 +49,8 @@ export interface EmuMessage {
   text: string;
   markdown?: boolean;
   blocks?: unknown[];
+  /** Message metadata (`metadata` on chat.postMessage / update): read back only with `include_all_metadata`. */
+  metadata?: { event_type: string; event_payload: Record<string, unknown> };
   /** Every earlier version, oldest first (chat.update, appendStream, stopStream). */
   edits: EmuEdit[];
   files: EmuFile[];
@@ -194,8 +196,9 @@ export class SlackState {
 }
 
 /** The JSON Slack returns for a message (conversations.replies, events). */
-export function messageJson(m: EmuMessage, baseUrl: string): Record<string, unknown> {
+export function messageJson(m: EmuMessage, baseUrl: string, withMetadata = false): Record<string, unknown> {
   const out: Record<string, unknown> = { type: "message", ts: m.ts, text: m.text };
+  if (withMetadata && m.metadata) out.metadata = m.metadata;
   if (m.user) out.user = m.user;
   if (m.bot_id) out.bot_id = m.bot_id;
   if (m.bot_id) out.app_id = APP_ID;

@@ -10,7 +10,15 @@ export function chatHandlers(ctx: ApiContext): Record<string, Handler> {
     const channel = ctx.channel(p);
     const thread_ts = ctx.threadTs(channel, p);
     const content = ctx.content(p, ctx.limits().postTextChars);
-    const message = state.addMessage({ channel, thread_ts, user: BOT_USER_ID, bot_id: BOT_ID, ...content });
+    const metadata = ctx.metadata(p);
+    const message = state.addMessage({
+      channel,
+      thread_ts,
+      user: BOT_USER_ID,
+      bot_id: BOT_ID,
+      ...content,
+      ...(metadata ? { metadata } : {}),
+    });
     hooks.echo("posted", message);
     return { channel, ts: message.ts, message: messageJson(message, hooks.baseUrl()) };
   };
@@ -19,9 +27,10 @@ export function chatHandlers(ctx: ApiContext): Record<string, Handler> {
     const message = ctx.own(p);
     if (message.stream?.state === "streaming") fail("cant_update_message");
     const content = ctx.content(p, ctx.limits().updateTextChars);
+    const metadata = ctx.metadata(p);
     const previous = { ...message };
     message.edits.push({ text: message.text, blocks: message.blocks, at: Date.now() });
-    Object.assign(message, content);
+    Object.assign(message, content, metadata ? { metadata } : {});
     hooks.echo("changed", message, previous);
     return { channel: message.channel, ts: message.ts, text: message.text };
   };

@@ -78,6 +78,21 @@ export class ApiContext {
     return { text: text ?? "", markdown: false, blocks };
   }
 
+  /**
+   * `metadata` as Slack takes it: an object (or its JSON) with a non-empty `event_type` and
+   * an object `event_payload`; anything else is refused, never stored half-right.
+   */
+  metadata(p: Params): EmuMessage["metadata"] | undefined {
+    if (p.metadata === undefined) return undefined;
+    const m = p.metadata;
+    if (!m || typeof m !== "object" || Array.isArray(m)) return fail("invalid_metadata_format");
+    const { event_type, event_payload } = m as { event_type?: unknown; event_payload?: unknown };
+    if (typeof event_type !== "string" || event_type === "") return fail("invalid_metadata_schema");
+    if (!event_payload || typeof event_payload !== "object" || Array.isArray(event_payload))
+      return fail("invalid_metadata_schema");
+    return { event_type, event_payload: event_payload as Record<string, unknown> };
+  }
+
   threadTs(channel: string, p: Params): string | undefined {
     const ts = str(p, "thread_ts");
     if (ts === undefined || ts === "") return undefined;

@@ -1,4 +1,4 @@
-import { type Params, str } from "./http-util.js";
+import { bool, type Params, str } from "./http-util.js";
 import {
   BOT_ID,
   BOT_USER_ID,
@@ -89,7 +89,7 @@ export function readHandlers(ctx: ApiContext): Record<string, Handler> {
     const slice = messages.slice(start, start + limit);
     const next = start + limit < messages.length ? String(start + limit) : "";
     return {
-      messages: slice.map((m) => messageJson(m, ctx.hooks.baseUrl())),
+      messages: slice.map((m) => messageJson(m, ctx.hooks.baseUrl(), bool(p, "include_all_metadata"))),
       has_more: next !== "",
       response_metadata: { next_cursor: next },
     };
