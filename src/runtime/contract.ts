@@ -40,6 +40,11 @@ export interface TextSink {
   finish(): Promise<void>;
   /** Ends the reply with a sentence saying what went wrong (never a dangling placeholder). */
   fail(message: string): Promise<void>;
+  /**
+   * Stops writing at once and leaves the messages as they are: another process has the
+   * reply now (this one lost the thread's lock). Resolves when no write is in flight.
+   */
+  abandon?(): Promise<void>;
 }
 
 /** One per turn, made by the adapter: knows how to write back to that place. */

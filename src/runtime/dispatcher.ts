@@ -7,7 +7,7 @@ import { log } from "../log.js";
 import type { ToolHub } from "../mcp/types.js";
 import type { ApprovalBook } from "../store/approvals.js";
 import type { Dedupe } from "../store/dedupe.js";
-import type { ThreadLock } from "../store/locks.js";
+import type { Held, ThreadLock } from "../store/locks.js";
 import type { Session, SessionRepository } from "../store/sessions.js";
 import type { TurnLedger, TurnRecord } from "../store/turns.js";
 import { Access, commandOrigin, originOf, REFUSED_NOTE } from "./access.js";
@@ -63,6 +63,8 @@ export class Dispatcher implements TurnRunner {
   private readonly takeovers: Takeovers;
   /** Other replicas were alive when this one began to stop: its unfinished turns go to them. */
   private handingOver = false;
+  /** Each running turn's hold on its thread's lock, by the turn's controller. */
+  private readonly held = new WeakMap<AbortController, Held>();
   /** The running platforms, to write in a thread no event came from (resumed turns, settled questions). */
   private adapters: Adapter[] = [];
 
@@ -159,7 +161,8 @@ export class Dispatcher implements TurnRunner {
       else this.waiting.delete(inbound.key);
     };
     entry.done = this.deps.lock
-      .run(inbound.key, () => {
+      .run(inbound.key, (held) => {
+        this.hold(controller, held);
         leaveQueue();
         return controller.signal.aborted ? this.refuse(inbound) : this.turn(inbound, controller);
       })
@@ -257,14 +260,25 @@ export class Dispatcher implements TurnRunner {
     const entry: InFlight = { controller, done: Promise.resolve() };
     this.inFlight.add(entry);
     entry.done = this.deps.lock
-      .run(key, () => work(controller))
+      .run(key, (held) => {
+        this.hold(controller, held);
+        return work(controller);
+      })
       .catch((err: unknown) => log.error({ err, key }, "a stored turn could not go on"))
       .finally(() => this.inFlight.delete(entry));
     return entry.done;
   }
 
+  /** A turn's lock, as it holds it: losing the lock stops the turn. */
+  private hold(controller: AbortController, held: Held): void {
+    this.held.set(controller, held);
+    held.lost.addEventListener("abort", () => controller.abort(held.lost.reason), { once: true });
+  }
+
   private hooksFor(turn: RunningTurn, controller: AbortController): TurnHooks {
+    const held = this.held.get(controller);
     return {
+      ...(held ? { held } : {}),
       interruptedNote: () => this.endingNote(turn, controller),
       handingOver: () => this.handingOver && controller.signal.aborted && turn.stoppedBy === undefined,
     };

@@ -80,6 +80,13 @@ export class ReplyRenderer {
     await Promise.allSettled(this.uploads);
   }
 
+  /** The thread's lock was lost: nothing more of this turn is written, not even what it has. */
+  async abandon(): Promise<void> {
+    if (this.ended) return;
+    this.ended = true;
+    await this.sink.abandon?.().catch(() => undefined);
+  }
+
   private async finish(end: () => Promise<void>): Promise<void> {
     this.ended = true;
     await end();

@@ -76,6 +76,7 @@ export class StreamWriter implements TextSink {
   private prepared: Promise<void> | null = null;
   private failMessage: string | null = null;
   private resumed = false;
+  private abandoned = false;
   /** A retaken reply: messages past the recorded ones may have been posted by the dead process. */
   private retaking = false;
 
@@ -120,6 +121,15 @@ export class StreamWriter implements TextSink {
   finish(): Promise<void> {
     this.done ??= this.end();
     return this.done;
+  }
+
+  /** See `TextSink.abandon`: no write starts after this, and the one in flight is waited for. */
+  async abandon(): Promise<void> {
+    this.abandoned = true;
+    this.ended = true;
+    this.waiting?.abort();
+    this.wake?.();
+    await this.loop;
   }
 
   /** Ends the answer with `message` (after closing an open code block), then finishes. */
@@ -177,6 +187,7 @@ export class StreamWriter implements TextSink {
       this.kick();
       await this.loop;
       if (this.failed) throw this.failed.error;
+      if (this.abandoned) return;
       // Known once the reply is prepared: the first pass of the loop did that.
       if (leftovers && this.retaking) {
         leftovers = false;
@@ -216,7 +227,7 @@ export class StreamWriter implements TextSink {
   }
 
   private kick(): void {
-    if (this.active || this.failed) return;
+    if (this.active || this.failed || this.abandoned) return;
     this.active = true;
     this.loop = this.run();
   }
@@ -229,11 +240,11 @@ export class StreamWriter implements TextSink {
         // answer would otherwise hold its thread for one more edit interval); the next
         // write() starts the loop again, still paced from the last write.
         this.layout();
-        if (this.nextDirty() < 0) break;
+        if (this.abandoned || this.nextDirty() < 0) break;
         if (this.lane() === "update") {
           await this.pace();
           this.layout();
-          if (this.nextDirty() < 0) break;
+          if (this.abandoned || this.nextDirty() < 0) break;
         }
         if (this.ended) this.continueIfEditsWait();
         const waiting = this.ended ? null : new AbortController();

@@ -14,6 +14,7 @@ import { MemoryDedupe } from "../store/dedupe.js";
 import { openStore, type Store } from "../store/index.js";
 import { createThreadLock, LocalThreadLock, type ThreadLock } from "../store/locks.js";
 import { SessionRepository } from "../store/sessions.js";
+import { createState } from "../store/state.js";
 import { TurnLedger, type TurnRecord } from "../store/turns.js";
 import type { Adapter, Inbound, Reply } from "./contract.js";
 import { Dispatcher, INTERRUPTED_NOTE } from "./dispatcher.js";
@@ -40,6 +41,7 @@ function fakeSlack() {
       write: (d) => void seen.push(d),
       finish: async () => void seen.push("<finish>"),
       fail: async (m) => void seen.push(`<fail:${m}>`),
+      abandon: async () => void seen.push("<abandon>"),
     }),
     upload: async () => undefined,
     title: async () => undefined,
@@ -299,5 +301,47 @@ describe("taking over a turn whose process died", () => {
     const users = (await sessions.get(KEY))?.messages.filter((m) => m.role === "user");
     expect(users?.map((m) => m.content)).toEqual(["a long question", "and then"]);
     expect(await ledger.pending()).toEqual([]);
+  });
+
+  it("a turn whose lock was taken while it ran stops at once: no more text, no note, no save, the taker's record untouched", async () => {
+    const cut: Provider = {
+      name: "openai",
+      listModels: async () => [],
+      async *stream(_req, signal): AsyncIterable<ModelEvent> {
+        yield { type: "text", delta: "Half an ans" };
+        await new Promise((_, reject) => signal.addEventListener("abort", () => reject(signal.reason)));
+        yield { type: "text", delta: "wer, never written." };
+      },
+    };
+    const lock = createThreadLock(store, { ttlMs: 5_000, renewEveryMs: 100 });
+    const { dispatcher } = setup(cut, lock);
+    const slack = fakeSlack();
+    const before = (await sessions.get(KEY))!.messages.length;
+    const handled = dispatcher.handle({
+      id: "e1",
+      key: KEY,
+      platform: "slack",
+      channel: "C1",
+      user: ALICE,
+      text: "a long question",
+      attachments: [],
+      reply: slack.reply,
+    });
+    await vi.waitFor(() => expect(slack.seen).toEqual(["Half an ans"]), { timeout: 5_000 });
+    // Another process frees the lease, as for a process whose heartbeat it saw expire, and takes the turn.
+    const state = createState(store);
+    await state.releaseLock((await state.lockHolder(KEY))!);
+    expect(await state.acquireLock(KEY, 60_000, "the-taker")).toBeDefined();
+    const taker = new TurnLedger(store);
+    await taker.takeOver((await taker.get(KEY))!, "the-taker");
+    await handled;
+
+    expect(slack.seen).toEqual(["Half an ans", "<abandon>"]);
+    expect(await ledger.get(KEY)).toMatchObject({
+      owner: "the-taker",
+      takeovers: 1,
+      input: { text: "a long question" },
+    });
+    expect((await sessions.get(KEY))!.messages).toHaveLength(before);
   });
 });

@@ -191,7 +191,7 @@ export class Takeovers {
     }
     if (!adapter.recover) return;
     await adapter.recover(record.key, record.address, this.deps.note);
-    await ledger.end(record.key);
+    await ledger.end(record);
     log.info({ key: record.key }, "ended a reply interrupted by a crash");
   }
 

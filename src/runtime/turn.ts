@@ -12,6 +12,7 @@ import { platformOf, type ThreadKey } from "../core/thread.js";
 import { log } from "../log.js";
 import type { ToolHub } from "../mcp/types.js";
 import { storeFailed } from "../store/index.js";
+import { type Held, LockLost } from "../store/locks.js";
 import type { Session, SessionRepository } from "../store/sessions.js";
 import type { TurnLedger, TurnRecord } from "../store/turns.js";
 import type { ApprovalDesk, Outcome } from "./approvals/desk.js";
@@ -46,6 +47,11 @@ export interface TurnHooks {
   interruptedNote(): string | undefined;
   /** True when the turn was stopped so that another process goes on with it (a rolling restart). */
   handingOver?(): boolean;
+  /**
+   * The thread's lock as this turn holds it: the turn's record is written under its lease,
+   * and once it is lost the turn stops without writing anything more.
+   */
+  held?: Held;
 }
 
 export interface TurnResult {
@@ -237,7 +243,22 @@ async function drive(
   const events: AgentEvent[] = [];
   /** The answer's text so far, as the reply shows it (a taken-over turn starts from what it keeps). */
   let shown = kept;
-  reply.onAddress?.((address) => ledger.address(record, address));
+  ledger.guard(record, hooks.held?.lease);
+  /** The lock was lost: another process has the thread, and this turn writes nothing more. */
+  let gone = false;
+  const isGone = () => gone || hooks.held?.lost.aborted === true;
+  const fenced = async (write: () => Promise<void>) => {
+    try {
+      await write();
+    } catch (err) {
+      if (err instanceof LockLost) {
+        gone = true;
+        void renderer.abandon();
+      }
+      throw err;
+    }
+  };
+  reply.onAddress?.((address) => fenced(() => ledger.address(record, address)));
   if (record.id) reply.keyPosts?.(postKeys(record.id, record.replies));
   const renderer = new ReplyRenderer(
     reply,
@@ -256,11 +277,14 @@ async function drive(
     const run = await start(current, {
       session: current,
       ...(record.id ? { turn: record.id } : {}),
-      checkpoint: async () => {
-        await sessions.save(current);
-        await ledger.checkpoint(record, shown);
-      },
-      onCalls: (step) => ledger.calling(record, step),
+      checkpoint: () =>
+        fenced(async () => {
+          // The session is not fenced itself: its save follows a check that the lease is held.
+          await ledger.confirm(record);
+          await sessions.save(current);
+          await ledger.checkpoint(record, shown);
+        }),
+      onCalls: (step) => fenced(() => ledger.calling(record, step)),
       user: place.user,
       platform: place.platform,
       channel: place.channel,
@@ -276,8 +300,8 @@ async function drive(
         shown += event.delta;
       }
       // Another process goes on from the last checkpoint: nothing more is written or saved here.
-      if (event.type === "error" && hooks.handingOver?.()) {
-        handedOver = true;
+      if (event.type === "error" && (isGone() || hooks.handingOver?.())) {
+        handedOver = !isGone();
         break;
       }
       events.push(event);
@@ -287,24 +311,38 @@ async function drive(
   } catch (err) {
     outcome = "error";
     pending = undefined;
-    handedOver = hooks.handingOver?.() ?? false;
-    if (!handedOver) {
+    if (err instanceof LockLost) gone = true;
+    handedOver = !isGone() && (hooks.handingOver?.() ?? false);
+    if (!handedOver && !isGone()) {
       log.error({ err, key: place.key }, "reply failed");
       await renderer.fail(hooks.interruptedNote() ?? toUserFacing(err).message);
     }
   } finally {
-    if (handedOver) {
+    if (isGone()) {
+      await renderer.abandon();
+      log.warn({ key: place.key }, "lost the thread's lock mid-turn; the process that has it now goes on");
+    } else if (handedOver) {
       await renderer.handOver();
       log.info({ key: place.key }, "turn handed over to another process");
     } else await settle();
   }
-  if (handedOver) return { outcome: "interrupted", events };
+  if (handedOver || isGone()) return { outcome: "interrupted", events };
   return { outcome, events, session, parked: Boolean(pending) };
 
   async function settle(): Promise<void> {
     // The end checkpoint, then the ledger: a crash between the two leaves a saved answer,
     // which a takeover only shows again (see takeOverTurn).
     if (session) {
+      if (
+        !(await ledger.confirm(record).then(
+          () => true,
+          (err: unknown) => !(err instanceof LockLost),
+        ))
+      ) {
+        log.warn({ key: place.key }, "lost the thread's lock as the turn ended; its end is not saved");
+        gone = true;
+        return;
+      }
       await sessions.save(session).catch((err: unknown) => {
         outcome = "error";
         pending = undefined;
@@ -323,12 +361,13 @@ async function drive(
           log.error({ err, key: place.key }, "could not park the turn for its approvals");
           pending = undefined;
           outcome = "error";
+          if (err instanceof LockLost) return;
           await reply.notice(toUserFacing(storeFailed(err)).message).catch(() => undefined);
         });
     }
     if (!pending) {
       await ledger
-        .end(place.key)
+        .end(record)
         .catch((err: unknown) => log.warn({ err, key: place.key }, "could not end the turn's record"));
     }
   }

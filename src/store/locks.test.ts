@@ -1,6 +1,6 @@
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import type { Store } from "./index.js";
-import { createThreadLock, LocalThreadLock, liveProcesses, type ThreadLock } from "./locks.js";
+import { createThreadLock, LocalThreadLock, LockLost, liveProcesses, type ThreadLock } from "./locks.js";
 import { createState, type Lease } from "./state.js";
 import { describeEachStore, needsServer, type TestStores, testStores } from "./testing.js";
 
@@ -181,6 +181,44 @@ describeEachStore("the thread lock across processes on %s", (kind) => {
     expect(during).toBeUndefined();
     const after = await state.acquireLock("cleanup", 1_000);
     expect(after).toBeDefined();
+  });
+
+  it("tells the holder its lock is lost when its lease was taken, at its next renewal", async () => {
+    stores = testStores(kind);
+    const store = await stores.open();
+    const other = createState(await stores.open());
+    const lock = createThreadLock(store, { ttlMs: 3_000, renewEveryMs: 100 });
+    const reason = await lock.run("stolen", async ({ lost, lease }) => {
+      expect(lost.aborted).toBe(false);
+      // Another process frees the lease (as it does for a process it believes gone) and takes it.
+      await other.releaseLock(lease!);
+      expect(await other.acquireLock("stolen", 3_000)).toBeDefined();
+      await new Promise<void>((r) => lost.addEventListener("abort", () => r(), { once: true }));
+      return lost.reason as unknown;
+    });
+    expect(reason).toBeInstanceOf(LockLost);
+    await lock.close();
+  });
+
+  it("checks its leases at once after the process stalled past half the heartbeat's life", async () => {
+    stores = testStores(kind);
+    const store = await stores.open();
+    const other = createState(await stores.open());
+    // Renewal far off: only the stall check can notice within the test.
+    const lock = createThreadLock(store, { ttlMs: 60_000, renewEveryMs: 60_000 });
+    const seen = await lock.run("stalled", async ({ lost, lease }) => {
+      await other.releaseLock(lease!);
+      await other.acquireLock("stalled", 60_000);
+      // The event loop blocked, as in a long GC pause.
+      const until = Date.now() + 2_500;
+      while (Date.now() < until) {}
+      const aborted = new Promise<boolean>((r) =>
+        lost.addEventListener("abort", () => r(true), { once: true }),
+      );
+      return Promise.race([aborted, new Promise<boolean>((r) => setTimeout(() => r(false), 3_000))]);
+    });
+    expect(seen).toBe(true);
+    await lock.close();
   });
 
   it("knows the processes that beat in the store, and forgets one at once when it closes", async () => {

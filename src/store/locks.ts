@@ -4,9 +4,29 @@ import { log } from "../log.js";
 import type { Store } from "./index.js";
 import { createState, type Lease, leaseOwner, type StateStore } from "./state.js";
 
+/** What the holder of a thread's lock is given. */
+export interface Held {
+  /**
+   * Aborted when the lock was lost while held: the process stalled past its heartbeat's
+   * expiry and another process may have taken the thread over. Its holder stops at once
+   * and writes nothing more.
+   */
+  lost: AbortSignal;
+  /** The lease in the store (absent for a one-process lock): the fence of writes that must not outlive it. */
+  lease?: Lease;
+}
+
+/** Thrown by a write fenced by a lease that is no longer held (see `StateStore.setIfHolding`). */
+export class LockLost extends Error {
+  constructor(readonly key: string) {
+    super(`The lock of ${key} was lost: another process has the thread now.`);
+    this.name = "LockLost";
+  }
+}
+
 /** Runs the turns of one thread one at a time, in arrival order; different threads run concurrently. */
 export interface ThreadLock {
-  run<T>(key: string, fn: () => Promise<T>): Promise<T>;
+  run<T>(key: string, fn: (held: Held) => Promise<T>): Promise<T>;
   /** Turns of this thread in this process that are running or waiting (0 when idle). */
   queued(key: string): number;
   /** This process, as its leases and turn records name it. */
@@ -33,7 +53,10 @@ export class LocalThreadLock implements ThreadLock {
   private readonly queues = new Map<string, Queue>();
   readonly owner = randomUUID();
 
-  async run<T>(key: string, fn: () => Promise<T>): Promise<T> {
+  /** Never aborted: one process alone cannot lose its own lock. */
+  private readonly kept = new AbortController().signal;
+
+  async run<T>(key: string, fn: (held: Held) => Promise<T>): Promise<T> {
     let queue = this.queues.get(key);
     if (!queue) {
       queue = { tail: Promise.resolve(), count: 0 };
@@ -47,7 +70,7 @@ export class LocalThreadLock implements ThreadLock {
     queue.count++;
     try {
       await before;
-      return await fn();
+      return await fn({ lost: this.kept });
     } finally {
       release();
       queue.count--;
@@ -87,6 +110,12 @@ export interface LeaseLockOptions {
  */
 const HEARTBEAT_TTL_MS = 4_000;
 const HEARTBEAT_EVERY_MS = 1_000;
+/**
+ * A gap between two heartbeats this long means the process stalled (a long GC pause, a
+ * starved CPU, SIGSTOP): its heartbeat may have expired meanwhile, so every lease it
+ * holds is checked at once rather than at its next renewal.
+ */
+const STALL_MS = HEARTBEAT_TTL_MS / 2;
 const aliveKey = (owner: string) => `alive:${owner}`;
 /** Every process that beat once; `others` reads the live ones from it and forgets the rest. */
 const PROCESSES = "processes";
@@ -103,6 +132,9 @@ export class LeaseThreadLock implements ThreadLock {
   readonly owner = randomUUID();
   private beating: Promise<void> | undefined;
   private beatTimer: NodeJS.Timeout | undefined;
+  private lastBeat = 0;
+  /** The leases this process holds now, each with what aborts its holder when it is lost. */
+  private readonly holding = new Map<Lease, AbortController>();
   private closed = false;
   private readonly ttlMs: number;
   private readonly renewEveryMs: number;
@@ -117,8 +149,8 @@ export class LeaseThreadLock implements ThreadLock {
     this.maxPollMs = options.maxPollMs ?? 250;
   }
 
-  run<T>(key: string, fn: () => Promise<T>): Promise<T> {
-    return this.local.run(key, () => this.holding(key, fn));
+  run<T>(key: string, fn: (held: Held) => Promise<T>): Promise<T> {
+    return this.local.run(key, () => this.hold(key, fn));
   }
 
   queued(key: string): number {
@@ -146,14 +178,17 @@ export class LeaseThreadLock implements ThreadLock {
     await this.state.listRemove(PROCESSES, this.owner).catch(() => undefined);
   }
 
-  private async holding<T>(key: string, fn: () => Promise<T>): Promise<T> {
+  private async hold<T>(key: string, fn: (held: Held) => Promise<T>): Promise<T> {
     const lease = await this.acquire(key);
+    const lost = new AbortController();
+    this.holding.set(lease, lost);
     const timer = setInterval(() => void this.extend(lease), this.renewEveryMs);
     timer.unref();
     try {
-      return await fn();
+      return await fn({ lost: lost.signal, lease });
     } finally {
       clearInterval(timer);
+      this.holding.delete(lease);
       await this.state
         .releaseLock(lease)
         .catch((err: unknown) =>
@@ -199,18 +234,30 @@ export class LeaseThreadLock implements ThreadLock {
     this.beating ??= (async () => {
       await beat();
       await this.state.listAdd(PROCESSES, this.owner);
+      this.lastBeat = Date.now();
       this.beatTimer = setInterval(() => {
-        if (!this.closed) void beat().catch((err: unknown) => log.debug({ err }, "heartbeat not written"));
+        if (this.closed) return;
+        const stalled = Date.now() - this.lastBeat > STALL_MS;
+        this.lastBeat = Date.now();
+        if (stalled) this.checkHeld();
+        void beat().catch((err: unknown) => log.debug({ err }, "heartbeat not written"));
       }, HEARTBEAT_EVERY_MS);
       this.beatTimer.unref();
     })();
     return this.beating;
   }
 
+  /** After a stall: every lease held is renewed now, and the holders of those lost are stopped. */
+  private checkHeld(): void {
+    log.warn({ held: this.holding.size }, "this process stalled; checking that it still holds its threads");
+    for (const lease of this.holding.keys()) void this.extend(lease);
+  }
+
   private async extend(lease: Lease): Promise<void> {
     try {
-      if (!(await this.state.extendLock(lease, this.ttlMs)))
-        log.warn({ lock: lease.key }, "thread lock expired while its turn was still running");
+      if (await this.state.extendLock(lease, this.ttlMs)) return;
+      log.warn({ lock: lease.key }, "thread lock lost while its turn was running; stopping the turn");
+      this.holding.get(lease)?.abort(new LockLost(lease.key));
     } catch (err) {
       log.warn({ err, lock: lease.key }, "extending thread lock failed");
     }

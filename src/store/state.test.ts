@@ -57,6 +57,32 @@ describeEachStore("the state store on %s", (kind) => {
     expect(await b.acquireLock("thread", 1_000)).toBeDefined();
   });
 
+  it("writes and deletes under a lease only while it is held: not once released, expired or taken", async () => {
+    stores = testStores(kind);
+    const [a, b] = [await open(), await open()];
+    const lease = (await a.acquireLock("fenced", 300))!;
+    expect(await a.holds(lease)).toBe(true);
+    expect(await a.setIfHolding(lease, "record", { by: "a", n: 1 })).toBe(true);
+    expect(await b.get("record")).toEqual({ by: "a", n: 1 });
+    const forged = { key: lease.key, token: "not-the-token" };
+    expect(await b.setIfHolding(forged, "record", { by: "b" })).toBe(false);
+    expect(await b.deleteIfHolding(forged, "record")).toBe(false);
+    // The lease lapses (its holder stalled) and another process takes the thread.
+    await later(400);
+    expect(await a.holds(lease)).toBe(false);
+    expect(await a.setIfHolding(lease, "record", { by: "a", n: 2 })).toBe(false);
+    const taker = (await b.acquireLock("fenced", 1_000))!;
+    expect(await b.setIfHolding(taker, "record", { by: "b", n: 3 })).toBe(true);
+    expect(await a.setIfHolding(lease, "record", { by: "a", n: 4 })).toBe(false);
+    expect(await a.deleteIfHolding(lease, "record")).toBe(false);
+    expect(await a.get("record")).toEqual({ by: "b", n: 3 });
+    await b.releaseLock(taker);
+    expect(await b.setIfHolding(taker, "record", { by: "b", n: 5 })).toBe(false);
+    const again = (await b.acquireLock("fenced", 1_000))!;
+    expect(await b.deleteIfHolding(again, "record")).toBe(true);
+    expect(await a.get("record")).toBeUndefined();
+  });
+
   it("keeps a list of members that several writers add to at once", async () => {
     stores = testStores(kind);
     const [a, b] = [await open(), await open()];

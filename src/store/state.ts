@@ -28,6 +28,16 @@ export interface StateStore {
   /** False when the lease was lost (it expired and someone else took it). */
   extendLock(lease: Lease, ttlMs: number): Promise<boolean>;
   releaseLock(lease: Lease): Promise<void>;
+  /** True while `lease` is held (not released, expired or taken by someone else). */
+  holds(lease: Lease): Promise<boolean>;
+  /**
+   * Writes `key` only while `lease` is held, in one atomic step: the fence that keeps a
+   * process that lost its lock (it stalled past its heartbeat, and another took the
+   * thread over) from overwriting what the new holder wrote. False when it did not write.
+   */
+  setIfHolding<T>(lease: Lease, key: string, value: T): Promise<boolean>;
+  /** Deletes `key` only while `lease` is held; false when it did not. */
+  deleteIfHolding(lease: Lease, key: string): Promise<boolean>;
   /** A set of strings under one name (pending turns, waiting interactions). */
   listAdd(list: string, member: string): Promise<void>;
   listRemove(list: string, member: string): Promise<void>;
@@ -53,6 +63,8 @@ export function leaseOwner(lease: Lease): string | undefined {
   return slash > 0 ? lease.token.slice(0, slash) : undefined;
 }
 
+const SET_IF_HOLDING = `if redis.call("get", KEYS[1]) == ARGV[1] then redis.call("set", KEYS[2], ARGV[2]) return 1 else return 0 end`;
+const DELETE_IF_HOLDING = `if redis.call("get", KEYS[1]) == ARGV[1] then redis.call("del", KEYS[2]) return 1 else return 0 end`;
 const RELEASE = `if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) else return 0 end`;
 const EXTEND = `if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("pexpire", KEYS[1], ARGV[2]) else return 0 end`;
 
@@ -64,6 +76,8 @@ abstract class Leases implements StateStore {
   abstract setIfAbsent<T>(key: string, value: T, ttlMs: number): Promise<boolean>;
   abstract extendLock(lease: Lease, ttlMs: number): Promise<boolean>;
   abstract releaseLock(lease: Lease): Promise<void>;
+  abstract setIfHolding<T>(lease: Lease, key: string, value: T): Promise<boolean>;
+  abstract deleteIfHolding(lease: Lease, key: string): Promise<boolean>;
   abstract listAdd(list: string, member: string): Promise<void>;
   abstract listRemove(list: string, member: string): Promise<void>;
   abstract listMembers(list: string): Promise<string[]>;
@@ -76,6 +90,10 @@ abstract class Leases implements StateStore {
   async lockHolder(key: string): Promise<Lease | undefined> {
     const token = await this.get<string>(lockKey(key));
     return token === undefined ? undefined : { key: lockKey(key), token };
+  }
+
+  async holds(lease: Lease): Promise<boolean> {
+    return (await this.get<string>(lease.key)) === lease.token;
   }
 }
 
@@ -125,6 +143,22 @@ class RedisState extends Leases {
 
   async releaseLock(lease: Lease): Promise<void> {
     await this.redis.eval(RELEASE, { keys: [this.raw(lease.key)], arguments: [JSON.stringify(lease.token)] });
+  }
+
+  async setIfHolding<T>(lease: Lease, key: string, value: T): Promise<boolean> {
+    const wrote = await this.redis.eval(SET_IF_HOLDING, {
+      keys: [this.raw(lease.key), this.raw(key)],
+      arguments: [JSON.stringify(lease.token), JSON.stringify(value)],
+    });
+    return wrote === 1;
+  }
+
+  async deleteIfHolding(lease: Lease, key: string): Promise<boolean> {
+    const deleted = await this.redis.eval(DELETE_IF_HOLDING, {
+      keys: [this.raw(lease.key), this.raw(key)],
+      arguments: [JSON.stringify(lease.token)],
+    });
+    return deleted === 1;
   }
 
   async listAdd(list: string, member: string): Promise<void> {
@@ -215,6 +249,32 @@ class SqlState extends Leases {
       this.q(`DELETE FROM ${this.sql.table} WHERE key = ? AND ${this.field("value")} = ?`),
       [this.raw(lease.key), lease.token],
     );
+  }
+
+  /** The lease's row is there, names its token and has not expired: `l` is its alias in a subquery. */
+  private held(): string {
+    const token = this.pg ? "(l.value::jsonb->>'value')" : "json_extract(l.value, '$.value')";
+    const expires = this.pg ? "(l.value::jsonb->>'expires')::bigint" : "json_extract(l.value, '$.expires')";
+    return `EXISTS (SELECT 1 FROM ${this.sql.table} AS l WHERE l.key = ? AND ${token} = ? AND ${expires} >= ?)`;
+  }
+
+  async setIfHolding<T>(lease: Lease, key: string, value: T): Promise<boolean> {
+    const t = this.sql.table;
+    // keyv's row format, without expiry; the WHERE also settles SQLite's upsert-after-SELECT ambiguity.
+    const rows = await this.sql.query(
+      this.q(`INSERT INTO ${t} (key, value) SELECT ?, ? WHERE ${this.held()}
+         ON CONFLICT (key) DO UPDATE SET value = excluded.value RETURNING key`),
+      [this.raw(key), JSON.stringify({ value }), this.raw(lease.key), lease.token, Date.now()],
+    );
+    return rows.length > 0;
+  }
+
+  async deleteIfHolding(lease: Lease, key: string): Promise<boolean> {
+    const rows = await this.sql.query(
+      this.q(`DELETE FROM ${this.sql.table} WHERE key = ? AND ${this.held()} RETURNING key`),
+      [this.raw(key), this.raw(lease.key), lease.token, Date.now()],
+    );
+    return rows.length > 0;
   }
 
   /** One row per member (`list:{name}:{member}`): adding and removing never rewrite the others. */

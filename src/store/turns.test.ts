@@ -1,4 +1,6 @@
 import { afterEach, expect, it } from "vitest";
+import { LockLost } from "./locks.js";
+import { createState } from "./state.js";
 import { describeEachStore, type TestStores, testStores } from "./testing.js";
 import { TurnLedger } from "./turns.js";
 
@@ -15,7 +17,7 @@ describeEachStore("TurnLedger on %s", (kind) => {
     const records = [];
     for (const key of keys) records.push(await ledger.begin(key));
     await ledger.address(records[0]!, { messages: ["m1", "m2"], streaming: true });
-    await ledger.end("discord:G1:2");
+    await ledger.end(records[1]!);
 
     const restarted = new TurnLedger(await stores.open());
     const pending = await restarted.pending();
@@ -27,13 +29,42 @@ describeEachStore("TurnLedger on %s", (kind) => {
     expect(pending.find((r) => r.key === "discord:G1:3")?.address).toBeUndefined();
   });
 
+  it("writes a guarded record only while its lease is held: a process that lost the thread changes nothing", async () => {
+    stores = testStores(kind);
+    const store = await stores.open();
+    const [stalled, taker] = [new TurnLedger(store), new TurnLedger(await stores.open())];
+    const state = createState(store);
+    const key = "slack:T1:C1:1.000100";
+    const lease = (await state.acquireLock(key, 200))!;
+    const mine = await stalled.begin(key, {
+      id: "t1",
+      owner: "a",
+      input: { text: "q", user: { id: "U" }, channel: "C1" },
+    });
+    stalled.guard(mine, lease);
+    await stalled.checkpoint(mine, "first step");
+    await stalled.confirm(mine);
+    // The stalled process's lease lapses; another takes the thread and the turn.
+    await new Promise((r) => setTimeout(r, 300));
+    const theirs = (await taker.get(key))!;
+    const taken = (await state.acquireLock(key, 5_000))!;
+    taker.guard(theirs, taken);
+    await taker.takeOver(theirs, "b");
+    await expect(stalled.confirm(mine)).rejects.toBeInstanceOf(LockLost);
+    await expect(stalled.checkpoint(mine, "first step, and more")).rejects.toBeInstanceOf(LockLost);
+    await expect(stalled.end(mine)).rejects.toBeInstanceOf(LockLost);
+    expect(await taker.get(key)).toMatchObject({ owner: "b", shown: "first step", takeovers: 1 });
+    await taker.end(theirs);
+    expect(await taker.get(key)).toBeUndefined();
+  });
+
   it("keeps every key when many threads begin turns at once", async () => {
     stores = testStores(kind);
     const ledger = new TurnLedger(await stores.open());
     const keys = Array.from({ length: 20 }, (_, i) => `console:local${i}`);
-    await Promise.all(keys.map((key) => ledger.begin(key)));
+    const records = await Promise.all(keys.map((key) => ledger.begin(key)));
     expect((await ledger.pending()).map((r) => r.key).sort()).toEqual([...keys].sort());
-    await Promise.all(keys.map((key) => ledger.end(key)));
+    await Promise.all(records.map((record) => ledger.end(record)));
     expect(await ledger.pending()).toEqual([]);
   });
 

@@ -2,7 +2,8 @@ import type { PendingStep } from "../core/messages.js";
 import type { ReplyAddress } from "../core/replies.js";
 import type { ThreadKey } from "../core/thread.js";
 import type { Store } from "./index.js";
-import { createState, type StateStore } from "./state.js";
+import { LockLost } from "./locks.js";
+import { createState, type Lease, type StateStore } from "./state.js";
 
 /** A turn that is writing its reply: what a restart or another replica needs to finish it. */
 export interface TurnRecord {
@@ -57,6 +58,8 @@ const PENDING = "turns";
  */
 export class TurnLedger {
   private readonly state: StateStore;
+  /** The lease each record is written under: its writes land only while that lease is held. */
+  private readonly leases = new WeakMap<TurnRecord, Lease>();
 
   constructor(store: Store) {
     this.state = createState(store);
@@ -70,6 +73,20 @@ export class TurnLedger {
     await this.state.listAdd(PENDING, key);
     await this.write(record);
     return record;
+  }
+
+  /**
+   * From now on the record is written only while `lease` (the thread's lock) is held: a
+   * write after the lock was lost throws `LockLost` and changes nothing.
+   */
+  guard(record: TurnRecord, lease: Lease | undefined): void {
+    if (lease) this.leases.set(record, lease);
+  }
+
+  /** Throws `LockLost` when the record's lease is no longer held (before a write elsewhere, such as the session's). */
+  async confirm(record: TurnRecord): Promise<void> {
+    const lease = this.leases.get(record);
+    if (lease && !(await this.state.holds(lease))) throw new LockLost(record.key);
   }
 
   /** The session was saved after a step: the answer so far is `shown`, and no call is in doubt. */
@@ -128,9 +145,12 @@ export class TurnLedger {
     await this.write(record);
   }
 
-  async end(key: ThreadKey): Promise<void> {
-    await this.state.delete(recordKey(key));
-    await this.state.listRemove(PENDING, key);
+  async end(record: TurnRecord): Promise<void> {
+    const lease = this.leases.get(record);
+    if (lease) {
+      if (!(await this.state.deleteIfHolding(lease, recordKey(record.key)))) throw new LockLost(record.key);
+    } else await this.state.delete(recordKey(record.key));
+    await this.state.listRemove(PENDING, record.key);
   }
 
   get(key: ThreadKey): Promise<TurnRecord | undefined> {
@@ -145,6 +165,9 @@ export class TurnLedger {
   }
 
   private async write(record: TurnRecord): Promise<void> {
-    await this.state.set(recordKey(record.key), record);
+    const lease = this.leases.get(record);
+    if (!lease) await this.state.set(recordKey(record.key), record);
+    else if (!(await this.state.setIfHolding(lease, recordKey(record.key), record)))
+      throw new LockLost(record.key);
   }
 }

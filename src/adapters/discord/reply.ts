@@ -242,6 +242,8 @@ export class DiscordReply implements Reply {
       },
       finish: () => end(writer.finish().finally(() => this.dropStop())),
       fail: (message) => end(writer.fail(message).finally(() => this.dropStop())),
+      // Files held for the final write stay unsent: the process that has the reply runs their step again.
+      abandon: () => writer.abandon().finally(() => this.typing.stop()),
     };
   }
 

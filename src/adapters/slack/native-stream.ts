@@ -63,6 +63,7 @@ export class NativeStream implements TextSink {
   private loop: Promise<void> = Promise.resolve();
   private lastWrite = Number.NEGATIVE_INFINITY;
   private failed: { error: unknown } | null = null;
+  private abandoned = false;
   private done: Promise<void> | null = null;
   private timer: ReturnType<typeof setTimeout> | null = null;
   private wake: (() => void) | null = null;
@@ -121,6 +122,15 @@ export class NativeStream implements TextSink {
     return this.finish();
   }
 
+  /** See `TextSink.abandon`: the stream is left as it is, for the process that has the reply now. */
+  async abandon(): Promise<void> {
+    this.abandoned = true;
+    this.ended = true;
+    this.wake?.();
+    await this.fallback?.abandon();
+    await this.loop;
+  }
+
   private async end(): Promise<void> {
     this.ended = true;
     this.wake?.();
@@ -128,12 +138,12 @@ export class NativeStream implements TextSink {
       this.kick();
       await this.loop;
       if (this.failed) throw this.failed.error;
-      if (this.complete) return;
+      if (this.complete || this.abandoned) return;
     }
   }
 
   private kick(): void {
-    if (this.active || this.failed || this.complete) return;
+    if (this.active || this.failed || this.complete || this.abandoned) return;
     this.active = true;
     this.loop = this.run();
   }
@@ -142,6 +152,7 @@ export class NativeStream implements TextSink {
     try {
       for (;;) {
         await this.pace();
+        if (this.abandoned) break;
         this.dirty = false;
         const next = await this.step(this.ended);
         if (next === "done") this.complete = true;

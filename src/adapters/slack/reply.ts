@@ -242,6 +242,10 @@ export class SlackReply implements Reply {
       write: (delta) => writer.write(delta),
       finish: () => writer.finish().finally(clear),
       fail: (message) => writer.fail(message).finally(clear),
+      abandon: async () => {
+        this.stopOffer.abort();
+        await writer.abandon?.();
+      },
     };
   }
 
