@@ -14,104 +14,30 @@
  *   as the baseline, by one: the 429s each setup met, and the final text p50 / p99.
  * Run alone: `npm run bench -- replicas`.
  */
-import { rmSync } from "node:fs";
-import { createClient } from "@redis/client";
-import { openStore } from "../src/store/index.js";
-import { deleteRedisKeys } from "../src/store/testing.js";
-import { LlmEmulator, type RecordedRequest } from "../test/emulators/llm/index.js";
+import { LlmEmulator } from "../test/emulators/llm/index.js";
 import { type EmuMessage, SlackEmulator } from "../test/emulators/slack/index.js";
 import { SLACK_PER_CHANNEL_LIMITS } from "../test/emulators/slack/rate-limit.js";
-import { appEnv } from "../test/support/app-env.js";
-import { scratchConfig } from "../test/support/chat-process.js";
-import { isTitleRequest, lastUserText } from "../test/support/llm-text.js";
-import { type AppBuild, buildApp, repoRoot } from "./support/load-build.js";
-import { type BotProcess, freePort, killAll, spawnBot, waitReady } from "./support/load-process.js";
+import { type AppBuild, buildApp } from "./support/load-build.js";
+import { killAll } from "./support/load-process.js";
+import {
+  answer,
+  channels,
+  cleanRedis,
+  model,
+  type Replica,
+  redisCommands,
+  redisUrl,
+  sleep,
+  startReplica,
+  stop,
+  until,
+} from "./support/replicas.js";
 import { atMost, type BenchResult, fmt, ratio } from "./support/report.js";
 import { p50 } from "./support/stats.js";
 
 /** Targets: a cut-off answer is written on again within 8 s of the kill (4 s heartbeat, 2 s watch, start); Redis adds at most 100 ms per turn. */
 const TARGET_RESUME_MS = 8_000;
 const TARGET_REDIS_ADDED_MS = 100;
-
-const redisUrl = (() => {
-  const u = new URL(process.env.TEST_REDIS_URL ?? "redis://127.0.0.1:6379/9");
-  u.pathname = `/${Number(u.pathname.slice(1) || "0") + 2}`;
-  return u.toString();
-})();
-
-async function cleanRedis(): Promise<void> {
-  const store = await openStore(redisUrl);
-  try {
-    await deleteRedisKeys(store.redis!, `${store.namespace}:*`);
-  } finally {
-    await store.close();
-  }
-}
-
-async function redisCommands(): Promise<number> {
-  const client = createClient({ url: redisUrl });
-  await client.connect();
-  try {
-    const info = await client.info("stats");
-    return Number(/total_commands_processed:(\d+)/.exec(info)?.[1] ?? 0);
-  } finally {
-    await client.close();
-  }
-}
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function until(probe: () => boolean, what: string, timeoutMs = 60_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!probe()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(5);
-  }
-}
-
-/** `words` words, then the question's name: each answer can be told apart and checked whole. */
-const answer = (question: string, words: number) => `${"word ".repeat(words)}END of ${question}`;
-
-function model(words: (question: string) => number, delayMs: number) {
-  return (req: RecordedRequest) => {
-    if (isTitleRequest(req)) return { text: "Bench" };
-    const q = lastUserText(req).replace(/^\[[^\]]*\]\s*/, "");
-    return { text: answer(q, words(q)), chunkSize: 6, delayMs };
-  };
-}
-
-interface Replica {
-  proc: BotProcess;
-  dir: string;
-}
-
-async function startReplica(
-  build: AppBuild,
-  llm: LlmEmulator,
-  slack: SlackEmulator,
-  store: string | undefined,
-  yaml = "",
-): Promise<Replica> {
-  const port = await freePort();
-  const dir = scratchConfig(`llm:\n  maxRetries: 0\nhealth:\n  host: 127.0.0.1\n  port: ${port}\n${yaml}`);
-  const env = { ...appEnv({ dir, llm, slack, ...(store ? { store } : {}) }), LOG_LEVEL: "error" };
-  const proc = spawnBot("Switchboard", [build.main, "start"], env, repoRoot);
-  await waitReady(proc, async () => (await fetch(`http://127.0.0.1:${port}/readyz`)).ok, 60_000);
-  return { proc, dir };
-}
-
-async function stop(replicas: Replica[]): Promise<void> {
-  await Promise.all(replicas.map((r) => r.proc.kill()));
-  for (const r of replicas) rmSync(r.dir, { recursive: true, force: true });
-}
-
-function channels(slack: SlackEmulator, n: number, prefix: string): string[] {
-  return Array.from({ length: n }, (_, i) => {
-    const id = `${prefix}${i}`;
-    slack.state.addChannel(id, `${prefix.toLowerCase()}-${i}`);
-    return id;
-  });
-}
 
 /** Kill -9 of the replica streaming five answers; a second replica finishes them. */
 async function takeover(build: AppBuild) {

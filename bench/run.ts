@@ -20,6 +20,7 @@ const BENCHES: Array<{ file: string; title: string }> = [
   { file: "approvals.bench.ts", title: "Tool approvals" },
   { file: "load.bench.ts", title: "Load: many conversations at once" },
   { file: "replicas.bench.ts", title: "Replicas on Redis" },
+  { file: "replicas-load.bench.ts", title: "Replicas under load" },
 ];
 
 const dir = import.meta.dirname;

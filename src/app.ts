@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import { Agent } from "./agent/agent.js";
 import { providerFor } from "./agent/providers/index.js";
 import type { Provider } from "./agent/providers/provider.js";
@@ -199,7 +200,10 @@ export async function startApp(opts: CoreOptions = {}): Promise<App> {
       stopped ??= (async () => {
         await Promise.allSettled(adapters.map((a) => a.stop()));
         const result = await core.dispatcher.drain(config.shutdown.graceMs);
-        await recovering;
+        // The start-up takeovers were drained with the other turns; one stuck in a platform
+        // call that ignores the abort (a read waiting out a minute-long 429) must not keep
+        // the process from exiting.
+        await Promise.race([recovering.catch(() => 0), sleep(AFTER_DRAIN_MS)]);
         await health?.close();
         await core.close();
         return result;
@@ -208,6 +212,9 @@ export async function startApp(opts: CoreOptions = {}): Promise<App> {
     },
   };
 }
+
+/** How long a stopping process waits, after the drain, for start-up takeovers to notice it. */
+const AFTER_DRAIN_MS = 1_000;
 
 async function loadAdapter(platform: Platform, deps: AdapterDeps): Promise<Adapter> {
   // Imported on demand so `chat` and `doctor` never load a platform SDK they do not use.

@@ -24,6 +24,11 @@ export interface Inbound {
   platform: Platform;
   channel: string;
   user: { id: string; name?: string };
+  /**
+   * When the person sent it (ms since the epoch, read off the platform's message id):
+   * messages of one thread waiting in several replicas are answered in this order.
+   */
+  sentAt?: number;
   /** Who and where, for the access lists (see access.ts); absent: a channel, no workspace or roles known. */
   from?: Provenance;
   text: string;

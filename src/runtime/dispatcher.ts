@@ -43,7 +43,20 @@ export interface DispatcherDeps {
 interface InFlight {
   controller: AbortController;
   done: Promise<void>;
+  /** The message, while its turn waits for the thread's lock. */
+  queued?: Inbound;
+  /** Handed over (or given the restart note) while it still waited: when the lock comes, nothing is left to do. */
+  noted?: boolean;
 }
+
+/**
+ * How long a stopping process waits, once its turns are aborted, for them to hand over or
+ * end. A turn stuck in a call that ignores the abort (a read waiting out a minute-long 429)
+ * is left to the others, which take it over once this process stops beating; a message
+ * still waiting for a lock another replica holds is handed over (or, with no other
+ * replica alive, gets the restart note).
+ */
+const SETTLE_AFTER_ABORT_MS = 5_000;
 
 /** Dedupe, per-thread queue, session load, run the agent, drive the Reply. Shared by every adapter. */
 export class Dispatcher implements TurnRunner {
@@ -149,7 +162,7 @@ export class Dispatcher implements TurnRunner {
     // Tracked from here, not from when the lock is taken: a turn queued behind another is
     // still owed an answer (or the restart note) when the process stops.
     const controller = new AbortController();
-    const entry: InFlight = { controller, done: Promise.resolve() };
+    const entry: InFlight = { controller, done: Promise.resolve(), queued: inbound };
     this.inFlight.add(entry);
     this.waiting.set(inbound.key, (this.waiting.get(inbound.key) ?? 0) + 1);
     let waited = false;
@@ -161,11 +174,17 @@ export class Dispatcher implements TurnRunner {
       else this.waiting.delete(inbound.key);
     };
     entry.done = this.deps.lock
-      .run(inbound.key, (held) => {
-        this.hold(controller, held);
-        leaveQueue();
-        return controller.signal.aborted ? this.refuse(inbound) : this.turn(inbound, controller);
-      })
+      .run(
+        inbound.key,
+        async (held) => {
+          delete entry.queued;
+          if (entry.noted) return;
+          this.hold(controller, held);
+          leaveQueue();
+          return controller.signal.aborted ? this.refuse(inbound) : this.turn(inbound, controller);
+        },
+        inbound.sentAt,
+      )
       .catch(async (err: unknown) => {
         log.error({ err, key: inbound.key }, "turn could not run");
         await inbound.reply.notice(toUserFacing(err).message).catch(() => undefined);
@@ -339,14 +358,33 @@ export class Dispatcher implements TurnRunner {
     for (const t of [...this.inFlight, ...this.afterTurns.values()]) {
       t.controller.abort(new SwitchboardError("interrupted", INTERRUPTED_NOTE));
     }
-    await all();
-    await Promise.all([...this.afterTurns.values()].map((t) => t.done));
-    await Promise.all([...this.refusals]);
+    const settled = Promise.all([
+      all(),
+      ...[...this.afterTurns.values()].map((t) => t.done),
+      ...this.refusals,
+    ]).then(() => true);
+    if (!(await Promise.race([settled, sleep(SETTLE_AFTER_ABORT_MS, false, { ref: false })])))
+      await this.leaveUnsettled();
     // The others take over what was handed to them at once, not after the heartbeat expires.
     await lock.close();
     const handedOver = this.handingOver ? left : 0;
     if (handedOver) log.info({ turns: handedOver }, "handed unfinished turns to the other replicas");
     return { interrupted: left - handedOver, handedOver };
+  }
+
+  /** See SETTLE_AFTER_ABORT_MS. */
+  private async leaveUnsettled(): Promise<void> {
+    const stuck = [...this.inFlight];
+    const waiting = stuck.flatMap((t) => (t.queued ? [t] : []));
+    log.warn(
+      { running: stuck.length - waiting.length, waiting: waiting.length },
+      "turns did not settle after the grace: the others take them over, or they get the restart note",
+    );
+    const notes = waiting.map((t) => {
+      t.noted = true;
+      return this.refuse(t.queued!);
+    });
+    await Promise.race([Promise.all(notes), sleep(SETTLE_AFTER_ABORT_MS, undefined, { ref: false })]);
   }
 
   /**

@@ -27,9 +27,11 @@ export interface MessageOps {
   /**
    * Optional: the message posted with `key`, if the platform has one (Slack's message
    * metadata). Asked before posting a message that may already be there: after a post that
-   * failed without saying whether it landed, and in a reply taken over from a dead process.
+   * failed without saying whether it landed (`failed`: the platform must be asked now), and
+   * in a reply taken over from a dead process (`retaken`: what the platform had when the
+   * takeover began is enough, since the dead process posts no more).
    */
-  find?(key: string): Promise<string | null>;
+  find?(key: string, why: "failed" | "retaken"): Promise<string | null>;
   /**
    * The platform itself answers a post whose key it has seen with the message already
    * there (Discord's enforced nonce): a failed keyed post is retried as it is.

@@ -39,7 +39,7 @@ interface Slot {
   /** A retaken message not written yet: it still shows what the dead process left in it. */
   stale?: boolean;
   /** Not known to be posted, but it may be (a post that failed, a retaken reply): its key is looked up first. */
-  unsure?: boolean;
+  unsure?: "failed" | "retaken";
 }
 
 /**
@@ -211,7 +211,7 @@ export class StreamWriter implements TextSink {
         const slot = { id: null, want: "", sent: null } as Slot;
         this.slots[i] = slot;
         const key = this.keyOf(slot);
-        const id = key === undefined ? null : await find(key);
+        const id = key === undefined ? null : await find(key, "retaken");
         if (id === null) {
           this.slots.pop();
           return found;
@@ -365,7 +365,7 @@ export class StreamWriter implements TextSink {
           if (await this.adopt(slot)) return;
           const key = this.keyOf(slot);
           slot.id = await this.ops.post(text, key ? { ...write, key } : write);
-          slot.unsure = false;
+          delete slot.unsure;
           changed = true;
         }
       } else if (text === "") {
@@ -386,7 +386,7 @@ export class StreamWriter implements TextSink {
       const post = slot.id === null;
       if ((post && !this.canRetryPost(slot)) || ++this.editFailures >= EDIT_ATTEMPTS) throw error;
       // The post may have landed before it failed: its key says so before it is sent again.
-      if (post) slot.unsure = true;
+      if (post) slot.unsure = "failed";
       log.debug({ err: error, attempt: this.editFailures, post }, "reply write failed, retrying");
       await sleep(EDIT_RETRY_MS * this.editFailures);
     }
@@ -409,8 +409,8 @@ export class StreamWriter implements TextSink {
   private async adopt(slot: Slot): Promise<boolean> {
     const key = this.keyOf(slot);
     if (!slot.unsure || !key || !this.ops.find) return false;
-    const found = await this.ops.find(key);
-    slot.unsure = false;
+    const found = await this.ops.find(key, slot.unsure);
+    delete slot.unsure;
     if (!found) return false;
     log.info({ key }, "found a message of this reply already posted; writing on in it");
     slot.id = found;
@@ -472,7 +472,7 @@ export class StreamWriter implements TextSink {
   private slot(index: number): Slot {
     let slot = this.slots[index];
     if (!slot) {
-      slot = { id: null, want: "", sent: null, ...(this.retaking ? { unsure: true } : {}) };
+      slot = { id: null, want: "", sent: null, ...(this.retaking ? { unsure: "retaken" as const } : {}) };
       this.slots[index] = slot;
     }
     return slot;

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { platformOf, type ThreadKey } from "../core/thread.js";
 import { log } from "../log.js";
 import type { ThreadLock } from "../store/locks.js";
-import type { TurnLedger, TurnRecord } from "../store/turns.js";
+import type { TurnInput, TurnLedger, TurnRecord } from "../store/turns.js";
 import type { ApprovalDesk } from "./approvals/desk.js";
 import type { Adapter, Inbound, Reply } from "./contract.js";
 import { MAX_TAKEOVERS } from "./turn.js";
@@ -101,8 +101,9 @@ export class Takeovers {
     this.timer = setInterval(() => {
       // Threads this process is answering (or queued for) are its own: not read at all, so
       // a busy process spends nothing on the watch.
+      const mine = (key: ThreadKey) => this.deps.lock.queued(key) > 0;
       void this.deps.ledger
-        .pending((key) => this.deps.lock.queued(key) > 0)
+        .pending(mine)
         .then(async (records) => {
           for (const r of records) {
             if (r.waiting) this.arm(r);
@@ -110,6 +111,12 @@ export class Takeovers {
           }
         })
         .catch((err: unknown) => log.debug({ err }, "could not look over the pending turns"));
+      void this.deps.ledger
+        .handedThreads()
+        .then((keys) => {
+          for (const key of keys) if (!mine(key) && this.adapterFor(key)) this.claimHanded(key);
+        })
+        .catch((err: unknown) => log.debug({ err }, "could not look over the handed messages"));
     }, PENDING_WATCH_MS);
     this.timer.unref();
   }
@@ -152,27 +159,62 @@ export class Takeovers {
     return record.owner === undefined || !(await lock.alive(record.owner));
   }
 
+  private adapterFor(key: ThreadKey): Adapter | undefined {
+    return this.adapters.find((a) => a.platform === platformOf(key));
+  }
+
   /** Goes on with the turn in its own reply; one that cannot go on ends with the note. */
   private async finish(record: TurnRecord, controller: AbortController): Promise<void> {
-    const adapter = this.adapters.find((a) => a.platform === platformOf(record.key));
+    const adapter = this.adapterFor(record.key);
     // A platform that is not running here keeps its turns for a process that runs it.
     if (!adapter) return;
     // Read before the turn ends: its end deletes the record, and they are answered after it.
-    const [next, ...rest] = record.queued ?? [];
+    const queued = record.queued ?? [];
     await this.finishTurn(record, adapter, controller);
-    if (!next || controller.signal.aborted) return;
-    const { ledger, lock } = this.deps;
+    if (controller.signal.aborted) return;
     // Still there: the turn went to yet another process, with the messages behind it.
-    if (await ledger.get(record.key)) return;
-    // The next message becomes a turn of its own record, carrying the rest: if this process
-    // stops in the middle, another one finds them all.
-    const successor = await ledger.begin(record.key, {
+    if (await this.deps.ledger.get(record.key)) return;
+    await this.answerHanded(record.key, queued, controller);
+  }
+
+  /**
+   * Messages handed over in the thread (queued behind the turn just finished, and those
+   * stopping processes handed over), oldest first, each a turn of its own record carrying
+   * the rest: if this process stops in the middle, another one finds them all.
+   */
+  private async answerHanded(
+    key: ThreadKey,
+    queued: TurnInput[],
+    controller: AbortController,
+  ): Promise<void> {
+    const { ledger, lock } = this.deps;
+    const [next, ...rest] = [...queued, ...(await ledger.takeHanded(key))];
+    if (!next) return;
+    const successor = await ledger.begin(key, {
       id: randomUUID(),
       owner: lock.owner,
       input: next,
       ...(rest.length ? { queued: rest } : {}),
     });
     await this.finish(successor, controller);
+  }
+
+  /** Answers a thread's handed messages once its lock is free, after its unfinished turn if it has one. */
+  private claimHanded(key: ThreadKey): void {
+    if (this.claimed.has(key)) return;
+    this.claimed.add(key);
+    const work = this.deps.track(key, async (controller) => {
+      try {
+        const record = await this.deps.ledger.get(key);
+        // A turn waiting for approvals keeps the thread; the watcher asks again later.
+        if (record?.waiting) return;
+        if (record) await this.finish(record, controller);
+        else await this.answerHanded(key, [], controller);
+      } finally {
+        this.claimed.delete(key);
+      }
+    });
+    if (!work) this.claimed.delete(key);
   }
 
   private async finishTurn(record: TurnRecord, adapter: Adapter, controller: AbortController): Promise<void> {
@@ -196,22 +238,18 @@ export class Takeovers {
   }
 
   /**
-   * Stores a message this stopping process will not answer as a turn of its own that has
-   * not started: another replica takes it over once this one stops beating. Only for a
-   * thread with no unfinished turn (a thread has one record).
+   * Hands a message this stopping process will not answer to the others: the process that
+   * finishes the thread's turn answers it next, or any replica's watcher within a round
+   * (see `TurnLedger.hand`).
    */
   async handOff(inbound: Inbound): Promise<boolean> {
-    const { ledger, lock } = this.deps;
-    const input = { text: inbound.text, user: inbound.user, channel: inbound.channel };
-    const record = await ledger.get(inbound.key);
-    if (record) {
-      // Behind a turn of this process handed over before it: it goes with that turn. A turn
-      // of another process writes its record on; a message added to it would be lost.
-      if (record.owner !== lock.owner || record.waiting) return false;
-      await ledger.queue(record, input);
-    } else {
-      await ledger.begin(inbound.key, { id: randomUUID(), owner: lock.owner, input });
-    }
+    const { text, user, channel, sentAt } = inbound;
+    await this.deps.ledger.hand(inbound.key, {
+      text,
+      user,
+      channel,
+      ...(sentAt === undefined ? {} : { sentAt }),
+    });
     log.info({ key: inbound.key }, "handed a waiting message to the other replicas");
     return true;
   }

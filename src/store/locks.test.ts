@@ -183,6 +183,50 @@ describeEachStore("the thread lock across processes on %s", (kind) => {
     expect(after).toBeDefined();
   });
 
+  it("answers a thread's messages waiting in two processes in the order they were sent, not the order they got the lock", async () => {
+    stores = testStores(kind);
+    // B polls slowly: without the line, A's next turn takes the lock the moment A lets it go.
+    const a = createThreadLock(await stores.open(), { maxPollMs: 200 });
+    const b = createThreadLock(await stores.open(), { maxPollMs: 200 });
+    const order: number[] = [];
+    let release!: () => void;
+    const holding = new Promise<void>((r) => {
+      release = r;
+    });
+    let started!: () => void;
+    const first = new Promise<void>((r) => {
+      started = r;
+    });
+    const turn = (n: number, wait?: Promise<void>) => async () => {
+      started();
+      await wait;
+      order.push(n);
+    };
+    const m1 = a.run("line", turn(1, holding), 1_000);
+    await first;
+    const m2 = b.run("line", turn(2), 2_000);
+    // Sent third, queued behind the first in the same process.
+    const m3 = a.run("line", turn(3), 3_000);
+    await new Promise((r) => setTimeout(r, 300));
+    release();
+    await Promise.all([m1, m2, m3]);
+    expect(order).toEqual([1, 2, 3]);
+    await Promise.all([a.close(), b.close()]);
+  });
+
+  it("does not wait for a message whose process stopped before it got the lock", async () => {
+    stores = testStores(kind);
+    const store = await stores.open();
+    // A ticket an earlier process left: sent before, but that process no longer beats.
+    await createState(store).listAdd("line:orphaned", "1000|a-process-that-died|x");
+    const lock = createThreadLock(await stores.open(), { maxPollMs: 20 });
+    const started = Date.now();
+    await lock.run("orphaned", async () => undefined, 2_000);
+    expect(Date.now() - started).toBeLessThan(2_000);
+    expect(await createState(store).listMembers("line:orphaned")).toEqual([]);
+    await lock.close();
+  });
+
   it("tells the holder its lock is lost when its lease was taken, at its next renewal", async () => {
     stores = testStores(kind);
     const store = await stores.open();

@@ -26,7 +26,12 @@ export class LockLost extends Error {
 
 /** Runs the turns of one thread one at a time, in arrival order; different threads run concurrently. */
 export interface ThreadLock {
-  run<T>(key: string, fn: (held: Held) => Promise<T>): Promise<T>;
+  /**
+   * `sentAt`: when the turn's message was sent (see `Inbound.sentAt`). Among turns of the
+   * thread waiting in different processes, the earliest sent goes first; turns without it
+   * (takeovers, commands) take the lock when it is free.
+   */
+  run<T>(key: string, fn: (held: Held) => Promise<T>, sentAt?: number): Promise<T>;
   /** Turns of this thread in this process that are running or waiting (0 when idle). */
   queued(key: string): number;
   /** This process, as its leases and turn records name it. */
@@ -117,6 +122,8 @@ const HEARTBEAT_EVERY_MS = 1_000;
  */
 const STALL_MS = HEARTBEAT_TTL_MS / 2;
 const aliveKey = (owner: string) => `alive:${owner}`;
+/** The tickets of a thread's turns waiting for its lock in the processes sharing the store. */
+const lineKey = (key: string) => `line:${key}`;
 /** Every process that beat once; `others` reads the live ones from it and forgets the rest. */
 const PROCESSES = "processes";
 
@@ -149,8 +156,8 @@ export class LeaseThreadLock implements ThreadLock {
     this.maxPollMs = options.maxPollMs ?? 250;
   }
 
-  run<T>(key: string, fn: (held: Held) => Promise<T>): Promise<T> {
-    return this.local.run(key, () => this.hold(key, fn));
+  run<T>(key: string, fn: (held: Held) => Promise<T>, sentAt?: number): Promise<T> {
+    return this.local.run(key, () => this.hold(key, fn, sentAt));
   }
 
   queued(key: string): number {
@@ -178,8 +185,8 @@ export class LeaseThreadLock implements ThreadLock {
     await this.state.listRemove(PROCESSES, this.owner).catch(() => undefined);
   }
 
-  private async hold<T>(key: string, fn: (held: Held) => Promise<T>): Promise<T> {
-    const lease = await this.acquire(key);
+  private async hold<T>(key: string, fn: (held: Held) => Promise<T>, sentAt?: number): Promise<T> {
+    const lease = await this.acquire(key, sentAt);
     const lost = new AbortController();
     this.holding.set(lease, lost);
     const timer = setInterval(() => void this.extend(lease), this.renewEveryMs);
@@ -197,17 +204,42 @@ export class LeaseThreadLock implements ThreadLock {
     }
   }
 
-  private async acquire(key: string): Promise<Lease> {
+  private async acquire(key: string, sentAt?: number): Promise<Lease> {
     await this.heartbeat();
-    let pause = 20;
-    for (;;) {
-      const lease = await this.state.acquireLock(key, this.ttlMs, this.owner);
-      if (lease) return lease;
-      if (await this.takeOverFromStopped(key)) continue;
-      // Jitter keeps processes waiting on the same thread from polling in step.
-      await sleep(pause / 2 + Math.random() * pause);
-      pause = Math.min(pause * 2, this.maxPollMs);
+    // This process's next turn of the thread waits in the thread's line with its send time.
+    const ticket = sentAt === undefined ? undefined : `${sentAt}|${this.owner}|${randomUUID()}`;
+    if (ticket) await this.state.listAdd(lineKey(key), ticket);
+    try {
+      let pause = 20;
+      for (;;) {
+        if (!ticket || !(await this.earlierWaiting(key, ticket))) {
+          const lease = await this.state.acquireLock(key, this.ttlMs, this.owner);
+          if (lease) return lease;
+          if (await this.takeOverFromStopped(key)) continue;
+        }
+        // Jitter keeps processes waiting on the same thread from polling in step.
+        await sleep(pause / 2 + Math.random() * pause);
+        pause = Math.min(pause * 2, this.maxPollMs);
+      }
+    } finally {
+      if (ticket) await this.state.listRemove(lineKey(key), ticket).catch(() => undefined);
     }
+  }
+
+  /**
+   * Another process waits with a message of the thread sent before this one's. Each
+   * process has one ticket per thread at a time (its local line's head), so two
+   * processes never wait for each other; a ticket whose process stopped is dropped.
+   */
+  private async earlierWaiting(key: string, mine: string): Promise<boolean> {
+    const sentAt = (ticket: string) => Number(ticket.slice(0, ticket.indexOf("|")));
+    const ownerOf = (ticket: string) => ticket.split("|")[1] ?? "";
+    for (const ticket of await this.state.listMembers(lineKey(key))) {
+      if (ticket === mine || ownerOf(ticket) === this.owner || !(sentAt(ticket) < sentAt(mine))) continue;
+      if (await this.alive(ownerOf(ticket))) return true;
+      await this.state.listRemove(lineKey(key), ticket);
+    }
+    return false;
   }
 
   /**

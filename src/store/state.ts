@@ -38,7 +38,11 @@ export interface StateStore {
   setIfHolding<T>(lease: Lease, key: string, value: T): Promise<boolean>;
   /** Deletes `key` only while `lease` is held; false when it did not. */
   deleteIfHolding(lease: Lease, key: string): Promise<boolean>;
-  /** A set of strings under one name (pending turns, waiting interactions). */
+  /**
+   * A set of strings under one name (pending turns, waiting interactions). On SQL a list's
+   * members are the rows under `list:{name}:`, so no list may be named another's name
+   * followed by a colon.
+   */
   listAdd(list: string, member: string): Promise<void>;
   listRemove(list: string, member: string): Promise<void>;
   listMembers(list: string): Promise<string[]>;

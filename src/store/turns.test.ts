@@ -58,6 +58,25 @@ describeEachStore("TurnLedger on %s", (kind) => {
     expect(await taker.get(key)).toBeUndefined();
   });
 
+  it("keeps messages handed over per thread and gives them back once, oldest sent first", async () => {
+    stores = testStores(kind);
+    const [a, b] = [new TurnLedger(await stores.open()), new TurnLedger(await stores.open())];
+    const input = (text: string, sentAt: number) => ({ text, user: { id: "U" }, channel: "C1", sentAt });
+    await a.hand("slack:T1:C1:1.1", input("second", 2_000));
+    await b.hand("slack:T1:C1:1.1", input("first", 1_000));
+    await b.hand("slack:T1:C2:2.2", input("elsewhere", 1_500));
+    // The same text twice is two messages.
+    await a.hand("slack:T1:C1:1.1", input("second", 3_000));
+    expect((await b.handedThreads()).sort()).toEqual(["slack:T1:C1:1.1", "slack:T1:C2:2.2"]);
+    expect((await b.takeHanded("slack:T1:C1:1.1")).map((m) => [m.text, m.sentAt])).toEqual([
+      ["first", 1_000],
+      ["second", 2_000],
+      ["second", 3_000],
+    ]);
+    expect(await a.takeHanded("slack:T1:C1:1.1")).toEqual([]);
+    expect(await a.handedThreads()).toEqual(["slack:T1:C2:2.2"]);
+  });
+
   it("keeps every key when many threads begin turns at once", async () => {
     stores = testStores(kind);
     const ledger = new TurnLedger(await stores.open());

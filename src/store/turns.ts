@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import type { PendingStep } from "../core/messages.js";
 import type { ReplyAddress } from "../core/replies.js";
 import type { ThreadKey } from "../core/thread.js";
@@ -35,6 +36,8 @@ export interface TurnInput {
   text: string;
   user: { id: string; name?: string };
   channel: string;
+  /** When it was sent (see `Inbound.sentAt`): messages handed over are answered in this order. */
+  sentAt?: number;
 }
 
 export interface WaitingTurn {
@@ -49,6 +52,9 @@ export interface WaitingTurn {
 
 const recordKey = (key: ThreadKey) => `turn:${key}`;
 const PENDING = "turns";
+/** Messages a stopping process handed over, per thread, and the threads that have some. */
+const handedKey = (key: ThreadKey) => `handover:${key}`;
+const HANDED = "handed";
 
 /**
  * The turns in flight, one record each beside the session (so recording where a reply is
@@ -109,12 +115,6 @@ export class TurnLedger {
     await this.write(record);
   }
 
-  /** A message that waited behind the turn goes with it to the process that takes it over. */
-  async queue(record: TurnRecord, input: TurnInput): Promise<void> {
-    record.queued = [...(record.queued ?? []), input];
-    await this.write(record);
-  }
-
   /** `owner` goes on with a turn whose process stopped. */
   async takeOver(record: TurnRecord, owner: string): Promise<void> {
     record.owner = owner;
@@ -151,6 +151,33 @@ export class TurnLedger {
       if (!(await this.state.deleteIfHolding(lease, recordKey(record.key)))) throw new LockLost(record.key);
     } else await this.state.delete(recordKey(record.key));
     await this.state.listRemove(PENDING, record.key);
+  }
+
+  /**
+   * A message a stopping process acknowledged but will not answer: any process finishing
+   * the thread's turns, or watching for such messages, answers it. Written without the
+   * thread's lock (another process may be answering the thread), so never into its record.
+   */
+  async hand(key: ThreadKey, input: TurnInput): Promise<void> {
+    await this.state.listAdd(handedKey(key), JSON.stringify({ ...input, id: randomUUID() }));
+    await this.state.listAdd(HANDED, key);
+  }
+
+  /** Threads with handed messages (maybe a few too many: `takeHanded` finds none there). */
+  handedThreads(): Promise<ThreadKey[]> {
+    return this.state.listMembers(HANDED);
+  }
+
+  /** The thread's handed messages, oldest first, taken (under the thread's lock). */
+  async takeHanded(key: ThreadKey): Promise<TurnInput[]> {
+    // The thread leaves the list first: a message handed meanwhile puts it back.
+    await this.state.listRemove(HANDED, key);
+    const members = await this.state.listMembers(handedKey(key));
+    await Promise.all(members.map((m) => this.state.listRemove(handedKey(key), m)));
+    return members
+      .map((m) => JSON.parse(m) as TurnInput & { id?: string })
+      .map(({ id: _id, ...input }) => input)
+      .sort((a, b) => (a.sentAt ?? 0) - (b.sentAt ?? 0));
   }
 
   get(key: ThreadKey): Promise<TurnRecord | undefined> {

@@ -106,6 +106,7 @@ async function dispatch(
     key,
     platform: "discord",
     channel: configuredChannel(message.channel),
+    sentAt: message.createdTimestamp,
     user: { id: message.author.id, name: authorName(message) },
     from: provenanceOf(message.guildId, message.member),
     text: cleanText(message, botId),

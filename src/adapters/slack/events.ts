@@ -292,6 +292,8 @@ export class SlackEvents {
       key,
       platform: "slack",
       channel: t.channel,
+      // A message's ts is its time in seconds, to the microsecond.
+      sentAt: Number(t.ts) * 1000,
       user: { id: t.author, name: await this.userName(t.author) },
       // Slack's direct-message channel ids start with D.
       from,

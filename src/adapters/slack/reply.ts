@@ -8,7 +8,7 @@ import { type MessageOps, RateLimitedError, StreamWriter } from "../../runtime/s
 import { uploadArtifact } from "./files.js";
 import { toMrkdwn, toSlackMarkdown } from "./mrkdwn.js";
 import { NativeStream, type NativeStreamOptions } from "./native-stream.js";
-import { findPosted, readShown, replyMetadata, stopStream } from "./resume.js";
+import { findPosted, replyMetadata, stopStream, ThreadSnapshot } from "./resume.js";
 import { slackBuckets } from "./write-policy.js";
 
 /**
@@ -50,11 +50,15 @@ export function asWriteError(err: unknown): unknown {
   return err;
 }
 
-/** `reads`: the client that looks up a keyed message (one that retries); `web` when not given. */
+/**
+ * `reads`: the client that looks up a keyed message (one that retries); `web` when not
+ * given. `taken`: the thread as a takeover found it, for the lookups of a retaken reply.
+ */
 export function slackMessageOps(
   web: WebClient,
   place: { channel: string; threadTs: string },
   reads: WebClient = web,
+  taken?: ThreadSnapshot,
 ): MessageOps {
   const buckets = {
     post: slackBuckets("chat.postMessage", { channel: place.channel }),
@@ -76,7 +80,8 @@ export function slackMessageOps(
         throw asWriteError(err);
       }
     },
-    find: (key) => findPosted(reads, place.channel, place.threadTs, key),
+    find: (key, why) =>
+      why === "retaken" && taken ? taken.posted(key) : findPosted(reads, place.channel, place.threadTs, key),
     async edit(ts, text) {
       try {
         await web.chat.update({ channel: place.channel, ts, markdown_text: text });
@@ -115,6 +120,8 @@ export class SlackReply implements Reply {
   private keys: ((index: number) => string) | undefined;
   /** Aborted when the answer ends: a Stop offer not yet shown is never shown. */
   private readonly stopOffer = new AbortController();
+  /** A resumed reply's thread, read once (after an open stream is stopped) for all it needs to know. */
+  private readonly taken: ThreadSnapshot | undefined;
 
   /**
    * `resume`: a reply written earlier, maybe by another process, to go on in its last
@@ -125,7 +132,9 @@ export class SlackReply implements Reply {
     private readonly deps: ReplyDeps,
     readonly place: SlackPlace,
     private readonly resume?: ResumeFrom,
-  ) {}
+  ) {
+    if (resume) this.taken = new ThreadSnapshot(deps.reads ?? deps.web, place.channel, place.threadTs);
+  }
 
   onAddress(record: (address: ReplyAddress) => Promise<void>): void {
     this.recorder = record;
@@ -157,7 +166,7 @@ export class SlackReply implements Reply {
    * `onMessages` is told when it posts or removes a message (default: record its own).
    */
   private postWriter(rendered = false, onMessages?: () => Promise<void>): StreamWriter {
-    const ops = slackMessageOps(this.deps.web, this.place, this.deps.reads);
+    const ops = slackMessageOps(this.deps.web, this.place, this.deps.reads, this.taken);
     // A native stream's segments are not numbered as the reply's messages: only a whole reply is keyed.
     const keys = onMessages === undefined ? this.keys : undefined;
     const writer: StreamWriter = new StreamWriter(ops, {
@@ -185,7 +194,9 @@ export class SlackReply implements Reply {
   private async readBack(ts: string): Promise<string | null> {
     const { channel, threadTs } = this.place;
     if (this.resume?.streaming) await stopStream(this.deps.web, channel, ts);
-    const shown = await readShown(this.deps.reads ?? this.deps.web, channel, threadTs, ts);
+    const shown = await (
+      this.taken ?? new ThreadSnapshot(this.deps.reads ?? this.deps.web, channel, threadTs)
+    ).shown(ts);
     return shown === null ? null : withoutStatusLine(shown);
   }
 

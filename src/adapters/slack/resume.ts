@@ -45,6 +45,56 @@ export async function readShown(
   return found ? textOf(found) : null;
 }
 
+/**
+ * The thread's messages as Slack has them now, with their metadata: what a reply taken
+ * over reads once, for the text its last message shows and for the messages the dead
+ * process posted under its keys (one `conversations.replies` call for a thread of up to
+ * 200 messages: thirty takeovers at once stay inside its Tier 3 budget).
+ */
+export class ThreadSnapshot {
+  private read: Promise<ReadMessage[]> | undefined;
+
+  constructor(
+    private readonly web: WebClient,
+    private readonly channel: string,
+    private readonly threadTs: string,
+  ) {}
+
+  /** A message's text, for writing on after it; null when it is gone. */
+  async shown(ts: string): Promise<string | null> {
+    const found = (await this.messages()).find((m) => m.ts === ts);
+    return found ? textOf(found) : null;
+  }
+
+  /** The ts of the message posted with idempotency key `key`, or null. */
+  async posted(key: string): Promise<string | null> {
+    return (await this.messages()).find((m) => hasKey(m, key))?.ts ?? null;
+  }
+
+  private messages(): Promise<ReadMessage[]> {
+    this.read ??= allInThread(this.web, this.channel, this.threadTs);
+    return this.read;
+  }
+}
+
+const hasKey = (m: ReadMessage, key: string) =>
+  m.metadata?.event_type === REPLY_METADATA && m.metadata.event_payload?.key === key;
+
+async function allInThread(web: WebClient, channel: string, threadTs: string): Promise<ReadMessage[]> {
+  const all: ReadMessage[] = [];
+  await findInThread(
+    web,
+    channel,
+    threadTs,
+    (m) => {
+      all.push(m);
+      return false;
+    },
+    { include_all_metadata: true },
+  );
+  return all;
+}
+
 /** The ts of the thread's message posted with idempotency key `key`, or null. */
 export async function findPosted(
   web: WebClient,
@@ -52,13 +102,9 @@ export async function findPosted(
   threadTs: string,
   key: string,
 ): Promise<string | null> {
-  const found = await findInThread(
-    web,
-    channel,
-    threadTs,
-    (m) => m.metadata?.event_type === REPLY_METADATA && m.metadata.event_payload?.key === key,
-    { include_all_metadata: true },
-  );
+  const found = await findInThread(web, channel, threadTs, (m) => hasKey(m, key), {
+    include_all_metadata: true,
+  });
   return found?.ts ?? null;
 }
 
