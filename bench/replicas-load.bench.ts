@@ -89,9 +89,12 @@ export async function crowd(build: AppBuild, n: number) {
       `${CROWD} answers on ${n} replica(s)`,
       300_000,
     );
-    const limited = slack.api.calls.slice(callsBefore).filter((c) => c.error === "ratelimited").length;
+    const hits = slack.api.calls.slice(callsBefore).filter((c) => c.error === "ratelimited");
+    const byMethod = [...new Set(hits.map((c) => c.method))]
+      .map((m) => `${m} ${hits.filter((c) => c.method === m).length}`)
+      .join(", ");
     const extra = asked.filter((a) => slack.botReplies(a.c, a.m.ts).length !== 1).length;
-    return { modelMs, first, final, limited, extra };
+    return { modelMs, first, final, limited: hits.length, byMethod, extra };
   } finally {
     await stop(replicas);
     await slack.stop();
@@ -245,6 +248,8 @@ export async function run(): Promise<BenchResult> {
           p99(over(three, three.final)),
         ),
         "crowd: 429s, one replica / three": pair(one.limited, three.limited),
+        "crowd: 429s by method, one replica": one.byMethod || "none",
+        "crowd: 429s by method, three replicas": three.byMethod || "none",
         "crowd: threads with more than one bot message, one replica / three": pair(one.extra, three.extra),
         "crowd: three replicas / one (final p99)": ratio(p99(three.final), p99(one.final)),
         "chatter: messages sent, no restart / rolling restart": pair(calm.sent, rolled.sent),

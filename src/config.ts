@@ -119,6 +119,8 @@ export const configSchema = z
         discordGuilds: z.array(z.string().min(1)).default([]),
         /** Direct messages: anyone allowed elsewhere (open), only the listed `users` (allowlist), or nobody (off). */
         dm: z.enum(["open", "allowlist", "off"]).default("open"),
+        /** People (user ids) who may run the operators' commands in chat (`reconnect`); the terminal always may. */
+        admins: z.array(z.string().min(1)).default([]),
       })
       .strict()
       .prefault({}),

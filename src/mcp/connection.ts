@@ -50,13 +50,20 @@ function markLost(session: Session, reason: string): void {
 
 const BACKOFF_START_MS = 500;
 const BACKOFF_CAP_MS = 30_000;
+/**
+ * The first attempts come at most this far apart: a server started a few seconds after
+ * the bot (or restarted by its operator) is joined within seconds, and only one that
+ * stays down is tried less and less often.
+ */
+const EARLY_CAP_MS = 2_000;
+const EARLY_ATTEMPTS = 10;
 /** A connection that lived this long before dying was healthy: its death starts a new count. */
 const STABLE_MS = 30_000;
 /** Progress resets the timeout, so a chatty tool is still bounded by this many timeouts in total. */
 const MAX_TOTAL_TIMEOUTS = 10;
 const STDERR_TAIL_LINES = 5;
 
-/** One MCP server: connect, tools, calls, death, restart with back-off, circuit breaker. */
+/** One MCP server: connect, tools, calls, death, and attempts again with back-off until it is back. */
 export class ServerConnection {
   state: ServerState;
   error: string | undefined;
@@ -72,6 +79,10 @@ export class ServerConnection {
   private attempt = 0;
   private stderrTail: string[] = [];
   private settleWaiters = new Set<() => void>();
+  /** When the next attempt of a server that is down starts (ms since the epoch). */
+  private retryAt: number | undefined;
+  /** Connected once: a later failure restarts it (`reconnecting`); before, it stays `failed` while it is tried again. */
+  private everConnected = false;
 
   constructor(
     readonly config: ServerConfig,
@@ -94,26 +105,33 @@ export class ServerConnection {
       transport: this.config.transport,
       toolCount: this.state === "connected" || this.state === "reconnecting" ? this.tools.length : 0,
       ...(this.error !== undefined && this.state !== "connected" && { error: this.error }),
+      ...(this.retryAt !== undefined &&
+        this.state !== "connected" && { retryInMs: Math.max(0, this.retryAt - Date.now()) }),
       ...(pid !== undefined && { pid }),
     };
   }
 
-  /** First connection. A failure leaves the server `failed` with a reason; it never throws. */
+  /**
+   * First connection. A failure leaves the server `failed` with a reason and tries again
+   * with back-off until it connects (a server started after the bot joins by itself); it
+   * never throws.
+   */
   async start(): Promise<void> {
     if (this.state === "blocked") return;
     const reason = await this.open();
-    if (typeof reason === "string") this.setState("failed", reason);
+    if (typeof reason === "string" && !this.closed) this.scheduleRestart(reason);
   }
 
-  /** Manual reconnect: closes the circuit and tries once more now. */
+  /** Manual reconnect: tries once more now, and from a fresh back-off if that fails. */
   async reconnect(): Promise<void> {
     if (this.state === "blocked" || this.closed) return;
     clearTimeout(this.restartTimer);
+    this.retryAt = undefined;
     this.failures = 0;
     await this.dropSession("reconnect requested");
     this.setState("connecting", undefined);
     const reason = await this.open();
-    if (typeof reason === "string") this.setState("failed", reason);
+    if (typeof reason === "string" && !this.closed) this.scheduleRestart(reason);
   }
 
   /** A prompt's messages with these arguments (prompts/get). Throws when the server refuses or is down. */
@@ -182,6 +200,7 @@ export class ServerConnection {
   async close(): Promise<void> {
     this.closed = true;
     clearTimeout(this.restartTimer);
+    this.retryAt = undefined;
     await this.dropSession("the hub is shutting down");
     if (this.state !== "blocked") this.setState("failed", "the hub was closed");
   }
@@ -261,7 +280,10 @@ export class ServerConnection {
         err instanceof DeadlineError
           ? `did not finish starting within ${seconds(this.opts.connectTimeoutMs)}.`
           : describeStartFailure(err, this.config, this.stderrTail.at(-1) ?? "");
-      log.warn({ server: this.name, reason }, "mcp server failed to start");
+      // Said once: a server that stays down is tried again quietly.
+      if (reason === this.error)
+        log.debug({ server: this.name, reason }, "mcp server still failing to start");
+      else log.warn({ server: this.name, reason }, "mcp server failed to start");
       return reason;
     }
     if (attempt !== this.attempt || this.closed || session.down || !client.transport) {
@@ -272,6 +294,8 @@ export class ServerConnection {
     }
     this.tools = tools;
     session.live = true;
+    this.everConnected = true;
+    this.retryAt = undefined;
     log.info({ server: this.name, tools: this.tools.length }, "mcp server connected");
     this.setState("connected", undefined);
     return undefined;
@@ -326,24 +350,29 @@ export class ServerConnection {
     this.scheduleRestart(reason);
   }
 
+  /**
+   * The next attempt, ever slower up to BACKOFF_CAP_MS. A server that was connected is
+   * `reconnecting` (keeping its tools) for maxRestarts attempts, then `failed`; one that
+   * never connected is `failed` from the first. Either is tried again until it connects,
+   * is reconnected by hand, or the hub closes.
+   */
   private scheduleRestart(reason: string): void {
     this.failures++;
-    if (this.failures > this.opts.maxRestarts) {
-      const tried = this.opts.maxRestarts;
-      this.setState(
-        "failed",
-        `${reason}; gave up after ${tried} restart${tried === 1 ? "" : "s"} (use reconnect to try again)`,
-      );
-      return;
-    }
-    const delay = Math.min(BACKOFF_START_MS * 2 ** (this.failures - 1), BACKOFF_CAP_MS);
-    this.setState("reconnecting", `${reason}; restarting in ${seconds(delay)}`);
+    const cap = this.failures <= EARLY_ATTEMPTS ? EARLY_CAP_MS : BACKOFF_CAP_MS;
+    const delay = Math.min(BACKOFF_START_MS * 2 ** (this.failures - 1), cap);
+    const tried = this.failures - 1;
+    if (!this.everConnected) this.setState("failed", reason);
+    else if (this.failures > this.opts.maxRestarts)
+      this.setState("failed", `${reason}; ${tried} restart${tried === 1 ? "" : "s"} in a row failed`);
+    else this.setState("reconnecting", `${reason}; restarting in ${seconds(delay)}`);
+    this.retryAt = Date.now() + delay;
     this.restartTimer = setTimeout(() => void this.restart(), delay);
     this.restartTimer.unref();
   }
 
   private async restart(): Promise<void> {
     if (this.closed) return;
+    this.retryAt = undefined;
     const reason = await this.open();
     if (typeof reason === "string" && !this.closed) this.scheduleRestart(reason);
   }

@@ -1,7 +1,7 @@
 import type { ChildProcess } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { McpHub } from "./hub.js";
-import { startEverythingHttp, stopChild } from "./testkit.js";
+import { freePort, startEverythingHttp, stopChild } from "./testkit.js";
 
 const options = {
   callTimeoutMs: 10_000,
@@ -72,4 +72,50 @@ describe("a streamable HTTP server", () => {
     });
     expect(await hub.call("web__echo", { message: "back" })).toMatchObject({ ok: true, text: "Echo: back" });
   });
+});
+
+describe("a streamable HTTP server that is not up yet when the bot starts", () => {
+  it("is tried again until it answers, and joined within seconds of coming up 5 s later, without a restart", async () => {
+    const port = await freePort();
+    const started = Date.now();
+    const hub = await McpHub.start(
+      [
+        {
+          name: "late",
+          transport: "http",
+          url: `http://127.0.0.1:${port}/mcp`,
+          headers: {},
+          disabled: false,
+        },
+      ],
+      options,
+    );
+    let server: { child: ChildProcess; url: string } | undefined;
+    try {
+      const [down] = hub.status();
+      expect(down).toMatchObject({ name: "late", state: "failed", toolCount: 0 });
+      expect(down?.error).toContain(`127.0.0.1:${port}`);
+      expect(down?.retryInMs).toBeLessThanOrEqual(2_000);
+      expect(hub.tools()).toEqual([]);
+      await new Promise((r) => setTimeout(r, 5_000 - (Date.now() - started)));
+      server = await startEverythingHttp(port);
+      const up = Date.now();
+      await vi.waitFor(() => expect(hub.status()[0]?.state).toBe("connected"), {
+        timeout: 10_000,
+        interval: 50,
+      });
+      const joined = Date.now();
+      // At most one early retry interval (2 s) after it came up, and within 10 s of the bot's start
+      // whenever the server itself starts in under 3 s.
+      expect(joined - up).toBeLessThan(3_000);
+      expect(hub.tools().map((t) => t.name)).toContain("late__echo");
+      expect(await hub.call("late__echo", { message: "late but here" })).toMatchObject({ ok: true });
+      console.info(
+        `late server: up ${up - started} ms after the hub started, joined ${joined - started} ms after`,
+      );
+    } finally {
+      await hub.close();
+      if (server) await stopChild(server.child);
+    }
+  }, 30_000);
 });

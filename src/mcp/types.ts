@@ -41,6 +41,8 @@ export interface ServerStatus {
   toolCount: number;
   /** Why it failed, in words a user can act on; absent when connected. */
   error?: string;
+  /** Not connected, and tried again by itself in this many ms (a failed start, a death). */
+  retryInMs?: number;
   pid?: number;
 }
 
@@ -71,6 +73,8 @@ export interface ToolHub {
   /** The text of a prompt with these arguments, as the person's message. Throws a SwitchboardError with a sentence. */
   getPrompt?(server: string, name: string, args: Record<string, string>): Promise<string>;
   status(): ServerStatus[];
+  /** Tries a server again now; undefined for a name that is not configured. */
+  reconnect?(name: string): Promise<ServerStatus | undefined>;
   /** Never throws: every failure is an outcome with `ok: false` the model can read. */
   call(name: string, args: Record<string, unknown>, opts?: ToolCallOptions): Promise<ToolOutcome>;
   close(): Promise<void>;

@@ -3,7 +3,8 @@ import type { Config } from "../config.js";
 import { allowedModels } from "../config.js";
 import type { Provenance } from "../core/inbound.js";
 import type { Platform, ThreadKey } from "../core/thread.js";
-import type { ToolHub } from "../mcp/types.js";
+import type { ServerStatus, ToolHub } from "../mcp/types.js";
+import { seconds } from "../signals.js";
 import type { ThreadLock } from "../store/locks.js";
 import type { SessionRepository } from "../store/sessions.js";
 import { expandPrompt, listPrompts } from "./prompts.js";
@@ -64,6 +65,18 @@ export interface CommandSpec {
   run(cmd: Command, deps: CommandDeps): Promise<string>;
 }
 
+/** One server as `/tools` and `reconnect` show it: its state, why it is down, and when it is tried again. */
+function serverLine(s: ServerStatus): string {
+  const state = s.state === "connected" ? `connected, ${s.toolCount} tools` : s.state;
+  // A restarting server's error says when already.
+  const retry =
+    s.state !== "failed" || s.retryInMs === undefined
+      ? ""
+      : `; trying again in ${seconds(Math.max(1_000, Math.ceil(s.retryInMs / 1_000) * 1_000))}`;
+  const why = s.error ? ` (${s.error}${retry})` : retry ? ` (${retry.slice(2)})` : "";
+  return `• ${s.name} (${s.transport}): ${state}${why}`;
+}
+
 export const NOTHING_TO_STOP = "There is no answer being written in this thread to stop.";
 
 export const HELP_INTRO = "Mention me or write in a thread I am in, and I answer there using my tools.";
@@ -115,11 +128,34 @@ const CATALOG = [
       const status = hub.status();
       if (status.length === 0)
         return "No tool servers are configured. Add them to config/mcp.json (see the README).";
-      const lines = status.map((s) => {
-        const state = s.state === "connected" ? `connected, ${s.toolCount} tools` : s.state;
-        return `• ${s.name} (${s.transport}): ${state}${s.error ? ` (${s.error})` : ""}`;
-      });
-      return `Tool servers:\n${lines.join("\n")}`;
+      const down = status.some((s) => s.state === "failed" || s.state === "reconnecting");
+      const hint = down ? "\nAn admin can try a server again at once with the reconnect command." : "";
+      return `Tool servers:\n${status.map(serverLine).join("\n")}${hint}`;
+    },
+  },
+  {
+    name: "reconnect",
+    help: "try a tool server again now, or every one that is down (admins)",
+    argument: {
+      name: "server",
+      description: "A tool server's name; all that are down when left out",
+      required: false,
+    },
+    thread: "never",
+    async run(cmd, { hub, config }) {
+      if (cmd.platform !== "console" && !config.access.admins.includes(cmd.user.id))
+        return "Only admins can reconnect tool servers. Ask one, or have your user id added to access.admins in the config.";
+      if (!hub.reconnect) return "This bot cannot reconnect its tool servers.";
+      const status = hub.status();
+      const wanted = cmd.arg?.trim();
+      if (wanted && !status.some((s) => s.name === wanted))
+        return `There is no tool server named "${wanted}". /tools lists them.`;
+      const names = wanted
+        ? [wanted]
+        : status.filter((s) => s.state === "failed" || s.state === "reconnecting").map((s) => s.name);
+      if (names.length === 0) return "Every tool server is connected; there is nothing to reconnect.";
+      const after = await Promise.all(names.map((n) => hub.reconnect!(n)));
+      return after.flatMap((s) => (s ? [serverLine(s)] : [])).join("\n");
     },
   },
   {

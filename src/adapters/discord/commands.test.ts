@@ -23,6 +23,7 @@ describe("Discord adapter: slash commands", () => {
       "new",
       "prompt",
       "prompts",
+      "reconnect",
       "stop",
       "summary",
       "title",

@@ -304,17 +304,23 @@ export class SlackReply implements Reply {
     const timer = setTimeout(() => {
       if (this.stopOffer.signal.aborted) return;
       const text = "Still working on your answer. Stop it here if it is going the wrong way.";
-      void this.deps.web.chat
-        .postEphemeral({
-          channel,
-          user,
-          thread_ts: threadTs,
-          text,
-          blocks: [
-            sectionBlock(text),
-            questionActions({ ref, text, choices: [{ value: "stop", label: "Stop", style: "danger" }] }),
-          ],
-        })
+      // An offer, not an answer: it goes after every answer's writes, and not at all when late.
+      void this.deps.scheduler
+        .as(
+          "background",
+          () =>
+            this.deps.web.chat.postEphemeral({
+              channel,
+              user,
+              thread_ts: threadTs,
+              text,
+              blocks: [
+                sectionBlock(text),
+                questionActions({ ref, text, choices: [{ value: "stop", label: "Stop", style: "danger" }] }),
+              ],
+            }),
+          { dropAfterMs: STOP_OFFER_LATE_MS },
+        )
         .catch((err: unknown) => log.debug({ err }, "Stop button not offered"));
     }, STOP_OFFER_AFTER_MS);
     timer.unref();
@@ -345,6 +351,8 @@ export class SlackReply implements Reply {
 
 /** An answer still being written after this long gets its Stop button. */
 const STOP_OFFER_AFTER_MS = 2_000;
+/** A Stop offer that cannot go out within this long (the workspace's budget is spent) is not made. */
+const STOP_OFFER_LATE_MS = 3_000;
 
 /** Slack's section text holds at most 3,000 characters. */
 function sectionBlock(text: string) {

@@ -9,12 +9,18 @@ import type { BucketLimit, CallOptions, Lane, WritePolicy } from "../../runtime/
 const MINUTE_MS = 61_000;
 
 /**
- * Native streams start only while Tier 2 has room for their start and their stop, so
- * these two limits are known from the first write (a stream refused would cost a call).
+ * Known from the first write. Native streams start only while Tier 2 has room for their
+ * start and their stop (a stream refused would cost a call). The :eyes: acknowledgement
+ * and ephemeral messages (Stop offers, notices) come in bursts when many threads start at
+ * once and the first ones are dropped when late: their documented tiers are kept from
+ * the start, so two hundred threads at once (or three replicas, each starting afresh)
+ * meet no 429 on them. Taking :eyes: away again is not urgent and stays optimistic.
  */
 const WORKSPACE_PER_MINUTE: Record<string, number> = {
   "chat.startStream": 20,
   "chat.stopStream": 20,
+  "chat.postEphemeral": 100,
+  "reactions.add": 50,
 };
 
 /**
@@ -28,8 +34,6 @@ const LEARNED_WORKSPACE_PER_MINUTE: Record<string, number> = {
   "chat.update": 50,
   "chat.appendStream": 100,
   "chat.delete": 50,
-  "chat.postEphemeral": 100,
-  "reactions.add": 50,
   "reactions.remove": 20,
   "assistant.threads.setStatus": 600,
   "assistant.threads.setTitle": 50,

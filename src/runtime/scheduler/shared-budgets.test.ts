@@ -46,6 +46,31 @@ describeEachStore("write budgets shared by replicas on %s", (kind) => {
     expect(b.wait("posts", 0, now + 10_001)).toBe(0);
   });
 
+  it("lets each of three replicas grant only its share of a known budget between two syncs", async () => {
+    const [a, b] = await replicas();
+    const c = new SharedBudgets(policy, createState(await stores.open()), "test");
+    open.push(c);
+    // Each has published once, so each knows there are three of them.
+    for (const r of [a, b, c]) r.spend(["unlimited"], Date.now());
+    for (const r of [a, b, c, a, b, c]) await r.sync();
+    const now = Date.now();
+    // A burst reaches all three at once: "posts" allows 3, so one each before anyone hears of the others.
+    for (const r of [a, b, c]) {
+      expect(r.wait("posts", 0, now)).toBe(0);
+      r.spend(["posts"], now);
+      const wait = r.wait("posts", 0, now);
+      expect(wait).toBeGreaterThan(0);
+      expect(wait).toBeLessThanOrEqual(250);
+    }
+    // Synced: the window is full for everyone until it passes.
+    for (const r of [a, b, c]) await r.sync();
+    for (const r of [a, b, c]) await r.sync();
+    for (const r of [a, b, c]) expect(r.wait("posts", 0, now + 1)).toBeGreaterThan(9_000);
+    // A bucket without a known limit is not split.
+    a.spend(["edits"], now);
+    expect(a.wait("edits", 0, now)).toBe(0);
+  });
+
   it("shares a pause and what a 429 taught about a limit", async () => {
     const [a, b] = await replicas();
     const now = Date.now();

@@ -32,8 +32,17 @@ export class SharedBudgets extends LocalBudgets {
   private readonly owner = randomUUID();
   private others = new Map<string, BucketView>();
   private othersBelow = new Map<string, Map<string, number>>();
-  private dirty = false;
+  /** Published at once, spent or not: the others count this process in their shares from the start. */
+  private dirty = true;
   private joined = false;
+  private publishedAt = 0;
+  /** Writes granted here since the last publication, per bucket: the others do not know of them yet. */
+  private unsynced = new Map<string, number>();
+  /** Processes sharing these budgets at the last sync, this one included. */
+  private sharing = 1;
+  /** Per bucket with a known limit: how many writes this process may grant before the next sync. */
+  private allowance = new Map<string, number>();
+  private nextSync = 0;
   private timer: NodeJS.Timeout | undefined;
   private syncing: Promise<void> | undefined;
 
@@ -56,7 +65,26 @@ export class SharedBudgets extends LocalBudgets {
 
   override spend(buckets: readonly string[], now: number): void {
     super.spend(buckets, now);
+    for (const key of buckets) this.unsynced.set(key, (this.unsynced.get(key) ?? 0) + 1);
     this.dirty = true;
+  }
+
+  /**
+   * Between two syncs each process grants at most its share of what a known budget has
+   * left: a burst that reaches three replicas at once (two hundred threads starting) then
+   * spends the budget once between them, not three times before anyone has heard of it.
+   */
+  override wait(key: string, reserve: number, now: number): number {
+    const wait = super.wait(key, reserve, now);
+    const mine = this.unsynced.get(key) ?? 0;
+    if (wait > 0 || this.sharing <= 1 || mine === 0) return wait;
+    const allowance = this.allowance.get(key) ?? this.share(this.policy.limitOf(key, false)?.capacity);
+    if (allowance === undefined || mine < allowance) return 0;
+    return Math.max(1, this.nextSync - now);
+  }
+
+  private share(left: number | undefined): number | undefined {
+    return left === undefined ? undefined : Math.max(1, Math.floor(left / this.sharing));
   }
 
   override pause(bucket: string, ms: number, now: number): void {
@@ -94,8 +122,13 @@ export class SharedBudgets extends LocalBudgets {
   private async exchange(): Promise<void> {
     const list = `budgets:${this.name}`;
     const now = Date.now();
-    if (this.dirty) {
+    /** What this record told the others; writes granted while it was written stay unsynced. */
+    let published = new Map<string, number>();
+    // Also published now and then while idle, so that its record (and its place in the shares) lives on.
+    if (this.dirty || now - this.publishedAt > RECORD_TTL_MS / 2) {
       this.dirty = false;
+      this.publishedAt = now;
+      published = new Map(this.unsynced);
       await this.state.set(this.recordKey(this.owner), this.snapshot(now), RECORD_TTL_MS);
       if (!this.joined) {
         await this.state.listAdd(list, this.owner);
@@ -126,6 +159,29 @@ export class SharedBudgets extends LocalBudgets {
     for (const v of others.values()) v.sent.sort((a, b) => a - b);
     this.others = others;
     this.othersBelow = below;
+    for (const [k, n] of published) {
+      const left = (this.unsynced.get(k) ?? 0) - n;
+      if (left > 0) this.unsynced.set(k, left);
+      else this.unsynced.delete(k);
+    }
+    this.sharing = 1 + records.filter(Boolean).length;
+    this.nextSync = Date.now() + BUDGET_SYNC_MS;
+    this.allowance = this.allowances(now);
+  }
+
+  /** Each known budget's share for this process until the next sync: what is left in its window, split. */
+  private allowances(now: number): Map<string, number> {
+    const out = new Map<string, number>();
+    const own = new Map(this.own());
+    for (const key of new Set([...own.keys(), ...this.others.keys()])) {
+      const limit = this.policy.limitOf(key, false);
+      if (!limit) continue;
+      const inWindow = (at: number) => at + limit.windowMs > now;
+      const mine = own.get(key)?.sent.filter(inWindow).length ?? 0;
+      const theirs = this.others.get(key)?.sent.filter(inWindow).length ?? 0;
+      out.set(key, this.share(limit.capacity - mine - theirs) ?? 1);
+    }
+    return out;
   }
 
   private view(map: Map<string, BucketView>, bucket: string): BucketView {
