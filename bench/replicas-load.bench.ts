@@ -37,6 +37,8 @@ const CROWD = Number(process.env.BENCH_REPLICAS_CROWD ?? 200);
 const ROLL_THREADS = Number(process.env.BENCH_REPLICAS_ROLL_THREADS ?? 30);
 /** Each replica's shutdown grace in the roll: it must exit within it (plus start-up slack). */
 const GRACE_MS = 5_000;
+/** No answer for this long while some are missing: the bots are done, and the rest are lost. */
+const QUIET_MS = 30_000;
 /** Targets: three replicas' final text p99 at most this times one replica's; no more 429s than one replica. */
 const TARGET_CROWD_P99_RATIO = 1.25;
 
@@ -170,14 +172,19 @@ export async function chatter(build: AppBuild, roll: boolean, chatMs: number) {
 
     const answeredAt = new Map<string, number>();
     const answers = (m: Sent) => joined(slack, m.channel, m.thread).split(short(m.text)).length - 1;
+    // Answers queue behind Slack's per-channel post rate: waited for while they keep coming;
+    // what is unanswered once none came for QUIET_MS is lost, not late.
+    let lastAnswer = Date.now();
     await until(
       () => {
+        const before = answeredAt.size;
         for (const m of sent)
           if (!answeredAt.has(m.text) && answers(m) > 0) answeredAt.set(m.text, Date.now() - m.at);
-        return answeredAt.size === sent.length;
+        if (answeredAt.size > before) lastAnswer = Date.now();
+        return answeredAt.size === sent.length || Date.now() - lastAnswer > QUIET_MS;
       },
       "every message to be answered",
-      240_000,
+      900_000,
     ).catch(() => undefined);
     // Late second copies show up after the last answer, if at all.
     await sleep(2_000);
