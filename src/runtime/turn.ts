@@ -1,13 +1,11 @@
 import { randomUUID } from "node:crypto";
 import type { Agent, TurnInput } from "../agent/agent.js";
-import { countTokens, modelLimits } from "../agent/context.js";
 import { type CallGate, splitName } from "../agent/loop.js";
 import { abandonedStep } from "../agent/steps.js";
 import type { Config } from "../config.js";
 import { toUserFacing } from "../core/errors.js";
 import type { AgentEvent } from "../core/events.js";
-import type { PriorMessage } from "../core/inbound.js";
-import { type PendingStep, type ToolCall, type Verdict, zeroUsage } from "../core/messages.js";
+import type { PendingStep, ToolCall } from "../core/messages.js";
 import { platformOf, type ThreadKey } from "../core/thread.js";
 import { log } from "../log.js";
 import type { ToolHub } from "../mcp/types.js";
@@ -21,6 +19,8 @@ import { CANNOT_ASK_REASON, NEVER_REASON, SUPERSEDED_REASON } from "./approvals/
 import type { Inbound, Reply } from "./contract.js";
 import { prepareAttachments } from "./inbound-files.js";
 import { type RenderOutcome, ReplyRenderer } from "./render.js";
+import { afterCrash, answered, stepSaved } from "./takeover-steps.js";
+import { seedFromThread } from "./thread-seed.js";
 import { postKeys } from "./write-keys.js";
 
 export interface TurnDeps {
@@ -37,9 +37,7 @@ export interface TurnDeps {
 /** A turn taken over this many times (its processes kept dying) ends with the restart note instead. */
 export const MAX_TAKEOVERS = 2;
 
-/** What the model is told of a call cut off by a crash that was not run again. */
-export const MAY_HAVE_RUN =
-  "This call was started, but the process running it stopped before its result came back, so it may or may not have run. It was not run again: check whether it took effect before calling it again.";
+export { MAY_HAVE_RUN } from "./takeover-steps.js";
 
 export interface TurnHooks {
   firstVisible?(ms: number): void;
@@ -193,31 +191,6 @@ export async function takeOverTurn(
     },
     kept,
   );
-}
-
-/** The step's message is in the session: its calls' results were saved with it. */
-function stepSaved(session: Session, step: PendingStep): boolean {
-  const ids = new Set(step.assistant.toolCalls?.map((c) => c.id));
-  return session.messages.some((m) => m.role === "assistant" && m.toolCalls?.some((c) => ids.has(c.id)));
-}
-
-/** A cut-off call runs again only when its tool says that is safe. */
-function afterCrash(step: PendingStep, hub: ToolHub): Record<string, Verdict> {
-  const verdicts: Record<string, Verdict> = {};
-  for (const callId of step.asks) {
-    const call = step.assistant.toolCalls?.find((c) => c.id === callId);
-    const hints = call && hub.tools().find((t) => t.name === call.name)?.annotations;
-    verdicts[callId] =
-      hints?.readOnlyHint || hints?.idempotentHint ? { run: true } : { run: false, reason: MAY_HAVE_RUN };
-  }
-  return verdicts;
-}
-
-/** A finished answer's text as the turn's only event. */
-async function* answered(text: string): AsyncGenerator<AgentEvent, undefined> {
-  yield { type: "text", delta: text };
-  yield { type: "done", usage: zeroUsage() };
-  return undefined;
 }
 
 type Common = Omit<TurnInput, "text" | "parts">;
@@ -389,34 +362,4 @@ function gateFor(
     if (mode === "always" || session.settings.approvedTools?.includes(call.name)) return "run";
     return canAsk ? "ask" : { refuse: CANNOT_ASK_REASON };
   };
-}
-
-/** A mention mid-thread: start the session with what was said before, newest first until a quarter of the window. */
-async function seedFromThread(
-  session: Session,
-  history: () => Promise<PriorMessage[]>,
-  config: Config,
-  model: string,
-): Promise<void> {
-  let prior: PriorMessage[];
-  try {
-    prior = await history();
-  } catch (err) {
-    log.warn({ err, key: session.key }, "could not read the thread's earlier messages");
-    return;
-  }
-  const budget = Math.floor(modelLimits(config, model).contextWindow / 4);
-  const lines: string[] = [];
-  let used = 0;
-  for (const m of [...prior].reverse()) {
-    const line = `${m.fromBot ? "You (the assistant)" : m.author}: ${m.text}`;
-    used += countTokens(line);
-    if (used > budget) break;
-    lines.unshift(line);
-  }
-  if (lines.length === 0) return;
-  session.messages.push({
-    role: "user",
-    content: `Earlier messages in this thread, before I asked you:\n\n${lines.join("\n\n")}`,
-  });
 }
