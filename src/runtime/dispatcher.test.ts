@@ -156,6 +156,35 @@ describe("the dispatcher", () => {
     expect(provider.asked).not.toContain("queued behind it");
   });
 
+  it("on drain, notes a message still being checked for duplicates before it returns", async () => {
+    const slow = new (class extends MemoryDedupe {
+      override async firstSight(id: string): Promise<boolean> {
+        await new Promise((r) => setTimeout(r, 150));
+        return super.firstSight(id);
+      }
+    })();
+    const config = configSchema.parse({});
+    const sessions = new SessionRepository(store);
+    const hub = new FunctionHub({});
+    const stopping = new Dispatcher({
+      agent: new Agent({ config, hub, providerFor: () => provider, sessions }),
+      sessions,
+      ledger: new TurnLedger(store),
+      lock: new LocalThreadLock(),
+      dedupe: slow,
+      approvals: new ApprovalBook(store),
+      hub,
+      config,
+    });
+    const m = inbound("late1", "hello while stopping");
+    const handled = stopping.handle(m);
+    await stopping.drain(2_000);
+    // The drain returned only once the message had its note: the process may exit now.
+    expect(m.written.failed).toBe(INTERRUPTED_NOTE);
+    await handled;
+    expect(provider.asked).toEqual([]);
+  });
+
   it("tells the user in a sentence when the store fails before the answer starts", async () => {
     await store.close();
     const m = inbound("s1", "hello");

@@ -61,6 +61,8 @@ const SETTLE_AFTER_ABORT_MS = 5_000;
 /** Dedupe, per-thread queue, session load, run the agent, drive the Reply. Shared by every adapter. */
 export class Dispatcher implements TurnRunner {
   private readonly inFlight = new Set<InFlight>();
+  /** Messages being checked (access, duplicates) before they are queued or refused. */
+  private readonly accepting = new Set<Promise<unknown>>();
   /** Messages that arrived while stopping, being handed over or noted. */
   private readonly refusals = new Set<Promise<void>>();
   /** Titles and compressions running after their turn, outside the thread's lock. */
@@ -123,18 +125,28 @@ export class Dispatcher implements TurnRunner {
   }
 
   async handle(inbound: Inbound): Promise<void> {
+    // A message is the drain's from its first step: one still being checked for duplicates
+    // when the process begins to stop is handed over (or noted) like a queued one, not lost.
+    const checking = this.accept(inbound);
+    this.accepting.add(checking);
+    const accepted = await checking.finally(() => this.accepting.delete(checking));
+    if (accepted) await this.dispatch(accepted);
+  }
+
+  /** The message to answer (a `/prompt` expanded), or undefined when it is refused, answered or a copy. */
+  private async accept(inbound: Inbound): Promise<Inbound | undefined> {
     // Before anything is stored or sent anywhere: a refused message leaves no trace but a log line.
     const admitted = this.admit(inbound);
     if (admitted !== "yes") {
       if (admitted === "tell") await inbound.reply.notice(REFUSED_NOTE).catch(() => undefined);
-      return;
+      return undefined;
     }
     // `/prompt …` written as a message (Slack threads and the assistant pane take no slash commands).
     if (PROMPT_MESSAGE.test(inbound.text)) {
       const outcome = await this.prompt(inbound.text.replace(PROMPT_MESSAGE, ""));
       if ("say" in outcome) {
         await inbound.reply.notice(outcome.say).catch(() => undefined);
-        return;
+        return undefined;
       }
       inbound = { ...inbound, text: outcome.ask };
     }
@@ -145,14 +157,18 @@ export class Dispatcher implements TurnRunner {
       );
       if (sightings.some((first) => !first)) {
         log.debug({ id: inbound.id, key: inbound.key }, "duplicate event dropped");
-        return;
+        return undefined;
       }
       inbound.onAccepted?.();
+      return inbound;
     } catch (err) {
       log.error({ err, key: inbound.key }, "could not check the event for duplicates");
       await inbound.reply.notice(toUserFacing(err).message).catch(() => undefined);
-      return;
+      return undefined;
     }
+  }
+
+  private async dispatch(inbound: Inbound): Promise<void> {
     if (this.stopping) {
       // Drained like a turn: the process does not exit before it is handed over or noted.
       const refusal = this.refuse(inbound);
@@ -343,6 +359,12 @@ export class Dispatcher implements TurnRunner {
     // Asked before the first message is refused: one that arrives now goes to the others.
     this.handingOver = (await lock.others().catch(() => [])).length > 0;
     this.stopping = true;
+    // Each is queued or refused once checked (from now on refused, and waited for below);
+    // a check stuck on a store that does not answer holds the stop no longer than the grace.
+    const checked = (async () => {
+      while (this.accepting.size > 0) await Promise.allSettled([...this.accepting]);
+    })();
+    await Promise.race([checked, sleep(graceMs, undefined, { ref: false })]);
     const all = () => Promise.all([...this.inFlight].map((t) => t.done));
     const grace = new AbortController();
     this.takeovers.close();

@@ -55,3 +55,40 @@ describe("Slack events: the :eyes: acknowledgement", () => {
     expect(emu.api.calls.filter((c) => c.method === "reactions.remove")).toHaveLength(1);
   });
 });
+
+describe("Slack events: a stopping adapter", () => {
+  it("waits for a follow-up still being looked up before it says all is handed over", async () => {
+    emu = await SlackEmulator.start();
+    const web = new ReportingWebClient(emu.botToken, {
+      slackApiUrl: emu.apiUrl,
+      retryConfig: { retries: 0 },
+    });
+    // Whether the bot knows the thread takes a store read; under load it takes a while.
+    const runner = new (class extends ScriptedRunner {
+      override async knows(): Promise<boolean> {
+        await new Promise((r) => setTimeout(r, 150));
+        return true;
+      }
+    })();
+    runner.script = async () => undefined;
+    const events = new SlackEvents({
+      runner,
+      config: configSchema.parse({}),
+      token: emu.botToken,
+      identity: () => ({ teamId: TEAM_ID, botUserId: BOT_USER_ID, botId: BOT_ID }),
+      writes: web,
+      reads: web,
+      scheduler: web.scheduler,
+      state: (await adapterState()).state,
+    });
+    const root = emu.state.addMessage({ channel: "C1", user: "U_ALICE", text: "hello" });
+    const m = emu.state.addMessage({ channel: "C1", user: "U_ALICE", text: "and then?", thread_ts: root.ts });
+    const delivered = events.onMessage(
+      { type: "message", channel: "C1", user: "U_ALICE", text: "and then?", ts: m.ts, thread_ts: root.ts },
+      "EvFollow",
+    );
+    await events.handedOver();
+    expect(runner.inbounds.map((i) => i.text)).toEqual(["and then?"]);
+    await delivered;
+  });
+});

@@ -195,6 +195,16 @@ export class SlackEvents {
   }
 
   async onMessage(e: SlackMessageEvent, eventId: string): Promise<void> {
+    // Bolt acknowledged the event before this ran: from here a stopping adapter waits for it.
+    const handed = this.arrive();
+    try {
+      await this.route(e, eventId, handed);
+    } finally {
+      handed();
+    }
+  }
+
+  private async route(e: SlackMessageEvent, eventId: string, handed: () => void): Promise<void> {
     const me = this.deps.identity();
     const r = route(e, me, { allowBots: this.deps.config.slack.allowBots });
     if (r.kind === "ignore") {
@@ -214,18 +224,21 @@ export class SlackEvents {
         .set(lastThreadKey(e.channel, e.user), key, REMEMBER_MS)
         .catch((err: unknown) => log.warn({ err }, "last thread not remembered"));
     }
-    await this.turn({
-      eventId,
-      team,
-      key,
-      channel: e.channel,
-      ts: e.ts,
-      threadRoot: r.threadRoot,
-      author: e.user ?? e.bot_id ?? "unknown",
-      text: fromSlackText(e.text ?? "", me.botUserId, this.names),
-      files: e.files,
-      withHistory: r.midThread && r.kind !== "follow",
-    });
+    await this.turn(
+      {
+        eventId,
+        team,
+        key,
+        channel: e.channel,
+        ts: e.ts,
+        threadRoot: r.threadRoot,
+        author: e.user ?? e.bot_id ?? "unknown",
+        text: fromSlackText(e.text ?? "", me.botUserId, this.names),
+        files: e.files,
+        withHistory: r.midThread && r.kind !== "follow",
+      },
+      handed,
+    );
   }
 
   /** The thread a user last talked to the bot in, in a channel (slash commands have no thread). */
@@ -233,19 +246,24 @@ export class SlackEvents {
     return this.deps.state.get<ThreadKey>(lastThreadKey(channel, user));
   }
 
-  /** One message to answer: acknowledge it, hand it to the runner, clear the acknowledgement. */
   /** Resolves once every message delivered so far is with the runner (or was dropped). */
   async handedOver(): Promise<void> {
     while (this.arriving.size > 0) await Promise.all([...this.arriving]);
   }
 
-  async turn(t: TurnInput): Promise<void> {
+  /** One more message on its way to the runner; the returned function says it got there (or was dropped). */
+  private arrive(): () => void {
     let handed!: () => void;
     const arrival = new Promise<void>((resolve) => {
       handed = resolve;
     });
     this.arriving.add(arrival);
     void arrival.then(() => this.arriving.delete(arrival));
+    return handed;
+  }
+
+  /** One message to answer: acknowledge it, hand it to the runner, clear the acknowledgement. */
+  async turn(t: TurnInput, handed = this.arrive()): Promise<void> {
     try {
       await this.answer(t, handed);
     } finally {
