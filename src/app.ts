@@ -9,8 +9,10 @@ import { McpHub } from "./mcp/hub.js";
 import { loadMcpConfig, type ServerConfig } from "./mcp/servers.js";
 import { type HealthServer, startHealthServer } from "./ops/health.js";
 import { Metrics } from "./ops/metrics.js";
+import { Budgets } from "./runtime/budgets.js";
 import type { Adapter, AdapterDeps } from "./runtime/contract.js";
 import { Dispatcher } from "./runtime/dispatcher.js";
+import { Meter, type UsageListener } from "./runtime/metering.js";
 import type { TurnObserver } from "./runtime/turn-log.js";
 import { ApprovalBook } from "./store/approvals.js";
 import { createDedupe } from "./store/dedupe.js";
@@ -19,11 +21,14 @@ import { createThreadLock } from "./store/locks.js";
 import { SessionRepository } from "./store/sessions.js";
 import { createState } from "./store/state.js";
 import { TurnLedger } from "./store/turns.js";
+import { UsageLedger } from "./store/usage.js";
 
 export interface CoreOptions {
   env?: NodeJS.ProcessEnv;
   cwd?: string;
   observer?: TurnObserver;
+  /** Told of every model call's tokens and cost (the Prometheus counters). */
+  onUsage?: UsageListener;
   /** Wraps every provider (benchmarks time the model with it). */
   wrapProvider?: (p: Provider) => Provider;
   /** The configuration, when the caller has loaded it already. */
@@ -63,10 +68,11 @@ export async function buildCore(opts: CoreOptions = {}): Promise<Core> {
   const servers = loadMcpConfig(loaded.mcpConfigFile, env);
   registerServerSecrets(servers);
   const providers = new Map<string, Provider>();
+  const meter = new Meter(config.usage.prices, opts.onUsage);
   const providerForModel = (model: string): Provider => {
     let p = providers.get(model);
     if (!p) {
-      p = providerFor(config, secrets, model);
+      p = meter.wrap(providerFor(config, secrets, model));
       if (opts.wrapProvider) p = opts.wrapProvider(p);
       providers.set(model, p);
     }
@@ -78,8 +84,13 @@ export async function buildCore(opts: CoreOptions = {}): Promise<Core> {
   const store = await openStore(loaded.storeUrl);
   const hub = await McpHub.start(servers, { ...config.mcp });
   const sessions = new SessionRepository(store);
+  const usage = new UsageLedger(store);
+  meter.keepIn(usage);
   const agent = new Agent({ config, hub, providerFor: providerForModel, sessions });
   const dispatcher = new Dispatcher({
+    meter,
+    budgets: new Budgets(config, usage),
+    usage,
     agent,
     sessions,
     ledger: new TurnLedger(store),
@@ -144,7 +155,12 @@ export interface App extends Core {
 export async function startApp(opts: CoreOptions = {}): Promise<App> {
   const loaded = opts.loaded ?? loadConfig(opts.env ?? process.env, opts.cwd ?? process.cwd());
   const metrics = new Metrics(loaded.config.llm.provider);
-  const core = await buildCore({ ...opts, loaded, observer: opts.observer ?? metrics.observer() });
+  const core = await buildCore({
+    ...opts,
+    loaded,
+    observer: opts.observer ?? metrics.observer(),
+    onUsage: (model, usage, cost) => metrics.usage(model, usage, cost),
+  });
   const { config, secrets } = core.loaded;
   metrics.watchHub(core.hub);
   metrics.watchQueues(() => core.dispatcher.queueStats());

@@ -25,6 +25,14 @@ const channelPrompt = z
 const platformName = z.enum(["slack", "discord", "console"]);
 
 /** One override of the default approval policy; the most specific matching rule wins. */
+/** A daily cap: input and output tokens together, or US dollars (of models with a price), or both. */
+const budgetCap = z
+  .object({ tokens: z.number().int().positive().optional(), cost: z.number().positive().optional() })
+  .strict()
+  .refine((b) => b.tokens !== undefined || b.cost !== undefined, {
+    message: "a budget needs tokens, cost or both",
+  });
+
 const approvalRule = z
   .object({
     /** An MCP server's name as in mcp.json, or "*" for every server. */
@@ -121,6 +129,23 @@ export const configSchema = z
         dm: z.enum(["open", "allowlist", "off"]).default("open"),
         /** People (user ids) who may run the operators' commands in chat (`reconnect`); the terminal always may. */
         admins: z.array(z.string().min(1)).default([]),
+      })
+      .strict()
+      .prefault({}),
+    usage: z
+      .object({
+        /** US dollars per million tokens, by model id (or the start of one); added to the built-in list. */
+        prices: z
+          .record(
+            z.string().min(1),
+            z.object({ input: z.number().min(0), output: z.number().min(0) }).strict(),
+          )
+          .default({}),
+        /** Daily caps (reset at 00:00 UTC) per person and per channel; absent: no cap. */
+        budgets: z
+          .object({ perUser: budgetCap.optional(), perChannel: budgetCap.optional() })
+          .strict()
+          .prefault({}),
       })
       .strict()
       .prefault({}),

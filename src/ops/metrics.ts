@@ -1,5 +1,6 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 import type { AgentEvent } from "../core/events.js";
+import type { Usage } from "../core/messages.js";
 import type { ToolHub } from "../mcp/types.js";
 import type { Inbound } from "../runtime/contract.js";
 import type { TurnObserver } from "../runtime/turn-log.js";
@@ -34,6 +35,18 @@ export class Metrics {
     name: "switchboard_llm_tokens_total",
     help: "LLM tokens, by provider and direction (in = prompt, out = completion).",
     labelNames: ["provider", "direction"],
+    registers: [this.registry],
+  });
+  readonly modelTokens = new Counter({
+    name: "switchboard_llm_model_tokens_total",
+    help: "LLM tokens of every model call (answers, tool steps, titles, summaries), by model and direction.",
+    labelNames: ["model", "direction"],
+    registers: [this.registry],
+  });
+  readonly cost = new Counter({
+    name: "switchboard_llm_cost_dollars_total",
+    help: "What the model calls cost in US dollars, by model (models with a price in the price table).",
+    labelNames: ["model"],
     registers: [this.registry],
   });
   readonly llmErrors = new Counter({
@@ -111,6 +124,13 @@ export class Metrics {
   async render(): Promise<string> {
     for (const c of this.collectors) c();
     return this.registry.metrics();
+  }
+
+  /** One model call's tokens and cost (see Meter). */
+  usage(model: string, usage: Usage, cost: number | undefined): void {
+    this.modelTokens.inc({ model, direction: "in" }, usage.inputTokens);
+    this.modelTokens.inc({ model, direction: "out" }, usage.outputTokens);
+    if (cost !== undefined) this.cost.inc({ model }, cost);
   }
 
   /** Counts a platform API failure; adapters call it (via `Metrics.current`). */

@@ -7,7 +7,9 @@ import type { ServerStatus, ToolHub } from "../mcp/types.js";
 import { seconds } from "../signals.js";
 import type { ThreadLock } from "../store/locks.js";
 import type { SessionRepository } from "../store/sessions.js";
+import type { UsageLedger } from "../store/usage.js";
 import { expandPrompt, listPrompts } from "./prompts.js";
+import { everyonesUsage, ownUsage } from "./usage-report.js";
 
 /** One use of a catalog command, from any platform. */
 export interface Command {
@@ -29,6 +31,8 @@ export interface CommandDeps {
   lock: ThreadLock;
   hub: ToolHub;
   config: Config;
+  /** Model usage as recorded (the usage command). */
+  usage?: UsageLedger;
   /** Stops the thread's answer in progress; the sentence says what happened. */
   stopTurn?(key: ThreadKey, by: { id: string; name?: string }): Promise<string>;
 }
@@ -204,6 +208,27 @@ const CATALOG = [
           return "There is nothing to title yet: ask me something first.";
         return `New title: ${await agent.title(session)}`;
       }),
+  },
+  {
+    name: "usage",
+    help: "your model usage and cost today and this week; admins: usage all for everyone's today",
+    argument: {
+      name: "scope",
+      description: "all: everyone's usage today, by person and channel (admins)",
+      required: false,
+    },
+    thread: "never",
+    async run(cmd, { usage, config }) {
+      if (!usage) return "This bot does not record usage.";
+      if (cmd.arg?.trim().toLowerCase() === "all") {
+        if (cmd.platform !== "console" && !config.access.admins.includes(cmd.user.id))
+          return "Only admins can see everyone's usage. Ask one, or have your user id added to access.admins in the config.";
+        return everyonesUsage(usage);
+      }
+      if (cmd.arg?.trim())
+        return `I do not know the usage scope "${cmd.arg.trim()}". Leave it out for yours, or use all (admins).`;
+      return ownUsage(usage, config, { platform: cmd.platform, user: cmd.user.id, key: cmd.key });
+    },
   },
   {
     name: "help",

@@ -10,20 +10,21 @@ import type { Dedupe } from "../store/dedupe.js";
 import type { Held, ThreadLock } from "../store/locks.js";
 import type { Session, SessionRepository } from "../store/sessions.js";
 import type { TurnLedger, TurnRecord } from "../store/turns.js";
+import type { Payer, UsageLedger } from "../store/usage.js";
 import { Access, commandOrigin, originOf, REFUSED_NOTE } from "./access.js";
 import { runAfterTurn } from "./after-turn.js";
 import { ApprovalDesk } from "./approvals/desk.js";
+import type { Budgets } from "./budgets.js";
 import { runCommand } from "./commands.js";
 import type { Adapter, Command, Inbound, Interaction, Reply, TurnRunner } from "./contract.js";
+import { accept } from "./intake.js";
 import { routeInteraction } from "./interactions.js";
+import type { Meter } from "./metering.js";
 import { expandPrompt, type PromptOutcome } from "./prompts.js";
 import { type RunningTurn, RunningTurns } from "./stops.js";
 import { Takeovers } from "./takeover.js";
 import { resumeTurn, runTurn, type TurnDeps, type TurnHooks, type TurnResult, takeOverTurn } from "./turn.js";
 import { logTurn, type TurnObserver } from "./turn-log.js";
-
-/** A message that is a `/prompt` command. */
-const PROMPT_MESSAGE = /^\/prompt\s+/;
 
 export const INTERRUPTED_NOTE = "Interrupted by a restart; ask again.";
 
@@ -38,6 +39,12 @@ export interface DispatcherDeps {
   /** Tool approvals waiting for people (see runtime/approvals). */
   approvals: ApprovalBook;
   observer?: TurnObserver;
+  /** Charges each turn's model calls to its asker (usage and cost); none in unit tests. */
+  meter?: Meter;
+  /** Daily caps checked before a turn asks the model. */
+  budgets?: Budgets;
+  /** Recorded usage, for the usage command. */
+  usage?: UsageLedger;
 }
 
 interface InFlight {
@@ -127,45 +134,10 @@ export class Dispatcher implements TurnRunner {
   async handle(inbound: Inbound): Promise<void> {
     // A message is the drain's from its first step: one still being checked for duplicates
     // when the process begins to stop is handed over (or noted) like a queued one, not lost.
-    const checking = this.accept(inbound);
+    const checking = accept(inbound, this);
     this.accepting.add(checking);
     const accepted = await checking.finally(() => this.accepting.delete(checking));
     if (accepted) await this.dispatch(accepted);
-  }
-
-  /** The message to answer (a `/prompt` expanded), or undefined when it is refused, answered or a copy. */
-  private async accept(inbound: Inbound): Promise<Inbound | undefined> {
-    // Before anything is stored or sent anywhere: a refused message leaves no trace but a log line.
-    const admitted = this.admit(inbound);
-    if (admitted !== "yes") {
-      if (admitted === "tell") await inbound.reply.notice(REFUSED_NOTE).catch(() => undefined);
-      return undefined;
-    }
-    // `/prompt …` written as a message (Slack threads and the assistant pane take no slash commands).
-    if (PROMPT_MESSAGE.test(inbound.text)) {
-      const outcome = await this.prompt(inbound.text.replace(PROMPT_MESSAGE, ""));
-      if ("say" in outcome) {
-        await inbound.reply.notice(outcome.say).catch(() => undefined);
-        return undefined;
-      }
-      inbound = { ...inbound, text: outcome.ask };
-    }
-    try {
-      // Every id of the message is marked, so whichever copy arrives first wins.
-      const sightings = await Promise.all(
-        [inbound.id, ...(inbound.aliases ?? [])].map((id) => this.firstSight(id)),
-      );
-      if (sightings.some((first) => !first)) {
-        log.debug({ id: inbound.id, key: inbound.key }, "duplicate event dropped");
-        return undefined;
-      }
-      inbound.onAccepted?.();
-      return inbound;
-    } catch (err) {
-      log.error({ err, key: inbound.key }, "could not check the event for duplicates");
-      await inbound.reply.notice(toUserFacing(err).message).catch(() => undefined);
-      return undefined;
-    }
   }
 
   private async dispatch(inbound: Inbound): Promise<void> {
@@ -278,8 +250,11 @@ export class Dispatcher implements TurnRunner {
     const turn: RunningTurn = { controller, asker: asked.user, place };
     const running = this.running.track(key, turn);
     reply.offerStop?.(running.ref);
-    const result = await run(controller.signal, this.hooksFor(turn, controller)).finally(running.done);
-    this.finished(key, reply, result, Date.now() - started);
+    const payer = { platform: place.platform, user: asked.user.id, channel: asked.channel, key };
+    const result = await this.charged(payer, () =>
+      run(controller.signal, this.hooksFor(turn, controller)),
+    ).finally(running.done);
+    this.finished(payer, reply, result, Date.now() - started);
   }
 
   /**
@@ -302,6 +277,11 @@ export class Dispatcher implements TurnRunner {
       .catch((err: unknown) => log.error({ err, key }, "a stored turn could not go on"))
       .finally(() => this.inFlight.delete(entry));
     return entry.done;
+  }
+
+  /** Work whose model calls (and those of the title and summary it starts) are charged to `payer`. */
+  private charged<T>(payer: Payer, work: () => Promise<T>): Promise<T> {
+    return this.deps.meter ? this.deps.meter.within(payer, work) : work();
   }
 
   /** A turn's lock, as it holds it: losing the lock stops the turn. */
@@ -341,10 +321,13 @@ export class Dispatcher implements TurnRunner {
 
   async command(cmd: Command): Promise<string> {
     if (cmd.platform !== "console" && !this.access.admits(commandOrigin(cmd))) return REFUSED_NOTE;
-    return runCommand(cmd, {
-      ...this.deps,
-      stopTurn: async (key, by) => (await this.stop(key, by)) || "Stopped.",
-    });
+    const payer = { platform: cmd.platform, user: cmd.user.id, channel: cmd.channel ?? "", key: cmd.key };
+    return this.charged(payer, () =>
+      runCommand(cmd, {
+        ...this.deps,
+        stopTurn: async (key, by) => (await this.stop(key, by)) || "Stopped.",
+      }),
+    );
   }
 
   /**
@@ -439,36 +422,50 @@ export class Dispatcher implements TurnRunner {
     };
     // A turn this thread's last process left unfinished is finished first, in its own reply.
     const known = await this.takeovers.settleBefore(inbound.key, controller);
+    const payer = {
+      platform: inbound.platform,
+      user: inbound.user.id,
+      channel: inbound.channel,
+      key: inbound.key,
+    };
+    const refusal = await this.deps.budgets?.refusal(payer);
+    if (refusal) {
+      log.info({ key: inbound.key, user: inbound.user.id }, "turn refused: over its daily budget");
+      await inbound.reply.notice(refusal).catch(() => undefined);
+      return;
+    }
     const running = this.running.track(inbound.key, turn);
     inbound.reply.offerStop?.(running.ref);
-    const result = await runTurn(
-      inbound,
-      this.turnDeps,
-      controller.signal,
-      {
-        firstVisible: (ms) => observer?.firstVisible?.(inbound, ms),
-        ...this.hooksFor(turn, controller),
-      },
-      known,
+    const result = await this.charged(payer, () =>
+      runTurn(
+        inbound,
+        this.turnDeps,
+        controller.signal,
+        {
+          firstVisible: (ms) => observer?.firstVisible?.(inbound, ms),
+          ...this.hooksFor(turn, controller),
+        },
+        known,
+      ),
     ).finally(running.done);
     const ms = Date.now() - started;
     observer?.turnEnded?.(inbound, result.outcome, ms, result.events);
-    this.finished(inbound.key, inbound.reply, result, ms);
+    this.finished(payer, inbound.reply, result, ms);
   }
 
-  private finished(key: ThreadKey, reply: Reply, result: TurnResult, ms: number): void {
-    logTurn(key, result, ms);
-    if (result.session && result.outcome === "ok") this.afterTurn(result.session, reply);
+  private finished(payer: Payer, reply: Reply, result: TurnResult, ms: number): void {
+    logTurn(payer.key, result, ms);
+    if (result.session && result.outcome === "ok") this.afterTurn(result.session, reply, payer);
   }
 
   /** Title and compression run outside the lock: the thread's next message never waits for them. */
-  private afterTurn(session: Session, reply: Reply): void {
+  private afterTurn(session: Session, reply: Reply, payer: Payer): void {
     // One job per thread at a time: a turn that ends while the last one's title is still
     // being made would only ask the model for the same title again.
     if (this.stopping || this.afterTurns.has(session.key)) return;
     const controller = new AbortController();
     const job: InFlight = { controller, done: Promise.resolve() };
-    job.done = runAfterTurn(session, reply, this.deps, controller.signal)
+    job.done = this.charged(payer, () => runAfterTurn(session, reply, this.deps, controller.signal))
       .catch((err: unknown) => log.warn({ err, key: session.key }, "after-turn work failed"))
       .finally(() => this.afterTurns.delete(session.key));
     this.afterTurns.set(session.key, job);

@@ -28,6 +28,7 @@ describe("Discord adapter: slash commands", () => {
       "summary",
       "title",
       "tools",
+      "usage",
     ]);
     expect(h.emulator.state.commands.global).toEqual([]);
   });

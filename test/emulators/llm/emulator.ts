@@ -227,6 +227,7 @@ export class LlmEmulator {
       return write(res, recorded, plan, turn.cut.afterChars);
     }
     const plan = planReply(turn, recorded, idPrefix);
+    recorded.reported = plan.usage;
     return protocol === "openai"
       ? writeOpenAiReply(res, recorded, plan)
       : writeAnthropicReply(res, recorded, plan);

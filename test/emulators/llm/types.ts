@@ -53,6 +53,8 @@ export interface RecordedRequest {
   /** When the request arrived, and when its response ended (ms since the epoch). */
   receivedAt?: number;
   endedAt?: number;
+  /** The token counts the response reports (a complete answer; not errors or cut streams). */
+  reported?: { input: number; output: number };
 }
 
 export type Responder = (req: RecordedRequest) => ScriptedTurn | Promise<ScriptedTurn>;

@@ -1,0 +1,75 @@
+import type { Config } from "../config.js";
+import { log } from "../log.js";
+import { dayOf, type Payer, type UsageLedger, type UsageTotals } from "../store/usage.js";
+
+type Cap = NonNullable<Config["usage"]["budgets"]["perUser"]>;
+
+/** "3 h 12 min", "12 min", "under a minute". */
+export function untilText(ms: number): string {
+  const minutes = Math.floor(ms / 60_000);
+  if (minutes < 1) return "under a minute";
+  const h = Math.floor(minutes / 60);
+  const m = minutes % 60;
+  return h > 0 ? `${h} h ${m} min` : `${m} min`;
+}
+
+export const tokensText = (n: number): string => `${n.toLocaleString("en-US")} tokens`;
+export const dollarsText = (n: number): string => `$${n.toFixed(n < 1 ? 4 : 2)}`;
+
+/** What of a cap is spent, as a sentence part: "50,000 tokens (50,210 used)", or undefined when within it. */
+function overspent(cap: Cap, used: UsageTotals): string | undefined {
+  const tokens = used.inputTokens + used.outputTokens;
+  if (cap.tokens !== undefined && tokens >= cap.tokens)
+    return `${tokensText(cap.tokens)} (${tokensText(tokens)} used)`;
+  if (cap.cost !== undefined && used.cost >= cap.cost)
+    return `${dollarsText(cap.cost)} (${dollarsText(used.cost)} used)`;
+  return undefined;
+}
+
+/**
+ * The daily caps of `usage.budgets`: checked before a turn asks the model anything. A
+ * turn that would start over a cap is answered with a sentence saying which cap, and
+ * when it resets, instead. The terminal is the operator's and has no cap. When the
+ * store cannot be read the turn goes on (it needs the store anyway and will say so).
+ */
+export class Budgets {
+  constructor(
+    private readonly config: Config,
+    private readonly ledger: UsageLedger,
+  ) {}
+
+  get enabled(): boolean {
+    const { perUser, perChannel } = this.config.usage.budgets;
+    return perUser !== undefined || perChannel !== undefined;
+  }
+
+  async refusal(payer: Payer, now = Date.now()): Promise<string | undefined> {
+    if (!this.enabled || payer.platform === "console") return undefined;
+    const { perUser, perChannel } = this.config.usage.budgets;
+    const day = dayOf(now);
+    try {
+      const [mine, channel] = await Promise.all([
+        perUser ? this.ledger.totals({ user: payer.user, platform: payer.platform }, day) : undefined,
+        perChannel
+          ? this.ledger.totals({ channel: payer.channel, platform: payer.platform }, day)
+          : undefined,
+      ]);
+      const resets = `It resets at 00:00 UTC, in ${untilText(nextMidnight(now) - now)}.`;
+      const userOver = perUser && mine ? overspent(perUser, mine) : undefined;
+      if (userOver)
+        return `You have used your daily budget of ${userOver}, so I will not ask the model for now. ${resets}`;
+      const channelOver = perChannel && channel ? overspent(perChannel, channel) : undefined;
+      if (channelOver)
+        return `This channel has used its daily budget of ${channelOver}, so I will not ask the model here for now. ${resets} An admin can raise usage.budgets.perChannel in the config.`;
+      return undefined;
+    } catch (err) {
+      log.warn({ err, key: payer.key }, "budgets not checked: the store did not answer");
+      return undefined;
+    }
+  }
+}
+
+function nextMidnight(now: number): number {
+  const d = new Date(now);
+  return Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate() + 1);
+}

@@ -1,0 +1,53 @@
+import { toUserFacing } from "../core/errors.js";
+import { log } from "../log.js";
+import { REFUSED_NOTE } from "./access.js";
+import type { Inbound } from "./contract.js";
+import type { PromptOutcome } from "./prompts.js";
+
+/** A message that is a `/prompt` command. */
+const PROMPT_MESSAGE = /^\/prompt\s+/;
+
+export interface IntakeChecks {
+  admit(inbound: Inbound): "yes" | "tell" | "silent";
+  prompt(text: string): Promise<PromptOutcome>;
+  firstSight(id: string): Promise<boolean>;
+}
+
+/**
+ * What a message must pass before it is queued: the access lists, a `/prompt` written as
+ * a message (expanded), and the duplicate check over every id it has. Undefined when it
+ * is refused, answered here already (a prompt's sentence) or a copy of one already taken.
+ */
+export async function accept(inbound: Inbound, checks: IntakeChecks): Promise<Inbound | undefined> {
+  // Before anything is stored or sent anywhere: a refused message leaves no trace but a log line.
+  const admitted = checks.admit(inbound);
+  if (admitted !== "yes") {
+    if (admitted === "tell") await inbound.reply.notice(REFUSED_NOTE).catch(() => undefined);
+    return undefined;
+  }
+  // `/prompt …` written as a message (Slack threads and the assistant pane take no slash commands).
+  if (PROMPT_MESSAGE.test(inbound.text)) {
+    const outcome = await checks.prompt(inbound.text.replace(PROMPT_MESSAGE, ""));
+    if ("say" in outcome) {
+      await inbound.reply.notice(outcome.say).catch(() => undefined);
+      return undefined;
+    }
+    inbound = { ...inbound, text: outcome.ask };
+  }
+  try {
+    // Every id of the message is marked, so whichever copy arrives first wins.
+    const sightings = await Promise.all(
+      [inbound.id, ...(inbound.aliases ?? [])].map((id) => checks.firstSight(id)),
+    );
+    if (sightings.some((first) => !first)) {
+      log.debug({ id: inbound.id, key: inbound.key }, "duplicate event dropped");
+      return undefined;
+    }
+    inbound.onAccepted?.();
+    return inbound;
+  } catch (err) {
+    log.error({ err, key: inbound.key }, "could not check the event for duplicates");
+    await inbound.reply.notice(toUserFacing(err).message).catch(() => undefined);
+    return undefined;
+  }
+}
