@@ -93,10 +93,15 @@ export class LocalBudgets implements BudgetBook {
     return b;
   }
 
+  /** A bucket's limit as known now: documented, or learned from a 429 here or in another process. */
+  protected limitFor(key: string): BucketLimit | undefined {
+    return this.policy.limitOf(key, (this.buckets.get(key)?.learned ?? false) || this.extra(key).learned);
+  }
+
   wait(key: string, reserve: number, now: number): number {
     const b = this.buckets.get(key);
     const others = this.extra(key);
-    const limit = this.policy.limitOf(key, (b?.learned ?? false) || others.learned);
+    const limit = this.limitFor(key);
     const usable = limit ? limit.capacity - Math.floor(limit.capacity * reserve) : Number.POSITIVE_INFINITY;
     if (usable < 1) return Number.POSITIVE_INFINITY;
     if (!b && others === NOTHING) return 0;

@@ -90,6 +90,24 @@ describeEachStore("write budgets shared by replicas on %s", (kind) => {
     expect(b.wait("edits", 0, now + 6_000)).toBe(4_000);
   });
 
+  it("splits a limit learned from one replica's 429 between the replicas, as it does a known one", async () => {
+    const [a, b] = await replicas();
+    const c = new SharedBudgets(policy, createState(await stores.open()), "test");
+    open.push(c);
+    for (const r of [a, b, c]) r.spend(["unlimited"], Date.now());
+    const start = Date.now();
+    // a met a 429 on "edits", paused for a moment: 3 per 10 s from now on, for all three.
+    a.pause("edits", 1, start);
+    for (const r of [a, b, c, a, b, c]) await r.sync();
+    const now = Date.now() + 5;
+    // A burst reaching all three at once: one edit each before anyone hears of the others.
+    for (const r of [a, b, c]) {
+      expect(r.wait("edits", 0, now)).toBe(0);
+      r.spend(["edits"], now);
+      expect(r.wait("edits", 0, now)).toBeGreaterThan(0);
+    }
+  });
+
   it("learns that a wide bucket is spent from 429s met in two replicas, as one replica would from two", async () => {
     const [a, b] = await replicas();
     const now = Date.now();

@@ -78,7 +78,7 @@ export class SharedBudgets extends LocalBudgets {
     const wait = super.wait(key, reserve, now);
     const mine = this.unsynced.get(key) ?? 0;
     if (wait > 0 || this.sharing <= 1 || mine === 0) return wait;
-    const allowance = this.allowance.get(key) ?? this.share(this.policy.limitOf(key, false)?.capacity);
+    const allowance = this.allowance.get(key) ?? this.share(this.limitFor(key)?.capacity);
     if (allowance === undefined || mine < allowance) return 0;
     return Math.max(1, this.nextSync - now);
   }
@@ -169,12 +169,15 @@ export class SharedBudgets extends LocalBudgets {
     this.allowance = this.allowances(now);
   }
 
-  /** Each known budget's share for this process until the next sync: what is left in its window, split. */
+  /**
+   * Each known budget's share for this process until the next sync: what is left in its
+   * window, split. A limit learned from a 429 (here or by another replica) is known too.
+   */
   private allowances(now: number): Map<string, number> {
     const out = new Map<string, number>();
     const own = new Map(this.own());
     for (const key of new Set([...own.keys(), ...this.others.keys()])) {
-      const limit = this.policy.limitOf(key, false);
+      const limit = this.limitFor(key);
       if (!limit) continue;
       const inWindow = (at: number) => at + limit.windowMs > now;
       const mine = own.get(key)?.sent.filter(inWindow).length ?? 0;
