@@ -21,6 +21,7 @@ const BENCHES: Array<{ file: string; title: string }> = [
   { file: "load.bench.ts", title: "Load: many conversations at once" },
   { file: "replicas.bench.ts", title: "Replicas on Redis" },
   { file: "replicas-load.bench.ts", title: "Replicas under load" },
+  { file: "tracing.bench.ts", title: "Tracing's cost" },
 ];
 
 const dir = import.meta.dirname;

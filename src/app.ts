@@ -9,6 +9,8 @@ import { McpHub } from "./mcp/hub.js";
 import { loadMcpConfig, type ServerConfig } from "./mcp/servers.js";
 import { type HealthServer, startHealthServer } from "./ops/health.js";
 import { Metrics } from "./ops/metrics.js";
+import { tracedProvider } from "./ops/traced-provider.js";
+import { startTracing } from "./ops/tracing.js";
 import { Budgets } from "./runtime/budgets.js";
 import type { Adapter, AdapterDeps } from "./runtime/contract.js";
 import { Dispatcher } from "./runtime/dispatcher.js";
@@ -72,7 +74,7 @@ export async function buildCore(opts: CoreOptions = {}): Promise<Core> {
   const providerForModel = (model: string): Provider => {
     let p = providers.get(model);
     if (!p) {
-      p = meter.wrap(providerFor(config, secrets, model));
+      p = meter.wrap(tracedProvider(providerFor(config, secrets, model)));
       if (opts.wrapProvider) p = opts.wrapProvider(p);
       providers.set(model, p);
     }
@@ -82,7 +84,9 @@ export async function buildCore(opts: CoreOptions = {}): Promise<Core> {
   providerForModel(config.llm.model);
 
   const store = await openStore(loaded.storeUrl);
-  const hub = await McpHub.start(servers, { ...config.mcp });
+  const hub = await McpHub.start(servers, { ...config.mcp, traceContent: config.tracing.toolContent });
+  // Before the first span (the first turn): with no OTLP endpoint set, nothing is created.
+  const tracing = startTracing(env);
   const sessions = new SessionRepository(store);
   const usage = new UsageLedger(store);
   meter.keepIn(usage);
@@ -116,6 +120,7 @@ export async function buildCore(opts: CoreOptions = {}): Promise<Core> {
     async close() {
       await hub.close();
       await store.close();
+      await tracing?.shutdown();
     },
   };
 }

@@ -132,6 +132,16 @@ export const configSchema = z
       })
       .strict()
       .prefault({}),
+    tracing: z
+      .object({
+        /**
+         * Tool spans carry each call's arguments and result (secrets scrubbed, cut to 4,000
+         * characters). Off by default: they may hold what people asked for.
+         */
+        toolContent: z.boolean().default(false),
+      })
+      .strict()
+      .prefault({}),
     usage: z
       .object({
         /** US dollars per million tokens, by model id (or the start of one); added to the built-in list. */

@@ -1,6 +1,8 @@
 import type { Tool } from "@modelcontextprotocol/sdk/types.js";
+import { SpanStatusCode } from "@opentelemetry/api";
 import { SwitchboardError } from "../core/errors.js";
-import { log } from "../log.js";
+import { log, scrub } from "../log.js";
+import { GEN_AI, inSpan } from "../ops/tracing.js";
 import { ServerConnection } from "./connection.js";
 import { ToolNameMap } from "./names.js";
 import { toModelResult } from "./results.js";
@@ -23,7 +25,12 @@ export interface HubOptions {
   blockedServers: readonly string[];
   maxRestarts: number;
   clientInfo?: { name: string; version: string };
+  /** Tool spans carry the call's arguments and result (scrubbed of secrets, cut to 4,000 characters). */
+  traceContent?: boolean;
 }
+
+/** How much of a tool call's arguments or result a span carries when content is traced. */
+const TRACED_CHARS = 4_000;
 
 interface CatalogItem {
   entry: ToolEntry;
@@ -142,7 +149,35 @@ export class McpHub implements ToolHub {
     return parts.join("\n\n");
   }
 
-  async call(name: string, args: Record<string, unknown>, opts: ToolCallOptions = {}): Promise<ToolOutcome> {
+  /** One tool call in a span ("execute_tool {tool}") under the turn's. */
+  call(name: string, args: Record<string, unknown>, opts: ToolCallOptions = {}): Promise<ToolOutcome> {
+    const tool = this.catalog.get(name)?.entry.tool ?? name;
+    return inSpan(
+      `execute_tool ${tool}`,
+      { [GEN_AI.operation]: "execute_tool", [GEN_AI.toolName]: tool },
+      async (span) => {
+        const outcome = await this.callTool(name, args, opts);
+        span.setAttributes({
+          "switchboard.mcp.server": outcome.server,
+          "switchboard.tool.outcome": outcome.ok ? "ok" : "error",
+        });
+        if (!outcome.ok) span.setStatus({ code: SpanStatusCode.ERROR, message: "the tool call failed" });
+        if (this.opts.traceContent) {
+          span.setAttributes({
+            [GEN_AI.toolArguments]: scrub(JSON.stringify(args) ?? "").slice(0, TRACED_CHARS),
+            [GEN_AI.toolResult]: scrub(outcome.text).slice(0, TRACED_CHARS),
+          });
+        }
+        return outcome;
+      },
+    );
+  }
+
+  private async callTool(
+    name: string,
+    args: Record<string, unknown>,
+    opts: ToolCallOptions,
+  ): Promise<ToolOutcome> {
     const started = performance.now();
     const item = this.catalog.get(name);
     const outcome = (

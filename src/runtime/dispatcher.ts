@@ -24,6 +24,7 @@ import { expandPrompt, type PromptOutcome } from "./prompts.js";
 import { type RunningTurn, RunningTurns } from "./stops.js";
 import { Takeovers } from "./takeover.js";
 import { resumeTurn, runTurn, type TurnDeps, type TurnHooks, type TurnResult, takeOverTurn } from "./turn.js";
+import { TurnAccounts, type WorkKind } from "./turn-accounts.js";
 import { logTurn, type TurnObserver } from "./turn-log.js";
 
 export const INTERRUPTED_NOTE = "Interrupted by a restart; ask again.";
@@ -83,6 +84,7 @@ export class Dispatcher implements TurnRunner {
   private readonly running: RunningTurns;
   private readonly turnDeps: TurnDeps;
   private readonly takeovers: Takeovers;
+  private readonly accounts: TurnAccounts;
   /** Other replicas were alive when this one began to stop: its unfinished turns go to them. */
   private handingOver = false;
   /** Each running turn's hold on its thread's lock, by the turn's controller. */
@@ -100,6 +102,7 @@ export class Dispatcher implements TurnRunner {
     });
     this.turnDeps = { ...deps, desk: this.desk, owner: deps.lock.owner };
     this.access = new Access(deps.config);
+    this.accounts = new TurnAccounts(deps);
     this.running = new RunningTurns(deps.config);
     this.takeovers = new Takeovers({
       ledger: deps.ledger,
@@ -223,7 +226,7 @@ export class Dispatcher implements TurnRunner {
       const outcome = await this.desk.outcome(key, record.waiting, reply);
       if (!outcome) return;
       const { user, channel } = record.waiting;
-      await this.stored(key, { user, channel }, reply, controller, (signal, hooks) =>
+      await this.stored("resume", key, { user, channel }, reply, controller, (signal, hooks) =>
         resumeTurn(record, outcome, reply, this.turnDeps, signal, hooks),
       );
     });
@@ -232,13 +235,14 @@ export class Dispatcher implements TurnRunner {
   /** Goes on with a turn whose process stopped (see Takeovers), under the lock the caller holds. */
   private async goOn(record: TurnRecord, reply: Reply, controller: AbortController): Promise<void> {
     if (!record.input) return;
-    await this.stored(record.key, record.input, reply, controller, (signal, hooks) =>
+    await this.stored("takeover", record.key, record.input, reply, controller, (signal, hooks) =>
       takeOverTurn(record, reply, this.turnDeps, signal, hooks),
     );
   }
 
   /** A turn run from its record, not from an event: Stop offered, and logged, as any turn. */
   private async stored(
+    kind: WorkKind,
     key: ThreadKey,
     asked: { user: RunningTurn["asker"]; channel: string },
     reply: Reply,
@@ -251,10 +255,11 @@ export class Dispatcher implements TurnRunner {
     const running = this.running.track(key, turn);
     reply.offerStop?.(running.ref);
     const payer = { platform: place.platform, user: asked.user.id, channel: asked.channel, key };
-    const result = await this.charged(payer, () =>
-      run(controller.signal, this.hooksFor(turn, controller)),
-    ).finally(running.done);
-    this.finished(payer, reply, result, Date.now() - started);
+    await this.accounts.run(payer, kind, async (span) => {
+      const result = await run(controller.signal, this.hooksFor(turn, controller)).finally(running.done);
+      span.setAttribute("switchboard.outcome", result.parked ? "waiting" : result.outcome);
+      this.finished(payer, reply, result, Date.now() - started);
+    });
   }
 
   /**
@@ -277,11 +282,6 @@ export class Dispatcher implements TurnRunner {
       .catch((err: unknown) => log.error({ err, key }, "a stored turn could not go on"))
       .finally(() => this.inFlight.delete(entry));
     return entry.done;
-  }
-
-  /** Work whose model calls (and those of the title and summary it starts) are charged to `payer`. */
-  private charged<T>(payer: Payer, work: () => Promise<T>): Promise<T> {
-    return this.deps.meter ? this.deps.meter.within(payer, work) : work();
   }
 
   /** A turn's lock, as it holds it: losing the lock stops the turn. */
@@ -322,7 +322,7 @@ export class Dispatcher implements TurnRunner {
   async command(cmd: Command): Promise<string> {
     if (cmd.platform !== "console" && !this.access.admits(commandOrigin(cmd))) return REFUSED_NOTE;
     const payer = { platform: cmd.platform, user: cmd.user.id, channel: cmd.channel ?? "", key: cmd.key };
-    return this.charged(payer, () =>
+    return this.accounts.run(payer, "command", () =>
       runCommand(cmd, {
         ...this.deps,
         stopTurn: async (key, by) => (await this.stop(key, by)) || "Stopped.",
@@ -428,7 +428,7 @@ export class Dispatcher implements TurnRunner {
       channel: inbound.channel,
       key: inbound.key,
     };
-    const refusal = await this.deps.budgets?.refusal(payer);
+    const refusal = await this.accounts.refusal(payer);
     if (refusal) {
       log.info({ key: inbound.key, user: inbound.user.id }, "turn refused: over its daily budget");
       await inbound.reply.notice(refusal).catch(() => undefined);
@@ -436,8 +436,8 @@ export class Dispatcher implements TurnRunner {
     }
     const running = this.running.track(inbound.key, turn);
     inbound.reply.offerStop?.(running.ref);
-    const result = await this.charged(payer, () =>
-      runTurn(
+    await this.accounts.run(payer, "turn", async (span) => {
+      const result = await runTurn(
         inbound,
         this.turnDeps,
         controller.signal,
@@ -446,11 +446,12 @@ export class Dispatcher implements TurnRunner {
           ...this.hooksFor(turn, controller),
         },
         known,
-      ),
-    ).finally(running.done);
-    const ms = Date.now() - started;
-    observer?.turnEnded?.(inbound, result.outcome, ms, result.events);
-    this.finished(payer, inbound.reply, result, ms);
+      ).finally(running.done);
+      span.setAttribute("switchboard.outcome", result.parked ? "waiting" : result.outcome);
+      const ms = Date.now() - started;
+      observer?.turnEnded?.(inbound, result.outcome, ms, result.events);
+      this.finished(payer, inbound.reply, result, ms);
+    });
   }
 
   private finished(payer: Payer, reply: Reply, result: TurnResult, ms: number): void {
@@ -465,7 +466,8 @@ export class Dispatcher implements TurnRunner {
     if (this.stopping || this.afterTurns.has(session.key)) return;
     const controller = new AbortController();
     const job: InFlight = { controller, done: Promise.resolve() };
-    job.done = this.charged(payer, () => runAfterTurn(session, reply, this.deps, controller.signal))
+    job.done = this.accounts
+      .run(payer, "after_turn", () => runAfterTurn(session, reply, this.deps, controller.signal))
       .catch((err: unknown) => log.warn({ err, key: session.key }, "after-turn work failed"))
       .finally(() => this.afterTurns.delete(session.key));
     this.afterTurns.set(session.key, job);

@@ -1,6 +1,7 @@
 import type { AgentEvent } from "../core/events.js";
 import type { ThreadKey } from "../core/thread.js";
 import { log } from "../log.js";
+import { currentTraceId } from "../ops/tracing.js";
 import type { Inbound } from "./contract.js";
 import type { TurnResult } from "./turn.js";
 
@@ -19,7 +20,8 @@ export interface TurnObserver {
 /** The one log line of a turn: how it ended, how long it took, its tool calls and tokens. */
 export function logTurn(key: ThreadKey, result: TurnResult, ms: number): void {
   const outcome = result.parked ? "waiting" : result.outcome;
-  log.info({ key, outcome, ms, ...turnFigures(result.events) }, "turn");
+  const traceId = currentTraceId();
+  log.info({ key, outcome, ms, ...turnFigures(result.events), ...(traceId ? { traceId } : {}) }, "turn");
 }
 
 /** The figures of one turn for its log line: tool calls with outcome, and token usage. */

@@ -19,6 +19,8 @@ export interface AppEnvOptions {
   discord?: DiscordEmulator;
   /** STORE_URL; a SQLite file in `dir` unless told. */
   store?: string;
+  /** More variables (OpenTelemetry's, say). */
+  extra?: NodeJS.ProcessEnv;
 }
 
 /** The environment a user would give Switchboard, pointed at the emulators and the scratch folder. */
@@ -52,6 +54,7 @@ export function appEnv(opts: AppEnvOptions): NodeJS.ProcessEnv {
     SWITCHBOARD_CONFIG: join(dir, "switchboard.yaml"),
     MCP_CONFIG: join(dir, "mcp.json"),
     STORE_URL: opts.store ?? `sqlite://${join(dir, "store.sqlite")}`,
+    ...opts.extra,
   };
 }
 

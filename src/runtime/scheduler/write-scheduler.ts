@@ -1,5 +1,7 @@
 import { AsyncLocalStorage } from "node:async_hooks";
+import { SpanKind, SpanStatusCode } from "@opentelemetry/api";
 import { log } from "../../log.js";
+import { tracer } from "../../ops/tracing.js";
 import { RateLimitedError } from "../message-ops.js";
 import { type BudgetBook, LocalBudgets, type WritePolicy } from "./budgets.js";
 
@@ -65,6 +67,8 @@ interface Waiting {
   submitted: number;
   limited: number;
   seq: number;
+  /** Told when the write is granted (its span's wait ends there). */
+  onGrant?: () => void;
 }
 
 export interface SchedulerStats {
@@ -111,8 +115,52 @@ export class WriteScheduler {
     this.budgets = "limitOf" in policy ? new LocalBudgets(policy) : policy;
   }
 
-  /** Resolves with the write's result once it ran; see `WritePlan`. */
+  /**
+   * Resolves with the write's result once it ran; see `WritePlan`. Each write is a span
+   * under its caller's (a turn's), from when it was asked for to when it was written,
+   * with its wait and the 429s it met.
+   */
   run<T>(plan: WritePlan<T>): Promise<T> {
+    const what = plan.what ?? "write";
+    const span = tracer().startSpan(`${this.name} ${what}`, {
+      kind: SpanKind.CLIENT,
+      attributes: { "switchboard.write.platform": this.name, "switchboard.write.method": what },
+    });
+    const asked = Date.now();
+    let granted: number | undefined;
+    const end = (w: Waiting | undefined, err?: unknown) => {
+      span.setAttributes({
+        "switchboard.write.waited_ms": (granted ?? Date.now()) - asked,
+        "switchboard.write.rate_limited": w?.limited ?? 0,
+      });
+      if (err !== undefined) {
+        span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error)?.message });
+        span.setAttribute(
+          "error.type",
+          err instanceof WriteDropped ? "dropped" : ((err as Error)?.name ?? "error"),
+        );
+      }
+      span.end();
+    };
+    let waiting: Waiting | undefined;
+    return this.enqueue(plan, (w) => {
+      waiting = w;
+      w.onGrant = () => {
+        granted ??= Date.now();
+      };
+    }).then(
+      (value) => {
+        end(waiting);
+        return value;
+      },
+      (err: unknown) => {
+        end(waiting, err);
+        throw err;
+      },
+    );
+  }
+
+  private enqueue<T>(plan: WritePlan<T>, queued: (w: Waiting) => void): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       if (plan.signal?.aborted) {
         reject(new WriteDropped(plan.what ?? "write", "cancelled"));
@@ -126,6 +174,7 @@ export class WriteScheduler {
         limited: 0,
         seq: this.seq++,
       };
+      queued(w);
       this.waiting.add(w);
       plan.signal?.addEventListener(
         "abort",
@@ -273,6 +322,7 @@ export class WriteScheduler {
     this.waiting.delete(w);
     this.budgets.spend(buckets, now);
     this.stats.granted[lane] += 1;
+    w.onGrant?.();
     const done = this.context.run({ granted: true }, () => {
       try {
         return Promise.resolve(w.plan.run());

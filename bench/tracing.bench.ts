@@ -1,0 +1,125 @@
+/**
+ * Tracing's cost (issue: see and steer what it costs): the built app as its own process,
+ * Socket Mode against the Slack emulator, the LLM emulator, SQLite. The same tool-using
+ * turns (a model call, a tool call, the answer: three spans and the writes' under the
+ * turn's) are answered with tracing off and with it exporting over OTLP/HTTP to a receiver
+ * on 127.0.0.1, alternately (off, on, off, on) so that drift in the machine hits both. The
+ * figure is the bot process's CPU per turn (from /proc), after a warm-up per process.
+ * Run alone: `npm run bench -- tracing`.
+ */
+import { rmSync } from "node:fs";
+import { LlmEmulator, type RecordedRequest, type ScriptedTurn } from "../test/emulators/llm/index.js";
+import { SlackEmulator } from "../test/emulators/slack/index.js";
+import { appEnv } from "../test/support/app-env.js";
+import { everythingMcp, scratchConfig } from "../test/support/chat-process.js";
+import { isTitleRequest, lastUserText, toolResultsSinceUser } from "../test/support/llm-text.js";
+import { OtlpReceiver } from "../test/support/otlp-receiver.js";
+import { type AppBuild, buildApp, repoRoot } from "./support/load-build.js";
+import { cpuSeconds, freePort, killAll, spawnBot, waitReady } from "./support/load-process.js";
+import { channels, until } from "./support/replicas.js";
+import { atMost, type BenchResult, fmt } from "./support/report.js";
+
+const TURNS = Number(process.env.BENCH_TRACING_TURNS ?? 60);
+const WARM_UP = 10;
+const ROUNDS = 2;
+/** Tracing may add at most 2 % CPU per turn. */
+const TARGET_RATIO = 1.02;
+
+function responder(req: RecordedRequest): ScriptedTurn {
+  if (isTitleRequest(req)) return { text: "Bench" };
+  if (toolResultsSinceUser(req).length === 0)
+    return { toolCalls: [{ name: "everything__echo", arguments: { message: "traced" } }] };
+  return { text: `Echoed for ${lastUserText(req).replace(/^\[[^\]]*\]\s*/, "")}.`, chunkSize: 40 };
+}
+
+/** CPU seconds of one bot process over `TURNS` turns after its warm-up. */
+async function cpuPerTurn(
+  build: AppBuild,
+  llm: LlmEmulator,
+  slack: SlackEmulator,
+  traced: OtlpReceiver | undefined,
+  round: number,
+): Promise<number> {
+  const port = await freePort();
+  const dir = scratchConfig(
+    `llm:\n  maxRetries: 0\nhealth:\n  host: 127.0.0.1\n  port: ${port}\nslack:\n  nativeStreaming: false\n` +
+      "approvals:\n  rules:\n    - { server: everything, mode: always }\n",
+    everythingMcp,
+  );
+  const env = {
+    ...appEnv({
+      dir,
+      llm,
+      slack,
+      ...(traced ? { extra: { OTEL_EXPORTER_OTLP_ENDPOINT: traced.endpoint } } : {}),
+    }),
+    LOG_LEVEL: "error",
+  };
+  const proc = spawnBot("Switchboard", [build.main, "start"], env, repoRoot);
+  try {
+    await waitReady(proc, async () => (await fetch(`http://127.0.0.1:${port}/readyz`)).ok, 60_000);
+    const places = channels(slack, 5, `T${traced ? "on" : "off"}${round}x`);
+    const ask = async (i: number) => {
+      const channel = places[i % places.length]!;
+      const q = `q${i}`;
+      const m = slack.mention(channel, "U_BOB", q);
+      await until(
+        () => slack.botReplies(channel, m.ts).some((r) => r.text === `Echoed for ${q}.`),
+        q,
+        30_000,
+      );
+    };
+    // Five threads at a time: a steady load, not one turn in a quiet process.
+    const batch = async (from: number, n: number) => {
+      for (let i = from; i < from + n; i += places.length)
+        await Promise.all(places.map((_, k) => (i + k < from + n ? ask(i + k) : undefined)));
+    };
+    await batch(0, WARM_UP);
+    const before = cpuSeconds(proc.pid);
+    await batch(WARM_UP, TURNS);
+    return (cpuSeconds(proc.pid) - before) / TURNS;
+  } finally {
+    await proc.kill();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+export async function run(): Promise<BenchResult> {
+  const build = await buildApp();
+  const llm = await LlmEmulator.start({ responder });
+  const slack = await SlackEmulator.start();
+  const receiver = await OtlpReceiver.start();
+  try {
+    const off: number[] = [];
+    const on: number[] = [];
+    for (let r = 0; r < ROUNDS; r++) {
+      off.push(await cpuPerTurn(build, llm, slack, undefined, r));
+      on.push(await cpuPerTurn(build, llm, slack, receiver, r));
+    }
+    const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+    const [offMs, onMs] = [mean(off) * 1000, mean(on) * 1000];
+    const turnSpans = receiver.spans.filter((s) => s.name === "switchboard.turn").length;
+    return {
+      about:
+        `Tracing off against tracing on (OTLP/HTTP to a receiver on 127.0.0.1), alternately, ${ROUNDS} rounds of ` +
+        `${TURNS} tool-using turns each (after ${WARM_UP} to warm up), five threads at a time; the built app on ` +
+        "SQLite, Socket Mode against the Slack emulator, the LLM emulator. CPU of the bot's process from /proc.",
+      figures: {
+        "CPU per turn, tracing off, each round (ms)": off.map((x) => fmt(x * 1000, 1)).join(" / "),
+        "CPU per turn, tracing on, each round (ms)": on.map((x) => fmt(x * 1000, 1)).join(" / "),
+        "CPU per turn, off / on, mean (ms)": `${fmt(offMs, 1)} / ${fmt(onMs, 1)}`,
+        "spans received (all) / turn spans": `${receiver.spans.length} / ${turnSpans}`,
+      },
+      checks: [
+        atMost("tracing on / off, CPU per turn", onMs / offMs, TARGET_RATIO, "×"),
+        atMost("turns traced without a turn span", ROUNDS * (TURNS + WARM_UP) - turnSpans, 0, ""),
+      ],
+    };
+  } finally {
+    await killAll();
+    await receiver.close();
+    await slack.stop();
+    await llm.close();
+    build.remove();
+  }
+}

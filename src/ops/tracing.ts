@@ -1,0 +1,135 @@
+import {
+  type Attributes,
+  context,
+  propagation,
+  type Span,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+} from "@opentelemetry/api";
+import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
+import { resourceFromAttributes } from "@opentelemetry/resources";
+import { BatchSpanProcessor, NodeTracerProvider } from "@opentelemetry/sdk-trace-node";
+import { ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from "@opentelemetry/semantic-conventions";
+import { log, registerSecret } from "../log.js";
+
+/**
+ * The GenAI semantic conventions' attribute names (still "development" in OpenTelemetry:
+ * copied here, as its guidance asks, rather than imported from the incubating entry point).
+ */
+export const GEN_AI = {
+  operation: "gen_ai.operation.name",
+  provider: "gen_ai.provider.name",
+  requestModel: "gen_ai.request.model",
+  responseModel: "gen_ai.response.model",
+  inputTokens: "gen_ai.usage.input_tokens",
+  outputTokens: "gen_ai.usage.output_tokens",
+  finishReasons: "gen_ai.response.finish_reasons",
+  /** Seconds from the request to the first streamed chunk. */
+  timeToFirstChunk: "gen_ai.response.time_to_first_chunk",
+  toolName: "gen_ai.tool.name",
+  toolCallId: "gen_ai.tool.call.id",
+  toolArguments: "gen_ai.tool.call.arguments",
+  toolResult: "gen_ai.tool.call.result",
+} as const;
+
+const VERSION = "0.1.0";
+
+/** Spans of Switchboard: a no-op until `startTracing` registered an exporter (then nearly free). */
+export const tracer = () => trace.getTracer("switchboard", VERSION);
+
+/** The trace id of the span in effect, for log lines; undefined when tracing is off. */
+export function currentTraceId(): string | undefined {
+  const ctx = trace.getActiveSpan()?.spanContext();
+  return ctx && trace.isSpanContextValid(ctx) ? ctx.traceId : undefined;
+}
+
+/**
+ * Runs `work` in a span that is the parent of the spans started inside it; an error ends
+ * it with the error status (and is thrown on).
+ */
+export async function inSpan<T>(
+  name: string,
+  attributes: Attributes,
+  work: (span: Span) => Promise<T>,
+  kind: SpanKind = SpanKind.INTERNAL,
+): Promise<T> {
+  return tracer().startActiveSpan(name, { attributes, kind }, async (span) => {
+    try {
+      return await work(span);
+    } catch (err) {
+      span.recordException(err as Error);
+      span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error)?.message });
+      throw err;
+    } finally {
+      span.end();
+    }
+  });
+}
+
+export interface Tracing {
+  /** Sends the spans still buffered, then stops. */
+  shutdown(): Promise<void>;
+}
+
+/**
+ * OpenTelemetry traces over OTLP/HTTP when `OTEL_EXPORTER_OTLP_ENDPOINT` (or the traces
+ * endpoint) is set; the exporter reads OpenTelemetry's own variables (headers, timeout).
+ * Without one nothing is created and every span is the API's no-op.
+ */
+export function startTracing(env: NodeJS.ProcessEnv = process.env): Tracing | undefined {
+  const endpoint = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? env.OTEL_EXPORTER_OTLP_ENDPOINT;
+  if (!endpoint || env.OTEL_SDK_DISABLED === "true") return undefined;
+  const provider = new NodeTracerProvider({
+    resource: resourceFromAttributes({
+      [ATTR_SERVICE_NAME]: env.OTEL_SERVICE_NAME ?? "switchboard",
+      [ATTR_SERVICE_VERSION]: VERSION,
+    }),
+    spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter(exporterOptions(env)))],
+  });
+  // Also installs the AsyncLocalStorage context manager, so spans find their parents across awaits.
+  provider.register();
+  log.info({ endpoint: safeEndpoint(endpoint) }, "tracing: spans are exported over OTLP/HTTP");
+  return {
+    async shutdown() {
+      await provider.shutdown().catch((err: unknown) => log.warn({ err }, "tracing: last spans not sent"));
+      // A process may start the app again (tests): the next provider registers afresh.
+      trace.disable();
+      context.disable();
+      propagation.disable();
+    },
+  };
+}
+
+/**
+ * OpenTelemetry's variables, read from the environment the app was given (not always
+ * `process.env`): the traces endpoint as is, or the base endpoint with `/v1/traces`, and
+ * `OTEL_EXPORTER_OTLP_HEADERS` ("key=value,…", values URL-encoded).
+ */
+function exporterOptions(env: NodeJS.ProcessEnv): { url: string; headers: Record<string, string> } {
+  const traces = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT;
+  const url = traces ?? `${(env.OTEL_EXPORTER_OTLP_ENDPOINT ?? "").replace(/\/+$/, "")}/v1/traces`;
+  const headers: Record<string, string> = {};
+  for (const pair of (env.OTEL_EXPORTER_OTLP_TRACES_HEADERS ?? env.OTEL_EXPORTER_OTLP_HEADERS ?? "").split(
+    ",",
+  )) {
+    const at = pair.indexOf("=");
+    if (at <= 0) continue;
+    const value = decodeURIComponent(pair.slice(at + 1).trim());
+    headers[pair.slice(0, at).trim()] = value;
+    registerSecret(value);
+  }
+  return { url, headers };
+}
+
+/** The endpoint without credentials in its user-info, for the log. */
+function safeEndpoint(url: string): string {
+  try {
+    const u = new URL(url);
+    u.username = "";
+    u.password = "";
+    return u.toString();
+  } catch {
+    return "(not a URL)";
+  }
+}

@@ -1,0 +1,105 @@
+/**
+ * Traces (issue: see and steer what it costs): a tool-using turn on the real app, Discord
+ * and LLM emulated, exported over OTLP/HTTP to a receiver on 127.0.0.1.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DiscordEmulator, waitFor } from "../emulators/discord/index.js";
+import { LlmEmulator, type RecordedRequest, type ScriptedTurn } from "../emulators/llm/index.js";
+import { type RunningApp, startWithEverything } from "../support/app-env.js";
+import { isTitleRequest, lastUserText, toolResultsSinceUser } from "../support/llm-text.js";
+import { OtlpReceiver, type ReceivedSpan } from "../support/otlp-receiver.js";
+import { sharedTurn } from "../support/scenario.js";
+
+let llm: LlmEmulator;
+let discord: DiscordEmulator;
+let receiver: OtlpReceiver;
+let running: RunningApp | undefined;
+
+function responder(req: RecordedRequest): ScriptedTurn {
+  if (isTitleRequest(req)) return { text: "Tiny image" };
+  return sharedTurn(lastUserText(req).replace(/^\[[^\]]*\]\s*/, ""), toolResultsSinceUser(req).length);
+}
+
+beforeAll(async () => {
+  [llm, discord, receiver] = await Promise.all([
+    LlmEmulator.start({ responder }),
+    DiscordEmulator.start(),
+    OtlpReceiver.start(),
+  ]);
+}, 30_000);
+
+afterAll(async () => {
+  await running?.stop();
+  await discord?.stop();
+  await llm?.close();
+  await receiver?.close();
+});
+
+describe("traces", () => {
+  it("exports a tool-using turn: the turn's span is the parent of its model, tool and write spans", async () => {
+    running = await startWithEverything("llm:\n  maxRetries: 0\ntracing:\n  toolContent: true\n", {
+      llm,
+      discord,
+      extra: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint, OTEL_SERVICE_NAME: "switchboard-test" },
+    });
+    const m = discord.userMessage(discord.state.general, "image please", { mentionsBot: true });
+    await waitFor(() => discord.botMessages(m.id).some((b) => b.content === "Here is the image."), {
+      timeoutMs: 20_000,
+    });
+    await running.app.dispatcher.settled();
+    // Stopping sends what is still buffered.
+    await running.stop();
+    running = undefined;
+
+    const turn = receiver.spans.find((s) => s.name === "switchboard.turn");
+    expect(turn, receiver.spans.map((s) => s.name).join(", ")).toBeDefined();
+    expect(turn!.service).toBe("switchboard-test");
+    expect(turn!.attributes).toMatchObject({
+      "switchboard.platform": "discord",
+      "switchboard.outcome": "ok",
+    });
+    const children = receiver.spans.filter((s) => s.parentSpanId === turn!.spanId);
+    const named = (prefix: string) => children.filter((s) => s.name.startsWith(prefix));
+    for (const s of children) expect(s.traceId).toBe(turn!.traceId);
+
+    const models = named("chat ");
+    // The tool step and the answer.
+    expect(models).toHaveLength(2);
+    for (const model of models) {
+      expect(model.name).toBe("chat gpt-4o-mini");
+      expect(model.kind).toBe(3); // CLIENT
+      expect(model.attributes).toMatchObject({
+        "gen_ai.operation.name": "chat",
+        "gen_ai.provider.name": "openai",
+        "gen_ai.request.model": "gpt-4o-mini",
+      });
+      expect(model.attributes["gen_ai.usage.input_tokens"]).toBeGreaterThan(0);
+      expect(model.attributes["gen_ai.usage.output_tokens"]).toBeGreaterThan(0);
+      expect(model.attributes["gen_ai.response.time_to_first_chunk"]).toBeGreaterThan(0);
+    }
+    expect(models.map((s) => s.attributes["gen_ai.response.finish_reasons"]).sort()).toEqual([
+      ["end"],
+      ["tool_calls"],
+    ]);
+
+    const [tool, ...more] = named("execute_tool ");
+    expect(more).toEqual([]);
+    expect(tool?.attributes).toMatchObject({
+      "gen_ai.operation.name": "execute_tool",
+      "gen_ai.tool.name": "get-tiny-image",
+      "switchboard.mcp.server": "everything",
+      "switchboard.tool.outcome": "ok",
+      "gen_ai.tool.call.arguments": "{}",
+    });
+
+    const writes = named("discord ");
+    expect(writes.length, children.map((s) => s.name).join(", ")).toBeGreaterThan(0);
+    for (const w of writes) {
+      expect(w.attributes["switchboard.write.platform"]).toBe("discord");
+      expect(w.attributes["switchboard.write.rate_limited"]).toBe(0);
+    }
+    // The title is made after the turn, and still belongs to it.
+    const afterTurn = receiver.spans.find((s: ReceivedSpan) => s.name === "switchboard.after_turn");
+    expect(afterTurn?.parentSpanId).toBe(turn!.spanId);
+  }, 60_000);
+});
