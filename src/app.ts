@@ -14,10 +14,12 @@ import { startTracing } from "./ops/tracing.js";
 import { Budgets } from "./runtime/budgets.js";
 import type { Adapter, AdapterDeps } from "./runtime/contract.js";
 import { Dispatcher } from "./runtime/dispatcher.js";
+import type { VoteListener } from "./runtime/feedback.js";
 import { Meter, type UsageListener } from "./runtime/metering.js";
 import type { TurnObserver } from "./runtime/turn-log.js";
 import { ApprovalBook } from "./store/approvals.js";
 import { createDedupe } from "./store/dedupe.js";
+import { FeedbackBook } from "./store/feedback.js";
 import { openStore, type Store } from "./store/index.js";
 import { createThreadLock } from "./store/locks.js";
 import { SessionRepository } from "./store/sessions.js";
@@ -31,6 +33,8 @@ export interface CoreOptions {
   observer?: TurnObserver;
   /** Told of every model call's tokens and cost (the Prometheus counters). */
   onUsage?: UsageListener;
+  /** Told of every rating of an answer (the Prometheus counters). */
+  onVote?: VoteListener;
   /** Wraps every provider (benchmarks time the model with it). */
   wrapProvider?: (p: Provider) => Provider;
   /** The configuration, when the caller has loaded it already. */
@@ -95,6 +99,8 @@ export async function buildCore(opts: CoreOptions = {}): Promise<Core> {
     meter,
     budgets: new Budgets(config, usage),
     usage,
+    feedback: new FeedbackBook(store),
+    ...(opts.onVote ? { onVote: opts.onVote } : {}),
     agent,
     sessions,
     ledger: new TurnLedger(store),
@@ -165,6 +171,7 @@ export async function startApp(opts: CoreOptions = {}): Promise<App> {
     loaded,
     observer: opts.observer ?? metrics.observer(),
     onUsage: (model, usage, cost) => metrics.usage(model, usage, cost),
+    onVote: (platform, vote, first) => metrics.vote(platform, vote, first),
   });
   const { config, secrets } = core.loaded;
   metrics.watchHub(core.hub);

@@ -49,6 +49,18 @@ export class Metrics {
     labelNames: ["model"],
     registers: [this.registry],
   });
+  readonly votes = new Counter({
+    name: "switchboard_feedback_votes_total",
+    help: "Ratings of answers: each person's first vote on an answer, by platform and vote (good, bad).",
+    labelNames: ["platform", "vote"],
+    registers: [this.registry],
+  });
+  readonly voteChanges = new Counter({
+    name: "switchboard_feedback_changes_total",
+    help: "Ratings changed by the person who gave them, by platform and the vote they changed to.",
+    labelNames: ["platform", "to"],
+    registers: [this.registry],
+  });
   readonly llmErrors = new Counter({
     name: "switchboard_llm_errors_total",
     help: "Turns that ended with an LLM error, by provider and error code.",
@@ -131,6 +143,12 @@ export class Metrics {
     this.modelTokens.inc({ model, direction: "in" }, usage.inputTokens);
     this.modelTokens.inc({ model, direction: "out" }, usage.outputTokens);
     if (cost !== undefined) this.cost.inc({ model }, cost);
+  }
+
+  /** A rating of an answer (see FeedbackDesk). */
+  vote(platform: string, vote: string, first: boolean): void {
+    if (first) this.votes.inc({ platform, vote });
+    else this.voteChanges.inc({ platform, to: vote });
   }
 
   /** Counts a platform API failure; adapters call it (via `Metrics.current`). */

@@ -5,6 +5,7 @@ import type { Provenance } from "../core/inbound.js";
 import type { Platform, ThreadKey } from "../core/thread.js";
 import type { ServerStatus, ToolHub } from "../mcp/types.js";
 import { seconds } from "../signals.js";
+import type { FeedbackBook } from "../store/feedback.js";
 import type { ThreadLock } from "../store/locks.js";
 import type { SessionRepository } from "../store/sessions.js";
 import type { UsageLedger } from "../store/usage.js";
@@ -33,6 +34,8 @@ export interface CommandDeps {
   config: Config;
   /** Model usage as recorded (the usage command). */
   usage?: UsageLedger;
+  /** Ratings of answers (shown to admins with everyone's usage). */
+  feedback?: FeedbackBook;
   /** Stops the thread's answer in progress; the sentence says what happened. */
   stopTurn?(key: ThreadKey, by: { id: string; name?: string }): Promise<string>;
 }
@@ -218,12 +221,12 @@ const CATALOG = [
       required: false,
     },
     thread: "never",
-    async run(cmd, { usage, config }) {
+    async run(cmd, { usage, config, feedback }) {
       if (!usage) return "This bot does not record usage.";
       if (cmd.arg?.trim().toLowerCase() === "all") {
         if (cmd.platform !== "console" && !config.access.admins.includes(cmd.user.id))
           return "Only admins can see everyone's usage. Ask one, or have your user id added to access.admins in the config.";
-        return everyonesUsage(usage);
+        return everyonesUsage(usage, feedback);
       }
       if (cmd.arg?.trim())
         return `I do not know the usage scope "${cmd.arg.trim()}". Leave it out for yours, or use all (admins).`;

@@ -96,6 +96,12 @@ export interface Reply {
    * the platform decides where and when. Called before the answer starts.
    */
   offerStop?(ref: string): void;
+  /**
+   * Puts 👍 / 👎 under the finished answer (its clicks carry `ref` and "good" or "bad").
+   * Called once the answer is complete; resolves false when there is no message to put
+   * them under.
+   */
+  offerFeedback?(ref: string): Promise<boolean>;
 }
 
 /** A message with buttons whose clicks come back as interactions carrying `ref`. */

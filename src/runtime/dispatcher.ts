@@ -7,6 +7,7 @@ import { log } from "../log.js";
 import type { ToolHub } from "../mcp/types.js";
 import type { ApprovalBook } from "../store/approvals.js";
 import type { Dedupe } from "../store/dedupe.js";
+import type { FeedbackBook } from "../store/feedback.js";
 import type { Held, ThreadLock } from "../store/locks.js";
 import type { Session, SessionRepository } from "../store/sessions.js";
 import type { TurnLedger, TurnRecord } from "../store/turns.js";
@@ -17,6 +18,7 @@ import { ApprovalDesk } from "./approvals/desk.js";
 import type { Budgets } from "./budgets.js";
 import { runCommand } from "./commands.js";
 import type { Adapter, Command, Inbound, Interaction, Reply, TurnRunner } from "./contract.js";
+import { FeedbackDesk, type VoteListener } from "./feedback.js";
 import { accept } from "./intake.js";
 import { routeInteraction } from "./interactions.js";
 import type { Meter } from "./metering.js";
@@ -46,6 +48,9 @@ export interface DispatcherDeps {
   budgets?: Budgets;
   /** Recorded usage, for the usage command. */
   usage?: UsageLedger;
+  /** Ratings of answers (👍 / 👎 under each finished one); none in unit tests. */
+  feedback?: FeedbackBook;
+  onVote?: VoteListener;
 }
 
 interface InFlight {
@@ -85,6 +90,7 @@ export class Dispatcher implements TurnRunner {
   private readonly turnDeps: TurnDeps;
   private readonly takeovers: Takeovers;
   private readonly accounts: TurnAccounts;
+  private readonly ratings: FeedbackDesk | undefined;
   /** Other replicas were alive when this one began to stop: its unfinished turns go to them. */
   private handingOver = false;
   /** Each running turn's hold on its thread's lock, by the turn's controller. */
@@ -103,6 +109,7 @@ export class Dispatcher implements TurnRunner {
     this.turnDeps = { ...deps, desk: this.desk, owner: deps.lock.owner };
     this.access = new Access(deps.config);
     this.accounts = new TurnAccounts(deps);
+    this.ratings = deps.feedback ? new FeedbackDesk(deps.feedback, deps.onVote) : undefined;
     this.running = new RunningTurns(deps.config);
     this.takeovers = new Takeovers({
       ledger: deps.ledger,
@@ -206,6 +213,7 @@ export class Dispatcher implements TurnRunner {
       running: this.running,
       // Without an approval book (adapter tests) nothing waits for a decision.
       ...(this.deps.approvals ? { desk: this.desk } : {}),
+      ...(this.ratings ? { feedback: this.ratings } : {}),
     });
   }
 
@@ -456,6 +464,7 @@ export class Dispatcher implements TurnRunner {
 
   private finished(payer: Payer, reply: Reply, result: TurnResult, ms: number): void {
     logTurn(payer.key, result, ms);
+    if (result.outcome === "ok" && !result.parked) this.ratings?.offer(payer, reply);
     if (result.session && result.outcome === "ok") this.afterTurn(result.session, reply, payer);
   }
 

@@ -2,6 +2,7 @@ import { toUserFacing } from "../core/errors.js";
 import { log } from "../log.js";
 import type { ApprovalDesk } from "./approvals/desk.js";
 import type { Interaction } from "./contract.js";
+import type { FeedbackDesk } from "./feedback.js";
 import { ENDED_NOTE, type RunningTurns } from "./stops.js";
 
 export const EXPIRED_NOTE =
@@ -23,11 +24,12 @@ export interface RouteDeps {
   firstSight(id: string): Promise<boolean>;
   running: RunningTurns;
   desk?: ApprovalDesk;
+  feedback?: FeedbackDesk;
 }
 
 /**
- * Where a click goes: a Stop button to its running answer, an approval to the desk, the
- * rest to `handleInteraction`. Clicks from bots never count, and a click delivered twice
+ * Where a click goes: a Stop button to its running answer, a rating to the feedback desk,
+ * an approval to the approvals desk, the rest to `handleInteraction`. Clicks from bots never count, and a click delivered twice
  * is handled once.
  */
 export async function routeInteraction(interaction: Interaction, deps: RouteDeps): Promise<void> {
@@ -44,10 +46,11 @@ export async function routeInteraction(interaction: Interaction, deps: RouteDeps
     return;
   }
   try {
+    if (await deps.feedback?.interact(interaction)) return;
     const approval = await deps.desk?.find(interaction.ref);
     if (approval) return await deps.desk?.interact(interaction, approval);
   } catch (err) {
-    log.error({ err, ref: interaction.ref }, "could not handle a click on an approval");
+    log.error({ err, ref: interaction.ref }, "could not handle a click on an approval or a rating");
     await interaction.respond(toUserFacing(err).message).catch(() => undefined);
     return;
   }

@@ -1,5 +1,6 @@
 import type { Config } from "../config.js";
 import type { Platform, ThreadKey } from "../core/thread.js";
+import type { FeedbackBook } from "../store/feedback.js";
 import { dayOf, sum, type UsageEntry, type UsageLedger, type UsageTotals } from "../store/usage.js";
 import { dollarsText, tokensText } from "./budgets.js";
 
@@ -49,11 +50,25 @@ export async function ownUsage(
 }
 
 /** Everyone's usage today, by person and by channel (admins). */
-export async function everyonesUsage(ledger: UsageLedger, now = Date.now()): Promise<string> {
-  const entries = await ledger.entries("all", dayOf(now));
-  if (entries.length === 0) return "Nobody has used the model today (UTC).";
+export async function everyonesUsage(
+  ledger: UsageLedger,
+  feedback?: FeedbackBook,
+  now = Date.now(),
+): Promise<string> {
+  const [entries, votes] = await Promise.all([
+    ledger.entries("all", dayOf(now)),
+    feedback?.tally(dayOf(now)),
+  ]);
+  const rated =
+    votes && votes.answers > 0
+      ? [
+          `Ratings today: ${votes.good} 👍, ${votes.bad} 👎 on ${votes.answers} answer${votes.answers === 1 ? "" : "s"}.`,
+        ]
+      : [];
+  if (entries.length === 0) return ["Nobody has used the model today (UTC).", ...rated].join("\n");
   return [
     `Everyone today (UTC): ${totalsText(sum(entries))}.`,
+    ...rated,
     "By person:",
     ...biggest(entries, (e) => `${e.platform} user ${e.user}`),
     "By channel:",

@@ -5,8 +5,11 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { encodeThread } from "../../src/core/thread.js";
+import { CHANGED, SAME, THANKS } from "../../src/runtime/feedback.js";
+import { FeedbackBook } from "../../src/store/feedback.js";
 import { UsageLedger } from "../../src/store/usage.js";
-import { DiscordEmulator, waitFor } from "../emulators/discord/index.js";
+import { clickComponent } from "../emulators/discord/components.js";
+import { DiscordEmulator, type StoredMessage, waitFor } from "../emulators/discord/index.js";
 import { LlmEmulator, type RecordedRequest, type ScriptedTurn } from "../emulators/llm/index.js";
 import { type RunningApp, startWithEverything } from "../support/app-env.js";
 import { isTitleRequest, lastUserText } from "../support/llm-text.js";
@@ -52,6 +55,10 @@ async function slash(name: string, options: Record<string, string>, channel: str
   const msg = await waitFor(() => (original()?.content ? original() : undefined), { timeoutMs: 15_000 });
   return msg.content;
 }
+
+type Button = { custom_id: string; label: string };
+const buttonsOf = (m: StoredMessage): Button[] =>
+  ((m.components ?? []) as Array<{ components?: Button[] }>).flatMap((r) => r.components ?? []);
 
 describe("usage, cost and budgets", () => {
   it("records exactly what the model server reported, prices it, and stops the turn over budget", async () => {
@@ -115,4 +122,45 @@ describe("usage, cost and budgets", () => {
     expect(all).toContain(`discord user ${s.alice.id}: 4 model calls`);
     expect(all).toContain("By channel:");
   }, 90_000);
+
+  it("puts 👍 / 👎 under a finished answer: one vote per person, a second click changes it, bots' clicks are ignored", async () => {
+    const s = discord.state;
+    const m = discord.userMessage(s.general, "rate me", { mentionsBot: true, author: s.bob });
+    const answer = await waitFor(
+      () =>
+        discord.botMessages(m.id).find((x) => x.content === "You said: rate me" && buttonsOf(x).length === 2),
+      { timeoutMs: 20_000 },
+    );
+    expect(buttonsOf(answer).map((b) => b.label)).toEqual(["👍", "👎"]);
+    const [good, bad] = buttonsOf(answer);
+    const click = async (button: Button, userId: string) => {
+      const rec = clickComponent(discord, { message: answer, customId: button.custom_id, userId });
+      // The click is acknowledged without a change to the answer; the sentence is a private follow-up.
+      return waitFor(() => discord.state.findMessage(rec.followupIds[0] ?? "")?.content, {
+        timeoutMs: 10_000,
+      });
+    };
+    expect(await click(good!, s.alice.id)).toBe(THANKS);
+    expect(await click(bad!, s.alice.id)).toBe(CHANGED);
+    expect(await click(bad!, s.alice.id)).toBe(SAME);
+    expect(await click(good!, s.bob.id)).toBe(THANKS);
+    // Another bot's click is not a vote (and gets no sentence).
+    const fromBot = clickComponent(discord, {
+      message: answer,
+      customId: good!.custom_id,
+      userId: s.otherBot.id,
+    });
+    await settled();
+    await new Promise((r) => setTimeout(r, 300));
+    expect(fromBot.followupIds).toEqual([]);
+
+    const book = new FeedbackBook(running!.app.store);
+    expect(await book.tally()).toEqual({ good: 1, bad: 1, answers: 1 });
+    const metrics = await running!.app.metrics.render();
+    expect(metrics).toContain('switchboard_feedback_votes_total{platform="discord",vote="good"} 2');
+    expect(metrics).toContain('switchboard_feedback_changes_total{platform="discord",to="bad"} 1');
+    expect(await slash("usage", { scope: "all" }, m.id, s.bob.id)).toContain(
+      "Ratings today: 1 👍, 1 👎 on 1 answer.",
+    );
+  }, 60_000);
 });

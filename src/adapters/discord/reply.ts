@@ -54,6 +54,9 @@ export interface QuestionRow {
   components: Array<{ type: 2; style: 1 | 2 | 4; label: string; custom_id: string }>;
 }
 
+/** A rating's buttons not shown within this long after the answer are not shown. */
+const FEEDBACK_LATE_MS = 60_000;
+
 /** A question as Discord shows it: its text and one row of up to five buttons. */
 export function questionMessage(question: Question): { text: string; components: QuestionRow[] } {
   const style = (s: Question["choices"][number]["style"]) => (s === "primary" ? 1 : s === "danger" ? 4 : 2);
@@ -245,6 +248,31 @@ export class DiscordReply implements Reply {
       // Files held for the final write stay unsent: the process that has the reply runs their step again.
       abandon: () => writer.abandon().finally(() => this.typing.stop()),
     };
+  }
+
+  /**
+   * 👍 / 👎 under the answer's last message, in one edit that leaves its text as it is. A
+   * rating is worth less than anyone's answer: it waits behind every other write and is
+   * dropped when it could not go out within a minute.
+   */
+  async offerFeedback(ref: string): Promise<boolean> {
+    const last = this.writer?.lastMessage;
+    if (!last) return false;
+    const row: QuestionRow = {
+      type: 1,
+      components: [
+        { type: 2, style: 2, label: "👍", custom_id: interactionId(ref, "good") },
+        { type: 2, style: 2, label: "👎", custom_id: interactionId(ref, "bad") },
+      ],
+    };
+    await this.opts.scheduler.as(
+      "background",
+      () => this.place.ops.edit(last.id, last.text, undefined, [row]),
+      {
+        dropAfterMs: FEEDBACK_LATE_MS,
+      },
+    );
+    return true;
   }
 
   /** Puts a Stop button under the answer while it is written (its clicks carry `ref`). */

@@ -100,6 +100,14 @@ export class NativeStream implements TextSink {
     }
   }
 
+  /** The reply's last message and its whole text, once the reply has ended. */
+  get lastMessage(): { id: string; text: string } | undefined {
+    if (!this.complete) return undefined;
+    if (this.fallback) return this.fallback.lastMessage;
+    if (!this.seg.ts) return undefined;
+    return { id: this.seg.ts, text: reopenOf(this.seg.fence) + this.text.update(true).slice(this.seg.start) };
+  }
+
   /** True once streaming failed and the post + update writer took over. */
   get fellBack(): boolean {
     return this.fallback !== null;

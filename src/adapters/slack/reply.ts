@@ -99,6 +99,29 @@ export function slackMessageOps(
   };
 }
 
+/** A rating's buttons not shown within this long after the answer are not shown. */
+const FEEDBACK_LATE_MS = 60_000;
+
+/** Slack's feedback buttons (block kit `feedback_buttons` in `context_actions`), carrying `ref`. */
+export function feedbackBlock(ref: string) {
+  const button = (emoji: string, value: string, label: string) => ({
+    text: { type: "plain_text" as const, text: emoji },
+    value,
+    accessibility_label: label,
+  });
+  return {
+    type: "context_actions" as const,
+    elements: [
+      {
+        type: "feedback_buttons" as const,
+        action_id: interactionId(ref),
+        positive_button: button("👍", "good", "Mark this answer as helpful"),
+        negative_button: button("👎", "bad", "Mark this answer as not helpful"),
+      },
+    ],
+  };
+}
+
 /** The status line under a posted answer (when Slack's thread status is not used). */
 const statusLine = (text: string) => `_${text}_`;
 
@@ -291,6 +314,31 @@ export class SlackReply implements Reply {
       log.debug({ err }, "ephemeral notice refused; posting it in the thread");
       await this.deps.web.chat.postMessage({ channel, thread_ts: threadTs, markdown_text: text });
     }
+  }
+
+  /**
+   * 👍 / 👎 under the answer, as Slack's AI apps show them: a `context_actions` block with
+   * `feedback_buttons`, added to the answer's last message in one update (its text goes
+   * into a `markdown` block, the same Markdown it was written with). It waits behind every
+   * answer's writes and is dropped when it could not go out within a minute.
+   */
+  async offerFeedback(ref: string): Promise<boolean> {
+    const last = (this.native ?? this.writer)?.lastMessage;
+    if (!last || last.text === "") return false;
+    const { channel } = this.place;
+    await this.deps.scheduler.as(
+      "background",
+      () =>
+        this.deps.web.chat.update({
+          channel,
+          ts: last.id,
+          // The notification text beside the blocks: the whole message (well under Slack's 40,000).
+          text: last.text,
+          blocks: [{ type: "markdown", text: last.text }, feedbackBlock(ref)],
+        }),
+      { dropAfterMs: FEEDBACK_LATE_MS },
+    );
+    return true;
   }
 
   /**

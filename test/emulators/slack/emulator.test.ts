@@ -254,6 +254,44 @@ describe("Slack emulator: message metadata", () => {
     );
     expect(emu.botReplies("C1", root.ts)).toEqual([]);
   });
+
+  it("holds feedback buttons and markdown blocks to Block Kit's rules, against a naive client", async () => {
+    const emu = await emulator();
+    let n = 0;
+    // A channel each: the per-channel post rate is not what this is about.
+    const post = async (blocks: unknown[]) => {
+      const channel = `CB${n++}`;
+      emu.state.addChannel(channel, channel.toLowerCase());
+      const body = new URLSearchParams({ channel, text: "x", blocks: JSON.stringify(blocks) });
+      const res = await fetch(`${emu.apiUrl}chat.postMessage`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${emu.botToken}` },
+        body,
+      });
+      return ((await res.json()) as { ok: boolean; error?: string }).error ?? "ok";
+    };
+    const button = (value: string) => ({ text: { type: "plain_text", text: "👍" }, value });
+    const feedback = {
+      type: "feedback_buttons",
+      action_id: "f",
+      positive_button: button("good"),
+      negative_button: button("bad"),
+    };
+    expect(await post([{ type: "context_actions", elements: [feedback] }])).toBe("ok");
+    // Feedback buttons live in a context_actions block only.
+    expect(await post([{ type: "actions", elements: [feedback] }])).toBe("invalid_blocks");
+    expect(
+      await post([{ type: "context_actions", elements: [{ ...feedback, negative_button: undefined }] }]),
+    ).toBe("invalid_blocks");
+    expect(
+      await post([
+        { type: "context_actions", elements: [{ ...feedback, positive_button: { text: "👍", value: "g" } }] },
+      ]),
+    ).toBe("invalid_blocks");
+    expect(await post([{ type: "context_actions", elements: [] }])).toBe("invalid_blocks");
+    expect(await post([{ type: "markdown", text: "x".repeat(12_001) }])).toBe("invalid_blocks");
+    expect(emu.state.messages.filter((m) => m.channel.startsWith("CB"))).toHaveLength(1);
+  });
 });
 
 describe("Slack emulator: Socket Mode with a real Bolt app", () => {

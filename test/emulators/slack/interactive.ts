@@ -36,6 +36,8 @@ export interface ClickOptions {
   value?: string;
   /** A static select instead of a button: the chosen option's value. */
   selected?: string;
+  /** One of a `feedback_buttons` element's two buttons (its `value`, required then) instead of a button. */
+  feedback?: boolean;
   blockId?: string;
   /** Deliver the very same payload this many times. */
   times?: number;
@@ -49,8 +51,15 @@ export function clickAction(
   const message = emu.state.find(o.channel, o.messageTs);
   if (!message) throw new Error(`emulator: no message ${o.channel}/${o.messageTs}`);
   const blockId = o.blockId ?? "actions";
-  const action: Params =
-    o.selected === undefined
+  const action: Params = o.feedback
+    ? {
+        type: "feedback_buttons",
+        action_id: o.actionId,
+        block_id: blockId,
+        value: o.value,
+        action_ts: actionTs(),
+      }
+    : o.selected === undefined
       ? {
           type: "button",
           action_id: o.actionId,
