@@ -41,8 +41,12 @@ export interface Inbound {
 /** Receives the answer text as it is written; the renderer paces the platform writes. */
 export interface TextSink {
   write(delta: string): void;
-  /** Delivers the complete final text; resolves when it is on the platform. */
-  finish(): Promise<void>;
+  /**
+   * Delivers the complete final text; resolves when it is on the platform. `answered`: the
+   * answer is whole (not paused for an approval, nor handed to another process), so it
+   * may carry its rating buttons.
+   */
+  finish(how?: { answered?: boolean }): Promise<void>;
   /** Ends the reply with a sentence saying what went wrong (never a dangling placeholder). */
   fail(message: string): Promise<void>;
   /**
@@ -97,11 +101,10 @@ export interface Reply {
    */
   offerStop?(ref: string): void;
   /**
-   * Puts 👍 / 👎 under the finished answer (its clicks carry `ref` and "good" or "bad").
-   * Called once the answer is complete; resolves false when there is no message to put
-   * them under.
+   * 👍 / 👎 to put under the answer once it has finished (its clicks carry `ref` and "good"
+   * or "bad"); an answer that ends in an error gets none. Called before the answer starts.
    */
-  offerFeedback?(ref: string): Promise<boolean>;
+  offerFeedback?(ref: string): void;
 }
 
 /** A message with buttons whose clicks come back as interactions carrying `ref`. */

@@ -28,6 +28,7 @@ import { Takeovers } from "./takeover.js";
 import { resumeTurn, runTurn, type TurnDeps, type TurnHooks, type TurnResult, takeOverTurn } from "./turn.js";
 import { TurnAccounts, type WorkKind } from "./turn-accounts.js";
 import { logTurn, type TurnObserver } from "./turn-log.js";
+import { type InFlight, WorkInFlight } from "./work-in-flight.js";
 
 export const INTERRUPTED_NOTE = "Interrupted by a restart; ask again.";
 
@@ -53,15 +54,6 @@ export interface DispatcherDeps {
   onVote?: VoteListener;
 }
 
-interface InFlight {
-  controller: AbortController;
-  done: Promise<void>;
-  /** The message, while its turn waits for the thread's lock. */
-  queued?: Inbound;
-  /** Handed over (or given the restart note) while it still waited: when the lock comes, nothing is left to do. */
-  noted?: boolean;
-}
-
 /**
  * How long a stopping process waits, once its turns are aborted, for them to hand over or
  * end. A turn stuck in a call that ignores the abort (a read waiting out a minute-long 429)
@@ -73,15 +65,7 @@ const SETTLE_AFTER_ABORT_MS = 5_000;
 
 /** Dedupe, per-thread queue, session load, run the agent, drive the Reply. Shared by every adapter. */
 export class Dispatcher implements TurnRunner {
-  private readonly inFlight = new Set<InFlight>();
-  /** Messages being checked (access, duplicates) before they are queued or refused. */
-  private readonly accepting = new Set<Promise<unknown>>();
-  /** Messages that arrived while stopping, being handed over or noted. */
-  private readonly refusals = new Set<Promise<void>>();
-  /** Titles and compressions running after their turn, outside the thread's lock. */
-  private readonly afterTurns = new Map<ThreadKey, InFlight>();
-  /** Turns waiting for their thread's lock, per thread (for /metrics). */
-  private readonly waiting = new Map<ThreadKey, number>();
+  private readonly work = new WorkInFlight();
   private stopping = false;
   private readonly desk: ApprovalDesk;
   private readonly access: Access;
@@ -144,33 +128,21 @@ export class Dispatcher implements TurnRunner {
   async handle(inbound: Inbound): Promise<void> {
     // A message is the drain's from its first step: one still being checked for duplicates
     // when the process begins to stop is handed over (or noted) like a queued one, not lost.
-    const checking = accept(inbound, this);
-    this.accepting.add(checking);
-    const accepted = await checking.finally(() => this.accepting.delete(checking));
+    const accepted = await WorkInFlight.during(this.work.accepting, accept(inbound, this));
     if (accepted) await this.dispatch(accepted);
   }
 
   private async dispatch(inbound: Inbound): Promise<void> {
     if (this.stopping) {
       // Drained like a turn: the process does not exit before it is handed over or noted.
-      const refusal = this.refuse(inbound);
-      this.refusals.add(refusal);
-      return refusal.finally(() => this.refusals.delete(refusal));
+      return WorkInFlight.during(this.work.refusals, this.refuse(inbound));
     }
     // Tracked from here, not from when the lock is taken: a turn queued behind another is
     // still owed an answer (or the restart note) when the process stops.
     const controller = new AbortController();
     const entry: InFlight = { controller, done: Promise.resolve(), queued: inbound };
-    this.inFlight.add(entry);
-    this.waiting.set(inbound.key, (this.waiting.get(inbound.key) ?? 0) + 1);
-    let waited = false;
-    const leaveQueue = () => {
-      if (waited) return;
-      waited = true;
-      const n = (this.waiting.get(inbound.key) ?? 1) - 1;
-      if (n > 0) this.waiting.set(inbound.key, n);
-      else this.waiting.delete(inbound.key);
-    };
+    this.work.turns.add(entry);
+    const leaveQueue = this.work.queue(inbound.key);
     entry.done = this.deps.lock
       .run(
         inbound.key,
@@ -189,22 +161,19 @@ export class Dispatcher implements TurnRunner {
       })
       .finally(() => {
         leaveQueue();
-        this.inFlight.delete(entry);
+        this.work.turns.delete(entry);
       });
     await entry.done;
   }
 
   /** Resolves when no turn and no after-turn job is running (tests and benchmarks wait for it). */
-  async settled(): Promise<void> {
-    while (this.inFlight.size > 0 || this.afterTurns.size > 0) {
-      await Promise.all([...this.inFlight, ...this.afterTurns.values()].map((t) => t.done));
-    }
+  settled(): Promise<void> {
+    return this.work.settled();
   }
 
   /** Turns waiting behind another turn of their thread: in total and in the longest queue. */
   queueStats(): { queued: number; longest: number } {
-    const counts = [...this.waiting.values()];
-    return { queued: counts.reduce((a, b) => a + b, 0), longest: Math.max(0, ...counts) };
+    return this.work.queueStats();
   }
 
   async interact(interaction: Interaction): Promise<void> {
@@ -263,6 +232,7 @@ export class Dispatcher implements TurnRunner {
     const running = this.running.track(key, turn);
     reply.offerStop?.(running.ref);
     const payer = { platform: place.platform, user: asked.user.id, channel: asked.channel, key };
+    this.ratings?.offer(payer, reply);
     await this.accounts.run(payer, kind, async (span) => {
       const result = await run(controller.signal, this.hooksFor(turn, controller)).finally(running.done);
       span.setAttribute("switchboard.outcome", result.parked ? "waiting" : result.outcome);
@@ -281,14 +251,14 @@ export class Dispatcher implements TurnRunner {
     if (this.stopping) return undefined;
     const controller = new AbortController();
     const entry: InFlight = { controller, done: Promise.resolve() };
-    this.inFlight.add(entry);
+    this.work.turns.add(entry);
     entry.done = this.deps.lock
       .run(key, (held) => {
         this.hold(controller, held);
         return work(controller);
       })
       .catch((err: unknown) => log.error({ err, key }, "a stored turn could not go on"))
-      .finally(() => this.inFlight.delete(entry));
+      .finally(() => this.work.turns.delete(entry));
     return entry.done;
   }
 
@@ -352,11 +322,9 @@ export class Dispatcher implements TurnRunner {
     this.stopping = true;
     // Each is queued or refused once checked (from now on refused, and waited for below);
     // a check stuck on a store that does not answer holds the stop no longer than the grace.
-    const checked = (async () => {
-      while (this.accepting.size > 0) await Promise.allSettled([...this.accepting]);
-    })();
-    await Promise.race([checked, sleep(graceMs, undefined, { ref: false })]);
-    const all = () => Promise.all([...this.inFlight].map((t) => t.done));
+    await Promise.race([this.work.checked(), sleep(graceMs, undefined, { ref: false })]);
+    const { turns, afterTurns, refusals } = this.work;
+    const all = () => Promise.all([...turns].map((t) => t.done));
     const grace = new AbortController();
     this.takeovers.close();
     this.desk.close();
@@ -365,17 +333,15 @@ export class Dispatcher implements TurnRunner {
       sleep(graceMs, true, { ref: false, signal: grace.signal }).catch(() => false),
     ]);
     grace.abort();
-    const left = timedOut ? this.inFlight.size : 0;
+    const left = timedOut ? turns.size : 0;
     // Asked again at the end of the grace: the replicas seen at its start may have stopped too.
     if (left > 0) this.handingOver = (await lock.others().catch(() => [])).length > 0;
-    for (const t of [...this.inFlight, ...this.afterTurns.values()]) {
+    for (const t of [...turns, ...afterTurns.values()]) {
       t.controller.abort(new SwitchboardError("interrupted", INTERRUPTED_NOTE));
     }
-    const settled = Promise.all([
-      all(),
-      ...[...this.afterTurns.values()].map((t) => t.done),
-      ...this.refusals,
-    ]).then(() => true);
+    const settled = Promise.all([all(), ...[...afterTurns.values()].map((t) => t.done), ...refusals]).then(
+      () => true,
+    );
     if (!(await Promise.race([settled, sleep(SETTLE_AFTER_ABORT_MS, false, { ref: false })])))
       await this.leaveUnsettled();
     // The others take over what was handed to them at once, not after the heartbeat expires.
@@ -387,7 +353,7 @@ export class Dispatcher implements TurnRunner {
 
   /** See SETTLE_AFTER_ABORT_MS. */
   private async leaveUnsettled(): Promise<void> {
-    const stuck = [...this.inFlight];
+    const stuck = [...this.work.turns];
     const waiting = stuck.flatMap((t) => (t.queued ? [t] : []));
     log.warn(
       { running: stuck.length - waiting.length, waiting: waiting.length },
@@ -444,6 +410,7 @@ export class Dispatcher implements TurnRunner {
     }
     const running = this.running.track(inbound.key, turn);
     inbound.reply.offerStop?.(running.ref);
+    this.ratings?.offer(payer, inbound.reply);
     await this.accounts.run(payer, "turn", async (span) => {
       const result = await runTurn(
         inbound,
@@ -464,7 +431,6 @@ export class Dispatcher implements TurnRunner {
 
   private finished(payer: Payer, reply: Reply, result: TurnResult, ms: number): void {
     logTurn(payer.key, result, ms);
-    if (result.outcome === "ok" && !result.parked) this.ratings?.offer(payer, reply);
     if (result.session && result.outcome === "ok") this.afterTurn(result.session, reply, payer);
   }
 
@@ -472,13 +438,14 @@ export class Dispatcher implements TurnRunner {
   private afterTurn(session: Session, reply: Reply, payer: Payer): void {
     // One job per thread at a time: a turn that ends while the last one's title is still
     // being made would only ask the model for the same title again.
-    if (this.stopping || this.afterTurns.has(session.key)) return;
+    const { afterTurns } = this.work;
+    if (this.stopping || afterTurns.has(session.key)) return;
     const controller = new AbortController();
     const job: InFlight = { controller, done: Promise.resolve() };
     job.done = this.accounts
       .run(payer, "after_turn", () => runAfterTurn(session, reply, this.deps, controller.signal))
       .catch((err: unknown) => log.warn({ err, key: session.key }, "after-turn work failed"))
-      .finally(() => this.afterTurns.delete(session.key));
-    this.afterTurns.set(session.key, job);
+      .finally(() => afterTurns.delete(session.key));
+    afterTurns.set(session.key, job);
   }
 }

@@ -24,21 +24,24 @@ export class FeedbackDesk {
     private readonly listener?: VoteListener,
   ) {}
 
-  /** In the background after a turn: an answer without its buttons is still an answer. */
+  /**
+   * Before a turn: the reply puts the buttons under the answer if it finishes. The answer
+   * is stored as ratable in the background (it is written long before anyone can click).
+   */
   offer(payer: Payer, reply: Reply): void {
     if (!reply.offerFeedback || payer.platform === "console") return;
     const ref = `f${randomUUID().replace(/-/g, "").slice(0, 20)}`;
     const traceId = currentTraceId();
-    void (async () => {
-      await this.book.open(ref, {
+    reply.offerFeedback(ref);
+    void this.book
+      .open(ref, {
         key: payer.key,
         platform: payer.platform,
         channel: payer.channel,
         at: Date.now(),
         ...(traceId ? { traceId } : {}),
-      });
-      await reply.offerFeedback!(ref);
-    })().catch((err: unknown) => log.debug({ err, key: payer.key }, "feedback buttons not shown"));
+      })
+      .catch((err: unknown) => log.warn({ err, key: payer.key }, "an answer's rating could not be stored"));
   }
 
   /** Handles the click when `ref` is a rated answer's; false when it is not one. */

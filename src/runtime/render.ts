@@ -49,6 +49,8 @@ export class ReplyRenderer {
       case "tool":
         return undefined;
       case "done":
+        await this.finish(() => this.sink.finish({ answered: true }));
+        return "ok";
       case "waiting":
         // Waiting for approvals: the text so far is final, and the questions go below it.
         await this.finish(() => this.sink.finish());

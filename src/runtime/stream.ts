@@ -1,5 +1,6 @@
 import { log } from "../log.js";
 import type { TextSink } from "./contract.js";
+import { KeyedMessages, type Slot } from "./keyed-messages.js";
 import { endingFor, type MessageOps, RateLimitedError, type WriteInfo } from "./message-ops.js";
 import { type Lane, WriteDropped, WriteScheduler } from "./scheduler/write-scheduler.js";
 import { type Fence, type MessagePart, openFenceAtEnd, splitToFit } from "./split.js";
@@ -23,24 +24,6 @@ const EDIT_RETRY_MS = 1_000;
 const CONTINUE_AFTER_MS = 1_000;
 /** The bucket of a writer without a platform's buckets: its own 429s pause only itself. */
 const OWN_BUCKET = ["reply"];
-
-interface Slot {
-  id: string | null;
-  /** The text the message should show now; "" means "remove it". */
-  want: string;
-  /** The text last written successfully. */
-  sent: string | null;
-  /** Where `want`'s source ends in the answer, and whether `want` is that source alone (no status line). */
-  wantEnd?: number;
-  wantClean?: boolean;
-  /** The same for `sent`: a continuation may start where a clean `sent` ends. */
-  sentEnd?: number;
-  sentClean?: boolean;
-  /** A retaken message not written yet: it still shows what the dead process left in it. */
-  stale?: boolean;
-  /** Not known to be posted, but it may be (a post that failed, a retaken reply): its key is looked up first. */
-  unsure?: "failed" | "retaken";
-}
 
 /**
  * Writes one reply, made of one or more platform messages, as the answer streams in.
@@ -79,6 +62,7 @@ export class StreamWriter implements TextSink {
   private abandoned = false;
   /** A retaken reply: messages past the recorded ones may have been posted by the dead process. */
   private retaking = false;
+  private readonly keyed: KeyedMessages;
 
   constructor(
     private readonly ops: MessageOps,
@@ -89,6 +73,7 @@ export class StreamWriter implements TextSink {
     this.earlier = opts.resume?.retake === undefined ? (opts.resume?.messages.slice(0, -1) ?? []) : [];
     if (!opts.resume && !opts.ready) this.prepared = Promise.resolve();
     this.scheduler = opts.scheduler ?? new WriteScheduler({ limitOf: () => undefined }, "reply");
+    this.keyed = new KeyedMessages(ops, opts.keys, this.earlier.length);
   }
 
   /** Ids of the messages this reply consists of, in order. */
@@ -191,38 +176,10 @@ export class StreamWriter implements TextSink {
       // Known once the reply is prepared: the first pass of the loop did that.
       if (leftovers && this.retaking) {
         leftovers = false;
-        if (await this.claimLeftovers()) continue;
+        if (await this.keyed.claimLeftovers(this.slots)) continue;
       }
       this.layout();
       if (this.nextDirty() < 0) return;
-    }
-  }
-
-  /**
-   * A retaken answer that needs fewer messages than the dead process had posted: the
-   * ones it posted without recording them are found by their keys, to be removed.
-   */
-  private async claimLeftovers(): Promise<boolean> {
-    const { find } = this.ops;
-    if (!find || !this.opts.keys) return false;
-    let found = false;
-    try {
-      for (let i = this.slots.length; ; i++) {
-        const slot = { id: null, want: "", sent: null } as Slot;
-        this.slots[i] = slot;
-        const key = this.keyOf(slot);
-        const id = key === undefined ? null : await find(key, "retaken");
-        if (id === null) {
-          this.slots.pop();
-          return found;
-        }
-        Object.assign(slot, { id, sent: null, stale: true });
-        found = true;
-      }
-    } catch (err) {
-      log.warn({ err }, "messages of a retaken reply not looked up; any left over stay");
-      while (this.slots.at(-1)?.id === null) this.slots.pop();
-      return found;
     }
   }
 
@@ -362,8 +319,9 @@ export class StreamWriter implements TextSink {
       let changed = false;
       if (slot.id === null) {
         if (text !== "") {
-          if (await this.adopt(slot)) return;
-          const key = this.keyOf(slot);
+          const index = this.slots.indexOf(slot);
+          if (await this.keyed.adopt(slot, index, () => this.report())) return;
+          const key = this.keyed.keyOf(index);
           slot.id = await this.ops.post(text, key ? { ...write, key } : write);
           delete slot.unsure;
           changed = true;
@@ -384,40 +342,16 @@ export class StreamWriter implements TextSink {
     } catch (error) {
       if (error instanceof RateLimitedError) throw error;
       const post = slot.id === null;
-      if ((post && !this.canRetryPost(slot)) || ++this.editFailures >= EDIT_ATTEMPTS) throw error;
+      if (
+        (post && !this.keyed.canRetryPost(this.slots.indexOf(slot))) ||
+        ++this.editFailures >= EDIT_ATTEMPTS
+      )
+        throw error;
       // The post may have landed before it failed: its key says so before it is sent again.
       if (post) slot.unsure = "failed";
       log.debug({ err: error, attempt: this.editFailures, post }, "reply write failed, retrying");
       await sleep(EDIT_RETRY_MS * this.editFailures);
     }
-  }
-
-  /** The idempotency key of a slot's message: its place in the whole reply. */
-  private keyOf(slot: Slot): string | undefined {
-    return this.opts.keys?.(this.earlier.length + this.slots.indexOf(slot));
-  }
-
-  /** A failed post can be sent again without risking a second copy. */
-  private canRetryPost(slot: Slot): boolean {
-    return this.keyOf(slot) !== undefined && (this.ops.find !== undefined || this.ops.postsDeduped === true);
-  }
-
-  /**
-   * A message that may be posted already is looked up by its key; when it is there, the
-   * slot takes it (to be edited to its text) instead of posting it again.
-   */
-  private async adopt(slot: Slot): Promise<boolean> {
-    const key = this.keyOf(slot);
-    if (!slot.unsure || !key || !this.ops.find) return false;
-    const found = await this.ops.find(key, slot.unsure);
-    delete slot.unsure;
-    if (!found) return false;
-    log.info({ key }, "found a message of this reply already posted; writing on in it");
-    slot.id = found;
-    slot.sent = null;
-    slot.stale = true;
-    await this.report();
-    return true;
   }
 
   /** A record that failed must not end the answer: the user still gets it, and the log says why. */

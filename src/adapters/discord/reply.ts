@@ -55,7 +55,7 @@ export interface QuestionRow {
 }
 
 /** A rating's buttons not shown within this long after the answer are not shown. */
-const FEEDBACK_LATE_MS = 60_000;
+const RATING_LATE_MS = 10_000;
 
 /** A question as Discord shows it: its text and one row of up to five buttons. */
 export function questionMessage(question: Question): { text: string; components: QuestionRow[] } {
@@ -139,6 +139,11 @@ export class DiscordReply implements Reply {
   private writer: StreamWriter | undefined;
   /** The Stop button's row while the answer is written; see offerStop. */
   private stopRow: QuestionRow[] | undefined;
+  /** The answer's 👍 / 👎, once offered; `rated` once a write showed them. */
+  private rating: QuestionRow | undefined;
+  private rated = false;
+  /** The answer is finishing (not failing): its final write may carry the rating. */
+  private finishing = false;
   /** Messages last written with the Stop button: it comes off each once the answer ends. */
   private readonly withStop = new Set<string>();
   private readonly typing: Typing;
@@ -243,7 +248,12 @@ export class DiscordReply implements Reply {
         this.typing.stop();
         writer.write(delta);
       },
-      finish: () => end(writer.finish().finally(() => this.dropStop())),
+      finish: (how) => {
+        this.finishing = how?.answered === true;
+        return end(writer.finish().finally(() => this.dropStop())).then(() =>
+          this.finishing ? this.showRating() : undefined,
+        );
+      },
       fail: (message) => end(writer.fail(message).finally(() => this.dropStop())),
       // Files held for the final write stay unsent: the process that has the reply runs their step again.
       abandon: () => writer.abandon().finally(() => this.typing.stop()),
@@ -251,28 +261,29 @@ export class DiscordReply implements Reply {
   }
 
   /**
-   * 👍 / 👎 under the answer's last message, in one edit that leaves its text as it is. A
-   * rating is worth less than anyone's answer: it waits behind every other write and is
-   * dropped when it could not go out within a minute.
+   * 👍 / 👎 under the answer once it has finished: they replace Stop in the answer's final
+   * write, or, when the final text needed no new write, come in one edit of their own that
+   * waits behind every other write (dropped when it could not go out within 10 s).
    */
-  async offerFeedback(ref: string): Promise<boolean> {
-    const last = this.writer?.lastMessage;
-    if (!last) return false;
-    const row: QuestionRow = {
+  offerFeedback(ref: string): void {
+    this.rating = {
       type: 1,
       components: [
         { type: 2, style: 2, label: "👍", custom_id: interactionId(ref, "good") },
         { type: 2, style: 2, label: "👎", custom_id: interactionId(ref, "bad") },
       ],
     };
-    await this.opts.scheduler.as(
-      "background",
-      () => this.place.ops.edit(last.id, last.text, undefined, [row]),
-      {
-        dropAfterMs: FEEDBACK_LATE_MS,
-      },
-    );
-    return true;
+  }
+
+  private async showRating(): Promise<void> {
+    const row = this.rating;
+    const last = this.writer?.lastMessage;
+    if (!row || this.rated || !last) return;
+    await this.opts.scheduler
+      .as("background", () => this.place.ops.edit(last.id, last.text, undefined, [row]), {
+        dropAfterMs: RATING_LATE_MS,
+      })
+      .catch((err: unknown) => log.debug({ err: asWriteError(err) }, "rating buttons not shown"));
   }
 
   /** Puts a Stop button under the answer while it is written (its clicks carry `ref`). */
@@ -285,13 +296,18 @@ export class DiscordReply implements Reply {
   }
 
   private controlsFor(final: boolean | undefined): QuestionRow[] | undefined {
+    // A finished answer's final write carries its rating instead of Stop.
+    if (final && this.finishing && this.rating) return [this.rating];
     if (!this.stopRow) return undefined;
     return final ? [] : this.stopRow;
   }
 
   private shown(id: string, controls: QuestionRow[] | undefined): void {
     if (controls === undefined) return;
-    if (controls.length > 0) this.withStop.add(id);
+    if (this.rating && controls[0] === this.rating) {
+      this.rated = true;
+      this.withStop.delete(id);
+    } else if (controls.length > 0) this.withStop.add(id);
     else this.withStop.delete(id);
   }
 

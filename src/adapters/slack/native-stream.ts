@@ -100,6 +100,13 @@ export class NativeStream implements TextSink {
     }
   }
 
+  /**
+   * Blocks to put under the finished answer with the stream's last stop (no call of its
+   * own); set before `finish()`. `closedWith` says whether they went out that way.
+   */
+  closing: unknown[] | undefined;
+  closedWith = false;
+
   /** The reply's last message and its whole text, once the reply has ended. */
   get lastMessage(): { id: string; text: string } | undefined {
     if (!this.complete) return undefined;
@@ -224,7 +231,8 @@ export class NativeStream implements TextSink {
       if (final) {
         const whole = parts[0]?.text ?? reopen;
         await this.send(whole.slice(reopen.length + seg.sent), r.length - sentAbs);
-        await this.stopSegment();
+        await this.stopSegment(undefined, this.closing);
+        this.closedWith = this.closing !== undefined && this.seg.ts !== null;
         return "done";
       }
       // Near the end of a segment the cut is not known yet: hold the text back until it is.
@@ -328,12 +336,12 @@ export class NativeStream implements TextSink {
   }
 
   /** Ends the segment's stream. Its text is all out already, so a failure here loses nothing. */
-  private async stopSegment(attempts?: number): Promise<void> {
+  private async stopSegment(attempts?: number, blocks?: unknown[]): Promise<void> {
     const ts = this.seg.ts;
     if (ts === null) return;
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
-    await this.calls.stop(ts, attempts);
+    await this.calls.stop(ts, attempts, blocks);
   }
 
   /** From here on the post + update writer carries the reply, from the first character not out. */

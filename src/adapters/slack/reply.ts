@@ -99,9 +99,6 @@ export function slackMessageOps(
   };
 }
 
-/** A rating's buttons not shown within this long after the answer are not shown. */
-const FEEDBACK_LATE_MS = 60_000;
-
 /** Slack's feedback buttons (block kit `feedback_buttons` in `context_actions`), carrying `ref`. */
 export function feedbackBlock(ref: string) {
   const button = (emoji: string, value: string, label: string) => ({
@@ -141,6 +138,8 @@ export class SlackReply implements Reply {
   private lastStatus = "";
   private recorder: ((address: ReplyAddress) => Promise<void>) | undefined;
   private keys: ((index: number) => string) | undefined;
+  /** The answer's rating ref: its buttons go under it once it has finished (see offerFeedback). */
+  private rating: string | undefined;
   /** Aborted when the answer ends: a Stop offer not yet shown is never shown. */
   private readonly stopOffer = new AbortController();
   /** A resumed reply's thread, read once (after an open stream is stopped) for all it needs to know. */
@@ -274,7 +273,12 @@ export class SlackReply implements Reply {
     };
     return {
       write: (delta) => writer.write(delta),
-      finish: () => writer.finish().finally(clear),
+      finish: async (how) => {
+        const rated = how?.answered === true && this.rating !== undefined;
+        if (rated && this.native) this.native.closing = [feedbackBlock(this.rating!)];
+        await writer.finish().finally(clear);
+        if (rated) await this.showRating();
+      },
       fail: (message) => writer.fail(message).finally(clear),
       abandon: async () => {
         this.stopOffer.abort();
@@ -317,28 +321,38 @@ export class SlackReply implements Reply {
   }
 
   /**
-   * 👍 / 👎 under the answer, as Slack's AI apps show them: a `context_actions` block with
-   * `feedback_buttons`, added to the answer's last message in one update (its text goes
-   * into a `markdown` block, the same Markdown it was written with). It waits behind every
-   * answer's writes and is dropped when it could not go out within a minute.
+   * 👍 / 👎 under the answer once it has finished, as Slack's AI apps show them: a
+   * `context_actions` block with `feedback_buttons`. A native stream takes it with its last
+   * `chat.stopStream` (no call of its own). An answer posted and updated gets it in one more
+   * update (its text moved into a `markdown` block, the Markdown it was written with) only
+   * when the workspace's `chat.update` budget has room at that moment: Tier 3 is shared by
+   * every answer, and a rating is worth less than anyone's text.
    */
-  async offerFeedback(ref: string): Promise<boolean> {
+  offerFeedback(ref: string): void {
+    this.rating = ref;
+  }
+
+  /** After a finished answer: the buttons, when the native stream did not carry them. */
+  private async showRating(): Promise<void> {
+    const ref = this.rating;
+    if (!ref || this.native?.closedWith) return;
     const last = (this.native ?? this.writer)?.lastMessage;
-    if (!last || last.text === "") return false;
+    if (!last || last.text === "") return;
     const { channel } = this.place;
-    await this.deps.scheduler.as(
-      "background",
-      () =>
-        this.deps.web.chat.update({
-          channel,
-          ts: last.id,
-          // The notification text beside the blocks: the whole message (well under Slack's 40,000).
-          text: last.text,
-          blocks: [{ type: "markdown", text: last.text }, feedbackBlock(ref)],
-        }),
-      { dropAfterMs: FEEDBACK_LATE_MS },
-    );
-    return true;
+    await this.deps.scheduler
+      .as(
+        "background",
+        () =>
+          this.deps.web.chat.update({
+            channel,
+            ts: last.id,
+            // The notification text beside the blocks: the whole message (well under Slack's 40,000).
+            text: last.text,
+            blocks: [{ type: "markdown", text: last.text }, feedbackBlock(ref)],
+          }),
+        { now: true },
+      )
+      .catch((err: unknown) => log.debug({ err }, "rating buttons not shown"));
   }
 
   /**

@@ -1,4 +1,4 @@
-import { ErrorCode, type WebClient } from "@slack/web-api";
+import { type ChatStopStreamArguments, ErrorCode, type WebClient } from "@slack/web-api";
 import { log } from "../../log.js";
 import { type Lane, WriteDropped, type WriteScheduler } from "../../runtime/scheduler/write-scheduler.js";
 
@@ -88,14 +88,20 @@ export class StreamCalls {
   }
 
   /** Ends a stream. Its text is all out already, so a failure here loses nothing. */
-  async stop(ts: string, attempts = ATTEMPTS): Promise<void> {
+  async stop(ts: string, attempts = ATTEMPTS, blocks?: unknown[]): Promise<void> {
     for (let attempt = 1; ; attempt++) {
       try {
         // Final text's lane: a stream stops only after its last append, and Tier 2 allows as
         // many stops as starts, so no stop may be held behind the updates' reserve.
         await this.scheduler.as(
           "final",
-          () => this.web.chat.stopStream({ channel: this.place.channel, ts }),
+          () =>
+            this.web.chat.stopStream({
+              channel: this.place.channel,
+              ts,
+              // Appended under the finished message (the answer's feedback buttons).
+              ...(blocks ? { blocks: blocks as NonNullable<ChatStopStreamArguments["blocks"]> } : {}),
+            }),
           {
             requeue: false,
           },

@@ -121,7 +121,7 @@ const isPlainText = (t: unknown, max: number) =>
  * negative button, each with plain text and a value; action ids of at most 255). A block
  * that breaks them is refused with `invalid_blocks`, as Slack does.
  */
-function checkBlocks(blocks: unknown[]): void {
+export function checkBlocks(blocks: unknown[]): void {
   let markdown = 0;
   for (const b of blocks) {
     const block = b as { type?: unknown; text?: unknown; elements?: unknown };

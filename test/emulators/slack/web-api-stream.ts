@@ -1,6 +1,6 @@
 import { type Params, str } from "./http-util.js";
 import { BOT_ID, BOT_USER_ID, type EmuMessage, messageJson } from "./state.js";
-import { type ApiContext, fail, type Handler } from "./web-api-context.js";
+import { type ApiContext, checkBlocks, fail, type Handler } from "./web-api-context.js";
 
 const CHUNK_TYPES = new Set(["markdown_text", "task_update", "plan_update", "blocks"]);
 
@@ -85,7 +85,10 @@ export function streamHandlers(ctx: ApiContext): Record<string, Handler> {
   const stopStream = (p: Params): Params => {
     const message = streaming(p);
     appendTo(message, p);
-    if (Array.isArray(p.blocks)) message.blocks = p.blocks;
+    if (Array.isArray(p.blocks)) {
+      checkBlocks(p.blocks);
+      message.blocks = p.blocks;
+    }
     if (message.stream) message.stream.state = "stopped";
     hooks.echo("changed", message);
     return { channel: message.channel, ts: message.ts, message: messageJson(message, hooks.baseUrl()) };
