@@ -2,7 +2,7 @@
  * Tracing's cost (issue: see and steer what it costs): the built app as its own process,
  * Socket Mode against the Slack emulator, the LLM emulator, SQLite. The same tool-using
  * turns (a model call, a tool call, the answer: three spans and the writes' under the
- * turn's) are answered with tracing off and with it exporting over OTLP/HTTP to a receiver
+ * turn's), each process in a Slack workspace of its own, are answered with tracing off and with it exporting over OTLP/HTTP to a receiver
  * on 127.0.0.1, alternately (off, on, off, on) so that drift in the machine hits both. The
  * figure is the bot process's CPU per turn (from /proc), after a warm-up per process, in
  * the median round of each.
@@ -11,6 +11,7 @@
 import { rmSync } from "node:fs";
 import { LlmEmulator, type RecordedRequest, type ScriptedTurn } from "../test/emulators/llm/index.js";
 import { SlackEmulator } from "../test/emulators/slack/index.js";
+import { SLACK_PER_CHANNEL_LIMITS } from "../test/emulators/slack/rate-limit.js";
 import { appEnv } from "../test/support/app-env.js";
 import { everythingMcp, scratchConfig } from "../test/support/chat-process.js";
 import { isTitleRequest, lastUserText, toolResultsSinceUser } from "../test/support/llm-text.js";
@@ -37,10 +38,11 @@ function responder(req: RecordedRequest): ScriptedTurn {
 async function cpuPerTurn(
   build: AppBuild,
   llm: LlmEmulator,
-  slack: SlackEmulator,
   traced: OtlpReceiver | undefined,
   round: number,
 ): Promise<number> {
+  // A workspace of its own: a round must not find the last one's minute of chat.update spent.
+  const slack = await SlackEmulator.start({ rateLimits: SLACK_PER_CHANNEL_LIMITS });
   const port = await freePort();
   const dir = scratchConfig(
     `llm:\n  maxRetries: 0\nhealth:\n  host: 127.0.0.1\n  port: ${port}\nslack:\n  nativeStreaming: false\n` +
@@ -81,6 +83,7 @@ async function cpuPerTurn(
     return (cpuSeconds(proc.pid) - before) / TURNS;
   } finally {
     await proc.kill();
+    await slack.stop();
     rmSync(dir, { recursive: true, force: true });
   }
 }
@@ -88,14 +91,13 @@ async function cpuPerTurn(
 export async function run(): Promise<BenchResult> {
   const build = await buildApp();
   const llm = await LlmEmulator.start({ responder });
-  const slack = await SlackEmulator.start();
   const receiver = await OtlpReceiver.start();
   try {
     const off: number[] = [];
     const on: number[] = [];
     for (let r = 0; r < ROUNDS; r++) {
-      off.push(await cpuPerTurn(build, llm, slack, undefined, r));
-      on.push(await cpuPerTurn(build, llm, slack, receiver, r));
+      off.push(await cpuPerTurn(build, llm, undefined, r));
+      on.push(await cpuPerTurn(build, llm, receiver, r));
     }
     // The median round of each: one process's JIT or GC luck is not tracing's cost.
     const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
@@ -120,7 +122,6 @@ export async function run(): Promise<BenchResult> {
   } finally {
     await killAll();
     await receiver.close();
-    await slack.stop();
     await llm.close();
     build.remove();
   }

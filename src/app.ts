@@ -4,6 +4,7 @@ import { providerFor } from "./agent/providers/index.js";
 import type { Provider } from "./agent/providers/provider.js";
 import { allowedModels, type LoadedConfig, loadConfig } from "./config.js";
 import type { Platform } from "./core/thread.js";
+import { urlCredentials } from "./core/unreachable.js";
 import { log, registerSecret } from "./log.js";
 import { McpHub } from "./mcp/hub.js";
 import { loadMcpConfig, type ServerConfig } from "./mcp/servers.js";
@@ -71,8 +72,26 @@ export async function buildCore(opts: CoreOptions = {}): Promise<Core> {
     registerSecret(value);
   }
 
-  const servers = loadMcpConfig(loaded.mcpConfigFile, env);
+  const missing: string[] = [];
+  const servers = loadMcpConfig(loaded.mcpConfigFile, env, missing);
+  if (missing.length > 0) {
+    log.warn(
+      { file: loaded.mcpConfigFile, variables: missing },
+      "the MCP config uses variables that are not set; they are left empty (npm run doctor names them)",
+    );
+  }
   registerServerSecrets(servers);
+  // A password in an endpoint's user-info never reaches a log line or an error.
+  for (const url of [
+    loaded.storeUrl,
+    secrets.openaiBaseUrl,
+    secrets.anthropicBaseUrl,
+    secrets.slackApiUrl,
+    secrets.discordApiUrl,
+    ...servers.flatMap((s) => (s.transport === "http" ? [s.url] : [])),
+  ]) {
+    for (const credential of urlCredentials(url)) registerSecret(credential);
+  }
   const providers = new Map<string, Provider>();
   const meter = new Meter(config.usage.prices, opts.onUsage);
   const providerForModel = (model: string): Provider => {

@@ -1,7 +1,8 @@
 import { providerFor } from "./agent/providers/index.js";
 import { type LoadedConfig, loadConfig, type Secrets } from "./config.js";
 import { SwitchboardError } from "./core/errors.js";
-import { scrub } from "./log.js";
+import { safeAddress, unreachable, urlCredentials } from "./core/unreachable.js";
+import { registerSecret, scrub } from "./log.js";
 import { McpHub } from "./mcp/hub.js";
 import { loadMcpConfig } from "./mcp/servers.js";
 import { openStore } from "./store/index.js";
@@ -25,6 +26,10 @@ export async function runDoctor(
   let loaded: LoadedConfig;
   try {
     loaded = loadConfig(env);
+    // Shown addresses drop user-info already; this covers errors that quote a URL whole.
+    for (const url of [loaded.storeUrl, ...Object.values(loaded.secrets)])
+      for (const credential of urlCredentials(typeof url === "string" ? url : undefined))
+        registerSecret(credential);
     const missing = loaded.missingVars.length ? `; unset variables: ${loaded.missingVars.join(", ")}` : "";
     checks.push({
       name: "config",
@@ -79,15 +84,41 @@ async function checkLlm(loaded: LoadedConfig): Promise<Check> {
       : "model not in the server's list (may still work)";
     return { name, ok: true, detail: `${models.length} models; ${listed}` };
   } catch (err) {
-    return { name, ok: false, detail: message(err) };
+    const base =
+      config.llm.provider === "anthropic"
+        ? (secrets.anthropicBaseUrl ?? "https://api.anthropic.com")
+        : (secrets.openaiBaseUrl ?? "https://api.openai.com/v1");
+    const withUser = (() => {
+      try {
+        const u = new URL(base);
+        return u.username !== "" || u.password !== "";
+      } catch {
+        return false;
+      }
+    })();
+    const detail = withUser
+      ? `${safeAddress(base)} is given with a user name or password in the URL, which HTTP requests cannot carry; put the key in ${config.llm.provider === "anthropic" ? "ANTHROPIC_API_KEY" : "OPENAI_API_KEY"} instead`
+      : (unreachable(base, err) ?? message(err));
+    return { name, ok: false, detail };
   }
 }
 
 async function checkMcp(loaded: LoadedConfig, env: NodeJS.ProcessEnv): Promise<Check[]> {
   try {
-    const servers = loadMcpConfig(loaded.mcpConfigFile, env);
+    const missing: string[] = [];
+    const servers = loadMcpConfig(loaded.mcpConfigFile, env, missing);
+    // A server given an empty token fails in ways that do not name the variable.
+    const unset: Check[] = missing.length
+      ? [
+          {
+            name: "mcp variables",
+            ok: false,
+            detail: `${loaded.mcpConfigFile} uses ${missing.map((v) => `\${${v}}`).join(", ")}, not set in the environment (left empty)`,
+          },
+        ]
+      : [];
     if (servers.length === 0)
-      return [{ name: "mcp", ok: true, detail: "no servers configured (config/mcp.json)" }];
+      return [...unset, { name: "mcp", ok: true, detail: "no servers configured (config/mcp.json)" }];
     const hub = await McpHub.start(servers, { ...loaded.config.mcp });
     const checks = hub.status().map((s) => ({
       name: `mcp ${s.name}`,
@@ -95,7 +126,7 @@ async function checkMcp(loaded: LoadedConfig, env: NodeJS.ProcessEnv): Promise<C
       detail: s.state === "connected" ? `${s.toolCount} tools` : `${s.state}${s.error ? `: ${s.error}` : ""}`,
     }));
     await hub.close();
-    return checks;
+    return [...unset, ...checks];
   } catch (err) {
     return [{ name: "mcp", ok: false, detail: message(err) }];
   }
@@ -106,7 +137,7 @@ async function checkPlatforms(secrets: Secrets): Promise<Check[]> {
   if (secrets.slackBotToken) {
     const base = secrets.slackApiUrl ?? "https://slack.com/api/";
     checks.push(
-      await probe("slack", async () => {
+      await probe("slack", base, async () => {
         const url = new URL("auth.test", base.endsWith("/") ? base : `${base}/`);
         const res = await fetch(url, {
           method: "POST",
@@ -114,7 +145,8 @@ async function checkPlatforms(secrets: Secrets): Promise<Check[]> {
           signal: AbortSignal.timeout(TIMEOUT_MS),
         });
         const body = (await res.json()) as { ok: boolean; error?: string; team?: string; user?: string };
-        if (!body.ok) throw new Error(`auth.test answered ${body.error ?? res.status}`);
+        if (!body.ok)
+          throw new Error(`${safeAddress(url.toString())} answered ${body.error ?? `HTTP ${res.status}`}`);
         const mode = secrets.slackAppToken
           ? "Socket Mode"
           : secrets.slackSigningSecret
@@ -127,12 +159,14 @@ async function checkPlatforms(secrets: Secrets): Promise<Check[]> {
   if (secrets.discordToken) {
     const base = (secrets.discordApiUrl ?? "https://discord.com/api").replace(/\/$/, "");
     checks.push(
-      await probe("discord", async () => {
+      await probe("discord", base, async () => {
         const res = await fetch(`${base}/v10/users/@me`, {
           headers: { Authorization: `Bot ${secrets.discordToken}` },
           signal: AbortSignal.timeout(TIMEOUT_MS),
         });
-        if (!res.ok) throw new Error(`users/@me answered HTTP ${res.status}`);
+        if (res.status === 401)
+          throw new Error(`${safeAddress(base)} refused DISCORD_TOKEN (HTTP 401): check the token`);
+        if (!res.ok) throw new Error(`${safeAddress(base)}/v10/users/@me answered HTTP ${res.status}`);
         const me = (await res.json()) as { username?: string; id?: string };
         return `bot ${me.username ?? "?"} (${me.id ?? "?"})`;
       }),
@@ -144,11 +178,11 @@ async function checkPlatforms(secrets: Secrets): Promise<Check[]> {
   return checks;
 }
 
-async function probe(name: string, fn: () => Promise<string>): Promise<Check> {
+async function probe(name: string, url: string, fn: () => Promise<string>): Promise<Check> {
   try {
     return { name, ok: true, detail: await fn() };
   } catch (err) {
-    return { name, ok: false, detail: message(err) };
+    return { name, ok: false, detail: unreachable(url, err) ?? message(err) };
   }
 }
 

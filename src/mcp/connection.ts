@@ -62,6 +62,10 @@ const STABLE_MS = 30_000;
 /** Progress resets the timeout, so a chatty tool is still bounded by this many timeouts in total. */
 const MAX_TOTAL_TIMEOUTS = 10;
 const STDERR_TAIL_LINES = 5;
+/** A line of a server's output that says what went wrong. */
+const TELLING = /\b(error|exception|fatal|panic|denied|refused|not found|cannot|could not|failed|invalid)\b/i;
+/** Lines that never do: stack frames, Node's version footer, the caret under a source line. */
+const NOT_TELLING = /^\s+at\s|^Node\.js v\d|^\s*\^+\s*$/;
 
 /** One MCP server: connect, tools, calls, death, and attempts again with back-off until it is back. */
 export class ServerConnection {
@@ -78,6 +82,8 @@ export class ServerConnection {
   /** Counts start-up attempts, so that one overtaken by a manual reconnect leaves no trace. */
   private attempt = 0;
   private stderrTail: string[] = [];
+  /** The first line of this attempt's output that reads as an error. */
+  private stderrFirstError: string | undefined;
   private settleWaiters = new Set<() => void>();
   /** When the next attempt of a server that is down starts (ms since the epoch). */
   private retryAt: number | undefined;
@@ -229,8 +235,15 @@ export class ServerConnection {
     const text = line.trimEnd();
     if (text === "") return;
     log.debug({ server: this.name, stderr: text }, "mcp server stderr");
-    this.stderrTail.push(text.length > 300 ? `${text.slice(0, 300)}…` : text);
+    const kept = text.length > 300 ? `${text.slice(0, 300)}…` : text;
+    this.stderrTail.push(kept);
     if (this.stderrTail.length > STDERR_TAIL_LINES) this.stderrTail.shift();
+    this.stderrFirstError ??= TELLING.test(text) && !NOT_TELLING.test(text) ? kept : undefined;
+  }
+
+  /** What to show of a dying server's output: its first error line, else its last line but Node's footer. */
+  private stderrSummary(): string {
+    return this.stderrFirstError ?? this.stderrTail.filter((l) => !NOT_TELLING.test(l)).at(-1) ?? "";
   }
 
   /**
@@ -240,6 +253,7 @@ export class ServerConnection {
   private async open(): Promise<string | undefined | null> {
     const attempt = ++this.attempt;
     this.stderrTail = [];
+    this.stderrFirstError = undefined;
     const transport = createTransport(this.config, (line) => this.stderrLine(line));
     const client = new Client(this.opts.clientInfo, {
       listChanged: {
@@ -279,7 +293,7 @@ export class ServerConnection {
       const reason =
         err instanceof DeadlineError
           ? `did not finish starting within ${seconds(this.opts.connectTimeoutMs)}.`
-          : describeStartFailure(err, this.config, this.stderrTail.at(-1) ?? "");
+          : describeStartFailure(err, this.config, this.stderrSummary());
       // Said once: a server that stays down is tried again quietly.
       if (reason === this.error)
         log.debug({ server: this.name, reason }, "mcp server still failing to start");

@@ -1,5 +1,6 @@
 import { StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
+import { networkReason } from "../core/unreachable.js";
 import { scrub } from "../log.js";
 import { seconds } from "../signals.js";
 import type { ServerConfig } from "./servers.js";
@@ -17,6 +18,8 @@ export function safeUrl(url: string): string {
 const messageOf = (err: unknown) => (err instanceof Error ? err.message : String(err));
 
 function networkCause(err: unknown): string {
+  const named = networkReason(err);
+  if (named) return named;
   const cause = err instanceof Error && err.cause instanceof Error ? err.cause : undefined;
   const code = cause && "code" in cause ? String(cause.code) : undefined;
   return code ?? cause?.message ?? messageOf(err);

@@ -1,4 +1,5 @@
 import { rmSync } from "node:fs";
+import { type AddressInfo, createServer } from "node:net";
 import { join } from "node:path";
 import { PassThrough } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -7,6 +8,15 @@ import { LlmEmulator } from "../emulators/llm/index.js";
 import { SlackEmulator } from "../emulators/slack/index.js";
 import { appEnv } from "../support/app-env.js";
 import { everythingServer, scratchConfig } from "../support/chat-process.js";
+
+/** A port nothing listens on: taken from the system, then let go. */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
 
 async function doctor(env: NodeJS.ProcessEnv): Promise<{ ok: boolean; text: string }> {
   const out = new PassThrough();
@@ -60,19 +70,66 @@ describe("npm run doctor", () => {
   }, 60_000);
 
   it("reports a wrong token and an unreachable LLM in words", async () => {
+    const closed = await closedPort();
     const { ok, text } = await doctor({
       ...base,
       MCP_CONFIG: undefined,
-      OPENAI_BASE_URL: "http://127.0.0.1:9/v1",
+      OPENAI_BASE_URL: `http://127.0.0.1:${closed}/v1`,
       SLACK_BOT_TOKEN: "xoxb-wrong",
       SLACK_API_URL: slack.apiUrl,
     });
     expect(ok).toBe(false);
     expect(text).toMatch(
-      /^FAIL +llm \(openai, gpt-4o-mini\) +openai connection failed: Connection error\.$/m,
+      /^FAIL +llm \(openai, gpt-4o-mini\) +could not reach http:\/\/127\.0\.0\.1:\d+\/v1: connection refused \(nothing listens there\)$/m,
     );
-    expect(text).toMatch(/^FAIL +slack +auth\.test answered invalid_auth/m);
+    expect(text).toMatch(/^FAIL +slack +http:\/\/127\.0\.0\.1:\d+\/api\/auth\.test answered invalid_auth/m);
     expect(text).not.toContain("xoxb-wrong");
+  }, 60_000);
+
+  it("names the address and the cause of each endpoint it cannot use, and never a URL's password", async () => {
+    const closed = await closedPort();
+    const crashing = scratchConfig("", {
+      mcpServers: {
+        github: {
+          type: "http",
+          url: `http://127.0.0.1:${closed}/mcp`,
+          headers: { Authorization: "Bearer ${SB_DOCTOR_UNSET_TOKEN}" },
+        },
+        crashing: {
+          command: process.execPath,
+          args: ["-e", "throw new Error('cannot open database /nope/db.sqlite')"],
+        },
+      },
+    });
+    const { ok, text } = await doctor({
+      ...base,
+      MCP_CONFIG: join(crashing, "mcp.json"),
+      OPENAI_BASE_URL: `http://llm:llm-pass-4711@127.0.0.1:${closed}/v1`,
+      SLACK_BOT_TOKEN: "xoxb-doctor",
+      SLACK_APP_TOKEN: "xapp-doctor",
+      SLACK_API_URL: `http://127.0.0.1:${closed}/api/`,
+      DISCORD_TOKEN: "discord-doctor",
+      DISCORD_API_URL: `http://127.0.0.1:${closed}/api`,
+    });
+    expect(ok).toBe(false);
+    expect(text).toMatch(
+      /^FAIL +llm .* http:\/\/127\.0\.0\.1:\d+\/v1 is given with a user name or password in the URL, which HTTP requests cannot carry; put the key in OPENAI_API_KEY instead$/m,
+    );
+    expect(text).toMatch(
+      /^FAIL +slack +could not reach http:\/\/127\.0\.0\.1:\d+\/api\/: connection refused/m,
+    );
+    expect(text).toMatch(
+      /^FAIL +discord +could not reach http:\/\/127\.0\.0\.1:\d+\/api: connection refused/m,
+    );
+    expect(text).toMatch(/^FAIL +mcp variables +.*mcp\.json uses \$\{SB_DOCTOR_UNSET_TOKEN\}, not set/m);
+    expect(text).toMatch(
+      /^FAIL +mcp github +failed: could not reach http:\/\/127\.0\.0\.1:\d+\/mcp: connection refused \(nothing listens there\)/m,
+    );
+    // A dying server's own error line, not Node's version footer.
+    expect(text).toMatch(/^FAIL +mcp crashing +failed: .*cannot open database \/nope\/db\.sqlite/m);
+    expect(text).not.toMatch(/Node\.js v\d/);
+    expect(text).not.toContain("pass-4711");
+    rmSync(crashing, { recursive: true, force: true });
   }, 60_000);
 
   it("stops at a bad config file and names it", async () => {

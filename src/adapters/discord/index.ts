@@ -2,6 +2,7 @@ import { once } from "node:events";
 import { type Client, Events, Status } from "discord.js";
 import { SwitchboardError } from "../../core/errors.js";
 import type { ThreadKey } from "../../core/thread.js";
+import { connectFailure } from "../../core/unreachable.js";
 import { log } from "../../log.js";
 import type { Adapter, AdapterDeps, Reply, ReplyAddress, ResumeFrom } from "../../runtime/contract.js";
 import { SharedBudgets } from "../../runtime/scheduler/shared-budgets.js";
@@ -54,7 +55,11 @@ export class DiscordAdapter implements Adapter {
     const token = this.deps.secrets.discordToken;
     if (!token) throw new SwitchboardError("config_invalid", "DISCORD_TOKEN is not set.");
     const ready = once(this.client, Events.ClientReady);
-    await this.client.login(token);
+    await this.client.login(token).catch((err: unknown) => {
+      const api = this.deps.secrets.discordApiUrl ?? "https://discord.com/api";
+      const failure = connectFailure("Discord", api, err);
+      throw failure ? new SwitchboardError("platform_error", failure.message, { cause: err }) : err;
+    });
     await ready;
     this.accepting = true;
     const app = this.client.application;

@@ -164,13 +164,23 @@ export function createSlackConnection(
     receiver.client.on("reconnecting", () => {
       connected = false;
     });
-    const app = new App({ token, receiver, socketMode: true, logger, clientOptions });
+    // Initialised in start(): Bolt's own auth.test would otherwise run here, and a refused
+    // token would surface as an unhandled rejection instead of our sentence.
+    const app = new App({
+      token,
+      receiver,
+      socketMode: true,
+      logger,
+      clientOptions,
+      deferInitialization: true,
+    });
     return {
       app,
       writes,
       reads: app.client,
       mode: "socket",
       async start() {
+        await app.init();
         await app.start();
         connected = true;
       },
@@ -194,6 +204,7 @@ export function createSlackConnection(
     endpoints: "/slack/events",
     logger,
     clientOptions,
+    deferInitialization: true,
   });
   let server: Server | undefined;
   return {
@@ -203,6 +214,7 @@ export function createSlackConnection(
     mode: "http",
     async start() {
       const listen = opts.host ? { port: config.slack.port, host: opts.host } : config.slack.port;
+      await app.init();
       server = (await app.start(listen)) as Server;
       connected = true;
     },

@@ -1,5 +1,7 @@
+import { SwitchboardError } from "../../core/errors.js";
 import type { ThreadKey } from "../../core/thread.js";
 import { decodeThread, type ThreadRef } from "../../core/thread.js";
+import { connectFailure } from "../../core/unreachable.js";
 import { log } from "../../log.js";
 import type { Adapter, AdapterDeps } from "../../runtime/contract.js";
 import { SharedBudgets } from "../../runtime/scheduler/shared-budgets.js";
@@ -80,7 +82,10 @@ export function createSlackAdapter(deps: AdapterDeps, opts: SlackAdapterOptions 
   return {
     platform: "slack",
     async start() {
-      const auth = await conn.writes.auth.test();
+      const auth = await conn.writes.auth.test().catch((err: unknown) => {
+        const failure = connectFailure("Slack", secrets.slackApiUrl ?? "https://slack.com/api/", err);
+        throw failure ? new SwitchboardError("platform_error", failure.message, { cause: err }) : err;
+      });
       if (!auth.user_id || !auth.team_id)
         throw new Error("Slack auth.test did not name the bot user and team");
       identity = { teamId: auth.team_id, botUserId: auth.user_id, botId: auth.bot_id ?? "" };

@@ -1,0 +1,55 @@
+import { describe, expect, it } from "vitest";
+import { connectFailure, networkReason, safeAddress, unreachable, urlCredentials } from "./unreachable.js";
+
+/** What undici's fetch throws: "fetch failed", the socket's error as its cause. */
+const fetchFailed = (code: string) =>
+  new TypeError("fetch failed", { cause: Object.assign(new Error(`connect ${code} 127.0.0.1:9`), { code }) });
+
+describe("why an endpoint could not be used", () => {
+  it("names the network cause wherever it sits in the error", () => {
+    expect(networkReason(fetchFailed("ECONNREFUSED"))).toBe("connection refused (nothing listens there)");
+    expect(networkReason(fetchFailed("ENOTFOUND"))).toBe("the host name does not resolve (DNS)");
+    expect(networkReason(fetchFailed("CERT_HAS_EXPIRED"))).toBe("TLS: the server's certificate has expired");
+    // undici tries every address of a host and throws them together.
+    const both = new AggregateError([Object.assign(new Error("x"), { code: "ECONNREFUSED" })], "all failed");
+    expect(networkReason(new TypeError("fetch failed", { cause: both }))).toMatch(/^connection refused/);
+    // The Slack SDK keeps the request's error as `original`.
+    const slack = Object.assign(new Error("A request error occurred"), {
+      code: "slack_webapi_request_error",
+      original: Object.assign(new Error("connect"), { code: "ECONNREFUSED" }),
+    });
+    expect(networkReason(slack)).toMatch(/^connection refused/);
+    expect(networkReason(Object.assign(new Error("t"), { name: "TimeoutError" }))).toBe("no answer in time");
+    expect(networkReason(new Error("HTTP 500"))).toBeUndefined();
+  });
+
+  it("shows an address without credentials or a query", () => {
+    expect(safeAddress("https://bot:s3cret@example.com:8443/v1?key=abc")).toBe("https://example.com:8443/v1");
+    expect(unreachable("http://u:p4ssw0rd@127.0.0.1:9/v1", fetchFailed("ECONNREFUSED"))).toBe(
+      "could not reach http://127.0.0.1:9/v1: connection refused (nothing listens there)",
+    );
+    expect(urlCredentials("redis://:p%40ss@127.0.0.1:6379")).toEqual(["p%40ss", "p@ss"]);
+    expect(urlCredentials("http://127.0.0.1")).toEqual([]);
+  });
+
+  it("tells a platform's refused token from an unreachable platform", () => {
+    expect(connectFailure("Slack", "http://127.0.0.1:9/api/", fetchFailed("ECONNREFUSED"))?.message).toBe(
+      "Could not connect to Slack at http://127.0.0.1:9/api/: connection refused (nothing listens there). Check SLACK_API_URL and the network.",
+    );
+    const refused = Object.assign(new Error("An API error occurred: invalid_auth"), {
+      code: "slack_webapi_platform_error",
+      data: { ok: false, error: "invalid_auth" },
+    });
+    expect(connectFailure("Slack", "https://slack.com/api/", refused)?.message).toMatch(
+      /^Slack refused SLACK_BOT_TOKEN \(invalid_auth\)/,
+    );
+    expect(
+      connectFailure(
+        "Discord",
+        "https://discord.com/api",
+        Object.assign(new Error("x"), { code: "TokenInvalid" }),
+      )?.message,
+    ).toMatch(/^Discord refused DISCORD_TOKEN/);
+    expect(connectFailure("Discord", "https://discord.com/api", new Error("odd"))).toBeUndefined();
+  });
+});
