@@ -56,8 +56,11 @@ describe("toModelResult", () => {
       },
       opts,
     );
-    expect(r.artifacts).toHaveLength(1);
+    // Both reach the thread as files; the model reads the text one.
+    expect(r.artifacts).toHaveLength(2);
     expect(r.artifacts[0]).toMatchObject({ title: "report.pdf", filename: "files-read-1.pdf" });
+    expect(r.artifacts[1]).toMatchObject({ title: "notes.md", mimeType: "text/markdown" });
+    expect(Buffer.from(r.artifacts[1]!.bytes).toString("utf8")).toBe("# Notes");
     expect(r.text).toContain("[Resource file:///r/notes.md (text/markdown)]\n# Notes");
   });
 
@@ -73,9 +76,22 @@ describe("toModelResult", () => {
     expect(r.text).toBe("[Resource link: Spec <https://x.example/spec>: The spec]");
   });
 
-  it("passes structured content as JSON when there is no text", () => {
-    const r = toModelResult({ content: [], structuredContent: { temperature: 21, unit: "C" } }, opts);
-    expect(r.text).toBe('{"temperature":21,"unit":"C"}');
+  it("shows structured content without text as a table, or as a JSON code block when it is not flat", () => {
+    const one = toModelResult({ content: [], structuredContent: { temperature: 21, unit: "C" } }, opts);
+    expect(one.text).toBe("| field | value |\n| --- | --- |\n| temperature | 21 |\n| unit | C |");
+    const many = toModelResult(
+      {
+        content: [],
+        structuredContent: [
+          { name: "a|b", n: 1 },
+          { name: "c", extra: true },
+        ] as never,
+      },
+      opts,
+    );
+    expect(many.text).toBe("| name | n | extra |\n| --- | --- | --- |\n| a\\|b | 1 |  |\n| c |  | true |");
+    const nested = toModelResult({ content: [], structuredContent: { city: { name: "Oslo" } } }, opts);
+    expect(nested.text).toBe('```json\n{\n  "city": {\n    "name": "Oslo"\n  }\n}\n```');
   });
 
   it("prefers the text over structured content when both are present", () => {

@@ -106,6 +106,8 @@ export function toModelResult(result: CallToolResult, opts: ResultOptions): Mode
         } else if ("text" in r && typeof r.text === "string") {
           hasText = true;
           parts.push(`[Resource ${r.uri} (${mime})]\n${r.text}`);
+          // The person gets the resource too, as a file in the thread; the model reads it above.
+          attach(r.uri.split("/").pop() || r.uri, mime, Buffer.from(r.text, "utf8").toString("base64"));
         }
         break;
       }
@@ -121,7 +123,7 @@ export function toModelResult(result: CallToolResult, opts: ResultOptions): Mode
   }
 
   if (!hasText && result.structuredContent !== undefined) {
-    parts.unshift(JSON.stringify(result.structuredContent));
+    parts.unshift(renderStructured(result.structuredContent));
   }
   const ok = result.isError !== true;
   if (parts.length === 0) {
@@ -131,4 +133,43 @@ export function toModelResult(result: CallToolResult, opts: ResultOptions): Mode
   // Attachment notes cut off by the cap are put back: the model must know the files exist.
   const lost = capped.cut ? notes.filter((n) => !capped.text.includes(n)) : [];
   return { ok, text: [capped.text, ...lost].join("\n"), artifacts };
+}
+
+/** Rows and columns a structured result is shown with as a table, at most. */
+const TABLE_ROWS = 50;
+const TABLE_COLUMNS = 12;
+
+type Scalar = string | number | boolean | null;
+const isScalar = (v: unknown): v is Scalar =>
+  v === null || typeof v === "string" || typeof v === "number" || typeof v === "boolean";
+const isFlat = (v: unknown): v is Record<string, Scalar> =>
+  !!v && typeof v === "object" && !Array.isArray(v) && Object.values(v).every(isScalar);
+const cell = (v: Scalar | undefined) =>
+  v === undefined || v === null ? "" : String(v).replace(/\|/g, "\\|").replace(/\r?\n/g, " ");
+
+/**
+ * `structuredContent` without a text block, as the model (and, through it, the person)
+ * reads it best: a list of flat records as a Markdown table, one flat record as a
+ * field | value table, anything else as a JSON code block.
+ */
+export function renderStructured(value: unknown): string {
+  const rows = Array.isArray(value) ? value : undefined;
+  if (rows && rows.length > 0 && rows.every(isFlat)) {
+    const columns = [...new Set(rows.flatMap((r) => Object.keys(r)))].slice(0, TABLE_COLUMNS);
+    const lines = [
+      `| ${columns.map((c) => cell(c)).join(" | ")} |`,
+      `| ${columns.map(() => "---").join(" | ")} |`,
+      ...rows.slice(0, TABLE_ROWS).map((r) => `| ${columns.map((c) => cell(r[c])).join(" | ")} |`),
+    ];
+    if (rows.length > TABLE_ROWS) lines.push(`(${rows.length - TABLE_ROWS} more rows not shown)`);
+    return lines.join("\n");
+  }
+  if (isFlat(value) && Object.keys(value).length > 0) {
+    return [
+      "| field | value |",
+      "| --- | --- |",
+      ...Object.entries(value).map(([k, v]) => `| ${cell(k)} | ${cell(v)} |`),
+    ].join("\n");
+  }
+  return `\`\`\`json\n${JSON.stringify(value, null, 2)}\n\`\`\``;
 }

@@ -1,5 +1,4 @@
 import { rmSync } from "node:fs";
-import { type AddressInfo, createServer } from "node:net";
 import { join } from "node:path";
 import { PassThrough } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -8,15 +7,7 @@ import { LlmEmulator } from "../emulators/llm/index.js";
 import { SlackEmulator } from "../emulators/slack/index.js";
 import { appEnv } from "../support/app-env.js";
 import { everythingServer, scratchConfig } from "../support/chat-process.js";
-
-/** A port nothing listens on: taken from the system, then let go. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
+import { closedPort } from "../support/ports.js";
 
 async function doctor(env: NodeJS.ProcessEnv): Promise<{ ok: boolean; text: string }> {
   const out = new PassThrough();

@@ -3,20 +3,12 @@
  * the setting to check (errors that say where and why).
  */
 import { rmSync } from "node:fs";
-import { type AddressInfo, createServer } from "node:net";
 import { afterAll, describe, expect, it } from "vitest";
 import { startApp } from "../../src/app.js";
 import { SlackEmulator } from "../emulators/slack/index.js";
 import { appEnv } from "../support/app-env.js";
 import { scratchConfig } from "../support/chat-process.js";
-
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
+import { closedPort } from "../support/ports.js";
 
 describe("starting against a platform it cannot use", () => {
   const dir = scratchConfig("");

@@ -250,9 +250,10 @@ export class DiscordReply implements Reply {
       },
       finish: (how) => {
         this.finishing = how?.answered === true;
-        return end(writer.finish().finally(() => this.dropStop())).then(() =>
-          this.finishing ? this.showRating() : undefined,
-        );
+        // The rating's own edit is never awaited: the turn must not wait for its budget.
+        return end(writer.finish().finally(() => this.dropStop())).then(() => {
+          if (this.finishing) void this.showRating();
+        });
       },
       fail: (message) => end(writer.fail(message).finally(() => this.dropStop())),
       // Files held for the final write stay unsent: the process that has the reply runs their step again.
@@ -282,6 +283,7 @@ export class DiscordReply implements Reply {
     await this.opts.scheduler
       .as("background", () => this.place.ops.edit(last.id, last.text, undefined, [row]), {
         dropAfterMs: RATING_LATE_MS,
+        requeue: false,
       })
       .catch((err: unknown) => log.debug({ err: asWriteError(err) }, "rating buttons not shown"));
   }

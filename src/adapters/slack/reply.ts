@@ -277,7 +277,8 @@ export class SlackReply implements Reply {
         const rated = how?.answered === true && this.rating !== undefined;
         if (rated && this.native) this.native.closing = [feedbackBlock(this.rating!)];
         await writer.finish().finally(clear);
-        if (rated) await this.showRating();
+        // Never awaited: the turn (and the thread's lock) must not wait for a rating's budget.
+        if (rated) void this.showRating();
       },
       fail: (message) => writer.fail(message).finally(clear),
       abandon: async () => {
@@ -350,7 +351,8 @@ export class SlackReply implements Reply {
             text: last.text,
             blocks: [{ type: "markdown", text: last.text }, feedbackBlock(ref)],
           }),
-        { now: true },
+        // Only with room at once, and a 429 drops it: it is never queued behind anyone's answer.
+        { now: true, requeue: false },
       )
       .catch((err: unknown) => log.debug({ err }, "rating buttons not shown"));
   }
