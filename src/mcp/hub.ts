@@ -1,8 +1,8 @@
 import type { Tool } from "@modelcontextprotocol/sdk/types.js";
 import { SpanStatusCode } from "@opentelemetry/api";
 import { SwitchboardError } from "../core/errors.js";
+import { GEN_AI, inSpan } from "../core/spans.js";
 import { log, scrub } from "../log.js";
-import { GEN_AI, inSpan } from "../ops/tracing.js";
 import { ServerConnection } from "./connection.js";
 import { ToolNameMap } from "./names.js";
 import { toModelResult } from "./results.js";

@@ -1,6 +1,6 @@
 import { SpanKind, SpanStatusCode } from "@opentelemetry/api";
 import type { ModelEvent, ModelRequest, Provider } from "../agent/providers/provider.js";
-import { GEN_AI, tracer } from "./tracing.js";
+import { GEN_AI, tracer } from "../core/spans.js";
 
 /**
  * The provider, each model call a client span named as the GenAI conventions ask

@@ -1,7 +1,8 @@
 import { trace } from "@opentelemetry/api";
 import { describe, expect, it } from "vitest";
 import { OtlpReceiver } from "../../test/support/otlp-receiver.js";
-import { currentTraceId, inSpan, startTracing } from "./tracing.js";
+import { currentTraceId, inSpan } from "../core/spans.js";
+import { startTracing } from "./tracing.js";
 
 describe("tracing", () => {
   it("creates nothing without an OTLP endpoint: spans are the API's no-op and carry no trace id", async () => {

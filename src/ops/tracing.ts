@@ -1,71 +1,10 @@
-import {
-  type Attributes,
-  context,
-  propagation,
-  type Span,
-  SpanKind,
-  SpanStatusCode,
-  trace,
-} from "@opentelemetry/api";
+import { context, propagation, trace } from "@opentelemetry/api";
 import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
 import { resourceFromAttributes } from "@opentelemetry/resources";
 import { BatchSpanProcessor, NodeTracerProvider } from "@opentelemetry/sdk-trace-node";
 import { ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from "@opentelemetry/semantic-conventions";
+import { VERSION } from "../core/spans.js";
 import { log, registerSecret } from "../log.js";
-
-/**
- * The GenAI semantic conventions' attribute names (still "development" in OpenTelemetry:
- * copied here, as its guidance asks, rather than imported from the incubating entry point).
- */
-export const GEN_AI = {
-  operation: "gen_ai.operation.name",
-  provider: "gen_ai.provider.name",
-  requestModel: "gen_ai.request.model",
-  responseModel: "gen_ai.response.model",
-  inputTokens: "gen_ai.usage.input_tokens",
-  outputTokens: "gen_ai.usage.output_tokens",
-  finishReasons: "gen_ai.response.finish_reasons",
-  /** Seconds from the request to the first streamed chunk. */
-  timeToFirstChunk: "gen_ai.response.time_to_first_chunk",
-  toolName: "gen_ai.tool.name",
-  toolCallId: "gen_ai.tool.call.id",
-  toolArguments: "gen_ai.tool.call.arguments",
-  toolResult: "gen_ai.tool.call.result",
-} as const;
-
-const VERSION = "0.1.0";
-
-/** Spans of Switchboard: a no-op until `startTracing` registered an exporter (then nearly free). */
-export const tracer = () => trace.getTracer("switchboard", VERSION);
-
-/** The trace id of the span in effect, for log lines; undefined when tracing is off. */
-export function currentTraceId(): string | undefined {
-  const ctx = trace.getActiveSpan()?.spanContext();
-  return ctx && trace.isSpanContextValid(ctx) ? ctx.traceId : undefined;
-}
-
-/**
- * Runs `work` in a span that is the parent of the spans started inside it; an error ends
- * it with the error status (and is thrown on).
- */
-export async function inSpan<T>(
-  name: string,
-  attributes: Attributes,
-  work: (span: Span) => Promise<T>,
-  kind: SpanKind = SpanKind.INTERNAL,
-): Promise<T> {
-  return tracer().startActiveSpan(name, { attributes, kind }, async (span) => {
-    try {
-      return await work(span);
-    } catch (err) {
-      span.recordException(err as Error);
-      span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error)?.message });
-      throw err;
-    } finally {
-      span.end();
-    }
-  });
-}
 
 export interface Tracing {
   /** Sends the spans still buffered, then stops. */

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
+import { currentTraceId } from "../core/spans.js";
 import { log } from "../log.js";
-import { currentTraceId } from "../ops/tracing.js";
 import type { FeedbackBook, Vote } from "../store/feedback.js";
 import type { Payer } from "../store/usage.js";
 import type { Interaction, Reply } from "./contract.js";

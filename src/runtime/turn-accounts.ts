@@ -1,5 +1,5 @@
 import type { Span } from "@opentelemetry/api";
-import { inSpan } from "../ops/tracing.js";
+import { inSpan } from "../core/spans.js";
 import type { Payer } from "../store/usage.js";
 import type { Budgets } from "./budgets.js";
 import type { Meter } from "./metering.js";

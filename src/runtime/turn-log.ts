@@ -1,7 +1,7 @@
 import type { AgentEvent } from "../core/events.js";
+import { currentTraceId } from "../core/spans.js";
 import type { ThreadKey } from "../core/thread.js";
 import { log } from "../log.js";
-import { currentTraceId } from "../ops/tracing.js";
 import type { Inbound } from "./contract.js";
 import type { TurnResult } from "./turn.js";
 

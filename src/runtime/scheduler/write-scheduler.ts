@@ -1,7 +1,7 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import { SpanKind, SpanStatusCode } from "@opentelemetry/api";
+import { tracer } from "../../core/spans.js";
 import { log } from "../../log.js";
-import { tracer } from "../../ops/tracing.js";
 import { RateLimitedError } from "../message-ops.js";
 import { type BudgetBook, LocalBudgets, type WritePolicy } from "./budgets.js";
 
