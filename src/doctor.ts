@@ -1,7 +1,7 @@
 import { providerFor } from "./agent/providers/index.js";
 import { type LoadedConfig, loadConfig, type Secrets } from "./config.js";
 import { SwitchboardError } from "./core/errors.js";
-import { safeAddress, unreachable, urlCredentials } from "./core/unreachable.js";
+import { carriesUserInfo, safeAddress, unreachable, urlCredentials } from "./core/unreachable.js";
 import { registerSecret, scrub } from "./log.js";
 import { McpHub } from "./mcp/hub.js";
 import { loadMcpConfig } from "./mcp/servers.js";
@@ -88,15 +88,7 @@ async function checkLlm(loaded: LoadedConfig): Promise<Check> {
       config.llm.provider === "anthropic"
         ? (secrets.anthropicBaseUrl ?? "https://api.anthropic.com")
         : (secrets.openaiBaseUrl ?? "https://api.openai.com/v1");
-    const withUser = (() => {
-      try {
-        const u = new URL(base);
-        return u.username !== "" || u.password !== "";
-      } catch {
-        return false;
-      }
-    })();
-    const detail = withUser
+    const detail = carriesUserInfo(base)
       ? `${safeAddress(base)} is given with a user name or password in the URL, which HTTP requests cannot carry; put the key in ${config.llm.provider === "anthropic" ? "ANTHROPIC_API_KEY" : "OPENAI_API_KEY"} instead`
       : (unreachable(base, err) ?? message(err));
     return { name, ok: false, detail };

@@ -14,14 +14,12 @@ export const GEN_AI = {
   operation: "gen_ai.operation.name",
   provider: "gen_ai.provider.name",
   requestModel: "gen_ai.request.model",
-  responseModel: "gen_ai.response.model",
   inputTokens: "gen_ai.usage.input_tokens",
   outputTokens: "gen_ai.usage.output_tokens",
   finishReasons: "gen_ai.response.finish_reasons",
   /** Seconds from the request to the first streamed chunk. */
   timeToFirstChunk: "gen_ai.response.time_to_first_chunk",
   toolName: "gen_ai.tool.name",
-  toolCallId: "gen_ai.tool.call.id",
   toolArguments: "gen_ai.tool.call.arguments",
   toolResult: "gen_ai.tool.call.result",
 } as const;

@@ -64,6 +64,16 @@ export function unreachable(url: string, err: unknown): string | undefined {
   return why ? `could not reach ${safeAddress(url)}: ${why}` : undefined;
 }
 
+/** Whether a URL carries a user name or password (which `fetch` refuses to send). */
+export function carriesUserInfo(url: string): boolean {
+  try {
+    const u = new URL(url);
+    return u.username !== "" || u.password !== "";
+  } catch {
+    return false;
+  }
+}
+
 /** The password in a URL's user-info (as written and decoded), to be scrubbed from logs and errors. */
 export function urlCredentials(url: string | undefined): string[] {
   if (!url) return [];

@@ -1,19 +1,9 @@
 import { StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
-import { networkReason } from "../core/unreachable.js";
+import { networkReason, safeAddress } from "../core/unreachable.js";
 import { scrub } from "../log.js";
 import { seconds } from "../signals.js";
 import type { ServerConfig } from "./servers.js";
-
-/** A URL without its query or credentials: those may hold keys. */
-export function safeUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    return `${u.protocol}//${u.host}${u.pathname}`;
-  } catch {
-    return "(invalid URL)";
-  }
-}
 
 const messageOf = (err: unknown) => (err instanceof Error ? err.message : String(err));
 
@@ -41,11 +31,11 @@ export function describeStartFailure(err: unknown, config: ServerConfig, stderrT
       reason = `start-up failed: ${messageOf(err)}.${tail}`;
     }
   } else if (err instanceof StreamableHTTPError) {
-    reason = `${safeUrl(config.url)} answered HTTP ${err.code ?? "error"}: ${err.message}`;
+    reason = `${safeAddress(config.url)} answered HTTP ${err.code ?? "error"}: ${err.message}`;
   } else if (err instanceof McpError) {
-    reason = `${safeUrl(config.url)} refused the MCP handshake: ${err.message}`;
+    reason = `${safeAddress(config.url)} refused the MCP handshake: ${err.message}`;
   } else {
-    reason = `could not reach ${safeUrl(config.url)}: ${networkCause(err)}`;
+    reason = `could not reach ${safeAddress(config.url)}: ${networkCause(err)}`;
   }
   return scrub(reason);
 }

@@ -4,6 +4,7 @@ import { resourceFromAttributes } from "@opentelemetry/resources";
 import { BatchSpanProcessor, NodeTracerProvider } from "@opentelemetry/sdk-trace-node";
 import { ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from "@opentelemetry/semantic-conventions";
 import { VERSION } from "../core/spans.js";
+import { safeAddress } from "../core/unreachable.js";
 import { log, registerSecret } from "../log.js";
 
 export interface Tracing {
@@ -28,7 +29,7 @@ export function startTracing(env: NodeJS.ProcessEnv = process.env): Tracing | un
   });
   // Also installs the AsyncLocalStorage context manager, so spans find their parents across awaits.
   provider.register();
-  log.info({ endpoint: safeEndpoint(endpoint) }, "tracing: spans are exported over OTLP/HTTP");
+  log.info({ endpoint: safeAddress(endpoint) }, "tracing: spans are exported over OTLP/HTTP");
   return {
     async shutdown() {
       await provider.shutdown().catch((err: unknown) => log.warn({ err }, "tracing: last spans not sent"));
@@ -59,16 +60,4 @@ function exporterOptions(env: NodeJS.ProcessEnv): { url: string; headers: Record
     registerSecret(value);
   }
   return { url, headers };
-}
-
-/** The endpoint without credentials in its user-info, for the log. */
-function safeEndpoint(url: string): string {
-  try {
-    const u = new URL(url);
-    u.username = "";
-    u.password = "";
-    return u.toString();
-  } catch {
-    return "(not a URL)";
-  }
 }

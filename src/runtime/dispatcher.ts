@@ -54,15 +54,6 @@ export interface DispatcherDeps {
   onVote?: VoteListener;
 }
 
-/**
- * How long a stopping process waits, once its turns are aborted, for them to hand over or
- * end. A turn stuck in a call that ignores the abort (a read waiting out a minute-long 429)
- * is left to the others, which take it over once this process stops beating; a message
- * still waiting for a lock another replica holds is handed over (or, with no other
- * replica alive, gets the restart note).
- */
-const SETTLE_AFTER_ABORT_MS = 5_000;
-
 /** Dedupe, per-thread queue, session load, run the agent, drive the Reply. Shared by every adapter. */
 export class Dispatcher implements TurnRunner {
   private readonly work = new WorkInFlight();
@@ -323,47 +314,18 @@ export class Dispatcher implements TurnRunner {
     // Each is queued or refused once checked (from now on refused, and waited for below);
     // a check stuck on a store that does not answer holds the stop no longer than the grace.
     await Promise.race([this.work.checked(), sleep(graceMs, undefined, { ref: false })]);
-    const { turns, afterTurns, refusals } = this.work;
-    const all = () => Promise.all([...turns].map((t) => t.done));
-    const grace = new AbortController();
     this.takeovers.close();
     this.desk.close();
-    const timedOut = await Promise.race([
-      all().then(() => false),
-      sleep(graceMs, true, { ref: false, signal: grace.signal }).catch(() => false),
-    ]);
-    grace.abort();
-    const left = timedOut ? turns.size : 0;
+    const left = await this.work.unfinishedAfter(graceMs);
     // Asked again at the end of the grace: the replicas seen at its start may have stopped too.
     if (left > 0) this.handingOver = (await lock.others().catch(() => [])).length > 0;
-    for (const t of [...turns, ...afterTurns.values()]) {
-      t.controller.abort(new SwitchboardError("interrupted", INTERRUPTED_NOTE));
-    }
-    const settled = Promise.all([all(), ...[...afterTurns.values()].map((t) => t.done), ...refusals]).then(
-      () => true,
-    );
-    if (!(await Promise.race([settled, sleep(SETTLE_AFTER_ABORT_MS, false, { ref: false })])))
-      await this.leaveUnsettled();
+    this.work.abortAll(new SwitchboardError("interrupted", INTERRUPTED_NOTE));
+    await this.work.settleOrLeave((inbound) => this.refuse(inbound));
     // The others take over what was handed to them at once, not after the heartbeat expires.
     await lock.close();
     const handedOver = this.handingOver ? left : 0;
     if (handedOver) log.info({ turns: handedOver }, "handed unfinished turns to the other replicas");
     return { interrupted: left - handedOver, handedOver };
-  }
-
-  /** See SETTLE_AFTER_ABORT_MS. */
-  private async leaveUnsettled(): Promise<void> {
-    const stuck = [...this.work.turns];
-    const waiting = stuck.flatMap((t) => (t.queued ? [t] : []));
-    log.warn(
-      { running: stuck.length - waiting.length, waiting: waiting.length },
-      "turns did not settle after the grace: the others take them over, or they get the restart note",
-    );
-    const notes = waiting.map((t) => {
-      t.noted = true;
-      return this.refuse(t.queued!);
-    });
-    await Promise.race([Promise.all(notes), sleep(SETTLE_AFTER_ABORT_MS, undefined, { ref: false })]);
   }
 
   /**

@@ -1,4 +1,6 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import type { ThreadKey } from "../core/thread.js";
+import { log } from "../log.js";
 import type { Inbound } from "./contract.js";
 
 /** A turn (or an after-turn job) this process is running or has queued. */
@@ -10,6 +12,15 @@ export interface InFlight {
   /** Handed over (or given the restart note) while it still waited: when the lock comes, nothing is left to do. */
   noted?: boolean;
 }
+
+/**
+ * How long a stopping process waits, once its turns are aborted, for them to hand over or
+ * end. A turn stuck in a call that ignores the abort (a read waiting out a minute-long 429)
+ * is left to the others, which take it over once this process stops beating; a message
+ * still waiting for a lock another replica holds is handed over (or, with no other
+ * replica alive, gets the restart note).
+ */
+const SETTLE_AFTER_ABORT_MS = 5_000;
 
 /**
  * Everything a process owes before it may stop, by stage: messages being checked, turns
@@ -58,6 +69,49 @@ export class WorkInFlight {
     while (this.turns.size > 0 || this.afterTurns.size > 0) {
       await Promise.all([...this.turns, ...this.afterTurns.values()].map((t) => t.done));
     }
+  }
+
+  /** The turns still running (or queued) when `graceMs` is over; 0 when all ended within it. */
+  async unfinishedAfter(graceMs: number): Promise<number> {
+    const grace = new AbortController();
+    const timedOut = await Promise.race([
+      this.allTurns().then(() => false),
+      sleep(graceMs, true, { ref: false, signal: grace.signal }).catch(() => false),
+    ]);
+    grace.abort();
+    return timedOut ? this.turns.size : 0;
+  }
+
+  abortAll(reason: unknown): void {
+    for (const t of [...this.turns, ...this.afterTurns.values()]) t.controller.abort(reason);
+  }
+
+  /**
+   * Waits `SETTLE_AFTER_ABORT_MS` for the aborted work to end; then the messages still
+   * waiting for their thread are `refuse`d (handed over or noted), for as long again.
+   */
+  async settleOrLeave(refuse: (inbound: Inbound) => Promise<void>): Promise<void> {
+    const settled = Promise.all([
+      this.allTurns(),
+      ...[...this.afterTurns.values()].map((t) => t.done),
+      ...this.refusals,
+    ]).then(() => true);
+    if (await Promise.race([settled, sleep(SETTLE_AFTER_ABORT_MS, false, { ref: false })])) return;
+    const stuck = [...this.turns];
+    const waiting = stuck.flatMap((t) => (t.queued ? [t] : []));
+    log.warn(
+      { running: stuck.length - waiting.length, waiting: waiting.length },
+      "turns did not settle after the grace: the others take them over, or they get the restart note",
+    );
+    const notes = waiting.map((t) => {
+      t.noted = true;
+      return refuse(t.queued!);
+    });
+    await Promise.race([Promise.all(notes), sleep(SETTLE_AFTER_ABORT_MS, undefined, { ref: false })]);
+  }
+
+  private allTurns(): Promise<unknown> {
+    return Promise.all([...this.turns].map((t) => t.done));
   }
 
   /** Resolves once every message being checked is queued or refused. */

@@ -1,4 +1,3 @@
-import { setTimeout as sleep } from "node:timers/promises";
 import type { App } from "@slack/bolt";
 import type { ConversationsRepliesResponse, WebClient } from "@slack/web-api";
 import type { Config } from "../../config.js";
@@ -12,6 +11,7 @@ import type { WriteScheduler } from "../../runtime/scheduler/write-scheduler.js"
 import type { StateStore } from "../../store/state.js";
 import { type SlackFile, toInboundFiles } from "./files.js";
 import { fromSlackText } from "./mrkdwn.js";
+import { UserNames } from "./names.js";
 import { type ReplyDeps, type SlackPlace, SlackReply } from "./reply.js";
 import { suggestedPrompts } from "./suggested-prompts.js";
 
@@ -92,9 +92,6 @@ export interface EventDeps {
   promptSuggestions?: () => Array<{ title: string; message: string }>;
 }
 
-/** How long a turn waits for the asker's display name before going on with their id. */
-const NAME_WAIT_MS = 300;
-
 /** How long Slack's per-thread facts are kept: an assistant thread or a user's last thread a month on. */
 const REMEMBER_MS = 30 * 24 * 60 * 60 * 1000;
 const assistantKey = (key: ThreadKey) => `slack:assistant:${key}`;
@@ -116,17 +113,17 @@ export interface TurnInput {
 }
 
 export class SlackEvents {
-  private readonly names = new Map<string, string>();
-  /** Name lookups in flight, so a person's many messages ask Slack once. */
-  private readonly lookups = new Map<string, Promise<string>>();
-
   /**
    * Messages Slack delivered (and Bolt acknowledged) that are not yet with the runner: a
    * stopping adapter waits for them, so none is lost between the ack and the runner.
    */
   private readonly arriving = new Set<Promise<void>>();
 
-  constructor(private readonly deps: EventDeps) {}
+  private readonly names: UserNames;
+
+  constructor(private readonly deps: EventDeps) {
+    this.names = new UserNames(deps.reads);
+  }
 
   register(app: App): void {
     app.event("app_mention", async ({ event, body }) => {
@@ -140,37 +137,6 @@ export class SlackEvents {
       await this.onAssistantThread(t.channel_id, t.thread_ts, body.event_id);
     });
     app.event("assistant_thread_context_changed", async () => undefined);
-  }
-
-  /** Who a user is, by display name (cached); the id when Slack does not say. */
-  /**
-   * A person's display name, for the prompt. A turn waits for it at most `NAME_WAIT_MS`:
-   * users.info is Tier 4 (100 a minute), and a busy workspace's new people would
-   * otherwise hold their answers behind its Retry-After. Past the wait the turn goes on
-   * with the user id, and the name is remembered when it comes.
-   */
-  async userName(id: string): Promise<string> {
-    const known = this.names.get(id);
-    if (known) return known;
-    let lookup = this.lookups.get(id);
-    if (!lookup) {
-      lookup = this.lookUpName(id).finally(() => this.lookups.delete(id));
-      this.lookups.set(id, lookup);
-    }
-    return Promise.race([lookup, sleep(NAME_WAIT_MS, id, { ref: false })]);
-  }
-
-  private async lookUpName(id: string): Promise<string> {
-    try {
-      const res = await this.deps.reads.users.info({ user: id });
-      const u = res.user;
-      const name = u?.profile?.display_name || u?.real_name || u?.name || id;
-      this.names.set(id, name);
-      return name;
-    } catch (err) {
-      log.debug({ err, user: id }, "users.info failed");
-      return id;
-    }
   }
 
   private async onAssistantThread(channel: string, threadTs: string, eventId: string): Promise<void> {
@@ -198,13 +164,13 @@ export class SlackEvents {
     // Bolt acknowledged the event before this ran: from here a stopping adapter waits for it.
     const handed = this.arrive();
     try {
-      await this.route(e, eventId, handed);
+      await this.receive(e, eventId, handed);
     } finally {
       handed();
     }
   }
 
-  private async route(e: SlackMessageEvent, eventId: string, handed: () => void): Promise<void> {
+  private async receive(e: SlackMessageEvent, eventId: string, handed: () => void): Promise<void> {
     const me = this.deps.identity();
     const r = route(e, me, { allowBots: this.deps.config.slack.allowBots });
     if (r.kind === "ignore") {
@@ -233,7 +199,7 @@ export class SlackEvents {
         ts: e.ts,
         threadRoot: r.threadRoot,
         author: e.user ?? e.bot_id ?? "unknown",
-        text: fromSlackText(e.text ?? "", me.botUserId, this.names),
+        text: fromSlackText(e.text ?? "", me.botUserId, this.names.known),
         files: e.files,
         withHistory: r.midThread && r.kind !== "follow",
       },
@@ -312,7 +278,7 @@ export class SlackEvents {
       channel: t.channel,
       // A message's ts is its time in seconds, to the microsecond.
       sentAt: Number(t.ts) * 1000,
-      user: { id: t.author, name: await this.userName(t.author) },
+      user: { id: t.author, name: await this.names.of(t.author) },
       // Slack's direct-message channel ids start with D.
       from,
       text: t.text,
@@ -393,7 +359,7 @@ export class SlackEvents {
     const nameOf = (id: string) => {
       let name = names.get(id);
       if (!name) {
-        name = this.userName(id);
+        name = this.names.of(id);
         names.set(id, name);
       }
       return name;
@@ -402,7 +368,7 @@ export class SlackEvents {
     for (const m of raw) {
       const fromBot = m.user === me.botUserId || (m.bot_id !== undefined && m.bot_id === me.botId);
       const author = fromBot ? "Switchboard" : m.user ? await nameOf(m.user) : "a bot";
-      const text = fromSlackText(m.text ?? "", me.botUserId, this.names);
+      const text = fromSlackText(m.text ?? "", me.botUserId, this.names.known);
       if (text || m.files?.length) {
         const files = (m.files ?? []).map((f) => `[file: ${f.name ?? f.title ?? "file"}]`).join(" ");
         out.push({ author, fromBot, text: [text, files].filter(Boolean).join(" ") });

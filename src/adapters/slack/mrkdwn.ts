@@ -74,7 +74,7 @@ function convertSpans(text: string): string {
 export function fromSlackText(
   text: string,
   botUserId: string,
-  names: Map<string, string> = new Map(),
+  names: ReadonlyMap<string, string> = new Map(),
 ): string {
   return text
     .replace(new RegExp(`<@${botUserId}(\\|[^>]*)?>`, "g"), "")

@@ -1,15 +1,15 @@
-import { ErrorCode, type WebClient } from "@slack/web-api";
+import type { WebClient } from "@slack/web-api";
 import type { Artifact } from "../../core/artifacts.js";
 import { log } from "../../log.js";
 import type { Question, Reply, ReplyAddress, ResumeFrom, TextSink } from "../../runtime/contract.js";
 import { interactionId } from "../../runtime/interaction-ids.js";
 import { WriteDropped, type WriteScheduler } from "../../runtime/scheduler/write-scheduler.js";
-import { type MessageOps, RateLimitedError, StreamWriter } from "../../runtime/stream.js";
+import { StreamWriter } from "../../runtime/stream.js";
 import { uploadArtifact } from "./files.js";
+import { feedbackBlock, slackMessageOps } from "./message-ops.js";
 import { toMrkdwn, toSlackMarkdown } from "./mrkdwn.js";
 import { NativeStream, type NativeStreamOptions } from "./native-stream.js";
-import { findPosted, replyMetadata, stopStream, ThreadSnapshot } from "./resume.js";
-import { slackBuckets } from "./write-policy.js";
+import { stopStream, ThreadSnapshot } from "./resume.js";
 
 /**
  * Characters per Slack message. `markdown_text` takes 12,000, but Slack truncates very
@@ -39,84 +39,6 @@ export interface ReplyDeps {
   native?: Omit<NativeStreamOptions, "intervalMs">;
   /** For reading a message back (a resumed reply); `web` when not given. */
   reads?: WebClient;
-}
-
-/** A WebClient error as the writer understands it: a 429 becomes `RateLimitedError`. */
-export function asWriteError(err: unknown): unknown {
-  const e = err as { code?: string; retryAfter?: number };
-  if (e?.code === ErrorCode.RateLimitedError) {
-    return new RateLimitedError((e.retryAfter ?? 1) * 1000, { cause: err });
-  }
-  return err;
-}
-
-/**
- * `reads`: the client that looks up a keyed message (one that retries); `web` when not
- * given. `taken`: the thread as a takeover found it, for the lookups of a retaken reply.
- */
-export function slackMessageOps(
-  web: WebClient,
-  place: { channel: string; threadTs: string },
-  reads: WebClient = web,
-  taken?: ThreadSnapshot,
-): MessageOps {
-  const buckets = {
-    post: slackBuckets("chat.postMessage", { channel: place.channel }),
-    edit: slackBuckets("chat.update", { channel: place.channel }),
-    remove: slackBuckets("chat.delete", { channel: place.channel }),
-  };
-  return {
-    buckets: (kind) => buckets[kind],
-    async post(text, write) {
-      try {
-        const res = await web.chat.postMessage({
-          channel: place.channel,
-          thread_ts: place.threadTs,
-          markdown_text: text,
-          ...(write?.key ? { metadata: replyMetadata(write.key) } : {}),
-        });
-        return res.ts ?? "";
-      } catch (err) {
-        throw asWriteError(err);
-      }
-    },
-    find: (key, why) =>
-      why === "retaken" && taken ? taken.posted(key) : findPosted(reads, place.channel, place.threadTs, key),
-    async edit(ts, text) {
-      try {
-        await web.chat.update({ channel: place.channel, ts, markdown_text: text });
-      } catch (err) {
-        throw asWriteError(err);
-      }
-    },
-    async remove(ts) {
-      try {
-        await web.chat.delete({ channel: place.channel, ts });
-      } catch (err) {
-        throw asWriteError(err);
-      }
-    },
-  };
-}
-
-/** Slack's feedback buttons (block kit `feedback_buttons` in `context_actions`), carrying `ref`. */
-export function feedbackBlock(ref: string) {
-  const button = (emoji: string, value: string, label: string) => ({
-    text: { type: "plain_text" as const, text: emoji },
-    value,
-    accessibility_label: label,
-  });
-  return {
-    type: "context_actions" as const,
-    elements: [
-      {
-        type: "feedback_buttons" as const,
-        action_id: interactionId(ref),
-        positive_button: button("👍", "good", "Mark this answer as helpful"),
-        negative_button: button("👎", "bad", "Mark this answer as not helpful"),
-      },
-    ],
-  };
 }
 
 /** The status line under a posted answer (when Slack's thread status is not used). */

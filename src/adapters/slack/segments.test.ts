@@ -6,8 +6,8 @@ import { WriteScheduler } from "../../runtime/scheduler/write-scheduler.js";
 import { joinParts, openFenceAtEnd } from "../../runtime/split.js";
 import { StreamWriter } from "../../runtime/stream.js";
 import { tablesToCodeBlocks } from "../../runtime/tables.js";
+import { slackMessageOps } from "./message-ops.js";
 import { NativeStream } from "./native-stream.js";
-import { slackMessageOps } from "./reply.js";
 import { RenderedText, stableEnd } from "./stable-text.js";
 
 let emu: SlackEmulator | undefined;

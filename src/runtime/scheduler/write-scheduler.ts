@@ -126,6 +126,8 @@ export class WriteScheduler {
       kind: SpanKind.CLIENT,
       attributes: { "switchboard.write.platform": this.name, "switchboard.write.method": what },
     });
+    // Tracing off (the API's no-op span): no bookkeeping on the hot path.
+    if (!span.isRecording()) return this.enqueue(plan, () => undefined);
     const asked = Date.now();
     let granted: number | undefined;
     const end = (w: Waiting | undefined, err?: unknown) => {
