@@ -11,7 +11,8 @@
  * conversations one at a time per answer length and bot (default 5); BENCH_LOAD_TIMEOUT_S:
  * how long a crowd's answers are waited for (default 60 s + 1.5 s per thread);
  * BENCH_CPU_PROFILE=<dir>: Switchboard's process writes a V8 CPU profile there when it
- * stops; BENCH_BOT_LOG_LEVEL: the bots' log level (default error).
+ * stops; BENCH_BOT_LOG_LEVEL: the bots' log level (default error); BENCH_LOAD_STAGES: a comma-separated
+ * subset of the workloads ("per-channel", "workspace", "discord"), all by default.
  */
 import type { Arena } from "./support/arena.js";
 import type { LoadBot } from "./support/load-bots.js";
@@ -49,6 +50,13 @@ const THREADS = (process.env.BENCH_LOAD_THREADS ?? "25,200")
   .map((x) => Number(x.trim()))
   .filter((x) => Number.isInteger(x) && x > 0);
 const SINGLE_RUNS = Number(process.env.BENCH_LOAD_SINGLE_RUNS ?? 5);
+/** Workloads to run, by a word of their names ("per-channel", "workspace", "discord"); all by default. */
+const STAGES = (process.env.BENCH_LOAD_STAGES ?? "")
+  .split(",")
+  .map((x) => x.trim().toLowerCase())
+  .filter(Boolean);
+const chosen = (stage: Stage) =>
+  STAGES.length === 0 || STAGES.some((w) => stage.name.toLowerCase().includes(w));
 const timeoutMs = (n: number) => Number(process.env.BENCH_LOAD_TIMEOUT_S ?? 60 + n * 1.5) * 1000;
 
 /** The issue's targets, in one place (ms unless said). */
@@ -455,13 +463,14 @@ export async function run(): Promise<BenchResult> {
     const modelMs = await modelTime(model, "probe: why did build 731 fail?");
     const shortModelMs = await modelTime(model, `probe, ${SHORT_ASK}`);
     const single: PlatformSingles[] = [];
-    for (const stage of [SLACK_WORKSPACE, DISCORD]) {
+    for (const stage of [SLACK_WORKSPACE, DISCORD].filter(chosen)) {
+      if (SINGLE_RUNS <= 0) break;
       log(`${stage.platform}: one conversation at a time`);
       single.push({ stage, runs: await both(stage, deps, (arena) => singles(arena, SINGLE_RUNS)) });
     }
     const crowds: CrowdPair[] = [];
     for (const n of THREADS) {
-      for (const stage of [SLACK_PER_CHANNEL, SLACK_WORKSPACE, DISCORD]) {
+      for (const stage of [SLACK_PER_CHANNEL, SLACK_WORKSPACE, DISCORD].filter(chosen)) {
         log(`${n} threads at once`);
         const runs = await both(stage, deps, (arena, bot) =>
           crowdRun(arena, bot, model, n, stage.perChannel(n), timeoutMs(n)),
