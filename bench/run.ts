@@ -18,6 +18,7 @@ const BENCHES: Array<{ file: string; title: string }> = [
   { file: "slack.bench.ts", title: "Slack" },
   { file: "discord.bench.ts", title: "Discord" },
   { file: "approvals.bench.ts", title: "Tool approvals" },
+  { file: "catalog.bench.ts", title: "Large tool catalogs" },
   { file: "load.bench.ts", title: "Load: many conversations at once" },
   { file: "replicas.bench.ts", title: "Replicas on Redis" },
   { file: "replicas-load.bench.ts", title: "Replicas under load" },

@@ -93,6 +93,17 @@ export const configSchema = z
         codeBlockArtifactLines: z.number().int().min(0).default(80),
         /** Longest user message accepted, in characters; longer ones are refused with a sentence. */
         maxUserMessageChars: z.number().int().positive().default(100_000),
+        /**
+         * Above this many tools, or this share of the context window in tool specs, each turn is
+         * offered the most relevant tools within it, plus a tool to search the rest.
+         */
+        toolBudget: z
+          .object({
+            maxTools: z.number().int().min(2).default(40),
+            windowShare: z.number().gt(0).max(1).default(0.15),
+          })
+          .strict()
+          .prefault({}),
       })
       .strict()
       .prefault({}),

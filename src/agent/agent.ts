@@ -18,6 +18,8 @@ import { type CallGate, type ResumedStep, runToolLoop } from "./loop.js";
 import { compress, type FoldPlan, planCompression } from "./memory.js";
 import type { Provider } from "./providers/provider.js";
 import { makeTitle } from "./title.js";
+import { recentAsks, ToolOffer, usedTools } from "./tool-offer.js";
+import { ToolIndex } from "./tool-ranking.js";
 
 export interface AgentDeps {
   config: Config;
@@ -76,13 +78,53 @@ export interface TurnSummary {
 export class Agent {
   constructor(private readonly deps: AgentDeps) {}
 
-  private catalogTokens = { json: "", tokens: 0 };
+  /** Tokens of each tool's spec; an entry is the same object until its server's catalog changes. */
+  private readonly specTokens = new WeakMap<ToolEntry, number>();
+  private catalogIndex: { tools: readonly ToolEntry[]; index: ToolIndex } | undefined;
 
-  /** Tokens the tool specs take; the catalog rarely changes, so the count is kept until it does. */
-  private toolsTokens(tools: ToolEntry[]): number {
-    const json = JSON.stringify(tools.map((t) => [t.name, t.description, t.inputSchema]));
-    if (json !== this.catalogTokens.json) this.catalogTokens = { json, tokens: countTokens(json) };
-    return this.catalogTokens.tokens;
+  private readonly sizeOf = (tool: ToolEntry): number => {
+    let n = this.specTokens.get(tool);
+    if (n === undefined) {
+      // Counted in OpenAI's wire shape, the wordier of the two protocols', so the budget holds for both.
+      n = countTokens(
+        JSON.stringify({
+          type: "function",
+          function: { name: tool.name, description: tool.description, parameters: tool.inputSchema },
+        }),
+      );
+      this.specTokens.set(tool, n);
+    }
+    return n;
+  };
+
+  /** The ranking index of this catalog, rebuilt only when the catalog changed. */
+  private indexOf(tools: readonly ToolEntry[]): ToolIndex {
+    const kept = this.catalogIndex;
+    if (kept && kept.tools.length === tools.length && kept.tools.every((t, i) => t === tools[i])) {
+      return kept.index;
+    }
+    const index = new ToolIndex(tools);
+    this.catalogIndex = { tools, index };
+    return index;
+  }
+
+  /** The tools this turn offers: the whole catalog within the budget, else the relevant part and a search. */
+  private offerFor(
+    session: Session,
+    contextWindow: number,
+    current: string | undefined,
+    offers: ((tool: ToolEntry) => boolean) | undefined,
+  ): ToolOffer {
+    const { config, hub } = this.deps;
+    const all = hub.tools(session.settings.servers).filter((t) => offers?.(t) ?? true);
+    const budget = config.agent.toolBudget;
+    return new ToolOffer(
+      all,
+      { maxTools: budget.maxTools, maxTokens: Math.floor(budget.windowShare * contextWindow) },
+      { texts: recentAsks(session.messages, current), used: usedTools(session.messages) },
+      () => this.indexOf(all),
+      this.sizeOf,
+    );
   }
 
   modelFor(session: Session): string {
@@ -131,14 +173,14 @@ export class Agent {
     try {
       const provider = this.deps.providerFor(model);
       const limits = modelLimits(config, model);
-      const tools = hub.tools(session.settings.servers).filter((t) => input.offers?.(t) ?? true);
+      const offer = this.offerFor(session, limits.contextWindow, current?.content, input.offers);
       const system = renderSystemPrompt(config, {
         model,
         platform: input.platform,
         channel: input.channel,
         user: input.user.name ?? input.user.id,
       });
-      const toolsTokens = this.toolsTokens(tools);
+      const toolsTokens = offer.maxTokens();
       const prompt = buildPrompt({
         system,
         summary: session.summary,
@@ -153,7 +195,7 @@ export class Agent {
       const result = yield* runToolLoop(
         {
           provider,
-          hub,
+          hub: offer.hub(hub),
           model,
           maxSteps: config.agent.maxSteps,
           repeatLimit: config.agent.repeatLimit,
@@ -169,7 +211,7 @@ export class Agent {
             await input.checkpoint?.();
           },
         },
-        { system: prompt.system, messages: prompt.messages, tools },
+        { system: prompt.system, messages: prompt.messages, tools: () => offer.tools() },
         resumed,
       );
       keep(...result.added.slice(stepMessages));

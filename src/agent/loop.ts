@@ -62,7 +62,8 @@ export interface ResumedStep {
 export interface LoopInput {
   system: string;
   messages: ChatMessage[];
-  tools: ToolEntry[];
+  /** The tools offered; a function is asked again at every step (an offer grows when the model searches). */
+  tools: ToolEntry[] | (() => ToolEntry[]);
 }
 
 export type StopCause = "answer" | "step_limit" | "repeat" | "waiting";
@@ -113,7 +114,8 @@ export async function* runToolLoop(
 ): AsyncGenerator<AgentEvent, LoopResult> {
   const convo = [...input.messages];
   const added: ChatMessage[] = [];
-  const specs = toolSpecs(input.tools);
+  const offered = input.tools;
+  const toolsNow = typeof offered === "function" ? offered : () => offered;
   const seen = new Map<string, number>();
   let usage = zeroUsage();
   let visible = "";
@@ -138,7 +140,7 @@ export async function* runToolLoop(
       model: opts.model,
       system: forced ? `${input.system}\n\n${FINAL_NOTES[forced]}` : input.system,
       messages: convo,
-      tools: specs,
+      tools: toolSpecs(toolsNow()),
       toolChoice: forced ? "none" : "auto",
       maxOutputTokens: opts.maxOutputTokens,
       temperature: opts.temperature,

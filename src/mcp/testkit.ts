@@ -128,3 +128,87 @@ export function scriptedServerFile(dir: string): string {
   writeFileSync(file, SCRIPT);
   return file;
 }
+
+/**
+ * Ten made-up services of twenty tools each (five objects × list/get/create/delete), for
+ * the large-catalog tests and bench: 200 tools whose names overlap the way real catalogs do.
+ */
+export const CATALOG_DOMAINS: Record<string, { about: string; objects: string[] }> = {
+  github: {
+    about: "GitHub code hosting",
+    objects: ["issue", "pull_request", "repository", "branch", "release"],
+  },
+  calendar: {
+    about: "the team calendar",
+    objects: ["event", "meeting_room", "reminder", "attendee", "availability"],
+  },
+  billing: { about: "Stripe billing", objects: ["invoice", "payment", "subscription", "refund", "customer"] },
+  crm: { about: "the sales CRM", objects: ["contact", "deal", "lead", "company", "note"] },
+  weather: {
+    about: "weather data for any city",
+    objects: ["forecast", "weather_alert", "observation", "air_quality_report", "weather_station"],
+  },
+  storage: {
+    about: "cloud file storage",
+    objects: ["file", "folder", "share_link", "file_version", "trash_item"],
+  },
+  chat: { about: "team chat", objects: ["message", "channel", "thread", "reaction", "user_group"] },
+  maps: {
+    about: "maps and directions",
+    objects: ["route", "place", "geocode", "traffic_report", "map_tile"],
+  },
+  tickets: {
+    about: "the incident and ticket desk",
+    objects: ["ticket", "incident", "on_call_schedule", "escalation", "sla_policy"],
+  },
+  music: {
+    about: "the music streaming service",
+    objects: ["playlist", "track", "album", "artist", "listening_history"],
+  },
+};
+
+const CATALOG_SCRIPT = `
+import { Server } from "${sdk("server/index.js")}";
+import { StdioServerTransport } from "${sdk("server/stdio.js")}";
+import { CallToolRequestSchema, ListToolsRequestSchema } from "${sdk("types.js")}";
+
+const domain = process.env.CATALOG_DOMAIN;
+const spec = JSON.parse(process.env.CATALOG_SPEC);
+const words = (o) => o.replace(/_/g, " ");
+const verbs = {
+  list: (o) => "List the " + words(o) + "s in " + spec.about + ", newest first, with a filter.",
+  get: (o) => "Get one " + words(o) + " from " + spec.about + " by its id, with all its details.",
+  create: (o) => "Create a new " + words(o) + " in " + spec.about + ".",
+  delete: (o) => "Delete a " + words(o) + " from " + spec.about + " for good.",
+};
+const tools = spec.objects.flatMap((o) => Object.entries(verbs).map(([verb, text]) => ({
+  name: verb + "_" + o,
+  description: text(o),
+  inputSchema: { type: "object", properties: verb === "list"
+    ? { filter: { type: "string", description: "Words the " + words(o) + " must contain" }, limit: { type: "integer" } }
+    : { [o + "_id"]: { type: "string", description: "The " + words(o) + "'s id" }, details: { type: "string" } } },
+  annotations: verb === "delete" ? { destructiveHint: true } : { readOnlyHint: verb !== "create" },
+})));
+const server = new Server({ name: domain, version: "1.0.0" }, { capabilities: { tools: {} } });
+server.setRequestHandler(ListToolsRequestSchema, () => ({ tools }));
+server.setRequestHandler(CallToolRequestSchema, (req) => ({
+  content: [{ type: "text", text: domain + "/" + req.params.name + " ran with " + JSON.stringify(req.params.arguments ?? {}) }],
+}));
+await server.connect(new StdioServerTransport());
+`;
+
+/** The `mcpServers` of mcp.json for the ten catalog servers, written into `dir`. */
+export function catalogServers(dir: string): Record<string, unknown> {
+  const file = join(dir, "catalog-server.mjs");
+  writeFileSync(file, CATALOG_SCRIPT);
+  return Object.fromEntries(
+    Object.entries(CATALOG_DOMAINS).map(([domain, spec]) => [
+      domain,
+      {
+        command: process.execPath,
+        args: [file],
+        env: { CATALOG_DOMAIN: domain, CATALOG_SPEC: JSON.stringify(spec) },
+      },
+    ]),
+  );
+}
