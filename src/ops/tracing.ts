@@ -1,8 +1,10 @@
-import { context, propagation, trace } from "@opentelemetry/api";
+import { type Context, context, propagation, ROOT_CONTEXT, trace } from "@opentelemetry/api";
+import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
 import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
 import { resourceFromAttributes } from "@opentelemetry/resources";
 import { BatchSpanProcessor, NodeTracerProvider } from "@opentelemetry/sdk-trace-node";
 import { ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from "@opentelemetry/semantic-conventions";
+import { ContextSlot } from "../core/async-context.js";
 import { VERSION } from "../core/spans.js";
 import { safeAddress } from "../core/unreachable.js";
 import { log, registerSecret } from "../log.js";
@@ -27,8 +29,8 @@ export function startTracing(env: NodeJS.ProcessEnv = process.env): Tracing | un
     }),
     spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter(exporterOptions(env)))],
   });
-  // Also installs the AsyncLocalStorage context manager, so spans find their parents across awaits.
-  provider.register();
+  // The context manager lets spans find their parents across awaits.
+  provider.register({ contextManager: new SlotContextManager() });
   log.info({ endpoint: safeAddress(endpoint) }, "tracing: spans are exported over OTLP/HTTP");
   return {
     async shutdown() {
@@ -60,4 +62,30 @@ function exporterOptions(env: NodeJS.ProcessEnv): { url: string; headers: Record
     registerSecret(value);
   }
   return { url, headers };
+}
+
+/**
+ * OpenTelemetry's AsyncLocalStorage context manager, its context kept in a slot of the
+ * process's one AsyncLocalStorage (core/async-context.ts) instead of a store of its own:
+ * turning tracing on then adds no cost to every promise the process makes.
+ */
+class SlotContextManager extends AsyncLocalStorageContextManager {
+  private readonly slot = new ContextSlot<Context>("opentelemetry");
+
+  override active(): Context {
+    return this.slot.get() ?? ROOT_CONTEXT;
+  }
+
+  override with<A extends unknown[], F extends (...args: A) => ReturnType<F>>(
+    ctx: Context,
+    fn: F,
+    thisArg?: ThisParameterType<F>,
+    ...args: A
+  ): ReturnType<F> {
+    return this.slot.run(ctx, () => fn.apply(thisArg, args));
+  }
+
+  override disable(): this {
+    return this;
+  }
 }

@@ -1,6 +1,6 @@
-import { AsyncLocalStorage } from "node:async_hooks";
 import { costOf, DEFAULT_PRICES, type Price, priceOf } from "../agent/prices.js";
 import type { ModelEvent, ModelRequest, Provider } from "../agent/providers/provider.js";
+import { ContextSlot } from "../core/async-context.js";
 import type { Usage } from "../core/messages.js";
 import { log } from "../log.js";
 import type { Payer, UsageLedger } from "../store/usage.js";
@@ -16,7 +16,7 @@ export type UsageListener = (model: string, usage: Usage, cost: number | undefin
  * metrics only.
  */
 export class Meter {
-  private readonly payers = new AsyncLocalStorage<Payer>();
+  private readonly payers = new ContextSlot<Payer>("payer");
   private readonly prices: Readonly<Record<string, Price>>;
   private ledger: UsageLedger | undefined;
 
@@ -63,7 +63,7 @@ export class Meter {
     } catch {
       // Counting must never change the answer.
     }
-    const payer = this.payers.getStore();
+    const payer = this.payers.get();
     if (!payer || !this.ledger) return;
     try {
       await this.ledger.record({

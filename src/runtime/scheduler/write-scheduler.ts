@@ -1,5 +1,5 @@
-import { AsyncLocalStorage } from "node:async_hooks";
 import { SpanKind, SpanStatusCode } from "@opentelemetry/api";
+import { ContextSlot } from "../../core/async-context.js";
 import { tracer } from "../../core/spans.js";
 import { log } from "../../log.js";
 import { RateLimitedError } from "../message-ops.js";
@@ -96,7 +96,7 @@ export interface WriteContext extends CallOptions {
 export class WriteScheduler {
   private readonly budgets: BudgetBook;
   private readonly waiting = new Set<Waiting>();
-  private readonly context = new AsyncLocalStorage<WriteContext>();
+  private readonly context = new ContextSlot<WriteContext>("write");
   private pumpQueued = false;
   private timer: ReturnType<typeof setTimeout> | null = null;
   private timerAt = Number.POSITIVE_INFINITY;
@@ -194,13 +194,13 @@ export class WriteScheduler {
    * client look it up with `callContext`). Inside a granted write, calls pass straight through.
    */
   as<T>(lane: Lane, fn: () => Promise<T>, opts: CallOptions = {}): Promise<T> {
-    if (this.context.getStore()?.granted) return fn();
+    if (this.context.get()?.granted) return fn();
     return this.context.run({ granted: false, lane, ...opts }, fn);
   }
 
   /** The lane a platform client's call was placed in, and whether it runs inside a granted write. */
   callContext(): WriteContext | undefined {
-    return this.context.getStore();
+    return this.context.get();
   }
 
   /** How long a write in `lane` on `buckets` would wait now, in ms (0: it could start). */
