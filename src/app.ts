@@ -7,6 +7,8 @@ import type { Platform } from "./core/thread.js";
 import { urlCredentials } from "./core/unreachable.js";
 import { log, registerSecret } from "./log.js";
 import { McpHub } from "./mcp/hub.js";
+import { CALLBACK_PATH, setUpSignIns } from "./mcp/oauth/setup.js";
+import type { OAuthSignIns } from "./mcp/oauth/sign-ins.js";
 import { loadMcpConfig, type ServerConfig } from "./mcp/servers.js";
 import { type HealthServer, startHealthServer } from "./ops/health.js";
 import { Metrics } from "./ops/metrics.js";
@@ -51,6 +53,8 @@ export interface Core {
   agent: Agent;
   dispatcher: Dispatcher;
   providerFor: (model: string) => Provider;
+  /** OAuth sign-ins, when a tool server uses them; `callback.base` is where browsers come back. */
+  oauth?: { signIns: OAuthSignIns; callback: { base: string } };
   close(): Promise<void>;
 }
 
@@ -107,7 +111,19 @@ export async function buildCore(opts: CoreOptions = {}): Promise<Core> {
   providerForModel(config.llm.model);
 
   const store = await openStore(loaded.storeUrl);
-  const hub = await McpHub.start(servers, { ...config.mcp, traceContent: config.tracing.toolContent });
+  // Sign-ins finish in the health server's /oauth/callback: its address is known once it listens.
+  const callback = { base: config.oauth.publicUrl ?? `http://${config.health.host}:${config.health.port}` };
+  let signedIn: (server: string) => void = () => {};
+  const oauth = setUpSignIns(servers, store, env, {
+    redirectUrl: () => `${callback.base.replace(/\/+$/, "")}${CALLBACK_PATH}`,
+    onSignedIn: (server) => signedIn(server),
+  });
+  const hub = await McpHub.start(servers, {
+    ...config.mcp,
+    traceContent: config.tracing.toolContent,
+    ...(oauth && { oauth }),
+  });
+  signedIn = (server) => void hub.reconnect(server);
   // Before the first span (the first turn): with no OTLP endpoint set, nothing is created.
   const tracing = startTracing(env);
   const sessions = new SessionRepository(store);
@@ -129,6 +145,7 @@ export async function buildCore(opts: CoreOptions = {}): Promise<Core> {
     hub,
     config,
     observer: opts.observer,
+    ...(oauth && { oauth }),
   });
   log.info(
     { store: store.kind, servers: hub.status().map((s) => `${s.name}:${s.state}`), model: config.llm.model },
@@ -142,6 +159,7 @@ export async function buildCore(opts: CoreOptions = {}): Promise<Core> {
     agent,
     dispatcher,
     providerFor: providerForModel,
+    ...(oauth && { oauth: { signIns: oauth, callback } }),
     async close() {
       await hub.close();
       await store.close();
@@ -202,8 +220,15 @@ export async function startApp(opts: CoreOptions = {}): Promise<App> {
         store: core.store,
         hub: core.hub,
         metrics,
+        ...(core.oauth && { oauthCallback: (params: URLSearchParams) => core.oauth!.signIns.finish(params) }),
       })
     : undefined;
+  if (core.oauth && health && !config.oauth.publicUrl) core.oauth.callback.base = health.url;
+  if (core.oauth && !health) {
+    log.warn(
+      "OAuth sign-ins need the health server for their callback (health.enabled is false): nobody can sign in",
+    );
+  }
   try {
     // discord.js first: @slack/socket-mode loads undici 7, which replaces Node's global fetch
     // dispatcher and breaks @discordjs/rest multipart uploads made with the one it expects.

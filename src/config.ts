@@ -143,6 +143,16 @@ export const configSchema = z
       })
       .strict()
       .prefault({}),
+    oauth: z
+      .object({
+        /**
+         * The bot's address as browsers reach it, where OAuth sign-ins come back
+         * (`<publicUrl>/oauth/callback`, served by the health server); its local address when unset.
+         */
+        publicUrl: z.url({ error: "must be an http:// or https:// URL" }).optional(),
+      })
+      .strict()
+      .prefault({}),
     tracing: z
       .object({
         /**

@@ -4,6 +4,7 @@ import { SwitchboardError } from "./core/errors.js";
 import { carriesUserInfo, safeAddress, unreachable, urlCredentials } from "./core/unreachable.js";
 import { registerSecret, scrub } from "./log.js";
 import { McpHub } from "./mcp/hub.js";
+import { setUpSignIns } from "./mcp/oauth/setup.js";
 import { loadMcpConfig } from "./mcp/servers.js";
 import { openStore } from "./store/index.js";
 import { liveProcesses } from "./store/locks.js";
@@ -111,14 +112,23 @@ async function checkMcp(loaded: LoadedConfig, env: NodeJS.ProcessEnv): Promise<C
       : [];
     if (servers.length === 0)
       return [...unset, { name: "mcp", ok: true, detail: "no servers configured (config/mcp.json)" }];
-    const hub = await McpHub.start(servers, { ...loaded.config.mcp });
-    const checks = hub.status().map((s) => ({
-      name: `mcp ${s.name}`,
-      ok: s.state === "connected" || s.state === "blocked",
-      detail: s.state === "connected" ? `${s.toolCount} tools` : `${s.state}${s.error ? `: ${s.error}` : ""}`,
-    }));
-    await hub.close();
-    return [...unset, ...checks];
+    // Servers that sign in with OAuth connect with the tokens kept in the store, as the bot would.
+    const signing = servers.some((s) => s.transport === "http" && s.oauth);
+    const store = signing ? await openStore(loaded.storeUrl) : undefined;
+    try {
+      const oauth = store ? setUpSignIns(servers, store, env, { redirectUrl: () => "" }) : undefined;
+      const hub = await McpHub.start(servers, { ...loaded.config.mcp, ...(oauth && { oauth }) });
+      const checks = hub.status().map((s) => ({
+        name: `mcp ${s.name}`,
+        ok: s.state === "connected" || s.state === "blocked",
+        detail:
+          s.state === "connected" ? `${s.toolCount} tools` : `${s.state}${s.error ? `: ${s.error}` : ""}`,
+      }));
+      await hub.close();
+      return [...unset, ...checks];
+    } finally {
+      await store?.close();
+    }
   } catch (err) {
     return [{ name: "mcp", ok: false, detail: message(err) }];
   }

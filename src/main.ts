@@ -6,6 +6,7 @@ import { loadConfig } from "./config.js";
 import { SwitchboardError } from "./core/errors.js";
 import { runDoctor } from "./doctor.js";
 import { log } from "./log.js";
+import { mcpLogin } from "./mcp/oauth/login-command.js";
 
 const EXIT_CONFIG = 2;
 
@@ -120,6 +121,18 @@ program
   .action(() =>
     runDoctor().then(
       (ok) => process.exit(ok ? 0 : 1),
+      (err: unknown) => fail(err),
+    ),
+  );
+
+const mcp = program.command("mcp").description("the MCP tool servers");
+mcp
+  .command("login")
+  .argument("<server>", 'a server with "oauth" in mcp.json')
+  .description("sign the bot in to a tool server that uses OAuth (prints the address to open)")
+  .action((server: string) =>
+    mcpLogin(server, (line) => process.stdout.write(`${line}\n`)).then(
+      () => process.exit(0),
       (err: unknown) => fail(err),
     ),
   );

@@ -1,10 +1,11 @@
 import type { ChildProcess } from "node:child_process";
+import type { OAuthClientProvider } from "@modelcontextprotocol/sdk/client/auth.js";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { CallToolResult, GetPromptResult, Prompt, Tool } from "@modelcontextprotocol/sdk/types.js";
 import { log } from "../log.js";
 import { DeadlineError, seconds, withDeadline } from "../signals.js";
-import { type CallFailure, describeCallFailure, describeStartFailure } from "./failures.js";
+import { type CallFailure, describeCallFailure, describeStartFailure, needsSignIn } from "./failures.js";
 import type { ServerConfig } from "./servers.js";
 import {
   childOf,
@@ -25,6 +26,15 @@ export interface ConnectionOptions {
   clientInfo: { name: string; version: string };
   /** Called whenever state or tools change. */
   onChange: () => void;
+  /** Sign-ins of the servers that use OAuth. */
+  oauth?: ServerAuth;
+}
+
+/** What a connection needs of the OAuth sign-ins (mcp/oauth/sign-ins.ts). */
+export interface ServerAuth {
+  uses(server: string): boolean;
+  signedIn(server: string): Promise<boolean>;
+  providerFor(server: string): OAuthClientProvider;
 }
 
 export type CallAnswer = { result: CallToolResult } | { failure: CallFailure };
@@ -89,6 +99,8 @@ export class ServerConnection {
   private retryAt: number | undefined;
   /** Connected once: a later failure restarts it (`reconnecting`); before, it stays `failed` while it is tried again. */
   private everConnected = false;
+  /** Signs in with OAuth and has no sign-in: `failed` (its tools gone) until someone signs in. */
+  private awaitingSignIn = false;
 
   constructor(
     readonly config: ServerConfig,
@@ -254,7 +266,21 @@ export class ServerConnection {
     const attempt = ++this.attempt;
     this.stderrTail = [];
     this.stderrFirstError = undefined;
-    const transport = createTransport(this.config, (line) => this.stderrLine(line));
+    const auth = this.opts.oauth?.uses(this.name) ? this.opts.oauth : undefined;
+    // Nobody signed in yet: fail without a request, so a waiting server costs its authorization server nothing.
+    this.awaitingSignIn = false;
+    if (auth && !(await auth.signedIn(this.name).catch(() => false))) {
+      if (attempt !== this.attempt || this.closed) return null;
+      this.awaitingSignIn = true;
+      const reason = needsSignIn(this.name);
+      if (reason !== this.error) log.warn({ server: this.name }, "mcp server waits for an OAuth sign-in");
+      return reason;
+    }
+    const transport = createTransport(
+      this.config,
+      (line) => this.stderrLine(line),
+      auth?.providerFor(this.name),
+    );
     const client = new Client(this.opts.clientInfo, {
       listChanged: {
         tools: { autoRefresh: false, debounceMs: 50, onChanged: () => void this.refresh(session) },
@@ -375,7 +401,7 @@ export class ServerConnection {
     const cap = this.failures <= EARLY_ATTEMPTS ? EARLY_CAP_MS : BACKOFF_CAP_MS;
     const delay = Math.min(BACKOFF_START_MS * 2 ** (this.failures - 1), cap);
     const tried = this.failures - 1;
-    if (!this.everConnected) this.setState("failed", reason);
+    if (!this.everConnected || this.awaitingSignIn) this.setState("failed", reason);
     else if (this.failures > this.opts.maxRestarts)
       this.setState("failed", `${reason}; ${tried} restart${tried === 1 ? "" : "s"} in a row failed`);
     else this.setState("reconnecting", `${reason}; restarting in ${seconds(delay)}`);

@@ -1,3 +1,4 @@
+import { UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
 import { StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
 import { networkReason, safeAddress } from "../core/unreachable.js";
@@ -15,6 +16,14 @@ function networkCause(err: unknown): string {
   return code ?? cause?.message ?? messageOf(err);
 }
 
+/** A server that signs in with OAuth and has no valid sign-in: who can fix it, and how. */
+export function needsSignIn(server: string): string {
+  return (
+    `needs a sign-in: nobody has signed in to it yet, or its sign-in expired or was revoked. ` +
+    `An admin can sign in with \`switchboard mcp login ${server}\` in a terminal, or with the connect command in chat.`
+  );
+}
+
 /** Why a server did not come up, in words the person running the bot can act on. */
 export function describeStartFailure(err: unknown, config: ServerConfig, stderrTail: string): string {
   const tail = stderrTail ? ` Its last output: ${stderrTail}` : "";
@@ -30,6 +39,8 @@ export function describeStartFailure(err: unknown, config: ServerConfig, stderrT
     } else {
       reason = `start-up failed: ${messageOf(err)}.${tail}`;
     }
+  } else if (err instanceof UnauthorizedError) {
+    reason = needsSignIn(config.name);
   } else if (err instanceof StreamableHTTPError) {
     reason = `${safeAddress(config.url)} answered HTTP ${err.code ?? "error"}: ${err.message}`;
   } else if (err instanceof McpError) {
@@ -50,6 +61,12 @@ export interface CallFailure {
 /** Why a call failed, told to the model so that it can decide what to do next. */
 export function describeCallFailure(err: unknown, timeoutMs: number, aborted: boolean): CallFailure {
   if (aborted) return { kind: "cancelled", text: "The call was cancelled before the tool answered." };
+  if (err instanceof UnauthorizedError || (err instanceof StreamableHTTPError && err.code === 401)) {
+    return {
+      kind: "connection",
+      text: "The tool's server needs a new sign-in: the bot's sign-in expired or was revoked. Tell the person that an admin can sign in again with the connect command.",
+    };
+  }
   if (err instanceof McpError) {
     if (err.code === ErrorCode.RequestTimeout) {
       return {

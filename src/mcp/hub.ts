@@ -3,7 +3,7 @@ import { SpanStatusCode } from "@opentelemetry/api";
 import { SwitchboardError } from "../core/errors.js";
 import { GEN_AI, inSpan } from "../core/spans.js";
 import { log, scrub } from "../log.js";
-import { ServerConnection } from "./connection.js";
+import { type ServerAuth, ServerConnection } from "./connection.js";
 import { ToolNameMap } from "./names.js";
 import { toModelResult } from "./results.js";
 import { checkArguments, toProviderSchema } from "./schema.js";
@@ -27,6 +27,8 @@ export interface HubOptions {
   clientInfo?: { name: string; version: string };
   /** Tool spans carry the call's arguments and result (scrubbed of secrets, cut to 4,000 characters). */
   traceContent?: boolean;
+  /** Sign-ins of the servers that use OAuth. */
+  oauth?: ServerAuth;
 }
 
 /** How much of a tool call's arguments or result a span carries when content is traced. */

@@ -27,6 +27,14 @@ export interface HttpServerConfig extends ServerCommon {
   transport: "http";
   url: string;
   headers: Record<string, string>;
+  /** Signs in with OAuth (the MCP authorization spec); a client registered by hand, or dynamic registration. */
+  oauth?: OAuthSettings;
+}
+
+export interface OAuthSettings {
+  clientId?: string;
+  clientSecret?: string;
+  scope?: string;
 }
 
 export type ServerConfig = StdioServerConfig | HttpServerConfig;
@@ -70,10 +78,23 @@ const httpUrl = z
     "must be an http:// or https:// URL",
   );
 
+const oauthEntry = z.union(
+  [
+    z.literal(true),
+    z.strictObject({
+      clientId: nonEmpty.optional(),
+      clientSecret: nonEmpty.optional(),
+      scope: nonEmpty.optional(),
+    }),
+  ],
+  { error: 'must be true or an object with "clientId", "clientSecret" and "scope" (each optional)' },
+);
+
 const httpEntry = z.looseObject({
   type: z.enum(["http", "streamable-http", "streamableHttp"]).optional(),
   url: httpUrl,
   headers: stringMap.default({}),
+  oauth: oauthEntry.optional(),
   ...common,
 });
 
@@ -140,12 +161,13 @@ function parseEntry(name: string, raw: unknown, path: string): ServerConfig | Pr
   }
   const parsed = httpEntry.safeParse(entry);
   if (!parsed.success) return issuesOf(parsed.error, path);
-  const { url, headers, enabledTools, disabledTools, timeoutMs, disabled } = parsed.data;
+  const { url, headers, oauth, enabledTools, disabledTools, timeoutMs, disabled } = parsed.data;
   return {
     name,
     transport,
     url,
     headers,
+    ...(oauth !== undefined && { oauth: oauth === true ? {} : oauth }),
     ...(enabledTools && { enabledTools }),
     ...(disabledTools && { disabledTools }),
     ...(timeoutMs !== undefined && { timeoutMs }),

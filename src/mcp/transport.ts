@@ -1,6 +1,7 @@
 import type { ChildProcess } from "node:child_process";
 import { EventEmitter, once } from "node:events";
 import { setTimeout as sleep } from "node:timers/promises";
+import type { OAuthClientProvider } from "@modelcontextprotocol/sdk/client/auth.js";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -12,10 +13,15 @@ export type McpTransport = StdioClientTransport | StreamableHTTPClientTransport;
 const MAX_PAGES = 100;
 
 /** A stdio server's stderr arrives here line by line; it never reaches our stdout. */
-export function createTransport(config: ServerConfig, onStderrLine: (line: string) => void): McpTransport {
+export function createTransport(
+  config: ServerConfig,
+  onStderrLine: (line: string) => void,
+  authProvider?: OAuthClientProvider,
+): McpTransport {
   if (config.transport === "http") {
     return new StreamableHTTPClientTransport(new URL(config.url), {
       requestInit: { headers: config.headers },
+      ...(authProvider && { authProvider }),
     });
   }
   // The SDK passes only a safe subset of our environment (PATH, HOME…) plus `env`: our keys stay ours.

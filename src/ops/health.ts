@@ -1,6 +1,8 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { log } from "../log.js";
+import { CALLBACK_PATH } from "../mcp/oauth/setup.js";
+import type { CallbackOutcome } from "../mcp/oauth/sign-ins.js";
 import type { ToolHub } from "../mcp/types.js";
 import type { Adapter } from "../runtime/contract.js";
 import type { Store } from "../store/index.js";
@@ -11,6 +13,8 @@ export interface HealthDeps {
   store: Store;
   hub: ToolHub;
   metrics: Metrics;
+  /** `/oauth/callback`: where a tool server's sign-in comes back. */
+  oauthCallback?: (params: URLSearchParams) => Promise<CallbackOutcome>;
 }
 
 export interface HealthServer {
@@ -47,6 +51,15 @@ export async function startHealthServer(host: string, port: number, deps: Health
       );
       return;
     }
+    if (path === CALLBACK_PATH && deps.oauthCallback) {
+      const params = new URL(req.url ?? "/", "http://callback").searchParams;
+      deps.oauthCallback(params).then(
+        (outcome) => send(outcome.ok ? 200 : 400, "text/html; charset=utf-8", page(outcome.text)),
+        () =>
+          send(500, "text/html; charset=utf-8", page("The sign-in failed inside the bot. Start it again.")),
+      );
+      return;
+    }
     send(404, "text/plain", "not found: try /healthz, /readyz or /metrics\n");
   });
   await new Promise<void>((resolve, reject) => {
@@ -68,4 +81,10 @@ async function readiness(deps: HealthDeps) {
   const mcp = deps.hub.status().map((s) => ({ name: s.name, state: s.state, tools: s.toolCount }));
   const ready = store && adapters.length > 0 && adapters.every((a) => a.connected);
   return { ready, store, adapters, mcp };
+}
+
+/** The page a browser shows at the end of a sign-in: one sentence, escaped. */
+function page(text: string): string {
+  const escaped = text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+  return `<!doctype html><meta charset="utf-8"><title>Switchboard</title><p>${escaped}</p>\n`;
 }

@@ -1,8 +1,10 @@
 import type { Agent } from "../agent/agent.js";
 import type { Config } from "../config.js";
 import { allowedModels } from "../config.js";
+import { SwitchboardError } from "../core/errors.js";
 import type { Provenance } from "../core/inbound.js";
 import type { Platform, ThreadKey } from "../core/thread.js";
+import type { OAuthSignIns } from "../mcp/oauth/sign-ins.js";
 import type { ServerStatus, ToolHub } from "../mcp/types.js";
 import { seconds } from "../signals.js";
 import type { FeedbackBook } from "../store/feedback.js";
@@ -38,6 +40,8 @@ export interface CommandDeps {
   feedback?: FeedbackBook;
   /** Stops the thread's answer in progress; the sentence says what happened. */
   stopTurn?(key: ThreadKey, by: { id: string; name?: string }): Promise<string>;
+  /** Sign-ins of the tool servers that use OAuth. */
+  oauth?: OAuthSignIns;
 }
 
 /** Lists a platform can offer while the argument is typed (Discord autocomplete). */
@@ -82,6 +86,25 @@ function serverLine(s: ServerStatus): string {
       : `; trying again in ${seconds(Math.max(1_000, Math.ceil(s.retryInMs / 1_000) * 1_000))}`;
   const why = s.error ? ` (${s.error}${retry})` : retry ? ` (${retry.slice(2)})` : "";
   return `• ${s.name} (${s.transport}): ${state}${why}`;
+}
+
+const NO_OAUTH = "None of the tool servers signs in with OAuth (an `oauth` entry in mcp.json).";
+
+/** Why a person may not run connect or disconnect on `server`, if they may not. */
+function signInRefusal(
+  cmd: Command,
+  config: Config,
+  oauth: OAuthSignIns | undefined,
+  server: string,
+  what: string,
+): string | undefined {
+  if (cmd.platform !== "console" && !config.access.admins.includes(cmd.user.id))
+    return `Only admins can ${what} tool servers. Ask one, or have your user id added to access.admins in the config.`;
+  if (!oauth) return NO_OAUTH;
+  if (!server) return "Name the tool server, as /tools shows it.";
+  if (!oauth.uses(server))
+    return `There is no tool server named "${server}" that signs in with OAuth. /tools lists them.`;
+  return undefined;
 }
 
 export const NOTHING_TO_STOP = "There is no answer being written in this thread to stop.";
@@ -163,6 +186,41 @@ const CATALOG = [
       if (names.length === 0) return "Every tool server is connected; there is nothing to reconnect.";
       const after = await Promise.all(names.map((n) => hub.reconnect!(n)));
       return after.flatMap((s) => (s ? [serverLine(s)] : [])).join("\n");
+    },
+  },
+  {
+    name: "connect",
+    help: "sign the bot in to a tool server that uses OAuth (admins)",
+    argument: { name: "server", description: "The tool server's name, as /tools shows it", required: true },
+    thread: "never",
+    async run(cmd, { config, oauth }) {
+      const server = cmd.arg?.trim() ?? "";
+      const refused = signInRefusal(cmd, config, oauth, server, "sign the bot in to");
+      if (refused || !oauth) return refused ?? NO_OAUTH;
+      try {
+        const url = await oauth.begin(server);
+        return `Open this link to sign the bot in to ${server} (it works once, for 10 minutes; only you can see it):\n${url.href}`;
+      } catch (err) {
+        return err instanceof SwitchboardError
+          ? err.userMessage
+          : `The sign-in to ${server} could not start.`;
+      }
+    },
+  },
+  {
+    name: "disconnect",
+    help: "sign the bot out of a tool server that uses OAuth, revoking its tokens (admins)",
+    argument: { name: "server", description: "The tool server's name, as /tools shows it", required: true },
+    thread: "never",
+    async run(cmd, { config, oauth, hub }) {
+      const server = cmd.arg?.trim() ?? "";
+      const refused = signInRefusal(cmd, config, oauth, server, "sign the bot out of");
+      if (refused || !oauth) return refused ?? NO_OAUTH;
+      const had = await oauth.revoke(server);
+      await hub.reconnect?.(server);
+      return had
+        ? `Signed out of ${server}: its tokens are revoked and forgotten. Its tools are gone until someone signs in again.`
+        : `The bot was not signed in to ${server}; nothing changed.`;
     },
   },
   {

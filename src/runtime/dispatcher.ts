@@ -4,6 +4,7 @@ import type { Config } from "../config.js";
 import { SwitchboardError, toUserFacing } from "../core/errors.js";
 import { platformOf, type ThreadKey } from "../core/thread.js";
 import { log } from "../log.js";
+import type { OAuthSignIns } from "../mcp/oauth/sign-ins.js";
 import type { ToolHub } from "../mcp/types.js";
 import type { ApprovalBook } from "../store/approvals.js";
 import type { Dedupe } from "../store/dedupe.js";
@@ -52,6 +53,8 @@ export interface DispatcherDeps {
   /** Ratings of answers (👍 / 👎 under each finished one); none in unit tests. */
   feedback?: FeedbackBook;
   onVote?: VoteListener;
+  /** Sign-ins of the tool servers that use OAuth (the connect and disconnect commands). */
+  oauth?: OAuthSignIns;
 }
 
 /** Dedupe, per-thread queue, session load, run the agent, drive the Reply. Shared by every adapter. */

@@ -35,8 +35,12 @@ export function scratchConfig(yaml: string, mcp: unknown = { mcpServers: {} }): 
  * by test/support/build.ts with `tsc -p tsconfig.build.json`), as the container starts
  * `node dist/main.js`.
  */
-export function switchboardArgs(command: "start" | "chat"): string[] {
-  return ["--enable-source-maps", inject("switchboardMain"), command];
+export function switchboardArgs(command: "start" | "chat" | string[]): string[] {
+  return [
+    "--enable-source-maps",
+    inject("switchboardMain"),
+    ...(Array.isArray(command) ? command : [command]),
+  ];
 }
 
 export interface ChatOptions {

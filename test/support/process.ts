@@ -20,7 +20,7 @@ export function killStarted(): void {
 }
 
 /** `node <build>/main.js <command>` in one process (no npm or tsx wrapper), so signals reach it directly. */
-export function startSwitchboard(command: "start" | "chat", env: NodeJS.ProcessEnv): Running {
+export function startSwitchboard(command: "start" | "chat" | string[], env: NodeJS.ProcessEnv): Running {
   const child = spawn(process.execPath, switchboardArgs(command), {
     cwd: repoRoot,
     env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },

@@ -1,0 +1,255 @@
+import { auth, UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
+import type { OAuthTokens } from "@modelcontextprotocol/sdk/shared/auth.js";
+import { ContextSlot } from "../../core/async-context.js";
+import { SwitchboardError } from "../../core/errors.js";
+import { safeAddress } from "../../core/unreachable.js";
+import { log, scrub } from "../../log.js";
+import type { HttpServerConfig } from "../servers.js";
+import { type KeptTokens, type PendingSignIn, StoredClientProvider } from "./client-provider.js";
+import type { TokenVault } from "./vault.js";
+
+/** Tokens are refreshed this long before they expire, so no request meets an expired one. */
+const REFRESH_AHEAD_MS = 60_000;
+/** How long one replica may hold a token's refresh before another may try. */
+const REFRESH_LOCK_MS = 30_000;
+
+/** The owner of a server's one sign-in, shared by everyone who uses the bot. */
+export const SHARED = "shared";
+
+/** Set while a refresh runs: the SDK reads the tokens it refreshes, and must not wait for itself. */
+const refreshing = new ContextSlot<boolean>("oauth refresh");
+
+export interface SignInOptions {
+  /** Where the authorization server sends the browser back: the bot's `/oauth/callback`, known once its HTTP server listens. */
+  redirectUrl: () => string;
+  /** Told when a server has new tokens (a sign-in finished), so it connects. */
+  onSignedIn?: (server: string) => void;
+}
+
+export type CallbackOutcome = { ok: true; server: string; text: string } | { ok: false; text: string };
+
+/**
+ * OAuth sign-ins for streamable-HTTP servers, with the MCP SDK's client: discovery,
+ * dynamic registration or a configured client, PKCE, refresh. Tokens live in the vault
+ * (the shared store, encrypted), so any replica and the `mcp login` command see the same.
+ * A token is refreshed ahead of expiry once at a time: in this process one promise, across
+ * processes a lock in the store; concurrent calls wait for that refresh instead of making
+ * their own (a rotating refresh token is spent by the first use).
+ */
+export class OAuthSignIns {
+  private readonly inFlight = new Map<string, Promise<OAuthTokens | undefined>>();
+  /** Refresh requests made, for tests and metrics. */
+  refreshes = 0;
+
+  constructor(
+    private readonly vault: TokenVault,
+    private readonly servers: ReadonlyMap<string, HttpServerConfig>,
+    private readonly opts: SignInOptions,
+  ) {}
+
+  /** Whether `server` signs in with OAuth. */
+  uses(server: string): boolean {
+    return this.servers.get(server)?.oauth !== undefined;
+  }
+
+  /** The SDK's auth provider for a connection: it never starts a sign-in by itself. */
+  providerFor(server: string, owner = SHARED): StoredClientProvider {
+    return this.provider(server, owner, {});
+  }
+
+  /** Starts a sign-in: the URL to open in a browser. Tokens already kept stay until it finishes. */
+  async begin(server: string, owner = SHARED): Promise<URL> {
+    const config = this.configOf(server);
+    let url: URL | undefined;
+    const provider = this.provider(server, owner, {
+      onAuthorizationUrl: (u) => {
+        url = u;
+      },
+    });
+    // Without kept tokens: `auth` would refresh them instead of asking the person.
+    const withoutTokens = Object.create(provider, {
+      tokens: { value: async () => undefined },
+    }) as StoredClientProvider;
+    try {
+      await auth(withoutTokens, { serverUrl: config.url });
+    } catch (err) {
+      throw new SwitchboardError(
+        "tool_failed",
+        `oauth sign-in to ${server} could not start: ${describe(err)}`,
+        {
+          userMessage: `The sign-in to ${server} could not start: ${describe(err)}. Check its address in mcp.json and that its authorization server is up.`,
+        },
+      );
+    }
+    if (!url) {
+      throw new SwitchboardError("tool_failed", `oauth sign-in to ${server}: no authorization URL`, {
+        userMessage: `The sign-in to ${server} could not start: its authorization server gave no address to sign in at.`,
+      });
+    }
+    return url;
+  }
+
+  /** The browser came back to `/oauth/callback`: exchanges the code for tokens. Never throws. */
+  async finish(params: URLSearchParams): Promise<CallbackOutcome> {
+    const state = params.get("state") ?? "";
+    const pending = state
+      ? await this.vault.take<PendingSignIn>(`flow:${state}`).catch(() => undefined)
+      : undefined;
+    if (!pending) {
+      return {
+        ok: false,
+        text: "This sign-in link is unknown, already used or expired (links last 10 minutes). Start the sign-in again from the bot.",
+      };
+    }
+    const { server, owner } = pending;
+    const denied = params.get("error");
+    if (denied) {
+      const why = params.get("error_description") ?? denied;
+      return { ok: false, text: `The sign-in to ${server} was not completed: ${scrub(why)}.` };
+    }
+    const code = params.get("code");
+    if (!code)
+      return { ok: false, text: `The sign-in to ${server} came back without a code. Start it again.` };
+    try {
+      const provider = this.provider(server, owner, { verifier: pending.verifier });
+      await auth(provider, { serverUrl: this.configOf(server).url, authorizationCode: code });
+    } catch (err) {
+      log.warn({ server, why: describe(err) }, "oauth: the code could not be exchanged for tokens");
+      return { ok: false, text: `The sign-in to ${server} failed: ${describe(err)}. Start it again.` };
+    }
+    log.info({ server, owner: owner === SHARED ? SHARED : "user" }, "oauth: signed in");
+    this.opts.onSignedIn?.(server);
+    return {
+      ok: true,
+      server,
+      text: `Signed in to ${server}. You can close this page and go back to the chat.`,
+    };
+  }
+
+  /** Forgets the tokens and asks the authorization server to revoke them where it can (RFC 7009). */
+  async revoke(server: string, owner = SHARED): Promise<boolean> {
+    const key = `${server}:${owner}:tokens`;
+    const kept = await this.vault.get<KeptTokens>(key);
+    await this.vault.drop(key);
+    if (!kept) return false;
+    const discovery = await this.providerFor(server, owner).discoveryState();
+    // OpenID-style metadata leaves it out of its type, though servers may publish it.
+    const metadata = discovery?.authorizationServerMetadata as { revocation_endpoint?: string } | undefined;
+    const endpoint = metadata?.revocation_endpoint;
+    const client = await this.providerFor(server, owner).clientInformation();
+    if (endpoint && client) {
+      for (const token of [kept.tokens.refresh_token, kept.tokens.access_token]) {
+        if (!token) continue;
+        const body = new URLSearchParams({ token, client_id: client.client_id });
+        if ("client_secret" in client && client.client_secret)
+          body.set("client_secret", client.client_secret);
+        await fetch(endpoint, { method: "POST", body }).catch((err: unknown) =>
+          log.warn(
+            { server, why: describe(err) },
+            "oauth: the authorization server could not be told to revoke",
+          ),
+        );
+      }
+    }
+    return true;
+  }
+
+  /** Whether a sign-in to `server` finished after `ms` (ms since the epoch). */
+  async signedInSince(server: string, ms: number, owner = SHARED): Promise<boolean> {
+    const kept = await this.vault.get<KeptTokens>(`${server}:${owner}:tokens`);
+    return kept !== undefined && kept.savedAt >= ms;
+  }
+
+  /** Whether there are tokens for `server` (signed in, maybe to be refreshed). */
+  async signedIn(server: string, owner = SHARED): Promise<boolean> {
+    return (await this.vault.get<KeptTokens>(`${server}:${owner}:tokens`)) !== undefined;
+  }
+
+  private provider(
+    server: string,
+    owner: string,
+    extra: { onAuthorizationUrl?: (url: URL) => void; verifier?: string },
+  ): StoredClientProvider {
+    const oauth = this.configOf(server).oauth ?? {};
+    const provider: StoredClientProvider = new StoredClientProvider(this.vault, {
+      server,
+      owner,
+      redirectUrl: this.opts.redirectUrl(),
+      ...(oauth.clientId && { clientId: oauth.clientId }),
+      ...(oauth.clientSecret && { clientSecret: oauth.clientSecret }),
+      ...(oauth.scope && { scope: oauth.scope }),
+      ...extra,
+      freshTokens: () => this.fresh(server, owner, provider),
+    });
+    return provider;
+  }
+
+  /** The kept tokens, refreshed first when they expire within a minute: one refresh for all who ask. */
+  private async fresh(
+    server: string,
+    owner: string,
+    provider: StoredClientProvider,
+  ): Promise<OAuthTokens | undefined> {
+    const key = `${server}:${owner}:tokens`;
+    const kept = await this.vault.get<KeptTokens>(key);
+    if (!kept || refreshing.get() || !expiresSoon(kept) || !kept.tokens.refresh_token) return kept?.tokens;
+    let running = this.inFlight.get(key);
+    if (!running) {
+      running = this.refresh(server, key, provider).finally(() => this.inFlight.delete(key));
+      this.inFlight.set(key, running);
+    }
+    return running;
+  }
+
+  private async refresh(
+    server: string,
+    key: string,
+    provider: StoredClientProvider,
+  ): Promise<OAuthTokens | undefined> {
+    const store = this.vault.store;
+    const deadline = Date.now() + REFRESH_LOCK_MS;
+    for (;;) {
+      const lease = await store.acquireLock(`oauth:refresh:${key}`, REFRESH_LOCK_MS);
+      if (lease) {
+        try {
+          // Another replica may have refreshed while this one waited for the lock.
+          const kept = await this.vault.get<KeptTokens>(key);
+          if (!kept || !expiresSoon(kept) || !kept.tokens.refresh_token) return kept?.tokens;
+          this.refreshes += 1;
+          await refreshing.run(true, () => auth(provider, { serverUrl: this.configOf(server).url }));
+          return (await this.vault.get<KeptTokens>(key))?.tokens;
+        } catch (err) {
+          if (!(err instanceof UnauthorizedError)) {
+            log.warn({ server, why: describe(err) }, "oauth: the token could not be refreshed");
+          }
+          return (await this.vault.get<KeptTokens>(key))?.tokens;
+        } finally {
+          await store.releaseLock(lease).catch(() => {});
+        }
+      }
+      if (Date.now() > deadline) return (await this.vault.get<KeptTokens>(key))?.tokens;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+
+  private configOf(server: string): HttpServerConfig {
+    const config = this.servers.get(server);
+    if (!config?.oauth) {
+      throw new SwitchboardError("tool_failed", `no OAuth server named ${server}`, {
+        userMessage: `There is no tool server named "${server}" that signs in with OAuth. Check its name with /tools.`,
+      });
+    }
+    return config;
+  }
+}
+
+function expiresSoon(kept: KeptTokens): boolean {
+  const lifetime = kept.tokens.expires_in;
+  return lifetime !== undefined && kept.savedAt + lifetime * 1000 - REFRESH_AHEAD_MS <= Date.now();
+}
+
+/** An OAuth or network failure in words, with addresses but never credentials. */
+export function describe(err: unknown): string {
+  const message = err instanceof Error ? err.message : String(err);
+  return scrub(message.replace(/https?:\/\/[^\s"')]+/g, (u) => safeAddress(u))).slice(0, 300);
+}

@@ -1,0 +1,211 @@
+/**
+ * A real OAuth-protected MCP server on 127.0.0.1, from the MCP SDK's own server side of
+ * the authorization spec: protected-resource and authorization-server metadata, dynamic
+ * client registration, PKCE, refresh with rotating refresh tokens, revocation, and
+ * `requireBearerAuth` in front of a streamable-HTTP MCP endpoint. Consent is given at once
+ * (as a signed-in browser would). Everything it issues and every refresh it answers is
+ * recorded, so tests can count refreshes and look for tokens in logs.
+ */
+import { randomUUID } from "node:crypto";
+import type { Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import type { OAuthRegisteredClientsStore } from "@modelcontextprotocol/sdk/server/auth/clients.js";
+import { InvalidGrantError, InvalidTokenError } from "@modelcontextprotocol/sdk/server/auth/errors.js";
+import { requireBearerAuth } from "@modelcontextprotocol/sdk/server/auth/middleware/bearerAuth.js";
+import type {
+  AuthorizationParams,
+  OAuthServerProvider,
+} from "@modelcontextprotocol/sdk/server/auth/provider.js";
+import {
+  getOAuthProtectedResourceMetadataUrl,
+  mcpAuthRouter,
+} from "@modelcontextprotocol/sdk/server/auth/router.js";
+import type { AuthInfo } from "@modelcontextprotocol/sdk/server/auth/types.js";
+import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
+import type {
+  OAuthClientInformationFull,
+  OAuthTokenRevocationRequest,
+  OAuthTokens,
+} from "@modelcontextprotocol/sdk/shared/auth.js";
+import express, { type Response } from "express";
+
+interface Issued {
+  clientId: string;
+  expiresAt: number;
+  resource?: URL;
+}
+
+class Clients implements OAuthRegisteredClientsStore {
+  readonly all = new Map<string, OAuthClientInformationFull>();
+  async getClient(id: string) {
+    return this.all.get(id);
+  }
+  async registerClient(client: OAuthClientInformationFull) {
+    this.all.set(client.client_id, client);
+    return client;
+  }
+}
+
+class TestAuthProvider implements OAuthServerProvider {
+  readonly clientsStore = new Clients();
+  readonly codes = new Map<string, { client: string; params: AuthorizationParams }>();
+  readonly access = new Map<string, Issued>();
+  readonly refresh = new Map<string, { clientId: string; resource?: URL }>();
+  /** Every token ever issued, for log checks. */
+  readonly issued: string[] = [];
+  refreshRequests = 0;
+  revoked = 0;
+  /** Seconds an access token lives. */
+  expiresIn = 3600;
+
+  async authorize(
+    client: OAuthClientInformationFull,
+    params: AuthorizationParams,
+    res: Response,
+  ): Promise<void> {
+    const code = randomUUID();
+    this.codes.set(code, { client: client.client_id, params });
+    const target = new URL(params.redirectUri);
+    target.searchParams.set("code", code);
+    if (params.state !== undefined) target.searchParams.set("state", params.state);
+    res.redirect(target.href);
+  }
+
+  async challengeForAuthorizationCode(_client: OAuthClientInformationFull, code: string): Promise<string> {
+    const found = this.codes.get(code);
+    if (!found) throw new InvalidGrantError("unknown authorization code");
+    return found.params.codeChallenge;
+  }
+
+  async exchangeAuthorizationCode(client: OAuthClientInformationFull, code: string): Promise<OAuthTokens> {
+    const found = this.codes.get(code);
+    if (!found || found.client !== client.client_id)
+      throw new InvalidGrantError("unknown authorization code");
+    this.codes.delete(code);
+    return this.issue(client.client_id, found.params.resource);
+  }
+
+  async exchangeRefreshToken(client: OAuthClientInformationFull, token: string): Promise<OAuthTokens> {
+    this.refreshRequests += 1;
+    const found = this.refresh.get(token);
+    if (!found || found.clientId !== client.client_id)
+      throw new InvalidGrantError("refresh token expired or revoked");
+    // Rotating: a refresh token works once.
+    this.refresh.delete(token);
+    return this.issue(client.client_id, found.resource);
+  }
+
+  async verifyAccessToken(token: string): Promise<AuthInfo> {
+    const found = this.access.get(token);
+    if (!found || found.expiresAt < Date.now()) throw new InvalidTokenError("token expired or revoked");
+    return {
+      token,
+      clientId: found.clientId,
+      scopes: [],
+      expiresAt: Math.floor(found.expiresAt / 1000),
+      ...(found.resource && { resource: found.resource }),
+    };
+  }
+
+  async revokeToken(
+    _client: OAuthClientInformationFull,
+    request: OAuthTokenRevocationRequest,
+  ): Promise<void> {
+    if (this.access.delete(request.token) || this.refresh.delete(request.token)) this.revoked += 1;
+  }
+
+  /** The authorization server forgets every token: what an admin's "revoke all sessions" does. */
+  revokeAll(): void {
+    this.access.clear();
+    this.refresh.clear();
+  }
+
+  private issue(clientId: string, resource?: URL): OAuthTokens {
+    const access = `at-${randomUUID()}`;
+    const refresh = `rt-${randomUUID()}`;
+    this.access.set(access, {
+      clientId,
+      expiresAt: Date.now() + this.expiresIn * 1000,
+      ...(resource && { resource }),
+    });
+    this.refresh.set(refresh, { clientId, ...(resource && { resource }) });
+    this.issued.push(access, refresh);
+    return { access_token: access, token_type: "bearer", expires_in: this.expiresIn, refresh_token: refresh };
+  }
+}
+
+export interface OAuthMcpServer {
+  /** The MCP endpoint (`…/mcp`). */
+  url: string;
+  auth: TestAuthProvider;
+  /** Tool calls answered, by access token. */
+  calls: string[];
+  close(): Promise<void>;
+}
+
+/** Starts the server; its tool `whoami` answers with the number of the token the call carried. */
+export async function startOAuthMcpServer(): Promise<OAuthMcpServer> {
+  const app = express();
+  const auth = new TestAuthProvider();
+  const calls: string[] = [];
+  const server: Server = await new Promise((resolve) => {
+    const s = app.listen(0, "127.0.0.1", () => resolve(s));
+  });
+  const base = new URL(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);
+  const mcpUrl = new URL("/mcp", base);
+  app.use(mcpAuthRouter({ provider: auth, issuerUrl: base, resourceServerUrl: mcpUrl }));
+  app.use(express.json());
+  app.all(
+    "/mcp",
+    requireBearerAuth({ verifier: auth, resourceMetadataUrl: getOAuthProtectedResourceMetadataUrl(mcpUrl) }),
+    async (req, res) => {
+      const token = req.auth?.token ?? "";
+      const mcp = new McpServer({ name: "secure", version: "1.0.0" });
+      mcp.registerTool(
+        "whoami",
+        { description: "Says which sign-in the call came with", annotations: { readOnlyHint: true } },
+        async () => {
+          calls.push(token);
+          return { content: [{ type: "text", text: `signed in as token #${auth.issued.indexOf(token)}` }] };
+        },
+      );
+      const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
+      res.on("close", () => void transport.close());
+      await mcp.connect(transport);
+      await transport.handleRequest(req, res, req.body);
+    },
+  );
+  return {
+    url: mcpUrl.href,
+    auth,
+    calls,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+/** An address whose MCP endpoint demands a sign-in but whose authorization metadata is not JSON. */
+export async function startBrokenAuthServer(): Promise<{ url: string; close(): Promise<void> }> {
+  const app = express();
+  app.get("/.well-known/*path", (_req, res) => {
+    res.status(200).type("text/html").send("<html>not metadata</html>");
+  });
+  app.all("/mcp", (_req, res) => {
+    res.status(401).set("WWW-Authenticate", 'Bearer error="invalid_token"').json({ error: "invalid_token" });
+  });
+  const server: Server = await new Promise((resolve) => {
+    const s = app.listen(0, "127.0.0.1", () => resolve(s));
+  });
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
