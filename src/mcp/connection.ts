@@ -2,7 +2,13 @@ import type { ChildProcess } from "node:child_process";
 import type { OAuthClientProvider } from "@modelcontextprotocol/sdk/client/auth.js";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import type { CallToolResult, GetPromptResult, Prompt, Tool } from "@modelcontextprotocol/sdk/types.js";
+import type {
+  CallToolResult,
+  GetPromptResult,
+  Prompt,
+  ReadResourceResult,
+  Tool,
+} from "@modelcontextprotocol/sdk/types.js";
 import { log } from "../log.js";
 import { DeadlineError, seconds, withDeadline } from "../signals.js";
 import { type CallFailure, describeCallFailure, describeStartFailure, needsSignIn } from "./failures.js";
@@ -161,6 +167,18 @@ export class ServerConnection {
     return session.client.getPrompt(
       { name, arguments: args },
       { timeout: this.config.timeoutMs ?? this.opts.callTimeoutMs },
+    );
+  }
+
+  /** A resource's contents (resources/read). Throws when the server refuses or is down. */
+  async readResource(uri: string, signal?: AbortSignal): Promise<ReadResourceResult> {
+    const session = this.session;
+    if (this.state !== "connected" || !session || session.down) {
+      throw new Error(`the server "${this.name}" is not connected`);
+    }
+    return session.client.readResource(
+      { uri },
+      { timeout: this.config.timeoutMs ?? this.opts.callTimeoutMs, ...(signal && { signal }) },
     );
   }
 

@@ -147,10 +147,14 @@ describe("McpHub with the reference servers", () => {
     expect(out.text).toMatch(/\[Attached file: everything-get-tiny-image-1\.png \(image\/png, [\d.]+ KB\)\]/);
   });
 
-  it("keeps resource links as lines the model can read", async () => {
+  it("reads the server's resources a result links to and attaches them, the text ones also for the model", async () => {
     const out = await hub.call("everything__get-resource-links", { count: 2 });
-    expect(out.text).toContain("[Resource link: Blob Resource 1 <demo://resource/dynamic/blob/1>");
-    expect(out.text).toContain("<demo://resource/dynamic/text/2>");
+    expect(out.artifacts.map((a) => a.filename)).toEqual([
+      "everything-get-resource-links-1.txt",
+      "everything-get-resource-links-2.txt",
+    ]);
+    expect(Buffer.from(out.artifacts[1]?.bytes ?? []).toString()).toContain("Resource 2");
+    expect(out.text).toContain("[Resource demo://resource/dynamic/text/2 (text/plain)]");
   });
 
   it("attaches an embedded blob resource as a file", async () => {

@@ -1,4 +1,4 @@
-import type { Tool } from "@modelcontextprotocol/sdk/types.js";
+import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
 import { SpanStatusCode } from "@opentelemetry/api";
 import { SwitchboardError } from "../core/errors.js";
 import { GEN_AI, inSpan } from "../core/spans.js";
@@ -209,7 +209,8 @@ export class McpHub implements ToolHub {
       if (invalid) return outcome(server, tool, false, invalid);
       const answer = await item.connection.call(tool, input, opts);
       if ("failure" in answer) return outcome(server, tool, false, answer.failure.text);
-      const result = toModelResult(answer.result, { maxChars: this.opts.maxOutputChars, server, tool });
+      const linked = await withLinkedResources(answer.result, item.connection, opts.signal);
+      const result = toModelResult(linked, { maxChars: this.opts.maxOutputChars, server, tool });
       return outcome(server, tool, result.ok, result.text, result.artifacts);
     } catch (err) {
       log.error({ err, server, tool }, "mcp call failed unexpectedly");
@@ -267,4 +268,38 @@ export class McpHub implements ToolHub {
 function hintsOf(a: NonNullable<Tool["annotations"]>): ToolHints {
   const { readOnlyHint, destructiveHint, idempotentHint, openWorldHint } = a;
   return { readOnlyHint, destructiveHint, idempotentHint, openWorldHint };
+}
+
+/** At most this many resource links of one result are read and attached. */
+const LINKS_READ = 5;
+
+/**
+ * A result's links to the server's own resources (not web addresses), read and put in
+ * the result as embedded resources: the person gets them as files in the thread, the
+ * model reads the text ones. A link that cannot be read stays a link the model can name.
+ */
+async function withLinkedResources(
+  result: CallToolResult,
+  connection: ServerConnection,
+  signal?: AbortSignal,
+): Promise<CallToolResult> {
+  const readable = (block: CallToolResult["content"][number]) =>
+    block.type === "resource_link" && !/^https?:/i.test(block.uri);
+  if (!result.content.some(readable)) return result;
+  let read = 0;
+  const content = await Promise.all(
+    result.content.map(async (block) => {
+      if (!readable(block) || block.type !== "resource_link" || read++ >= LINKS_READ) return [block];
+      try {
+        const { contents } = await connection.readResource(block.uri, signal);
+        return contents.length > 0
+          ? contents.map((resource) => ({ type: "resource" as const, resource }))
+          : [block];
+      } catch (err) {
+        log.debug({ err, server: connection.name, uri: block.uri }, "a linked resource could not be read");
+        return [block];
+      }
+    }),
+  );
+  return { ...result, content: content.flat() };
 }

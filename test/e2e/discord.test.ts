@@ -93,6 +93,11 @@ const settled = async () => {
 const answered = (channelId: string, expected: string[], timeoutMs = 25_000) =>
   waitFor(() => JSON.stringify(texts(channelId)) === JSON.stringify(expected) && texts(channelId), {
     timeoutMs,
+  }).catch((err: unknown) => {
+    // Say what the thread holds instead: a timeout alone does not tell a missing answer from a repeated one.
+    throw new Error(
+      `${String(err)}: the thread holds ${JSON.stringify(texts(channelId))}, not ${JSON.stringify(expected)}`,
+    );
   });
 const mention = (text: string, opts: { channel?: string; author?: StoredMessage["author"] } = {}) =>
   discord.userMessage(opts.channel ?? s().general, text, { mentionsBot: true, author: opts.author });
