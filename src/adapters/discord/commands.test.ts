@@ -18,6 +18,8 @@ describe("Discord adapter: slash commands", () => {
     expect(names?.sort()).toEqual([
       "ask",
       "compact",
+      "connect",
+      "disconnect",
       "help",
       "model",
       "new",

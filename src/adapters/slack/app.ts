@@ -48,13 +48,20 @@ export class ReportingWebClient extends WebClient {
     options: WebClientOptions,
     private readonly report?: (rateLimited: boolean) => void,
     readonly scheduler: WriteScheduler = new WriteScheduler(slackWritePolicy, "slack"),
+    /**
+     * Reads too go through the scheduler, each method within its tier. A client of reads
+     * sets it: Bolt's own client pauses every call on any 429 (web-api pauses its whole
+     * queue for the Retry-After), so one busy method, say the thread reads of twenty turns
+     * taken over at once, would hold up every name lookup and every thread seed.
+     */
+    private readonly paceReads = false,
   ) {
     super(token, options);
   }
 
   override async apiCall(method: string, options?: Record<string, unknown>): Promise<WebAPICallResult> {
     const ctx = this.scheduler.callContext();
-    if (ctx?.granted || !isSlackWrite(method)) return this.call(method, options);
+    if (ctx?.granted || (!isSlackWrite(method) && !this.paceReads)) return this.call(method, options);
     const { lane, ...defaults } = slackDefaults(method);
     try {
       return await this.scheduler.run({
@@ -146,6 +153,19 @@ export function createSlackConnection(
     onWriteError,
     new WriteScheduler(budgets ?? slackWritePolicy, "slack"),
   );
+  // The same scheduler, so reads share the workspace's budgets (and the other replicas').
+  const reads = new ReportingWebClient(
+    token,
+    {
+      slackApiUrl,
+      logger: boltLogger("slack-reads"),
+      retryConfig: { retries: 0 },
+      rejectRateLimitedCalls: true,
+    },
+    undefined,
+    writes.scheduler,
+    true,
+  );
   let connected = false;
 
   if (secrets.slackAppToken) {
@@ -177,7 +197,7 @@ export function createSlackConnection(
     return {
       app,
       writes,
-      reads: app.client,
+      reads,
       mode: "socket",
       async start() {
         await app.init();
@@ -210,7 +230,7 @@ export function createSlackConnection(
   return {
     app,
     writes,
-    reads: app.client,
+    reads,
     mode: "http",
     async start() {
       const listen = opts.host ? { port: config.slack.port, host: opts.host } : config.slack.port;

@@ -21,6 +21,10 @@ const WORKSPACE_PER_MINUTE: Record<string, number> = {
   "chat.stopStream": 20,
   "chat.postEphemeral": 100,
   "reactions.add": 50,
+  // Reads (the reads client paces them too): thread reads of takeovers and seeds, name lookups.
+  "conversations.replies": 50,
+  "conversations.history": 50,
+  "users.info": 100,
 };
 
 /**
@@ -51,7 +55,7 @@ const PER_CHANNEL: Record<string, { known?: BucketLimit; learned: BucketLimit }>
   "chat.appendStream": { learned: { capacity: 2, windowMs: 1_050 } },
 };
 
-/** Calls that only read: they do not go through the write scheduler. */
+/** Calls that only read: the writes client sends them straight; the reads client paces them. */
 const READS = /^(auth|users|conversations|team|bots|apps)\./;
 
 export function isSlackWrite(method: string): boolean {
