@@ -19,6 +19,7 @@ import { clickAction } from "../test/emulators/slack/interactive.js";
 import { appEnv } from "../test/support/app-env.js";
 import { everythingServer, repoRoot } from "../test/support/chat-process.js";
 import { isTitleRequest, lastUserText, toolResultsSinceUser } from "../test/support/llm-text.js";
+import { until } from "./support/replicas.js";
 import { atMost, type BenchResult, fmt, ratio } from "./support/report.js";
 import { p50, p90 } from "./support/stats.js";
 
@@ -55,16 +56,6 @@ function model(root: string) {
 
 const hasButtons = (m: EmuMessage) =>
   (m.blocks ?? []).some((b) => (b as { type?: string }).type === "actions");
-
-async function until<T>(probe: () => T | undefined | false, what: string, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = probe();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 2));
-  }
-}
 
 export async function run(): Promise<BenchResult> {
   const dir = mkdtempSync(join(tmpdir(), "sb-bench-approvals-"));

@@ -22,6 +22,7 @@ import { SlackEmulator } from "../test/emulators/slack/index.js";
 import { appEnv } from "../test/support/app-env.js";
 import { CATALOG_ASKS, catalogModel, ranRightTool } from "../test/support/catalog-model.js";
 import { isTitleRequest } from "../test/support/llm-text.js";
+import { until } from "./support/replicas.js";
 import { atLeast, atMost, type BenchResult, fmt, ratio } from "./support/report.js";
 import { max, mean, p50 } from "./support/stats.js";
 
@@ -44,16 +45,6 @@ const wireTokens = (req: RecordedRequest) =>
     (n: number, t: unknown) => n + countTokens(JSON.stringify(t)),
     0,
   );
-
-async function until<T>(probe: () => T | undefined | false, what: string, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = probe();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 2));
-  }
-}
 
 async function turns(yaml: string): Promise<Turn[]> {
   const dir = mkdtempSync(join(tmpdir(), "sb-bench-catalog-"));

@@ -42,9 +42,16 @@ export async function redisCommands(): Promise<number> {
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-export async function until(probe: () => boolean, what: string, timeoutMs = 60_000): Promise<void> {
+/** Resolves with the probe's first truthy value; throws naming `what` after `timeoutMs`. */
+export async function until<T>(
+  probe: () => T | undefined | false,
+  what: string,
+  timeoutMs = 60_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
-  while (!probe()) {
+  for (;;) {
+    const value = probe();
+    if (value) return value;
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await sleep(5);
   }
