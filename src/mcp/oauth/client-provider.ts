@@ -26,6 +26,8 @@ export const SIGN_IN_TTL_MS = 10 * 60_000;
 
 export interface ProviderOptions {
   server: string;
+  /** The server's MCP endpoint, as mcp.json gives it. */
+  serverUrl: string;
   /** "shared" for the server's one sign-in; a user's id for theirs. */
   owner: string;
   redirectUrl: string;
@@ -128,12 +130,16 @@ export class StoredClientProvider implements OAuthClientProvider {
     return this.opts.verifier;
   }
 
+  /** Kept with the server's address: a server moved to another address in mcp.json is discovered afresh. */
   async saveDiscoveryState(state: OAuthDiscoveryState): Promise<void> {
-    await this.vault.put(`${this.opts.server}:discovery`, state);
+    await this.vault.put(`${this.opts.server}:discovery`, { serverUrl: this.opts.serverUrl, state });
   }
 
-  discoveryState(): Promise<OAuthDiscoveryState | undefined> {
-    return this.vault.get<OAuthDiscoveryState>(`${this.opts.server}:discovery`);
+  async discoveryState(): Promise<OAuthDiscoveryState | undefined> {
+    const kept = await this.vault.get<{ serverUrl: string; state: OAuthDiscoveryState }>(
+      `${this.opts.server}:discovery`,
+    );
+    return kept?.serverUrl === this.opts.serverUrl ? kept.state : undefined;
   }
 
   async invalidateCredentials(scope: "all" | "client" | "tokens" | "verifier" | "discovery"): Promise<void> {

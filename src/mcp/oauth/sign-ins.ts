@@ -2,7 +2,7 @@ import { auth, UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.j
 import type { OAuthTokens } from "@modelcontextprotocol/sdk/shared/auth.js";
 import { ContextSlot } from "../../core/async-context.js";
 import { SwitchboardError } from "../../core/errors.js";
-import { safeAddress } from "../../core/unreachable.js";
+import { safeAddress, unreachable } from "../../core/unreachable.js";
 import { log, scrub } from "../../log.js";
 import type { HttpServerConfig } from "../servers.js";
 import { type KeptTokens, type PendingSignIn, StoredClientProvider } from "./client-provider.js";
@@ -73,13 +73,11 @@ export class OAuthSignIns {
     try {
       await auth(withoutTokens, { serverUrl: config.url });
     } catch (err) {
-      throw new SwitchboardError(
-        "tool_failed",
-        `oauth sign-in to ${server} could not start: ${describe(err)}`,
-        {
-          userMessage: `The sign-in to ${server} could not start: ${describe(err)}. Check its address in mcp.json and that its authorization server is up.`,
-        },
-      );
+      // A network failure names the address and its cause; the SDK's own says only "fetch failed".
+      const why = unreachable(config.url, err) ?? describe(err);
+      throw new SwitchboardError("tool_failed", `oauth sign-in to ${server} could not start: ${why}`, {
+        userMessage: `The sign-in to ${server} could not start: ${why}. Check its address in mcp.json and that its authorization server is up.`,
+      });
     }
     if (!url) {
       throw new SwitchboardError("tool_failed", `oauth sign-in to ${server}: no authorization URL`, {
@@ -173,6 +171,7 @@ export class OAuthSignIns {
     const oauth = this.configOf(server).oauth ?? {};
     const provider: StoredClientProvider = new StoredClientProvider(this.vault, {
       server,
+      serverUrl: this.configOf(server).url,
       owner,
       redirectUrl: this.opts.redirectUrl(),
       ...(oauth.clientId && { clientId: oauth.clientId }),
