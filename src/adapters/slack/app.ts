@@ -60,8 +60,12 @@ export class ReportingWebClient extends WebClient {
   }
 
   override async apiCall(method: string, options?: Record<string, unknown>): Promise<WebAPICallResult> {
-    const ctx = this.scheduler.callContext();
-    if (ctx?.granted || (!isSlackWrite(method) && !this.paceReads)) return this.call(method, options);
+    const read = !isSlackWrite(method);
+    if (read && !this.paceReads) return this.call(method, options);
+    // A read made inside a granted write (a reply taken over looks up what it posted) is
+    // still paced: passing straight through, it spent the method's tier unseen and met 429s.
+    const ctx = read ? undefined : this.scheduler.callContext();
+    if (ctx?.granted) return this.call(method, options);
     const { lane, ...defaults } = slackDefaults(method);
     try {
       return await this.scheduler.run({

@@ -14,7 +14,7 @@ describe("the Slack reads client", () => {
     await emu?.stop();
   });
 
-  it("keeps reading threads while one method waits out a 429, and then reads that one too", async () => {
+  it("keeps reading threads while one method waits out a 429, and then reads that one too, even inside a write", async () => {
     emu = await SlackEmulator.start({ rateLimits: { perMinute: { "users.info": 1 }, speed: 20 } });
     const { config, secrets } = loadConfig(
       {
@@ -28,8 +28,11 @@ describe("the Slack reads client", () => {
     const conn = createSlackConnection(config, secrets);
     const root = emu.post("C1", "U_ALICE", "hello");
     await conn.reads.users.info({ user: "U_ALICE" });
-    // Slack's minute is 3 s here: the second lookup meets a 429 and waits for the next one.
-    const second = conn.reads.users.info({ user: "U_ALICE" }).then(() => Date.now());
+    // Slack's minute is 3 s here: the second lookup meets a 429 and waits for the next one,
+    // though it is made inside a write (as a reply taken over looks up what it posted).
+    const second = conn.writes.scheduler
+      .run({ lane: "final", buckets: ["test:write"], run: () => conn.reads.users.info({ user: "U_ALICE" }) })
+      .then(() => Date.now());
     await new Promise((r) => setTimeout(r, 200));
     const started = Date.now();
     const thread = await conn.reads.conversations.replies({ channel: "C1", ts: root.ts });
