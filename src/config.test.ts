@@ -2,8 +2,9 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { interpolate, loadConfig } from "./config.js";
+import { loadConfig } from "./config.js";
 import { SwitchboardError } from "./core/errors.js";
+import { interpolate } from "./interpolate.js";
 
 function dirWith(files: Record<string, string>): string {
   const dir = mkdtempSync(join(tmpdir(), "sb-config-"));

@@ -3,6 +3,7 @@ import { resolve } from "node:path";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
 import { SwitchboardError } from "./core/errors.js";
+import { interpolate } from "./interpolate.js";
 
 const modelSettings = z
   .object({
@@ -277,27 +278,6 @@ export interface LoadedConfig {
   storeUrl: string;
   /** Names of `${VAR}`s that were not set (reported by `doctor`). */
   missingVars: string[];
-}
-
-/** Replaces `${VAR}` and `${VAR:-default}` in every string of a parsed document. */
-export function interpolate(value: unknown, env: NodeJS.ProcessEnv, missing: string[] = []): unknown {
-  if (typeof value === "string") {
-    return value.replace(
-      /\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g,
-      (_m, name: string, fallback?: string) => {
-        const v = env[name];
-        if (v !== undefined && v !== "") return v;
-        if (fallback !== undefined) return fallback;
-        missing.push(name);
-        return "";
-      },
-    );
-  }
-  if (Array.isArray(value)) return value.map((v) => interpolate(v, env, missing));
-  if (value && typeof value === "object") {
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, interpolate(v, env, missing)]));
-  }
-  return value;
 }
 
 /** "llm.model: expected string, received number" for each problem, one per line. */

@@ -1,5 +1,4 @@
 import type { ChildProcess } from "node:child_process";
-import type { OAuthClientProvider } from "@modelcontextprotocol/sdk/client/auth.js";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type {
@@ -11,8 +10,11 @@ import type {
 } from "@modelcontextprotocol/sdk/types.js";
 import { log } from "../log.js";
 import { DeadlineError, seconds, withDeadline } from "../signals.js";
+import { retryDelay } from "./backoff.js";
 import { type CallFailure, describeCallFailure, describeStartFailure, needsSignIn } from "./failures.js";
+import type { ServerAuth } from "./oauth/sign-ins.js";
 import type { ServerConfig } from "./servers.js";
+import { StderrTail } from "./stderr-tail.js";
 import {
   childOf,
   closeClient,
@@ -36,13 +38,6 @@ export interface ConnectionOptions {
   oauth?: ServerAuth;
 }
 
-/** What a connection needs of the OAuth sign-ins (mcp/oauth/sign-ins.ts). */
-export interface ServerAuth {
-  uses(server: string): boolean;
-  signedIn(server: string): Promise<boolean>;
-  providerFor(server: string): OAuthClientProvider;
-}
-
 export type CallAnswer = { result: CallToolResult } | { failure: CallFailure };
 
 /** One client and transport; a restart makes a new one so that late events of the old are ignored. */
@@ -64,24 +59,10 @@ function markLost(session: Session, reason: string): void {
   session.waiting.clear();
 }
 
-const BACKOFF_START_MS = 500;
-const BACKOFF_CAP_MS = 30_000;
-/**
- * The first attempts come at most this far apart: a server started a few seconds after
- * the bot (or restarted by its operator) is joined within seconds, and only one that
- * stays down is tried less and less often.
- */
-const EARLY_CAP_MS = 2_000;
-const EARLY_ATTEMPTS = 10;
 /** A connection that lived this long before dying was healthy: its death starts a new count. */
 const STABLE_MS = 30_000;
 /** Progress resets the timeout, so a chatty tool is still bounded by this many timeouts in total. */
 const MAX_TOTAL_TIMEOUTS = 10;
-const STDERR_TAIL_LINES = 5;
-/** A line of a server's output that says what went wrong. */
-const TELLING = /\b(error|exception|fatal|panic|denied|refused|not found|cannot|could not|failed|invalid)\b/i;
-/** Lines that never do: stack frames, Node's version footer, the caret under a source line. */
-const NOT_TELLING = /^\s+at\s|^Node\.js v\d|^\s*\^+\s*$/;
 
 /** One MCP server: connect, tools, calls, death, and attempts again with back-off until it is back. */
 export class ServerConnection {
@@ -97,9 +78,6 @@ export class ServerConnection {
   private refreshSeq = 0;
   /** Counts start-up attempts, so that one overtaken by a manual reconnect leaves no trace. */
   private attempt = 0;
-  private stderrTail: string[] = [];
-  /** The first line of this attempt's output that reads as an error. */
-  private stderrFirstError: string | undefined;
   private settleWaiters = new Set<() => void>();
   /** When the next attempt of a server that is down starts (ms since the epoch). */
   private retryAt: number | undefined;
@@ -261,29 +239,13 @@ export class ServerConnection {
     });
   }
 
-  private stderrLine(line: string): void {
-    const text = line.trimEnd();
-    if (text === "") return;
-    log.debug({ server: this.name, stderr: text }, "mcp server stderr");
-    const kept = text.length > 300 ? `${text.slice(0, 300)}…` : text;
-    this.stderrTail.push(kept);
-    if (this.stderrTail.length > STDERR_TAIL_LINES) this.stderrTail.shift();
-    this.stderrFirstError ??= TELLING.test(text) && !NOT_TELLING.test(text) ? kept : undefined;
-  }
-
-  /** What to show of a dying server's output: its first error line, else its last line but Node's footer. */
-  private stderrSummary(): string {
-    return this.stderrFirstError ?? this.stderrTail.filter((l) => !NOT_TELLING.test(l)).at(-1) ?? "";
-  }
-
   /**
    * Connects a new session and lists its tools. Resolves with undefined when connected,
    * a failure reason, or null when a newer attempt or close() overtook this one.
    */
   private async open(): Promise<string | undefined | null> {
     const attempt = ++this.attempt;
-    this.stderrTail = [];
-    this.stderrFirstError = undefined;
+    const stderr = new StderrTail(this.name);
     const auth = this.opts.oauth?.uses(this.name) ? this.opts.oauth : undefined;
     // Nobody signed in yet: fail without a request, so a waiting server costs its authorization server nothing.
     this.awaitingSignIn = false;
@@ -294,11 +256,7 @@ export class ServerConnection {
       if (reason !== this.error) log.warn({ server: this.name }, "mcp server waits for an OAuth sign-in");
       return reason;
     }
-    const transport = createTransport(
-      this.config,
-      (line) => this.stderrLine(line),
-      auth?.providerFor(this.name),
-    );
+    const transport = createTransport(this.config, (line) => stderr.add(line), auth?.providerFor(this.name));
     const client = new Client(this.opts.clientInfo, {
       listChanged: {
         tools: { autoRefresh: false, debounceMs: 50, onChanged: () => void this.refresh(session) },
@@ -337,7 +295,7 @@ export class ServerConnection {
       const reason =
         err instanceof DeadlineError
           ? `did not finish starting within ${seconds(this.opts.connectTimeoutMs)}.`
-          : describeStartFailure(err, this.config, this.stderrSummary());
+          : describeStartFailure(err, this.config, stderr.summary());
       // Said once: a server that stays down is tried again quietly.
       if (reason === this.error)
         log.debug({ server: this.name, reason }, "mcp server still failing to start");
@@ -409,15 +367,14 @@ export class ServerConnection {
   }
 
   /**
-   * The next attempt, ever slower up to BACKOFF_CAP_MS. A server that was connected is
+   * The next attempt, ever slower (see backoff.ts). A server that was connected is
    * `reconnecting` (keeping its tools) for maxRestarts attempts, then `failed`; one that
    * never connected is `failed` from the first. Either is tried again until it connects,
    * is reconnected by hand, or the hub closes.
    */
   private scheduleRestart(reason: string): void {
     this.failures++;
-    const cap = this.failures <= EARLY_ATTEMPTS ? EARLY_CAP_MS : BACKOFF_CAP_MS;
-    const delay = Math.min(BACKOFF_START_MS * 2 ** (this.failures - 1), cap);
+    const delay = retryDelay(this.failures);
     const tried = this.failures - 1;
     if (!this.everConnected || this.awaitingSignIn) this.setState("failed", reason);
     else if (this.failures > this.opts.maxRestarts)

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { z } from "zod";
-import { interpolate } from "../config.js";
 import { SwitchboardError } from "../core/errors.js";
+import { interpolate } from "../interpolate.js";
 
 /** What every server entry may carry, whatever its transport. */
 interface ServerCommon {

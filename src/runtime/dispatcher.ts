@@ -1,61 +1,29 @@
 import { setTimeout as sleep } from "node:timers/promises";
-import type { Agent } from "../agent/agent.js";
-import type { Config } from "../config.js";
 import { SwitchboardError, toUserFacing } from "../core/errors.js";
 import { platformOf, type ThreadKey } from "../core/thread.js";
 import { log } from "../log.js";
-import type { OAuthSignIns } from "../mcp/oauth/sign-ins.js";
-import type { ToolHub } from "../mcp/types.js";
-import type { ApprovalBook } from "../store/approvals.js";
-import type { Dedupe } from "../store/dedupe.js";
-import type { FeedbackBook } from "../store/feedback.js";
-import type { Held, ThreadLock } from "../store/locks.js";
-import type { Session, SessionRepository } from "../store/sessions.js";
-import type { TurnLedger, TurnRecord } from "../store/turns.js";
-import type { Payer, UsageLedger } from "../store/usage.js";
+import type { Held } from "../store/locks.js";
+import type { Session } from "../store/sessions.js";
+import type { TurnRecord } from "../store/turns.js";
+import type { Payer } from "../store/usage.js";
 import { Access, commandOrigin, originOf, REFUSED_NOTE } from "./access.js";
 import { runAfterTurn } from "./after-turn.js";
 import { ApprovalDesk } from "./approvals/desk.js";
-import type { Budgets } from "./budgets.js";
 import { runCommand } from "./commands.js";
 import type { Adapter, Command, Inbound, Interaction, Reply, TurnRunner } from "./contract.js";
-import { FeedbackDesk, type VoteListener } from "./feedback.js";
+import type { DispatcherDeps } from "./dispatcher-deps.js";
+import { FeedbackDesk } from "./feedback.js";
 import { accept } from "./intake.js";
 import { routeInteraction } from "./interactions.js";
-import type { Meter } from "./metering.js";
 import { expandPrompt, type PromptOutcome } from "./prompts.js";
 import { type RunningTurn, RunningTurns } from "./stops.js";
 import { Takeovers } from "./takeover.js";
 import { resumeTurn, runTurn, type TurnDeps, type TurnHooks, type TurnResult, takeOverTurn } from "./turn.js";
 import { TurnAccounts, type WorkKind } from "./turn-accounts.js";
-import { logTurn, type TurnObserver } from "./turn-log.js";
+import { logTurn } from "./turn-log.js";
 import { type InFlight, WorkInFlight } from "./work-in-flight.js";
 
 export const INTERRUPTED_NOTE = "Interrupted by a restart; ask again.";
-
-export interface DispatcherDeps {
-  agent: Agent;
-  sessions: SessionRepository;
-  ledger: TurnLedger;
-  lock: ThreadLock;
-  dedupe: Dedupe;
-  hub: ToolHub;
-  config: Config;
-  /** Tool approvals waiting for people (see runtime/approvals). */
-  approvals: ApprovalBook;
-  observer?: TurnObserver;
-  /** Charges each turn's model calls to its asker (usage and cost); none in unit tests. */
-  meter?: Meter;
-  /** Daily caps checked before a turn asks the model. */
-  budgets?: Budgets;
-  /** Recorded usage, for the usage command. */
-  usage?: UsageLedger;
-  /** Ratings of answers (👍 / 👎 under each finished one); none in unit tests. */
-  feedback?: FeedbackBook;
-  onVote?: VoteListener;
-  /** Sign-ins of the tool servers that use OAuth (the connect and disconnect commands). */
-  oauth?: OAuthSignIns;
-}
 
 /** Dedupe, per-thread queue, session load, run the agent, drive the Reply. Shared by every adapter. */
 export class Dispatcher implements TurnRunner {

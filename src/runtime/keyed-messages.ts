@@ -84,3 +84,24 @@ export class KeyedMessages {
     }
   }
 }
+
+/** What a placeholder becomes when the answer has no text and `MessageOps.remove` is missing. */
+export const NO_TEXT = "Done.";
+
+/** The write a slot needs next. */
+export function writeKind(slot: Slot | undefined): "post" | "edit" | "remove" {
+  if (!slot || slot.id === null) return "post";
+  return slot.want === "" ? "remove" : "edit";
+}
+
+/**
+ * Retaken messages the answer ended without (it needs fewer than the cut-off one had, or
+ * no text at all) still show the dead process's text: removed, or else "Done.".
+ */
+export function clearStale(slots: Slot[], canRemove: boolean): void {
+  for (const slot of slots) {
+    if (!slot.stale || slot.id === null || slot.want !== "") continue;
+    if (!canRemove) slot.want = NO_TEXT;
+    slot.sent = null;
+  }
+}

@@ -51,3 +51,19 @@ export interface StreamWriterOptions {
    */
   onMessages?: (ids: string[]) => Promise<void>;
 }
+
+// The writer's fixed settings.
+
+/** Attempts per edit on errors other than 429 (edits are idempotent; posts get one). */
+export const EDIT_ATTEMPTS = 3;
+export const EDIT_RETRY_MS = 1_000;
+/**
+ * An answer's final edit that would wait longer than this for its budget (Slack's
+ * workspace-wide chat.update, spent) goes out as a continuation message instead.
+ */
+export const CONTINUE_AFTER_MS = 1_000;
+/** The bucket of a writer without a platform's buckets: its own 429s pause only itself. */
+export const OWN_BUCKET = ["reply"];
+
+/** A plain timer, not node:timers/promises: the writer's tests drive it with fake timers. */
+export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));

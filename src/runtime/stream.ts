@@ -1,29 +1,20 @@
 import { log } from "../log.js";
 import type { TextSink } from "./contract.js";
-import { KeyedMessages, type Slot } from "./keyed-messages.js";
+import { clearStale, KeyedMessages, NO_TEXT, type Slot, writeKind } from "./keyed-messages.js";
 import { endingFor, type MessageOps, RateLimitedError, type WriteInfo } from "./message-ops.js";
 import { type Lane, WriteDropped, WriteScheduler } from "./scheduler/write-scheduler.js";
 import { type Fence, type MessagePart, openFenceAtEnd, splitToFit } from "./split.js";
-import type { StreamWriterOptions } from "./stream-options.js";
-
-/** A plain timer, not node:timers/promises: the writer's tests drive it with fake timers. */
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+import {
+  CONTINUE_AFTER_MS,
+  EDIT_ATTEMPTS,
+  EDIT_RETRY_MS,
+  OWN_BUCKET,
+  type StreamWriterOptions,
+  sleep,
+} from "./stream-options.js";
 
 export { endingFor, type MessageOps, RateLimitedError, type WriteInfo } from "./message-ops.js";
 export type { StreamWriterOptions } from "./stream-options.js";
-
-/** What a placeholder becomes when the answer has no text and `MessageOps.remove` is missing. */
-const NO_TEXT = "Done.";
-/** Attempts per edit on errors other than 429 (edits are idempotent; posts get one). */
-const EDIT_ATTEMPTS = 3;
-const EDIT_RETRY_MS = 1_000;
-/**
- * An answer's final edit that would wait longer than this for its budget (Slack's
- * workspace-wide chat.update, spent) goes out as a continuation message instead.
- */
-const CONTINUE_AFTER_MS = 1_000;
-/** The bucket of a writer without a platform's buckets: its own 429s pause only itself. */
-const OWN_BUCKET = ["reply"];
 
 /**
  * Writes one reply, made of one or more platform messages, as the answer streams in.
@@ -265,16 +256,11 @@ export class StreamWriter implements TextSink {
     this.wake = null;
   }
 
-  private kindOf(slot: Slot | undefined): "post" | "edit" | "remove" {
-    if (!slot || slot.id === null) return "post";
-    return slot.want === "" ? "remove" : "edit";
-  }
-
   /** The buckets of the write that would go next (without a new layout: this runs at every pick). */
   private nextBuckets(): readonly string[] {
     const index = this.nextDirty();
     const slot = this.slots[index >= 0 ? index : this.frozen];
-    return this.ops.buckets?.(this.kindOf(slot)) ?? OWN_BUCKET;
+    return this.ops.buckets?.(writeKind(slot)) ?? OWN_BUCKET;
   }
 
   /**
@@ -378,7 +364,8 @@ export class StreamWriter implements TextSink {
       this.frozen++;
     }
     const last = parts.at(-1);
-    let body = last ? render(last.text) : "";
+    const rendered = last ? render(last.text) : "";
+    let body = rendered;
     const status = this.opts.statusLine && !this.ended ? this.statusText : "";
     if (status) {
       const withStatus = body ? `${body}\n\n${status}` : status;
@@ -390,17 +377,9 @@ export class StreamWriter implements TextSink {
       const slot = this.slot(this.frozen);
       slot.want = body;
       slot.wantEnd = this.text.length;
-      slot.wantClean = body === (last ? render(last.text) : "");
+      slot.wantClean = body === rendered;
     } else if (this.ended && current) current.want = this.ops.remove || current.sent === null ? "" : NO_TEXT;
-    // Retaken messages the answer ended without (it needs fewer than the cut-off one had,
-    // or no text at all) still show the dead process's text: removed, or else "Done.".
-    if (this.ended) {
-      for (const slot of this.slots.slice(this.frozen)) {
-        if (!slot.stale || slot.id === null || slot.want !== "") continue;
-        if (!this.ops.remove) slot.want = NO_TEXT;
-        slot.sent = null;
-      }
-    }
+    if (this.ended) clearStale(this.slots.slice(this.frozen), Boolean(this.ops.remove));
   }
 
   private slot(index: number): Slot {

@@ -1,5 +1,6 @@
 import type { Interaction } from "../../src/runtime/contract.js";
-import { Dispatcher, type DispatcherDeps } from "../../src/runtime/dispatcher.js";
+import { Dispatcher } from "../../src/runtime/dispatcher.js";
+import type { DispatcherDeps } from "../../src/runtime/dispatcher-deps.js";
 import { MemoryDedupe } from "../../src/store/dedupe.js";
 import { LocalThreadLock } from "../../src/store/locks.js";
 

@@ -1,4 +1,4 @@
-import { auth, UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
+import { auth, type OAuthClientProvider, UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
 import type { OAuthTokens } from "@modelcontextprotocol/sdk/shared/auth.js";
 import { ContextSlot } from "../../core/async-context.js";
 import { SwitchboardError } from "../../core/errors.js";
@@ -26,6 +26,13 @@ export interface SignInOptions {
   onSignedIn?: (server: string) => void;
 }
 
+/** What a connection needs of the sign-ins. */
+export interface ServerAuth {
+  uses(server: string): boolean;
+  signedIn(server: string): Promise<boolean>;
+  providerFor(server: string): OAuthClientProvider;
+}
+
 export type CallbackOutcome = { ok: true; server: string; text: string } | { ok: false; text: string };
 
 /**
@@ -36,7 +43,7 @@ export type CallbackOutcome = { ok: true; server: string; text: string } | { ok:
  * processes a lock in the store; concurrent calls wait for that refresh instead of making
  * their own (a rotating refresh token is spent by the first use).
  */
-export class OAuthSignIns {
+export class OAuthSignIns implements ServerAuth {
   private readonly inFlight = new Map<string, Promise<OAuthTokens | undefined>>();
   /** Refresh requests made, for tests and metrics. */
   refreshes = 0;
