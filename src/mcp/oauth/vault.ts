@@ -54,11 +54,11 @@ export class TokenVault {
     await this.state.delete(`oauth:${key}`);
   }
 
-  /** Writes only when absent: the single use of a sign-in's state. */
+  /** Reads and deletes `key` for one caller only: a sign-in's state is used once. */
   async take<T>(key: string): Promise<T | undefined> {
     const value = await this.get<T>(key);
     if (value === undefined) return undefined;
-    // Claimed by whoever deletes it first would need a compare-and-delete; a lock does it on every backend.
+    // One claim per key: a compare-and-delete differs per backend, a lock is the same on all.
     const lease = await this.state.acquireLock(`oauth:claim:${key}`, 60_000);
     if (!lease) return undefined;
     const still = await this.state.get(`oauth:${key}`);
