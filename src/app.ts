@@ -23,6 +23,7 @@ import type { TurnObserver } from "./runtime/turn-log.js";
 import { ApprovalBook } from "./store/approvals.js";
 import { createDedupe } from "./store/dedupe.js";
 import { FeedbackBook } from "./store/feedback.js";
+import { FormBook } from "./store/forms.js";
 import { openStore, type Store } from "./store/index.js";
 import { createThreadLock } from "./store/locks.js";
 import { SessionRepository } from "./store/sessions.js";
@@ -142,6 +143,7 @@ export async function buildCore(opts: CoreOptions = {}): Promise<Core> {
     lock: createThreadLock(store),
     dedupe: createDedupe(store),
     approvals: new ApprovalBook(store),
+    forms: new FormBook(store),
     hub,
     config,
     observer: opts.observer,

@@ -211,6 +211,8 @@ export const configSchema = z
           .max(4)
           .default([]),
         nativeStreaming: z.boolean().default(true),
+        /** Slack agent sessions (agents.sessions.*, `agent_view` in the manifest): status, title and Slack's stop button per thread. */
+        agentSessions: z.boolean().default(true),
         updateIntervalMs: z.number().int().min(250).default(1_200),
       })
       .strict()

@@ -92,7 +92,7 @@ describe("config/mcp.example.json", () => {
 
 describe("config/slack-manifest.yaml", () => {
   const manifest = parseYaml(readFileSync(example("slack-manifest.yaml"), "utf8")) as {
-    features: { slash_commands: { command: string }[] };
+    features: { slash_commands: { command: string }[] } & Record<string, unknown>;
     oauth_config: { scopes: { bot: string[] } };
     settings: { event_subscriptions: { bot_events: string[] }; socket_mode_enabled: boolean };
   };
@@ -106,8 +106,17 @@ describe("config/slack-manifest.yaml", () => {
   it("subscribes to the events and asks for the scopes the Slack adapter uses, in Socket Mode", () => {
     expect(manifest.settings.socket_mode_enabled).toBe(true);
     expect(manifest.settings.event_subscriptions.bot_events).toEqual(
-      expect.arrayContaining(["app_mention", "message.im", "message.channels", "assistant_thread_started"]),
+      expect.arrayContaining([
+        "app_mention",
+        "message.im",
+        "message.channels",
+        "assistant_thread_started",
+        "agent_session_stopped",
+      ]),
     );
+    // Agent sessions are the default; the retiring Assistant view is not declared.
+    expect(manifest.features).toHaveProperty("agent_view.agent_description");
+    expect(manifest.features).not.toHaveProperty("assistant_view");
     expect(manifest.oauth_config.scopes.bot).toEqual(
       expect.arrayContaining([
         "app_mentions:read",

@@ -10,7 +10,7 @@ import {
   type UserPart,
 } from "../core/messages.js";
 import { log } from "../log.js";
-import type { ToolEntry, ToolHub } from "../mcp/types.js";
+import type { Elicit, ToolEntry, ToolHub } from "../mcp/types.js";
 import type { Session, SessionRepository } from "../store/sessions.js";
 import { codeBlockArtifacts } from "./artifacts.js";
 import { buildPrompt, countTokens, modelLimits, renderSystemPrompt } from "./context.js";
@@ -51,6 +51,8 @@ export interface TurnInput {
   turn?: string;
   /** Told before a step's calls run (see LoopOptions.onCalls). */
   onCalls?: (step: PendingStep) => Promise<void>;
+  /** Asks the person what a tool's server requests while it runs (see LoopOptions.elicit). */
+  elicit?: Elicit;
 }
 
 /**
@@ -205,6 +207,7 @@ export class Agent {
           signal: input.signal,
           gate: input.gate,
           ...(input.onCalls ? { onCalls: input.onCalls } : {}),
+          ...(input.elicit ? { elicit: input.elicit, conversation: session.key } : {}),
           onStep: async (added) => {
             stepMessages += added.length;
             keep(...added);

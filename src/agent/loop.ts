@@ -11,7 +11,7 @@ import {
   type Verdict,
   zeroUsage,
 } from "../core/messages.js";
-import type { ToolEntry, ToolHub, ToolOutcome } from "../mcp/types.js";
+import type { Elicit, ToolEntry, ToolHub, ToolOutcome } from "../mcp/types.js";
 import { callSignature } from "./call-signature.js";
 import type { ModelRequest, Provider, ToolSpec } from "./providers/provider.js";
 import { AsyncQueue } from "./queue.js";
@@ -48,6 +48,10 @@ export interface LoopOptions {
    * here at all. Without a gate every call runs.
    */
   gate?: (call: ToolCall) => CallGate;
+  /** Asks the person what a tool's server requests while the call runs; without it servers are told the user cannot be asked. */
+  elicit?: Elicit;
+  /** The conversation's key, so that a server's question reaches only this conversation. */
+  conversation?: string;
 }
 
 /** `refuse`: the call is answered with this sentence instead of running. */
@@ -340,6 +344,7 @@ async function runOne(
   try {
     outcome = await opts.hub.call(call.name, call.arguments, {
       signal: opts.signal,
+      ...(opts.elicit ? { elicit: opts.elicit, conversation: opts.conversation ?? "" } : {}),
       onProgress: (p) => {
         const pct = p.total ? ` ${Math.round((100 * p.progress) / p.total)}%` : "";
         emit({ type: "status", text: `Running ${call.name}…${pct}${p.message ? ` ${p.message}` : ""}` });

@@ -1,4 +1,3 @@
-import type { ChildProcess } from "node:child_process";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type {
@@ -11,9 +10,16 @@ import type {
 import { log } from "../log.js";
 import { DeadlineError, seconds, withDeadline } from "../signals.js";
 import { retryDelay } from "./backoff.js";
+import {
+  type Asker,
+  answerElicitations,
+  ELICITATION_CAPABILITY,
+  withUrlPrerequisites,
+} from "./elicitation.js";
 import { type CallFailure, describeCallFailure, describeStartFailure, needsSignIn } from "./failures.js";
 import type { ServerAuth } from "./oauth/sign-ins.js";
 import type { ServerConfig } from "./servers.js";
+import { markLost, type Session } from "./session.js";
 import { StderrTail } from "./stderr-tail.js";
 import {
   childOf,
@@ -21,8 +27,8 @@ import {
   createTransport,
   listAllPrompts,
   listAllTools,
-  type McpTransport,
   pidOf,
+  servableTools,
   watchExit,
 } from "./transport.js";
 import type { ServerState, ServerStatus, ToolCallOptions } from "./types.js";
@@ -39,25 +45,6 @@ export interface ConnectionOptions {
 }
 
 export type CallAnswer = { result: CallToolResult } | { failure: CallFailure };
-
-/** One client and transport; a restart makes a new one so that late events of the old are ignored. */
-interface Session {
-  client: Client;
-  transport: McpTransport;
-  child?: ChildProcess;
-  startedAt: number;
-  /** Set once start-up succeeded: until then a close is a start-up failure, not a death to restart from. */
-  live: boolean;
-  down: boolean;
-  /** Calls in flight, told the reason when the connection is lost so that they end at once. */
-  waiting: Set<(reason: string) => void>;
-}
-
-function markLost(session: Session, reason: string): void {
-  session.down = true;
-  for (const wake of session.waiting) wake(reason);
-  session.waiting.clear();
-}
 
 /** A connection that lived this long before dying was healthy: its death starts a new count. */
 const STABLE_MS = 30_000;
@@ -169,21 +156,29 @@ export class ServerConnection {
       return { failure: { kind: "connection", text: `The server "${this.name}" is unavailable: ${why}` } };
     }
     const onProgress = opts.onProgress;
-    const request = session.client.callTool({ name: tool, arguments: args }, undefined, {
-      timeout: timeoutMs,
-      resetTimeoutOnProgress: true,
-      maxTotalTimeout: timeoutMs * MAX_TOTAL_TIMEOUTS,
-      ...(opts.signal && { signal: opts.signal }),
-      ...(onProgress && {
-        onprogress: (p) => {
-          try {
-            onProgress({ progress: p.progress, total: p.total, message: p.message });
-          } catch (err) {
-            log.warn({ err, server: this.name, tool }, "progress listener threw");
-          }
-        },
-      }),
-    });
+    const asker: Asker | undefined = opts.elicit && {
+      elicit: opts.elicit,
+      conversation: opts.conversation ?? "",
+      startedAt: Date.now(),
+    };
+    if (asker) session.askers.add(asker);
+    const callTool = () =>
+      session.client.callTool({ name: tool, arguments: args }, undefined, {
+        timeout: timeoutMs,
+        resetTimeoutOnProgress: true,
+        maxTotalTimeout: timeoutMs * MAX_TOTAL_TIMEOUTS,
+        ...(opts.signal && { signal: opts.signal }),
+        ...(onProgress && {
+          onprogress: (p) => {
+            try {
+              onProgress({ progress: p.progress, total: p.total, message: p.message });
+            } catch (err) {
+              log.warn({ err, server: this.name, tool }, "progress listener threw");
+            }
+          },
+        }),
+      });
+    const request = withUrlPrerequisites(callTool, opts, this.name, session.completions);
     let wake: (reason: string) => void = () => {};
     const lost = new Promise<CallAnswer>((resolve) => {
       wake = (reason) =>
@@ -203,7 +198,10 @@ export class ServerConnection {
         }),
       ),
       lost,
-    ]).finally(() => session.waiting.delete(wake));
+    ]).finally(() => {
+      session.waiting.delete(wake);
+      if (asker) session.askers.delete(asker);
+    });
     // Over HTTP a dead server shows only as a failed request: treat it as a lost connection.
     if ("failure" in answer && answer.failure.kind === "connection" && this.config.transport === "http") {
       this.connectionLost(session, "the server could not be reached");
@@ -258,6 +256,7 @@ export class ServerConnection {
     }
     const transport = createTransport(this.config, (line) => stderr.add(line), auth?.providerFor(this.name));
     const client = new Client(this.opts.clientInfo, {
+      capabilities: { elicitation: ELICITATION_CAPABILITY },
       listChanged: {
         tools: { autoRefresh: false, debounceMs: 50, onChanged: () => void this.refresh(session) },
       },
@@ -269,7 +268,9 @@ export class ServerConnection {
       live: false,
       down: false,
       waiting: new Set(),
+      askers: new Set(),
     };
+    session.completions = answerElicitations(client, this.name, () => [...session.askers]);
     this.session = session;
     client.onclose = () => this.connectionLost(session, "the connection closed");
     client.onerror = (err) => log.debug({ err, server: this.name }, "mcp transport error");
@@ -317,15 +318,8 @@ export class ServerConnection {
     return undefined;
   }
 
-  /** Config filters, and tools that only run as tasks (this hub calls tools directly). */
   private filter(tools: Tool[]): Tool[] {
-    const { enabledTools, disabledTools } = this.config;
-    return tools.filter(
-      (t) =>
-        t.execution?.taskSupport !== "required" &&
-        (enabledTools === undefined || enabledTools.includes(t.name)) &&
-        !disabledTools?.includes(t.name),
-    );
+    return servableTools(tools, this.config);
   }
 
   private async refresh(session: Session): Promise<void> {

@@ -1,6 +1,7 @@
 /** What the MCP hub offers the agent. The agent depends on these types, never on the SDK. */
 
 import type { Artifact } from "../core/artifacts.js";
+import type { FormField } from "../core/forms.js";
 
 export interface ToolEntry {
   /** Provider-safe name sent to the model: `server__tool`, `^[a-zA-Z0-9_-]{1,64}$`. */
@@ -55,7 +56,34 @@ export interface ToolProgress {
 export interface ToolCallOptions {
   signal?: AbortSignal;
   onProgress?: (p: ToolProgress) => void;
+  /** Asks the person for what the server requests while the call runs (MCP elicitation). */
+  elicit?: Elicit;
+  /** The conversation the call belongs to (its thread key): a server's question goes only to it. */
+  conversation?: string;
 }
+
+/** A server asks the person something while a tool call runs: a form to fill in or a page to open. */
+export type ElicitationRequest =
+  | { mode: "form"; server: string; message: string; fields: FormField[] }
+  | {
+      mode: "url";
+      server: string;
+      message: string;
+      url: string;
+      elicitationId: string;
+      /** Resolves when the server says the flow on that page is finished. */
+      completed: Promise<void>;
+      /** The call fails until the flow is finished (the server's -32042 error): only its end accepts. */
+      mustComplete?: boolean;
+    };
+
+export type ElicitationAnswer =
+  | { action: "accept"; content?: Record<string, string | number | boolean | string[]> }
+  | { action: "decline" }
+  | { action: "cancel" };
+
+/** Never throws: a question that cannot be asked is answered `cancel`. */
+export type Elicit = (request: ElicitationRequest, signal: AbortSignal) => Promise<ElicitationAnswer>;
 
 /** A prompt a server offers (MCP prompts), run from chat as `/prompt`. */
 export interface PromptEntry {

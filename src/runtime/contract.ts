@@ -1,5 +1,6 @@
 import type { Config, Secrets } from "../config.js";
 import type { Artifact } from "../core/artifacts.js";
+import type { FormValues, FormView } from "../core/forms.js";
 import type { InboundFile, PriorMessage, Provenance } from "../core/inbound.js";
 import type { ReplyAddress, ResumeFrom } from "../core/replies.js";
 import type { Platform, ThreadKey } from "../core/thread.js";
@@ -112,8 +113,23 @@ export interface Question {
   ref: string;
   /** Markdown, as answers are written. */
   text: string;
-  choices: Array<{ value: string; label: string; style?: "primary" | "danger" }>;
+  /**
+   * Buttons. One with `url` is a link that opens the page; where the platform reports the
+   * click (Slack), it comes back with its `value` too.
+   */
+  choices: Array<{ value: string; label: string; style?: "primary" | "danger"; url?: string }>;
 }
+
+/**
+ * What the platform must do with a click before it answers it: open a form (Slack
+ * `views.open` with the click's trigger, a Discord modal as the click's first response),
+ * or, for a submitted form, keep it open with these errors by field id (Slack shows them
+ * in the modal; elsewhere they are told to the person).
+ */
+export type InteractionReply = { open: FormView } | { errors: Record<string, string> };
+
+/** The button value that opens a form: Discord must answer such a click with the modal itself. */
+export const OPEN_FORM = "form";
 
 export interface Adapter {
   readonly platform: Platform;
@@ -143,8 +159,10 @@ export interface Interaction {
   kind: "button" | "form";
   /** The stored id (`interactions:{id}` in the store); buttons and forms carry nothing else. */
   ref: string;
-  /** The button's value (e.g. "approve", "deny") or the form's fields by input name. */
-  value: string | Record<string, string>;
+  /** The button's value (e.g. "approve", "deny") or the form's fields by input id. */
+  value: string | FormValues;
+  /** A form's submission: the value its id carries after the ref (which part of the form it was). */
+  via?: string;
   platform: Platform;
   user: {
     id: string;
@@ -176,8 +194,11 @@ export interface TurnRunner {
   knows(key: ThreadKey): Promise<boolean>;
   /** Marks an event id as seen; false if it was already seen (for events handled outside `handle`). */
   firstSight(id: string): Promise<boolean>;
-  /** A click or form submission; answers the person through `interaction.respond`. Never throws. */
-  interact(interaction: Interaction): Promise<void>;
+  /**
+   * A click or form submission; answers the person through `interaction.respond`, and
+   * returns what the platform must do before acknowledging it, if anything. Never throws.
+   */
+  interact(interaction: Interaction): Promise<InteractionReply | void>;
   /**
    * Whether the access lists admit a message, asked by an adapter before it shows anything
    * (a reaction, a thread): `tell` means refused, with `REFUSED_NOTE` to show the person

@@ -5,6 +5,7 @@ import type { ToolHub } from "../mcp/types.js";
 import type { ApprovalBook } from "../store/approvals.js";
 import type { Dedupe } from "../store/dedupe.js";
 import type { FeedbackBook } from "../store/feedback.js";
+import type { FormBook } from "../store/forms.js";
 import type { ThreadLock } from "../store/locks.js";
 import type { SessionRepository } from "../store/sessions.js";
 import type { TurnLedger } from "../store/turns.js";
@@ -25,6 +26,8 @@ export interface DispatcherDeps {
   config: Config;
   /** Tool approvals waiting for people (see runtime/approvals). */
   approvals: ApprovalBook;
+  /** Servers' questions to people during tool calls (see runtime/forms); without it servers cannot ask. */
+  forms?: FormBook;
   observer?: TurnObserver;
   /** Charges each turn's model calls to its asker (usage and cost); none in unit tests. */
   meter?: Meter;

@@ -10,9 +10,18 @@ import { Access, commandOrigin, originOf, REFUSED_NOTE } from "./access.js";
 import { runAfterTurn } from "./after-turn.js";
 import { ApprovalDesk } from "./approvals/desk.js";
 import { runCommand } from "./commands.js";
-import type { Adapter, Command, Inbound, Interaction, Reply, TurnRunner } from "./contract.js";
+import type {
+  Adapter,
+  Command,
+  Inbound,
+  Interaction,
+  InteractionReply,
+  Reply,
+  TurnRunner,
+} from "./contract.js";
 import type { DispatcherDeps } from "./dispatcher-deps.js";
 import { FeedbackDesk } from "./feedback.js";
+import { FormDesk } from "./forms/desk.js";
 import { accept } from "./intake.js";
 import { routeInteraction } from "./interactions.js";
 import { expandPrompt, type PromptOutcome } from "./prompts.js";
@@ -37,6 +46,8 @@ export class Dispatcher implements TurnRunner {
   private readonly takeovers: Takeovers;
   private readonly accounts: TurnAccounts;
   private readonly ratings: FeedbackDesk | undefined;
+  /** Servers' questions to people during tool calls (MCP elicitation). */
+  private readonly forms: FormDesk | undefined;
   /** Other replicas were alive when this one began to stop: its unfinished turns go to them. */
   private handingOver = false;
   /** Each running turn's hold on its thread's lock, by the turn's controller. */
@@ -52,7 +63,9 @@ export class Dispatcher implements TurnRunner {
       resume: (key) => this.resumeWaiting(key),
       replyFor: (key, channel) => this.replyFor(key, channel),
     });
-    this.turnDeps = { ...deps, desk: this.desk, owner: deps.lock.owner };
+    this.forms = deps.forms ? new FormDesk({ config: deps.config, book: deps.forms }) : undefined;
+    const formDesk = this.forms ? { formDesk: this.forms } : {};
+    this.turnDeps = { ...deps, desk: this.desk, owner: deps.lock.owner, ...formDesk };
     this.access = new Access(deps.config);
     this.accounts = new TurnAccounts(deps);
     this.ratings = deps.feedback ? new FeedbackDesk(deps.feedback, deps.onVote) : undefined;
@@ -138,13 +151,14 @@ export class Dispatcher implements TurnRunner {
     return this.work.queueStats();
   }
 
-  async interact(interaction: Interaction): Promise<void> {
-    await routeInteraction(interaction, {
+  async interact(interaction: Interaction): Promise<InteractionReply | undefined> {
+    return routeInteraction(interaction, {
       firstSight: (id) => this.firstSight(id),
       running: this.running,
       // Without an approval book (adapter tests) nothing waits for a decision.
       ...(this.deps.approvals ? { desk: this.desk } : {}),
       ...(this.ratings ? { feedback: this.ratings } : {}),
+      ...(this.forms ? { forms: this.forms } : {}),
     });
   }
 

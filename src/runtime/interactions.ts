@@ -1,8 +1,9 @@
 import { toUserFacing } from "../core/errors.js";
 import { log } from "../log.js";
 import type { ApprovalDesk } from "./approvals/desk.js";
-import type { Interaction } from "./contract.js";
+import type { Interaction, InteractionReply } from "./contract.js";
 import type { FeedbackDesk } from "./feedback.js";
+import type { FormDesk } from "./forms/desk.js";
 import { ENDED_NOTE, type RunningTurns } from "./stops.js";
 
 export const EXPIRED_NOTE =
@@ -25,34 +26,41 @@ export interface RouteDeps {
   running: RunningTurns;
   desk?: ApprovalDesk;
   feedback?: FeedbackDesk;
+  forms?: FormDesk;
 }
 
 /**
  * Where a click goes: a Stop button to its running answer, a rating to the feedback desk,
- * an approval to the approvals desk, the rest to `handleInteraction`. Clicks from bots never count, and a click delivered twice
+ * an approval to the approvals desk, a form's button or submission to the forms desk, the rest to `handleInteraction`. Clicks from bots never count, and a click delivered twice
  * is handled once.
  */
-export async function routeInteraction(interaction: Interaction, deps: RouteDeps): Promise<void> {
-  if (interaction.user.bot) return;
-  if (!(await deps.firstSight(interaction.id).catch(() => true))) return;
+export async function routeInteraction(
+  interaction: Interaction,
+  deps: RouteDeps,
+): Promise<InteractionReply | undefined> {
+  if (interaction.user.bot) return undefined;
+  if (!(await deps.firstSight(interaction.id).catch(() => true))) return undefined;
   const stopping = deps.running.keyOf(interaction.ref);
   if (stopping !== undefined || interaction.value === "stop") {
     if (stopping === undefined) {
       await interaction.respond(ENDED_NOTE).catch(() => undefined);
-      return;
+      return undefined;
     }
     const said = await deps.running.stop(stopping, interaction.user, interaction.inGroups);
     if (said) await interaction.respond(said).catch(() => undefined);
-    return;
+    return undefined;
   }
   try {
-    if (await deps.feedback?.interact(interaction)) return;
+    if (await deps.feedback?.interact(interaction)) return undefined;
     const approval = await deps.desk?.find(interaction.ref);
-    if (approval) return await deps.desk?.interact(interaction, approval);
+    if (approval) return void (await deps.desk?.interact(interaction, approval));
+    const form = await deps.forms?.find(interaction.ref);
+    if (form) return await deps.forms?.interact(interaction, form);
   } catch (err) {
-    log.error({ err, ref: interaction.ref }, "could not handle a click on an approval or a rating");
+    log.error({ err, ref: interaction.ref }, "could not handle a click on an approval, a form or a rating");
     await interaction.respond(toUserFacing(err).message).catch(() => undefined);
-    return;
+    return undefined;
   }
   await handleInteraction(interaction);
+  return undefined;
 }

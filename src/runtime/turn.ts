@@ -17,6 +17,7 @@ import type { ApprovalDesk, Outcome } from "./approvals/desk.js";
 import { approvalMode, type CallPlace } from "./approvals/policy.js";
 import { CANNOT_ASK_REASON, NEVER_REASON, SUPERSEDED_REASON } from "./approvals/questions.js";
 import type { Inbound, Reply } from "./contract.js";
+import type { FormDesk } from "./forms/desk.js";
 import { prepareAttachments } from "./inbound-files.js";
 import { type RenderOutcome, ReplyRenderer } from "./render.js";
 import { afterCrash, answered, stepSaved } from "./takeover-steps.js";
@@ -30,6 +31,8 @@ export interface TurnDeps {
   config: Config;
   hub: ToolHub;
   desk: ApprovalDesk;
+  /** Asks people what tools' servers request while they run (MCP elicitation). */
+  formDesk?: FormDesk;
   /** This process, as the thread locks and turn records name it. */
   owner: string;
 }
@@ -263,6 +266,18 @@ async function drive(
       channel: place.channel,
       signal,
       gate: gateFor(deps, place, current, Boolean(reply.ask)),
+      ...(deps.formDesk
+        ? {
+            elicit: deps.formDesk.asker({
+              reply,
+              key: place.key,
+              user: place.user,
+              platform: place.platform,
+              channel: place.channel,
+              ...(record.address?.channel ? { where: record.address.channel } : {}),
+            }),
+          }
+        : {}),
       offers: (tool) => approvalMode(deps.config, tool, place) !== "never",
     });
     for await (let event of run) {

@@ -40,7 +40,8 @@ describe("Stop in Slack", () => {
     llm = await LlmEmulator.start({ responder });
     slack = await SlackEmulator.start();
     running = await startWithEverything(
-      "llm:\n  maxRetries: 0\nslack:\n  nativeStreaming: false\n  updateIntervalMs: 250\n",
+      // Our own Stop button is for apps that are not Slack agents (see agent-sessions.test.ts).
+      "llm:\n  maxRetries: 0\nslack:\n  nativeStreaming: false\n  agentSessions: false\n  updateIntervalMs: 250\n",
       { llm, slack },
     );
   }, 60_000);

@@ -1,13 +1,14 @@
 import {
+  type ButtonInteraction,
   type MessageComponentInteraction,
   MessageFlags,
-  type ModalData,
   type ModalSubmitInteraction,
 } from "discord.js";
 import { log } from "../../log.js";
-import type { Interaction } from "../../runtime/contract.js";
+import { type Interaction, type InteractionReply, OPEN_FORM } from "../../runtime/contract.js";
 import { parseInteractionId } from "../../runtime/interaction-ids.js";
 import { type DiscordContext, provenanceOf } from "./context.js";
+import { discordModal, modalValues } from "./modals.js";
 
 type ActionInteraction = MessageComponentInteraction | ModalSubmitInteraction;
 
@@ -20,6 +21,10 @@ export async function onAction(ctx: DiscordContext, interaction: ActionInteracti
   const parsed = parseInteractionId(interaction.customId);
   if (!parsed) {
     log.debug({ customId: interaction.customId }, "component or modal that is not ours ignored");
+    return;
+  }
+  if (interaction.isButton() && parsed.value === OPEN_FORM) {
+    await openForm(ctx, interaction, parsed.ref);
     return;
   }
   // On a message, a deferred update acknowledges without changing it or showing anything.
@@ -45,41 +50,79 @@ export async function onAction(ctx: DiscordContext, interaction: ActionInteracti
     }
     await interaction.followUp({ content, flags: MessageFlags.Ephemeral, allowedMentions: { parse: [] } });
   };
+  const form = interaction.isModalSubmit();
   const handed: Interaction = {
     id: `discord:i:${interaction.id}`,
-    kind: interaction.isModalSubmit() ? "form" : "button",
+    kind: form ? "form" : "button",
     ref: parsed.ref,
-    value: interaction.isModalSubmit() ? formValues(interaction) : componentValue(interaction, parsed.value),
+    value: form ? modalValues(interaction.fields.fields) : componentValue(interaction, parsed.value),
+    ...(form && parsed.value ? { via: parsed.value } : {}),
     platform: "discord",
     user: userOf(interaction),
     ...(interaction.message ? { messageId: interaction.message.id } : {}),
     respond,
   };
+  const outcome = await hand(ctx, handed);
+  // A modal cannot stay open with its errors on Discord: they are told, and what was typed is kept for the next try.
+  if (outcome && "errors" in outcome) {
+    await respond(`${errorsText(outcome.errors)}
+Press Fill in again to fix them; what you typed is kept.`).catch((err: unknown) =>
+      log.warn({ err }, "could not tell a form's errors"),
+    );
+  }
+}
+
+/**
+ * A click on a form's Fill in button: its first (and only) response must be the modal,
+ * within Discord's 3 s, so nothing is deferred; a refusal is the ephemeral reply instead.
+ */
+async function openForm(ctx: DiscordContext, interaction: ButtonInteraction, ref: string): Promise<void> {
+  let replied = false;
+  const respond = async (text: string): Promise<void> => {
+    const content = text.length > 2000 ? `${text.slice(0, 1999)}…` : text;
+    const message = { content, flags: MessageFlags.Ephemeral, allowedMentions: { parse: [] } } as const;
+    if (replied) await interaction.followUp(message);
+    else {
+      replied = true;
+      await interaction.reply(message);
+    }
+  };
+  const outcome = await hand(ctx, {
+    id: `discord:i:${interaction.id}`,
+    kind: "button",
+    ref,
+    value: OPEN_FORM,
+    platform: "discord",
+    user: userOf(interaction),
+    messageId: interaction.message.id,
+    respond,
+  });
+  if (!outcome || !("open" in outcome) || replied) return;
+  await interaction.showModal(discordModal(outcome.open)).catch((err: unknown) => {
+    log.warn({ err, ref }, "could not open a form");
+  });
+}
+
+async function hand(ctx: DiscordContext, interaction: Interaction): Promise<InteractionReply | undefined> {
   try {
-    await ctx.deps.runner.interact(handed);
+    return (await ctx.deps.runner.interact(interaction)) ?? undefined;
   } catch (err) {
     // The contract says interact never throws; if it does, the click is lost but logged.
-    log.error({ err, ref: parsed.ref }, "interaction failed");
+    log.error({ err, ref: interaction.ref }, "interaction failed");
+    return undefined;
   }
+}
+
+function errorsText(errors: Record<string, string>): string {
+  return `Some answers need fixing:\n${Object.values(errors)
+    .map((e) => `• ${e}`)
+    .join("\n")}`;
 }
 
 /** A select menu's choices (joined by commas), else the value its custom id carries. */
 function componentValue(interaction: MessageComponentInteraction, fromId: string | undefined): string {
   if (interaction.isAnySelectMenu()) return interaction.values.join(",");
   return fromId ?? "";
-}
-
-/** The modal's fields by custom id: text as typed, choices joined by commas. */
-function formValues(interaction: ModalSubmitInteraction): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [id, field] of interaction.fields.fields) out[id] = fieldValue(field);
-  return out;
-}
-
-function fieldValue(field: ModalData): string {
-  if ("values" in field) return field.values.join(",");
-  if ("value" in field) return field.value === null ? "" : String(field.value);
-  return "";
 }
 
 function userOf(interaction: ActionInteraction): Interaction["user"] {

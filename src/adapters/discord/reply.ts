@@ -51,7 +51,11 @@ export interface PlaceOps {
 /** One action row of buttons, in the API's shape (discord.js sends it as it is). */
 export interface QuestionRow {
   type: 1;
-  components: Array<{ type: 2; style: 1 | 2 | 4; label: string; custom_id: string }>;
+  components: Array<
+    | { type: 2; style: 1 | 2 | 4; label: string; custom_id: string }
+    /** A link button: opens its page, and Discord tells the app nothing. */
+    | { type: 2; style: 5; label: string; url: string }
+  >;
 }
 
 /** A rating's buttons not shown within this long after the answer are not shown. */
@@ -65,12 +69,16 @@ export function questionMessage(question: Question): { text: string; components:
     components: [
       {
         type: 1,
-        components: question.choices.slice(0, 5).map((c) => ({
-          type: 2,
-          style: style(c.style),
-          label: c.label.slice(0, 80),
-          custom_id: interactionId(question.ref, c.value),
-        })),
+        components: question.choices.slice(0, 5).map((c) =>
+          c.url
+            ? { type: 2 as const, style: 5 as const, label: c.label.slice(0, 80), url: c.url.slice(0, 512) }
+            : {
+                type: 2 as const,
+                style: style(c.style),
+                label: c.label.slice(0, 80),
+                custom_id: interactionId(question.ref, c.value),
+              },
+        ),
       },
     ],
   };

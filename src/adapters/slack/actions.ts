@@ -1,9 +1,10 @@
 import type { App, BlockAction, BlockElementAction, ViewStateValue, ViewSubmitAction } from "@slack/bolt";
 import type { WebClient } from "@slack/web-api";
 import { log } from "../../log.js";
-import type { Interaction, TurnRunner } from "../../runtime/contract.js";
+import type { Interaction, InteractionReply, TurnRunner } from "../../runtime/contract.js";
 import { INTERACTION_PREFIX, parseInteractionId } from "../../runtime/interaction-ids.js";
 import type { SlackIdentity } from "./events.js";
+import { slackModal, submittedValues } from "./modals.js";
 import { toMrkdwn } from "./mrkdwn.js";
 
 export interface ActionDeps {
@@ -37,7 +38,9 @@ export function registerActions(app: App, deps: ActionDeps): void {
     const parsed = parseInteractionId(action.action_id);
     if (!parsed) return;
     const threadTs = body.message?.thread_ts ?? stringOf(body.container.thread_ts);
-    await hand(deps, {
+    const respond = (text: string) =>
+      answerPrivately(deps.writes, body.user.id, text, body.channel?.id, threadTs);
+    const outcome = await hand(deps, {
       id: `slack:i:${body.trigger_id || `${action.action_ts}:${body.user.id}`}`,
       kind: "button",
       ref: parsed.ref,
@@ -52,27 +55,48 @@ export function registerActions(app: App, deps: ActionDeps): void {
       inGroups: (groups) => inGroups(deps.writes, body.user.id, groups),
       // The clicker sees the answer under the message they clicked; a click in a modal or
       // the Home tab has no channel, so the answer comes as a direct message.
-      respond: (text) => answerPrivately(deps.writes, body.user.id, text, body.channel?.id, threadTs),
+      respond,
     });
+    if (outcome && "open" in outcome) {
+      const metadata = formMetadata({
+        channel: body.channel?.id ?? body.user.id,
+        ...(threadTs ? { threadTs } : {}),
+      });
+      await deps.writes.views
+        .open({ trigger_id: body.trigger_id, view: slackModal(outcome.open, metadata) as never })
+        .catch(async (err: unknown) => {
+          log.warn({ err, ref: parsed.ref }, "could not open a form");
+          await respond("Slack did not open the form in time; press Fill in again.").catch(() => undefined);
+        });
+    }
   });
   app.view<ViewSubmitAction>({ type: "view_submission", callback_id: OURS }, async ({ ack, body, view }) => {
-    // An empty ack closes the modal, which is what a person expects after pressing Submit.
-    // Errors shown in the modal (`response_action: "errors"`) would have to be decided before
-    // the ack, i.e. within 3 s, and name one of the form's blocks; the runner's answer may be
-    // later and about the whole form. So the answer goes where the form was opened from.
-    await ack();
+    // The answer is decided before the ack: a form with errors stays open and shows them
+    // under its fields (`response_action: "errors"`, by block id); an empty ack closes it.
+    // Checking a form is a store read and some arithmetic, well inside Slack's 3 s.
     const parsed = parseInteractionId(view.callback_id);
-    if (!parsed) return;
+    if (!parsed) {
+      await ack();
+      return;
+    }
     const origin = originOf(view.private_metadata);
-    await hand(deps, {
+    const outcome = await hand(deps, {
       id: `slack:i:${body.trigger_id || `${view.id}:${view.hash}`}`,
       kind: "form",
       ref: parsed.ref,
-      value: formValues(view.state.values),
+      value: submittedValues(view.state.values),
+      ...(parsed.value ? { via: parsed.value } : {}),
       platform: "slack",
       user: { id: body.user.id, name: body.user.name, bot: await bots.isBot(body.user.id) },
       respond: (text) => answerPrivately(deps.writes, body.user.id, text, origin?.channel, origin?.threadTs),
     });
+    const blocks = new Set(view.blocks.map((b) => b.block_id));
+    const errors =
+      outcome && "errors" in outcome
+        ? Object.fromEntries(Object.entries(outcome.errors).filter(([id]) => blocks.has(id)))
+        : {};
+    if (Object.keys(errors).length > 0) await ack({ response_action: "errors", errors });
+    else await ack();
   });
 }
 
@@ -89,12 +113,13 @@ async function inGroups(web: WebClient, user: string, groups: string[]): Promise
   return false;
 }
 
-async function hand(deps: ActionDeps, interaction: Interaction): Promise<void> {
+async function hand(deps: ActionDeps, interaction: Interaction): Promise<InteractionReply | undefined> {
   try {
-    await deps.runner.interact(interaction);
+    return (await deps.runner.interact(interaction)) ?? undefined;
   } catch (err) {
     // The contract says interact never throws; if it does, the click is lost but logged.
     log.error({ err, ref: interaction.ref }, "interaction failed");
+    return undefined;
   }
 }
 
@@ -153,15 +178,6 @@ function elementValue(element: BlockElementAction | ElementState): string | unde
     e.selected_time ??
     (e.selected_date_time == null ? undefined : String(e.selected_date_time));
   return single ?? (many ?? e.selected_channels)?.join(",") ?? undefined;
-}
-
-/** A form's fields by input name (the element's action id); empty inputs are "". */
-export function formValues(values: Record<string, Record<string, ViewStateValue>>): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const block of Object.values(values)) {
-    for (const [name, state] of Object.entries(block)) out[name] = elementValue(state) ?? "";
-  }
-  return out;
 }
 
 /**

@@ -9,6 +9,7 @@ import { REFUSED_NOTE } from "../../runtime/access.js";
 import type { Inbound, TurnRunner } from "../../runtime/contract.js";
 import type { WriteScheduler } from "../../runtime/scheduler/write-scheduler.js";
 import type { StateStore } from "../../store/state.js";
+import type { AgentSessions } from "./agent-sessions.js";
 import { type SlackFile, toInboundFiles } from "./files.js";
 import { fromSlackText } from "./mrkdwn.js";
 import { UserNames } from "./names.js";
@@ -90,6 +91,8 @@ export interface EventDeps {
   state: StateStore;
   /** The tool servers' prompts for the assistant pane (see AdapterDeps.promptSuggestions). */
   promptSuggestions?: () => Array<{ title: string; message: string }>;
+  /** The workspace's agent sessions (see agent-sessions.ts). */
+  sessions?: AgentSessions;
 }
 
 /** How long Slack's per-thread facts are kept: an assistant thread or a user's last thread a month on. */
@@ -137,6 +140,29 @@ export class SlackEvents {
       await this.onAssistantThread(t.channel_id, t.thread_ts, body.event_id);
     });
     app.event("assistant_thread_context_changed", async () => undefined);
+    // Slack's stop button on an agent session: the same Stop as ours, for the same people.
+    app.event("agent_session_stopped", async ({ event, body }) => {
+      await this.onSessionStopped(event.channel, event.thread_ts, event.user, body.event_id);
+    });
+  }
+
+  private async onSessionStopped(
+    channel: string,
+    threadTs: string,
+    user: string,
+    eventId: string,
+  ): Promise<void> {
+    if (!(await this.deps.runner.firstSight(eventId).catch(() => true))) return;
+    const key = threadKey(this.deps.identity().teamId, channel, threadTs);
+    const said = (await this.deps.runner.stop?.(key, { id: user, name: await this.names.of(user) })) ?? "";
+    // Stopped: the answer says so itself. Otherwise the person learns why privately.
+    if (said) {
+      await this.deps.writes.chat
+        .postEphemeral({ channel, user, thread_ts: threadTs, text: said })
+        .catch((err: unknown) => log.debug({ err }, "stop refusal not shown"));
+      // Slack stopped the stream already and waits for the session to move on.
+      await this.deps.sessions?.status({ channel, threadTs, user }, "active");
+    }
   }
 
   private async onAssistantThread(channel: string, threadTs: string, eventId: string): Promise<void> {
@@ -252,6 +278,7 @@ export class SlackEvents {
         scheduler: this.deps.scheduler,
         intervalMs: this.deps.config.slack.updateIntervalMs,
         native: this.deps.native,
+        ...(this.deps.sessions ? { sessions: this.deps.sessions } : {}),
       },
       place,
     );
@@ -310,6 +337,8 @@ export class SlackEvents {
     } catch (err) {
       log.debug({ err }, "acknowledgement not shown");
       return false;
+    } finally {
+      void reply.startSession();
     }
   }
 

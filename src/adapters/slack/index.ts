@@ -5,6 +5,7 @@ import { connectFailure } from "../../core/unreachable.js";
 import { log } from "../../log.js";
 import type { Adapter, AdapterDeps } from "../../runtime/contract.js";
 import { SharedBudgets } from "../../runtime/scheduler/shared-budgets.js";
+import { AgentSessions } from "./agent-sessions.js";
 import { createSlackConnection, type SlackAppOptions } from "./app.js";
 import { registerCommands } from "./commands.js";
 import { SlackEvents, type SlackIdentity } from "./events.js";
@@ -60,7 +61,9 @@ export function createSlackAdapter(deps: AdapterDeps, opts: SlackAdapterOptions 
     return identity;
   };
   const stopping = new AbortController();
+  const sessions = new AgentSessions(conn.writes, config.slack.agentSessions);
   const events = new SlackEvents({
+    sessions,
     runner,
     config,
     token: secrets.slackBotToken ?? "",
@@ -114,7 +117,13 @@ export function createSlackAdapter(deps: AdapterDeps, opts: SlackAdapterOptions 
       const place = parseThreadKey(key);
       // Who asked is not stored: ephemeral notices fall back to the thread.
       return new SlackReply(
-        { web: conn.writes, reads: conn.reads, scheduler, intervalMs: config.slack.updateIntervalMs },
+        {
+          web: conn.writes,
+          reads: conn.reads,
+          scheduler,
+          intervalMs: config.slack.updateIntervalMs,
+          sessions,
+        },
         { ...place, user: "", assistant: false },
         address,
       );

@@ -5,6 +5,7 @@ import type { Question, Reply, ReplyAddress, ResumeFrom, TextSink } from "../../
 import { interactionId } from "../../runtime/interaction-ids.js";
 import { WriteDropped, type WriteScheduler } from "../../runtime/scheduler/write-scheduler.js";
 import { StreamWriter } from "../../runtime/stream.js";
+import type { AgentSessions } from "./agent-sessions.js";
 import { uploadArtifact } from "./files.js";
 import { feedbackBlock, slackMessageOps } from "./message-ops.js";
 import { toMrkdwn, toSlackMarkdown } from "./mrkdwn.js";
@@ -39,6 +40,8 @@ export interface ReplyDeps {
   native?: Omit<NativeStreamOptions, "intervalMs">;
   /** For reading a message back (a resumed reply); `web` when not given. */
   reads?: WebClient;
+  /** The workspace's agent sessions: the thread's status and title in Slack. */
+  sessions?: AgentSessions;
 }
 
 /** The status line under a posted answer (when Slack's thread status is not used). */
@@ -199,10 +202,15 @@ export class SlackReply implements Reply {
         const rated = how?.answered === true && this.rating !== undefined;
         if (rated && this.native) this.native.closing = [feedbackBlock(this.rating!)];
         await writer.finish().finally(clear);
+        await this.endSession();
         // Never awaited: the turn (and the thread's lock) must not wait for a rating's budget.
         if (rated) void this.showRating();
       },
-      fail: (message) => writer.fail(message).finally(clear),
+      fail: (message) =>
+        writer
+          .fail(message)
+          .finally(clear)
+          .finally(() => this.endSession()),
       abandon: async () => {
         this.stopOffer.abort();
         await writer.abandon?.();
@@ -214,8 +222,19 @@ export class SlackReply implements Reply {
     await uploadArtifact(this.deps.web, this.place, a);
   }
 
+  /** The thread's agent session is `processing`: Slack shows it, with its stop button. */
+  async startSession(): Promise<void> {
+    await this.deps.sessions?.status(this.place, "processing");
+  }
+
+  /** Moves the session on from `processing` once the answer has ended (Slack does not). */
+  private async endSession(): Promise<void> {
+    await this.deps.sessions?.status(this.place, "active");
+  }
+
   async title(t: string): Promise<void> {
-    // Only assistant threads have a title in Slack; a channel thread is named by its first message.
+    if (this.deps.sessions?.on) await this.deps.sessions.rename(this.place, t);
+    // Otherwise only assistant threads have a title in Slack; a channel thread is named by its first message.
     if (!this.place.assistant) return;
     try {
       await this.deps.web.assistant.threads.setTitle({
@@ -286,7 +305,8 @@ export class SlackReply implements Reply {
    */
   offerStop(ref: string): void {
     const { channel, threadTs, user } = this.place;
-    if (!user) return;
+    // An agent session has Slack's own stop button, which comes to the same Stop.
+    if (!user || this.deps.sessions?.on) return;
     const timer = setTimeout(() => {
       if (this.stopOffer.signal.aborted) return;
       const text = "Still working on your answer. Stop it here if it is going the wrong way.";
@@ -359,6 +379,8 @@ function questionActions(question: Question) {
       value: c.value,
       text: { type: "plain_text", text: c.label.slice(0, 75) },
       ...(c.style ? { style: c.style } : {}),
+      // A link button opens the page; Slack still tells the app about the click.
+      ...(c.url ? { url: c.url.slice(0, 3000) } : {}),
     })),
   };
 }

@@ -46,6 +46,8 @@ const LEARNED_WORKSPACE_PER_MINUTE: Record<string, number> = {
   "files.completeUploadExternal": 100,
   "views.open": 100,
   "views.update": 100,
+  "agents.sessions.setStatus": 50,
+  "agents.sessions.rename": 50,
 };
 
 /** Per channel: known for chat.postMessage (bursts of 3 assumed), learned from a 429 for the others. */
@@ -107,12 +109,14 @@ export function slackDefaults(method: string): { lane: Lane } & CallOptions {
     case "reactions.add":
       return { lane: "background", dropAfterMs: 1_000 };
     case "assistant.threads.setTitle":
+    case "agents.sessions.rename":
       return { lane: "background", dropAfterMs: 30_000 };
     case "reactions.remove":
     case "chat.delete":
     case "chat.appendStream":
     case "assistant.threads.setStatus":
     case "assistant.threads.setSuggestedPrompts":
+    case "agents.sessions.setStatus":
       return { lane: "update" };
     default:
       return { lane: "final" };

@@ -16,9 +16,13 @@ import type {
 } from "./types.js";
 import { INTERACTION_ACK_MS, INTERACTION_TOKEN_TTL_MS } from "./webhooks.js";
 
+export type { ModalValue } from "./modal-submit.js";
 export { defaultRateLimits, type RateLimitOptions } from "./ratelimit.js";
 export type {
   ChannelObject,
+  ModalComponent,
+  ModalField,
+  OpenedModal,
   StoredAttachment,
   StoredInteraction,
   StoredMessage,

@@ -79,8 +79,12 @@ export interface StoredInteraction {
   name: string;
   channelId: string;
   userId: string;
-  /** Callback types in order (4 reply, 5 deferred, 6 deferred update, 7 update, 8 autocomplete). */
+  /** Callback types in order (4 reply, 5 deferred, 6 deferred update, 7 update, 8 autocomplete, 9 modal). */
   callbacks: number[];
+  /** The modal the bot opened in answer (callback type 9), as the person sees it. */
+  modal?: OpenedModal;
+  /** For a component interaction: the message whose component was used. */
+  messageId?: string;
   /** Autocomplete choices returned by the bot (callback type 8). */
   choices?: { name: string; value: string | number }[];
   /** Id of the message holding the original response, once there is one. */
@@ -89,6 +93,35 @@ export interface StoredInteraction {
   /** ms between the interaction being sent and its first callback. */
   ackMs?: number;
   sentAt: number;
+}
+
+/** A component of an opened modal: the bot's JSON, with the ids Discord fills in. */
+export type ModalComponent = Record<string, unknown> & { type: number; id: number };
+
+/** One input of an opened modal (a text input, select, radio group, checkbox group, checkbox or file upload). */
+export interface ModalField {
+  customId: string;
+  type: number;
+  /** The Label's text, or the legacy text input's own label. */
+  label: string;
+  description?: string;
+  /** The input component as the bot sent it (with its id). */
+  component: ModalComponent;
+}
+
+/** A modal as Discord shows it to the person (callback type 9). */
+export interface OpenedModal {
+  customId: string;
+  title: string;
+  /** Top-level components (action rows, labels, text displays) with their ids. */
+  components: ModalComponent[];
+  /** Its inputs in order, by custom id: what the person can fill in. */
+  fields: ModalField[];
+  /** The contents of its text displays, in order. */
+  texts: string[];
+  openedAt: number;
+  /** Ids of the modal-submit interactions sent for it (more than one when a submission was not answered). */
+  submissions: string[];
 }
 
 export interface RestRecord {

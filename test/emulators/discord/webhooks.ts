@@ -1,4 +1,5 @@
 import type { ParsedBody } from "./body.js";
+import { CALLBACK_MODAL, openModal } from "./modals.js";
 import { HttpError, type Reply, type RestContext, tooManyRequests, writeMessage } from "./rest.js";
 import type { StoredInteraction, StoredMessage } from "./types.js";
 
@@ -85,8 +86,11 @@ async function callback(
   const type = Number(body.json.type);
   const data = (body.json.data ?? {}) as Record<string, unknown>;
   const flags = typeof data.flags === "number" ? data.flags : 0;
-  i.callbacks.push(type);
-  i.ackMs = Date.now() - i.sentAt;
+  if (![4, 5, 6, 7, 8, CALLBACK_MODAL].includes(type)) {
+    throw new HttpError(400, { message: `Unsupported callback type ${type}`, code: 50035 });
+  }
+  // Checked before anything is recorded: a refused callback does not acknowledge the interaction.
+  const modal = type === CALLBACK_MODAL ? openModal(i, body.json.data) : undefined;
   let msg: StoredMessage | undefined;
   if (type === 4) {
     msg = writeMessage(ctx, i.channelId, { ...body, json: data }, undefined, { interactionId: i.id, flags });
@@ -105,9 +109,11 @@ async function callback(
     i.originalId = msg.id;
   } else if (type === 8) {
     i.choices = (data.choices ?? []) as { name: string; value: string | number }[];
-  } else if (type !== 6 && type !== 7) {
-    throw new HttpError(400, { message: `Unsupported callback type ${type}`, code: 50035 });
+  } else if (modal) {
+    i.modal = modal;
   }
+  i.callbacks.push(type);
+  i.ackMs = Date.now() - i.sentAt;
   if (url.searchParams.get("with_response") !== "true") return { status: 204 };
   return {
     status: 200,

@@ -1,6 +1,14 @@
 import { randomUUID } from "node:crypto";
 import type { Params } from "./http-util.js";
-import { APP_ID, BOT_USER_ID, type EmuChannel, type EmuMessage, messageJson, TEAM_ID } from "./state.js";
+import {
+  APP_ID,
+  BOT_USER_ID,
+  type EmuChannel,
+  type EmuMessage,
+  messageJson,
+  type SlackState,
+  TEAM_ID,
+} from "./state.js";
 
 let eventSeq = 0;
 
@@ -106,6 +114,12 @@ export function assistantThreadStartedEvent(
   };
 }
 
+/** The `user` of an interactive payload (block_actions, view_submission). */
+export function interactiveUser(state: SlackState, user: string): Params {
+  const info = state.user(user);
+  return { id: info.id, username: info.name, name: info.name, team_id: TEAM_ID };
+}
+
 export function slashCommandPayload(args: {
   command: string;
   text: string;
@@ -114,6 +128,7 @@ export function slashCommandPayload(args: {
   channel: string;
   channelName: string;
   responseUrl: string;
+  triggerId: string;
 }): Params {
   return {
     token: "verification-token",
@@ -128,6 +143,6 @@ export function slashCommandPayload(args: {
     api_app_id: APP_ID,
     is_enterprise_install: "false",
     response_url: args.responseUrl,
-    trigger_id: `${Date.now()}.${randomUUID()}`,
+    trigger_id: args.triggerId,
   };
 }

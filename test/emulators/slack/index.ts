@@ -11,14 +11,19 @@ import {
   slashCommandPayload,
 } from "./events.js";
 import { bearer, type Params, parseParams, readBody, sendJson, str } from "./http-util.js";
+import { type EmuView, issueTrigger } from "./modals.js";
 import { RateLimiter, type RateLimitOptions } from "./rate-limit.js";
 import { BOT_USER_ID, type EmuFile, type EmuMessage, SlackState } from "./state.js";
 import { WebApi, type WebApiLimits } from "./web-api.js";
 
 export type { Delivery } from "./delivery.js";
+export type { EmuTrigger, EmuView, ModalJson, TriggerSource } from "./modals.js";
 export { type RateLimitOptions, SLACK_PER_CHANNEL_LIMITS } from "./rate-limit.js";
 export type { EmuFile, EmuMessage } from "./state.js";
 export { BOT_ID, BOT_USER_ID, TEAM_ID } from "./state.js";
+
+/** Slack: a trigger_id is valid for 3 s (views.open docs; PLATFORMS.md). */
+export const TRIGGER_TTL_MS = 3_000;
 
 export interface SlackEmulatorOptions {
   rateLimits?: Partial<RateLimitOptions>;
@@ -34,6 +39,8 @@ export interface SlackEmulatorOptions {
   /** A channel mention also arrives as a `message` event, as with `message.channels` (default true). */
   mentionAlsoAsMessage?: boolean;
   signingSecret?: string;
+  /** How long a trigger_id can open or push a view (Slack: 3,000 ms, then expired_trigger_id). */
+  triggerTtlMs?: number;
 }
 
 export interface MessageOptions {
@@ -57,6 +64,8 @@ export class SlackEmulator {
   readonly api: WebApi;
   readonly delivery: Deliverer;
   readonly signingSecret: string;
+  /** How long a trigger_id can open or push a view (Slack: 3 s, then `expired_trigger_id`). */
+  readonly triggerTtlMs: number;
   private readonly server: Server;
   private port = 0;
   private readonly echo: boolean;
@@ -69,6 +78,7 @@ export class SlackEmulator {
     this.echo = options.echoBotMessages ?? true;
     this.mentionAlsoAsMessage = options.mentionAlsoAsMessage ?? true;
     this.signingSecret = options.signingSecret ?? "emulator-signing-secret";
+    this.triggerTtlMs = options.triggerTtlMs ?? TRIGGER_TTL_MS;
     this.delivery = new Deliverer({
       ackTimeoutMs: options.ackTimeoutMs ?? 3_000,
       maxRetries: options.maxRetries ?? 3,
@@ -77,6 +87,7 @@ export class SlackEmulator {
       baseUrl: () => this.baseUrl,
       socketUrl: () => `ws://127.0.0.1:${this.port}/socket?ticket=${Date.now()}`,
       echo: (kind, m, previous) => this.echoBotWrite(kind, m, previous),
+      triggerTtlMs: () => this.triggerTtlMs,
     });
     this.api.limits = { ...this.api.limits, ...options.limits };
     this.server = createServer((req, res) => {
@@ -276,6 +287,27 @@ export class SlackEmulator {
     this.delivery.deliver("events_api", eventCallback(event), times);
   }
 
+  /**
+   * A person presses Slack's stop button on an agent session (shown while it is
+   * `processing`): Slack stops the app's streams in the thread itself and sends
+   * `agent_session_stopped` with their timestamps. The session's status is left as it was:
+   * moving it on is the app's job.
+   */
+  stopAgentSession(user: string, channel: string, threadTs: string): Delivery[] {
+    const streaming = this.state.messages.filter(
+      (m) => m.channel === channel && (m.thread_ts ?? m.ts) === threadTs && m.stream?.state === "streaming",
+    );
+    for (const m of streaming) if (m.stream) m.stream.state = "stopped";
+    return this.deliverEvent({
+      type: "agent_session_stopped",
+      channel,
+      user,
+      thread_ts: threadTs,
+      streaming_message_ts: streaming.map((m) => m.ts),
+      event_ts: this.state.clock.next(),
+    });
+  }
+
   /** Delivers any event (wrapped in `event_callback`) `times` times with the same event_id. */
   deliverEvent(event: Params, times = 1): Delivery[] {
     return this.delivery.deliver("events_api", eventCallback(event), times);
@@ -317,6 +349,7 @@ export class SlackEmulator {
       channel,
       channelName: this.state.channels.get(channel)?.name ?? channel,
       responseUrl,
+      triggerId: issueTrigger(this.state, user, "slash_command"),
     });
     const [delivery] = this.delivery.deliver("slash_commands", payload);
     if (!delivery) throw new Error("emulator: no delivery");
@@ -333,6 +366,11 @@ export class SlackEmulator {
       return payload;
     });
     return { delivery, ack, responseUrl };
+  }
+
+  /** The modal view `user` sees now (the top of their view stack), with the app's field errors. */
+  openView(user: string): EmuView | undefined {
+    return this.state.openView(user);
   }
 
   /** The root and replies of a thread, oldest first. */

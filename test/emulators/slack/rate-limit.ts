@@ -31,6 +31,11 @@ export const DEFAULT_PER_MINUTE: Record<string, number> = {
   "users.info": 100,
   "files.getUploadURLExternal": 100,
   "files.completeUploadExternal": 100,
+  "agents.sessions.setStatus": 50,
+  "agents.sessions.rename": 50,
+  "views.open": 100,
+  "views.update": 100,
+  "views.push": 100,
 };
 
 /**

@@ -1,3 +1,5 @@
+import type { EmuTrigger, EmuView, ModalState } from "./modals.js";
+
 /** What the Slack emulator remembers, in a shape tests can read directly. */
 
 export const TEAM_ID = "T1";
@@ -97,7 +99,7 @@ export class TsClock {
   }
 }
 
-export class SlackState {
+export class SlackState implements ModalState {
   readonly users = new Map<string, EmuUser>();
   /** User group id (S…) -> its members' ids (usergroups.users.list). */
   readonly userGroups = new Map<string, string[]>();
@@ -109,6 +111,12 @@ export class SlackState {
   readonly files = new Map<string, EmuFile>();
   readonly responses: ResponseUrlPost[] = [];
   readonly clock = new TsClock();
+  /** Every trigger_id handed out with an interaction or slash command. */
+  readonly triggers = new Map<string, EmuTrigger>();
+  /** user -> the modal views they have open: the root first, the one they see last. */
+  readonly views = new Map<string, EmuView[]>();
+  /** Every view ever opened, closed ones too (`open: false`). */
+  readonly viewsById = new Map<string, EmuView>();
 
   constructor() {
     this.users.set(BOT_USER_ID, {
@@ -182,6 +190,11 @@ export class SlackState {
     return this.messages.filter(
       (m) => m.channel === channel && !m.deleted && (!m.thread_ts || m.thread_ts === m.ts),
     );
+  }
+
+  /** The modal view `user` sees now (the top of their stack), if any. */
+  openView(user: string): EmuView | undefined {
+    return this.views.get(user)?.at(-1);
   }
 
   assistantThread(channel: string, threadTs: string): AssistantThreadState {

@@ -27,15 +27,24 @@ export const DEFAULT_LIMITS: WebApiLimits = {
 export interface WebApiHooks {
   baseUrl(): string;
   socketUrl(): string;
+  /** How long a trigger_id can open a view (Slack: 3 s). */
+  triggerTtlMs(): number;
   /** A change the bot made that Slack would echo as a `message` event. */
   echo(kind: "posted" | "changed" | "deleted", message: EmuMessage, previous?: EmuMessage): void;
 }
 
-/** A Slack `ok:false` answer. */
-export class ApiError extends Error {}
+/** A Slack `ok:false` answer; `extra` joins `error` in the body (e.g. `response_metadata`). */
+export class ApiError extends Error {
+  constructor(
+    message: string,
+    readonly extra: Params = {},
+  ) {
+    super(message);
+  }
+}
 
-export const fail = (error: string): never => {
-  throw new ApiError(error);
+export const fail = (error: string, extra?: Params): never => {
+  throw new ApiError(error, extra);
 };
 
 export type Handler = (p: Params) => Params;

@@ -1,6 +1,7 @@
 import { type Params, str } from "./http-util.js";
 import type { RateLimiter } from "./rate-limit.js";
 import { BOT_ID, BOT_USER_ID, type SlackState, TEAM_ID } from "./state.js";
+import { type AgentSession, agentHandlers } from "./web-api-agents.js";
 import { chatHandlers } from "./web-api-chat.js";
 import {
   ApiContext,
@@ -12,6 +13,7 @@ import {
 } from "./web-api-context.js";
 import { FileApi, readHandlers } from "./web-api-files.js";
 import { streamHandlers } from "./web-api-stream.js";
+import { viewHandlers } from "./web-api-views.js";
 
 export { DEFAULT_LIMITS, type WebApiHooks, type WebApiLimits } from "./web-api-context.js";
 
@@ -39,6 +41,8 @@ export class WebApi {
   private readonly refusals = new Map<string, { error: string; times: number }>();
   private readonly files: FileApi;
   private readonly handlers: Record<string, Handler>;
+  /** Agent sessions by `channel:thread_ts` (agents.sessions.*). */
+  readonly sessions = new Map<string, AgentSession>();
 
   constructor(
     state: SlackState,
@@ -61,6 +65,8 @@ export class WebApi {
       ...streamHandlers(ctx),
       ...this.files.handlers(),
       ...readHandlers(ctx),
+      ...viewHandlers(ctx),
+      ...agentHandlers(ctx, this.sessions),
     };
   }
 
@@ -108,7 +114,7 @@ export class WebApi {
       call.ok = true;
       return { status: 200, body: { ok: true, ...body } };
     } catch (err) {
-      if (err instanceof ApiError) return this.error(call, err.message);
+      if (err instanceof ApiError) return this.error(call, err.message, err.extra);
       throw err;
     }
   }
@@ -118,8 +124,8 @@ export class WebApi {
     return this.files.receiveUpload(id, bytes);
   }
 
-  private error(call: WebApiCall, error: string): ApiResult {
+  private error(call: WebApiCall, error: string, extra: Params = {}): ApiResult {
     call.error = error;
-    return { status: 200, body: { ok: false, error } };
+    return { status: 200, body: { ok: false, error, ...extra } };
   }
 }

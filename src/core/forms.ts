@@ -1,0 +1,213 @@
+/**
+ * A form a person fills in (an MCP server's elicitation), as every platform shows it:
+ * Slack as a modal of input blocks, Discord as one or more modals of at most five fields.
+ * Values come back as text (or lists of option values) and are checked here, so that
+ * every platform refuses the same input with the same sentence.
+ */
+
+export type FieldKind =
+  | "text"
+  | "email"
+  | "url"
+  | "date"
+  | "datetime"
+  | "number"
+  | "integer"
+  | "boolean"
+  | "choice"
+  | "choices";
+
+export interface FieldOption {
+  value: string;
+  label: string;
+}
+
+export interface FormField {
+  /** The key the value is returned under (the schema's property name). */
+  name: string;
+  /** Short, platform-safe id of the input (`f0`, `f1`, …): property names may be anything. */
+  id: string;
+  label: string;
+  description?: string;
+  kind: FieldKind;
+  required: boolean;
+  default?: string | number | boolean | string[];
+  options?: FieldOption[];
+  minimum?: number;
+  maximum?: number;
+  minLength?: number;
+  maxLength?: number;
+  minItems?: number;
+  maxItems?: number;
+}
+
+/** One modal to open: all of a form's fields, or one part of them where a platform shows few at once. */
+export interface FormView {
+  /** Its submission carries this ref (and `part`). */
+  ref: string;
+  title: string;
+  /** What the server says the form is for. */
+  intro?: string;
+  fields: FormField[];
+  /** 0-based part of `count`, when the form is shown in parts. */
+  part: number;
+  count: number;
+  submitLabel: string;
+}
+
+/** What a submission carries, by input id: text as typed, or the chosen options' values. */
+export type FormValues = Record<string, string | string[]>;
+
+export type Checked =
+  | { ok: true; content: Record<string, string | number | boolean | string[]> }
+  | { ok: false; errors: Record<string, string> };
+
+const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+const DATE = /^\d{4}-\d{2}-\d{2}$/;
+const YES = new Set(["true", "yes", "y", "on", "1"]);
+const NO = new Set(["false", "no", "n", "off", "0", ""]);
+
+/**
+ * The typed content of a submission of `fields`, or a sentence per field that is wrong,
+ * keyed by input id. An empty optional field is left out of the content.
+ */
+export function checkForm(fields: readonly FormField[], values: FormValues): Checked {
+  const content: Record<string, string | number | boolean | string[]> = {};
+  const errors: Record<string, string> = {};
+  for (const field of fields) {
+    const raw = values[field.id];
+    const outcome = checkField(field, raw);
+    if ("error" in outcome) errors[field.id] = `${field.label}: ${outcome.error}`;
+    else if (outcome.value !== undefined) content[field.name] = outcome.value;
+  }
+  return Object.keys(errors).length > 0 ? { ok: false, errors } : { ok: true, content };
+}
+
+type FieldOutcome = { value?: string | number | boolean | string[] } | { error: string };
+
+function checkField(field: FormField, raw: string | string[] | undefined): FieldOutcome {
+  if (field.kind === "choices") return checkChoices(field, raw);
+  const text = (Array.isArray(raw) ? raw.join(",") : (raw ?? "")).trim();
+  if (field.kind === "boolean") {
+    const word = text.toLowerCase();
+    if (YES.has(word)) return { value: true };
+    if (NO.has(word))
+      return field.required && word === "" ? { error: "choose yes or no." } : { value: false };
+    return { error: "answer yes or no." };
+  }
+  if (text === "") return field.required ? { error: "this field is required." } : {};
+  switch (field.kind) {
+    case "email":
+      return EMAIL.test(text)
+        ? lengthChecked(field, text)
+        : { error: "enter an email address, like name@example.com." };
+    case "url":
+      return isWebUrl(text)
+        ? lengthChecked(field, text)
+        : { error: "enter a web address starting with https://." };
+    case "date":
+      return isDate(text) ? { value: text } : { error: "enter a date as YYYY-MM-DD, like 2026-01-31." };
+    case "datetime":
+      return Number.isNaN(Date.parse(text)) || !/^\d{4}-\d{2}-\d{2}T/.test(text)
+        ? { error: "enter a date and time as YYYY-MM-DDTHH:MM, like 2026-01-31T09:30." }
+        : { value: text };
+    case "number":
+    case "integer":
+      return checkNumber(field, text);
+    case "choice": {
+      const option = findOption(field, text);
+      return option ? { value: option.value } : { error: `choose one of ${optionList(field)}.` };
+    }
+    default:
+      return lengthChecked(field, text);
+  }
+}
+
+function lengthChecked(field: FormField, text: string): FieldOutcome {
+  if (field.minLength !== undefined && text.length < field.minLength)
+    return { error: `enter at least ${field.minLength} characters.` };
+  if (field.maxLength !== undefined && text.length > field.maxLength)
+    return { error: `enter at most ${field.maxLength} characters (this has ${text.length}).` };
+  return { value: text };
+}
+
+function checkNumber(field: FormField, text: string): FieldOutcome {
+  const n = Number(text.replace(/,/g, ""));
+  const whole = field.kind === "integer";
+  const range = rangeText(field);
+  if (!Number.isFinite(n) || (whole && !Number.isInteger(n)))
+    return { error: `enter ${whole ? "a whole number" : "a number"}${range}.` };
+  if (
+    (field.minimum !== undefined && n < field.minimum) ||
+    (field.maximum !== undefined && n > field.maximum)
+  )
+    return { error: `enter ${whole ? "a whole number" : "a number"}${range}.` };
+  return { value: n };
+}
+
+export function rangeText(field: Pick<FormField, "minimum" | "maximum">): string {
+  const { minimum: lo, maximum: hi } = field;
+  if (lo !== undefined && hi !== undefined) return ` from ${lo} to ${hi}`;
+  if (lo !== undefined) return ` of at least ${lo}`;
+  if (hi !== undefined) return ` of at most ${hi}`;
+  return "";
+}
+
+function checkChoices(field: FormField, raw: string | string[] | undefined): FieldOutcome {
+  const picked = (Array.isArray(raw) ? raw : (raw ?? "").split(",")).map((v) => v.trim()).filter(Boolean);
+  const values: string[] = [];
+  for (const p of picked) {
+    const option = findOption(field, p);
+    if (!option) return { error: `"${p}" is not one of ${optionList(field)}.` };
+    if (!values.includes(option.value)) values.push(option.value);
+  }
+  if (values.length === 0)
+    return field.required || (field.minItems ?? 0) > 0 ? { error: "choose at least one." } : {};
+  if (field.minItems !== undefined && values.length < field.minItems)
+    return { error: `choose at least ${field.minItems}.` };
+  if (field.maxItems !== undefined && values.length > field.maxItems)
+    return { error: `choose at most ${field.maxItems}.` };
+  return { value: values };
+}
+
+/** An option by its value, or by its label typed in any case (where a platform has only a text box). */
+function findOption(field: FormField, text: string): FieldOption | undefined {
+  const options = field.options ?? [];
+  const lower = text.toLowerCase();
+  return options.find((o) => o.value === text) ?? options.find((o) => o.label.toLowerCase() === lower);
+}
+
+function optionList(field: FormField): string {
+  const labels = (field.options ?? []).map((o) => o.label);
+  return labels.length > 8 ? `${labels.slice(0, 8).join(", ")}, …` : labels.join(", ");
+}
+
+function isWebUrl(text: string): boolean {
+  try {
+    const url = new URL(text);
+    return url.protocol === "https:" || url.protocol === "http:";
+  } catch {
+    return false;
+  }
+}
+
+function isDate(text: string): boolean {
+  if (!DATE.test(text)) return false;
+  const d = new Date(`${text}T00:00:00Z`);
+  return !Number.isNaN(d.getTime()) && d.toISOString().startsWith(text);
+}
+
+/** A field's default as text (what a text box is pre-filled with). */
+export function defaultText(field: FormField): string | undefined {
+  const d = field.default;
+  if (d === undefined) return undefined;
+  if (Array.isArray(d)) return d.join(", ");
+  return String(d);
+}
+
+/** Splits fields into views of at most `perView` fields each. */
+export function formParts(fields: readonly FormField[], perView: number): FormField[][] {
+  const parts: FormField[][] = [];
+  for (let i = 0; i < fields.length; i += perView) parts.push(fields.slice(i, i + perView));
+  return parts.length > 0 ? parts : [[]];
+}

@@ -1,0 +1,103 @@
+/**
+ * Slack's agent sessions through the real app and @slack/bolt against the emulator: each
+ * answered thread is a session, `processing` while the answer is written and `active`
+ * after, titled with the thread's title; Slack's own stop button (`agent_session_stopped`)
+ * stops the answer like ours, for the same people; an app Slack does not take as an agent
+ * answers as before and stops asking after the first refusal.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { LlmEmulator, type RecordedRequest, type ScriptedTurn } from "../emulators/llm/index.js";
+import { SlackEmulator, waitFor } from "../emulators/slack/index.js";
+import { sessionKey } from "../emulators/slack/web-api-agents.js";
+import { type RunningApp, startWithEverything } from "../support/app-env.js";
+import { isTitleRequest, lastUserText } from "../support/llm-text.js";
+import { untilQuiet } from "../support/quiet.js";
+
+const SLOW = Array.from({ length: 120 }, (_, i) => `word${i}`).join(" ");
+
+function responder(req: RecordedRequest): ScriptedTurn {
+  if (isTitleRequest(req)) return { text: "Weekly numbers" };
+  if (lastUserText(req).includes("slow")) return { text: SLOW, chunkSize: 6, delayMs: 100 };
+  return { text: "Quick answer." };
+}
+
+describe("Slack agent sessions", () => {
+  let llm: LlmEmulator;
+  let slack: SlackEmulator;
+  let running: RunningApp;
+
+  beforeAll(async () => {
+    llm = await LlmEmulator.start({ responder });
+    slack = await SlackEmulator.start();
+    running = await startWithEverything("llm:\n  maxRetries: 0\nslack:\n  updateIntervalMs: 250\n", {
+      llm,
+      slack,
+    });
+  }, 60_000);
+
+  afterAll(async () => {
+    await running?.stop();
+    await slack?.stop();
+    await llm?.close();
+  });
+
+  const session = (ts: string) => slack.api.sessions.get(sessionKey("C1", ts));
+
+  it("is processing while the answer is written, active after, and carries the thread's title", async () => {
+    const m = slack.mention("C1", "U_ALICE", "a quick one");
+    await waitFor(() => slack.botReplies("C1", m.ts).some((r) => r.text === "Quick answer."));
+    await running.app.dispatcher.settled();
+    await waitFor(() => session(m.ts)?.title === "Weekly numbers");
+    expect(session(m.ts)).toMatchObject({
+      status: "active",
+      initiator: "U_ALICE",
+      statuses: ["processing", "active"],
+    });
+  });
+
+  it("stops the answer when the asker presses Slack's stop, and moves the session on", async () => {
+    const m = slack.mention("C1", "U_ALICE", "a slow answer please");
+    await waitFor(() => session(m.ts)?.status === "processing");
+    const answer = () => slack.botReplies("C1", m.ts)[0];
+    await waitFor(() => (answer()?.text.length ?? 0) > 0 || (answer()?.stream?.chunks.length ?? 0) > 0);
+
+    slack.stopAgentSession("U_BOB", "C1", m.ts);
+    await waitFor(() => slack.state.ephemerals.find((e) => e.user === "U_BOB"));
+    expect(slack.state.ephemerals.filter((e) => e.user === "U_BOB").map((e) => e.text)).toEqual([
+      "Only alice or an approver can stop this answer.",
+    ]);
+
+    slack.stopAgentSession("U_ALICE", "C1", m.ts);
+    await waitFor(() => llm.requests.find((r) => lastUserText(r).includes("a slow answer"))?.abandoned, {
+      timeoutMs: 5_000,
+    });
+    await running.app.dispatcher.settled();
+    await untilQuiet(slack.api.calls);
+    const text = slack
+      .botReplies("C1", m.ts)
+      .map((r) => r.text)
+      .join("\n");
+    expect(text).toContain("Stopped by alice.");
+    expect(text).not.toContain("word119");
+    expect(session(m.ts)?.status).toBe("active");
+  });
+
+  it("answers as before where Slack refuses sessions, and asks only once", async () => {
+    slack.api.refuse("agents.sessions.setStatus", "missing_scope");
+    try {
+      const first = slack.mention("C1", "U_ALICE", "a quick one");
+      await waitFor(() => slack.botReplies("C1", first.ts).some((r) => r.text === "Quick answer."));
+      const second = slack.mention("C1", "U_BOB", "a quick one");
+      await waitFor(() => slack.botReplies("C1", second.ts).some((r) => r.text === "Quick answer."));
+      await running.app.dispatcher.settled();
+      const asked = slack.api.calls.filter(
+        (c) =>
+          c.method === "agents.sessions.setStatus" &&
+          [first.ts, second.ts].includes(String(c.params.thread_ts)),
+      );
+      expect(asked.map((c) => c.error)).toEqual(["missing_scope"]);
+    } finally {
+      slack.api.allow("agents.sessions.setStatus");
+    }
+  });
+});
