@@ -53,6 +53,8 @@ export interface FormView {
   part: number;
   count: number;
   submitLabel: string;
+  /** What its submission carries after the ref; `p{part}` when absent. */
+  via?: string;
 }
 
 /** What a submission carries, by input id: text as typed, or the chosen options' values. */

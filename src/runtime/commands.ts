@@ -147,7 +147,7 @@ const CATALOG = [
     // The platforms run it as a question (see TurnRunner.prompt); here only its expansion is shown.
     async run(cmd, { hub }) {
       const outcome = await expandPrompt(hub, cmd.arg ?? "");
-      return "say" in outcome ? outcome.say : outcome.ask;
+      return "ask" in outcome ? outcome.ask : "say" in outcome ? outcome.say : "";
     },
   },
   {

@@ -205,8 +205,13 @@ export interface TurnRunner {
    * (at most once an hour each), `silent` refused without a word. `handle` checks again.
    */
   admit?(who: Pick<Inbound, "platform" | "channel" | "user" | "from">): "yes" | "tell" | "silent";
-  /** `/prompt name key=value …`: the prompt's text to ask as the person's message, or a sentence for them. */
-  prompt?(text: string): Promise<PromptOutcome>;
+  /**
+   * `/prompt name key=value …`: the prompt's text to ask as the person's message, or a
+   * sentence for them; with `forms`, a form for the required arguments still missing.
+   */
+  prompt?(text: string, opts?: { forms?: boolean }): Promise<PromptOutcome>;
+  /** A submitted prompt form (its id's value is PROMPT_FORM): run as `/prompt` with the typed arguments. */
+  promptForm?(ref: string, values: FormValues): Promise<PromptOutcome>;
   /** Stops the thread's answer in progress (see Dispatcher.stop); the sentence is for `by`. */
   stop?(key: ThreadKey, by: { id: string; name?: string }): Promise<string>;
 }

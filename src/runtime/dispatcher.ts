@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { SwitchboardError, toUserFacing } from "../core/errors.js";
+import type { FormValues } from "../core/forms.js";
 import { platformOf, type ThreadKey } from "../core/thread.js";
 import { log } from "../log.js";
 import type { Held } from "../store/locks.js";
@@ -24,7 +25,7 @@ import { FeedbackDesk } from "./feedback.js";
 import { FormDesk } from "./forms/desk.js";
 import { accept } from "./intake.js";
 import { routeInteraction } from "./interactions.js";
-import { expandPrompt, type PromptOutcome } from "./prompts.js";
+import { expandPrompt, expandPromptForm, type PromptOutcome } from "./prompts.js";
 import { type RunningTurn, RunningTurns } from "./stops.js";
 import { Takeovers } from "./takeover.js";
 import { resumeTurn, runTurn, type TurnDeps, type TurnHooks, type TurnResult, takeOverTurn } from "./turn.js";
@@ -269,8 +270,12 @@ export class Dispatcher implements TurnRunner {
     return this.running.stop(key, by, inGroups);
   }
 
-  prompt(text: string): Promise<PromptOutcome> {
-    return expandPrompt(this.deps.hub, text);
+  prompt(text: string, opts: { forms?: boolean } = {}): Promise<PromptOutcome> {
+    return expandPrompt(this.deps.hub, text, opts);
+  }
+
+  promptForm(ref: string, values: FormValues): Promise<PromptOutcome> {
+    return expandPromptForm(this.deps.hub, ref, values);
   }
 
   async command(cmd: Command): Promise<string> {

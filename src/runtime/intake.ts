@@ -28,8 +28,9 @@ export async function accept(inbound: Inbound, checks: IntakeChecks): Promise<In
   // `/prompt …` written as a message (Slack threads and the assistant pane take no slash commands).
   if (PROMPT_MESSAGE.test(inbound.text)) {
     const outcome = await checks.prompt(inbound.text.replace(PROMPT_MESSAGE, ""));
-    if ("say" in outcome) {
-      await inbound.reply.notice(outcome.say).catch(() => undefined);
+    // A message cannot open a form: `prompt` answers it with a sentence instead.
+    if (!("ask" in outcome)) {
+      if ("say" in outcome) await inbound.reply.notice(outcome.say).catch(() => undefined);
       return undefined;
     }
     inbound = { ...inbound, text: outcome.ask };

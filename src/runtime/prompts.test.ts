@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { PromptEntry, ToolHub } from "../mcp/types.js";
-import { expandPrompt, listPrompts, parsePromptRequest } from "./prompts.js";
+import { expandPrompt, expandPromptForm, listPrompts, parsePromptRequest } from "./prompts.js";
 
 const PROMPTS: PromptEntry[] = [
   {
@@ -56,7 +56,7 @@ describe("/prompt", () => {
     const h = hub();
     const said = async (text: string) => {
       const outcome = await expandPrompt(h, text);
-      return "say" in outcome ? outcome.say : `asked: ${outcome.ask}`;
+      return "say" in outcome ? outcome.say : "ask" in outcome ? `asked: ${outcome.ask}` : "a form";
     };
     expect(await said("")).toBe(
       "Which prompt? Say `/prompt <name> key=value …`; `/prompts` lists the prompts and their arguments.",
@@ -89,5 +89,30 @@ describe("/prompt", () => {
       ].join("\n"),
     );
     expect(listPrompts(hub([]))).toBe("None of the connected tool servers offers prompts.");
+  });
+
+  it("asks for missing required arguments in a form where one can be shown, and runs the submitted form", async () => {
+    const h = hub();
+    const outcome = await expandPrompt(h, "forecast days=3", { forms: true });
+    if (!("form" in outcome)) throw new Error("expected a form");
+    expect(outcome.form.fields).toEqual([
+      {
+        name: "city",
+        id: "f0",
+        label: "city",
+        description: "Name of the city",
+        kind: "text",
+        required: true,
+      },
+      { name: "days", id: "f1", label: "days", kind: "text", required: false, default: "3" },
+    ]);
+    expect(outcome.form.via).toBe("prompt");
+    expect(h.asked).toEqual([]);
+    expect(await expandPromptForm(h, outcome.form.ref, { f0: " Paris ", f1: "" })).toEqual({
+      ask: 'weather/forecast with {"city":"Paris"}',
+    });
+    expect(await expandPromptForm(h, "pfbm9uZQ", { f0: "x" })).toEqual({
+      say: "The prompt none is no longer offered by any connected server.",
+    });
   });
 });

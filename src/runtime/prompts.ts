@@ -1,8 +1,18 @@
 import { SwitchboardError, toUserFacing } from "../core/errors.js";
+import type { FormValues, FormView } from "../core/forms.js";
 import type { PromptEntry, ToolHub } from "../mcp/types.js";
+import { INTERACTION_ID_MAX } from "./interaction-ids.js";
 
-/** What `/prompt …` comes to: a message to answer as if the person had written it, or a sentence for them. */
-export type PromptOutcome = { ask: string } | { say: string };
+/**
+ * What `/prompt …` comes to: a message to answer as if the person had written it, a
+ * sentence for them, or (where the platform can show one) a form asking for the arguments
+ * it still needs.
+ */
+export type PromptOutcome = { ask: string } | { say: string } | { form: FormView };
+
+/** A prompt form's submission carries this value after its ref. */
+export const PROMPT_FORM = "prompt";
+const REF_PREFIX = "pf";
 
 const USAGE = "Say `/prompt <name> key=value …`; `/prompts` lists the prompts and their arguments.";
 
@@ -40,10 +50,70 @@ export function listPrompts(hub: ToolHub): string {
   return `Prompts (run one with /prompt <name> key=value …; ? marks an optional argument):\n${lines.join("\n")}`;
 }
 
-/** Finds the prompt, checks its arguments, and asks its server for the text. */
-export async function expandPrompt(hub: ToolHub, text: string): Promise<PromptOutcome> {
+/**
+ * Finds the prompt, checks its arguments, and asks its server for the text. With `forms`,
+ * a prompt whose required arguments are missing comes back as a form to fill in instead.
+ */
+export async function expandPrompt(
+  hub: ToolHub,
+  text: string,
+  opts: { forms?: boolean } = {},
+): Promise<PromptOutcome> {
   const request = parsePromptRequest(text.trim());
   if (typeof request === "string") return { say: request };
+  return runPrompt(hub, request, opts);
+}
+
+/** A submitted prompt form: the prompt its ref names, run with the values typed (by argument, in order). */
+export async function expandPromptForm(
+  hub: ToolHub,
+  ref: string,
+  values: FormValues,
+): Promise<PromptOutcome> {
+  const name = ref.startsWith(REF_PREFIX)
+    ? Buffer.from(ref.slice(REF_PREFIX.length), "base64url").toString()
+    : "";
+  const prompt = (hub.prompts?.() ?? []).find((p) => label(p) === name);
+  if (!prompt)
+    return { say: `The prompt ${name || "of this form"} is no longer offered by any connected server.` };
+  const args: Record<string, string> = {};
+  prompt.arguments.forEach((a, i) => {
+    const v = values[`f${i}`];
+    const text = (Array.isArray(v) ? v.join(",") : (v ?? "")).trim();
+    if (text) args[a.name] = text;
+  });
+  return runPrompt(hub, { name, args }, {});
+}
+
+/** The form for a prompt's arguments, those already given filled in; undefined when its name is too long to carry. */
+function promptForm(prompt: PromptEntry, given: Record<string, string>): FormView | undefined {
+  const ref = `${REF_PREFIX}${Buffer.from(label(prompt)).toString("base64url")}`;
+  if (`sb:${ref}:${PROMPT_FORM}`.length > INTERACTION_ID_MAX) return undefined;
+  return {
+    ref,
+    title: prompt.name,
+    ...(prompt.description ? { intro: prompt.description } : {}),
+    fields: prompt.arguments.map((a, i) => ({
+      name: a.name,
+      id: `f${i}`,
+      label: a.name,
+      ...(a.description ? { description: a.description } : {}),
+      kind: "text",
+      required: a.required,
+      ...(given[a.name] ? { default: given[a.name] } : {}),
+    })),
+    part: 0,
+    count: 1,
+    submitLabel: "Ask",
+    via: PROMPT_FORM,
+  };
+}
+
+async function runPrompt(
+  hub: ToolHub,
+  request: { name: string; args: Record<string, string> },
+  opts: { forms?: boolean },
+): Promise<PromptOutcome> {
   const prompts = hub.prompts?.() ?? [];
   const slash = request.name.indexOf("/");
   const matches = prompts.filter((p) => (slash > 0 ? label(p) === request.name : p.name === request.name));
@@ -67,6 +137,8 @@ export async function expandPrompt(hub: ToolHub, text: string): Promise<PromptOu
   }
   const missing = prompt.arguments.filter((a) => a.required && !request.args[a.name]);
   if (missing.length > 0) {
+    const form = opts.forms ? promptForm(prompt, request.args) : undefined;
+    if (form) return { form };
     const needs = missing.map((a) => `${a.name}=…${a.description ? ` (${a.description})` : ""}`).join(", ");
     return { say: `The prompt ${label(prompt)} needs ${needs}. ${USAGE}` };
   }

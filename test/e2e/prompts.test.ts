@@ -5,9 +5,11 @@
  */
 import { rmSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { submitModal } from "../emulators/discord/components.js";
 import { DiscordEmulator, waitFor as waitForDiscord } from "../emulators/discord/index.js";
 import { LlmEmulator, type RecordedRequest } from "../emulators/llm/index.js";
 import { SlackEmulator, waitFor } from "../emulators/slack/index.js";
+import { submitView } from "../emulators/slack/interactive.js";
 import { appEnv, type RunningApp, startWithEverything } from "../support/app-env.js";
 import { everythingMcp, runChat, scratchConfig } from "../support/chat-process.js";
 import { isTitleRequest, lastUserText } from "../support/llm-text.js";
@@ -74,11 +76,45 @@ describe("MCP prompts", () => {
       );
     });
 
-    it("tells the person what a prompt needs, and asks the model nothing", async () => {
+    it("asks for the arguments a prompt needs in a modal, asks the model nothing until it is sent, then asks it", async () => {
       await running.app.dispatcher.settled();
       const before = llm.requests.length;
       slack.slash("/switchboard", "prompt args-prompt", "U_BOB");
-      const told = await waitFor(() => slack.state.ephemerals.find((e) => e.user === "U_BOB"));
+      const opened = await waitFor(() => slack.openView("U_BOB"));
+      const inputs = (
+        opened.view.blocks as Array<{
+          type: string;
+          block_id?: string;
+          label?: { text: string };
+          optional?: boolean;
+        }>
+      ).filter((b) => b.type === "input");
+      expect(inputs.map((b) => [b.label?.text, b.optional])).toEqual([
+        ["city", false],
+        ["state", true],
+      ]);
+      await running.app.dispatcher.settled();
+      expect(llm.requests.length).toBe(before);
+
+      const sent = submitView(slack, { user: "U_BOB", inputs: { [inputs[0]!.block_id!]: "Lyon" } });
+      expect(await sent.outcome).toEqual({ action: "closed" });
+      const opener = await waitFor(() =>
+        slack.state.history("C1").find((m) => m.text.includes("asked:") && m.text.includes("Lyon")),
+      );
+      await waitFor(() =>
+        slack.botReplies("C1", opener.ts).some((r) => r.text === "Answering: What's weather in Lyon?"),
+      );
+    });
+
+    it("tells the person what a prompt written as a message needs, and asks the model nothing", async () => {
+      const m = slack.mention("C1", "U_BOB", "hello");
+      await waitFor(() => slack.botReplies("C1", m.ts).length > 0);
+      await running.app.dispatcher.settled();
+      const before = llm.requests.length;
+      slack.post("C1", "U_BOB", "/prompt args-prompt", { threadTs: m.ts });
+      const told = await waitFor(() =>
+        slack.state.ephemerals.find((e) => e.user === "U_BOB" && e.text.includes("needs city")),
+      );
       expect(told.text).toContain("The prompt everything/args-prompt needs city=… (Name of the city).");
       await running.app.dispatcher.settled();
       expect(llm.requests.length).toBe(before);
@@ -113,6 +149,23 @@ describe("MCP prompts", () => {
       expect(opener.content).toBe(`**alice** asked: ${WEATHER}`);
       await waitForDiscord(() =>
         discord.botMessages(opener.id).find((m) => m.content === `Answering: ${WEATHER}`),
+      );
+    });
+
+    it("asks for a prompt's missing arguments in a modal and asks the submitted prompt in a new thread", async () => {
+      const s = discord.state;
+      const rec = discord.slash("prompt", { name: "args-prompt" }, s.general, s.alice.id);
+      const modal = await waitForDiscord(() => rec.modal);
+      expect(rec.callbacks).toEqual([9]);
+      expect(modal.fields.map((f) => f.label)).toEqual(["city", "state"]);
+      const sent = submitModal(discord, { interaction: rec, values: { f0: "Lyon" } });
+      const opener = await waitForDiscord(() => {
+        const m = sent.originalId ? s.findMessage(sent.originalId) : undefined;
+        return m?.content ? m : undefined;
+      });
+      expect(opener.content).toBe("**alice** asked: What's weather in Lyon?");
+      await waitForDiscord(() =>
+        discord.botMessages(opener.id).find((m) => m.content === "Answering: What's weather in Lyon?"),
       );
     });
 

@@ -125,8 +125,9 @@ async function handleLine(
     }
     if (spec.name === "prompt" && runner.prompt) {
       const outcome = await runner.prompt(command[2] ?? "");
-      if ("say" in outcome) {
-        io.out.write(`${outcome.say}\n`);
+      // The terminal asks for no form: a prompt missing arguments comes back as a sentence.
+      if (!("ask" in outcome)) {
+        io.out.write(`${"say" in outcome ? outcome.say : ""}\n`);
         return;
       }
       io.err.write(`Asking: ${outcome.ask}\n`);

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import {
   type AutocompleteInteraction,
   ChannelType,
@@ -5,12 +6,15 @@ import {
   type Client,
   type Interaction,
   MessageFlags,
+  type ModalSubmitInteraction,
   type RESTPostAPIChatInputApplicationCommandsJSONBody,
   SlashCommandBuilder,
 } from "discord.js";
 import type { ThreadKey } from "../../core/thread.js";
 import { log } from "../../log.js";
 import { COMMANDS, type CommandSpec, findCommand, type SuggestionSource } from "../../runtime/commands.js";
+import { parseInteractionId } from "../../runtime/interaction-ids.js";
+import { PROMPT_FORM, type PromptOutcome } from "../../runtime/prompts.js";
 import { splitMessage } from "../../runtime/split.js";
 import { onAction } from "./actions.js";
 import {
@@ -21,6 +25,7 @@ import {
   provenanceOf,
   provisionalName,
 } from "./context.js";
+import { discordModal, modalValues } from "./modals.js";
 import { channelPlace, interactionPlace } from "./places.js";
 import { DISCORD_MESSAGE_LIMIT, DiscordReply, type Place } from "./reply.js";
 
@@ -81,6 +86,8 @@ function userOf(interaction: Interaction): { id: string; name: string } {
 
 export async function onInteraction(ctx: DiscordContext, interaction: Interaction): Promise<void> {
   if (interaction.isAutocomplete()) return autocomplete(ctx, interaction);
+  if (interaction.isModalSubmit() && parseInteractionId(interaction.customId)?.value === PROMPT_FORM)
+    return promptSubmitted(ctx, interaction);
   if (interaction.isMessageComponent() || interaction.isModalSubmit()) return onAction(ctx, interaction);
   if (!interaction.isChatInputCommand()) return;
   // Interactions can reach two sessions during a deploy; the second would fail to acknowledge.
@@ -163,20 +170,48 @@ async function renameOnRequest(
  * 3 s); a prompt that cannot be run is told to the person alone.
  */
 async function prompt(ctx: DiscordContext, interaction: ChatInputCommandInteraction): Promise<void> {
+  const pending = ctx.deps.runner.prompt!(interaction.options.getString("name", true), { forms: true });
+  // A form for missing arguments is decided before the server is asked anything, so it
+  // comes quickly; the modal must be the first response, within Discord's 3 s.
+  const quick = await Promise.race([pending, sleep(FORM_DECISION_MS).then(() => undefined)]);
+  if (quick && "form" in quick) {
+    await interaction
+      .showModal(discordModal(quick.form))
+      .catch((err: unknown) => log.warn({ err }, "could not open a prompt's form"));
+    return;
+  }
   await interaction.deferReply();
-  const outcome = await ctx.deps.runner.prompt!(interaction.options.getString("name", true));
-  if ("ask" in outcome) return ask(ctx, interaction, outcome.ask);
-  await interaction.deleteReply().catch((err: unknown) => log.debug({ err }, "deferred reply not deleted"));
-  await interaction.followUp({
-    content: outcome.say.slice(0, DISCORD_MESSAGE_LIMIT),
-    flags: MessageFlags.Ephemeral,
-  });
+  await promptAnswered(ctx, interaction, quick ?? (await pending));
 }
+
+/** A prompt's form, submitted: asked like `/prompt` with the typed arguments. */
+async function promptSubmitted(ctx: DiscordContext, interaction: ModalSubmitInteraction): Promise<void> {
+  if (!(await ctx.deps.runner.firstSight(`discord:i:${interaction.id}`))) return;
+  await interaction.deferReply();
+  const ref = parseInteractionId(interaction.customId)?.ref ?? "";
+  const outcome = ctx.deps.runner.promptForm
+    ? await ctx.deps.runner.promptForm(ref, modalValues(interaction.fields.fields))
+    : { say: "Prompts cannot be run here." };
+  await promptAnswered(ctx, interaction, outcome);
+}
+
+async function promptAnswered(
+  ctx: DiscordContext,
+  interaction: ChatInputCommandInteraction | ModalSubmitInteraction,
+  outcome: PromptOutcome,
+): Promise<void> {
+  if ("ask" in outcome) return ask(ctx, interaction, outcome.ask);
+  const say = "say" in outcome ? outcome.say : "That prompt needs arguments: give them as key=value.";
+  await interaction.deleteReply().catch((err: unknown) => log.debug({ err }, "deferred reply not deleted"));
+  await interaction.followUp({ content: say.slice(0, DISCORD_MESSAGE_LIMIT), flags: MessageFlags.Ephemeral });
+}
+
+const FORM_DECISION_MS = 2_000;
 
 /** `/ask` (deferred by the caller, as Discord wants within 3 s), answered in a new thread where the channel allows one. */
 async function ask(
   ctx: DiscordContext,
-  interaction: ChatInputCommandInteraction,
+  interaction: ChatInputCommandInteraction | ModalSubmitInteraction,
   question: string,
 ): Promise<void> {
   const user = userOf(interaction);

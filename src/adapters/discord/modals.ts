@@ -23,7 +23,7 @@ function cut(text: string, max: number): string {
  */
 export function discordModal(view: FormView): APIModalInteractionResponseCallbackData {
   return {
-    custom_id: interactionId(view.ref, `p${view.part}`),
+    custom_id: interactionId(view.ref, view.via ?? `p${view.part}`),
     title: cut(view.title || "Form", TITLE_MAX),
     components: view.fields.map((field) => ({
       type: ComponentType.Label,

@@ -3,6 +3,7 @@ import {
   type Client,
   DiscordAPIError,
   MessageFlags,
+  type ModalSubmitInteraction,
   RESTJSONErrorCodes,
   type SendableChannels,
   type ThreadChannel,
@@ -198,7 +199,7 @@ export function channelPlaceById(client: Client, id: string): Place {
  * An interaction with no thread to answer in (a DM, a thread already, a channel without
  * thread permission): the deferred reply becomes the first message, follow-ups the rest.
  */
-export function interactionPlace(interaction: ChatInputCommandInteraction): Place {
+export function interactionPlace(interaction: ChatInputCommandInteraction | ModalSubmitInteraction): Place {
   let originalUsed = false;
   // An interaction's webhook is outside the global limit: its token is its own bucket.
   const buckets = [`discord:webhook:${interaction.token.slice(0, 16)}`];

@@ -3,6 +3,7 @@ import type { WebClient } from "@slack/web-api";
 import { log } from "../../log.js";
 import type { Interaction, InteractionReply, TurnRunner } from "../../runtime/contract.js";
 import { INTERACTION_PREFIX, parseInteractionId } from "../../runtime/interaction-ids.js";
+import { PROMPT_FORM } from "../../runtime/prompts.js";
 import type { SlackIdentity } from "./events.js";
 import { slackModal, submittedValues } from "./modals.js";
 import { toMrkdwn } from "./mrkdwn.js";
@@ -24,6 +25,8 @@ export function formMetadata(origin: FormOrigin): string {
 }
 
 const OURS = new RegExp(`^${INTERACTION_PREFIX}`);
+/** Our forms, but for prompts' (commands.ts takes those: they start a question, not an interaction). */
+const OUR_FORMS = new RegExp(`^${INTERACTION_PREFIX}(?![^:]+:${PROMPT_FORM}$)`);
 
 /**
  * Clicks (`block_actions`) and form submissions (`view_submission`) on our buttons and
@@ -70,34 +73,38 @@ export function registerActions(app: App, deps: ActionDeps): void {
         });
     }
   });
-  app.view<ViewSubmitAction>({ type: "view_submission", callback_id: OURS }, async ({ ack, body, view }) => {
-    // The answer is decided before the ack: a form with errors stays open and shows them
-    // under its fields (`response_action: "errors"`, by block id); an empty ack closes it.
-    // Checking a form is a store read and some arithmetic, well inside Slack's 3 s.
-    const parsed = parseInteractionId(view.callback_id);
-    if (!parsed) {
-      await ack();
-      return;
-    }
-    const origin = originOf(view.private_metadata);
-    const outcome = await hand(deps, {
-      id: `slack:i:${body.trigger_id || `${view.id}:${view.hash}`}`,
-      kind: "form",
-      ref: parsed.ref,
-      value: submittedValues(view.state.values),
-      ...(parsed.value ? { via: parsed.value } : {}),
-      platform: "slack",
-      user: { id: body.user.id, name: body.user.name, bot: await bots.isBot(body.user.id) },
-      respond: (text) => answerPrivately(deps.writes, body.user.id, text, origin?.channel, origin?.threadTs),
-    });
-    const blocks = new Set(view.blocks.map((b) => b.block_id));
-    const errors =
-      outcome && "errors" in outcome
-        ? Object.fromEntries(Object.entries(outcome.errors).filter(([id]) => blocks.has(id)))
-        : {};
-    if (Object.keys(errors).length > 0) await ack({ response_action: "errors", errors });
-    else await ack();
-  });
+  app.view<ViewSubmitAction>(
+    { type: "view_submission", callback_id: OUR_FORMS },
+    async ({ ack, body, view }) => {
+      // The answer is decided before the ack: a form with errors stays open and shows them
+      // under its fields (`response_action: "errors"`, by block id); an empty ack closes it.
+      // Checking a form is a store read and some arithmetic, well inside Slack's 3 s.
+      const parsed = parseInteractionId(view.callback_id);
+      if (!parsed) {
+        await ack();
+        return;
+      }
+      const origin = originOf(view.private_metadata);
+      const outcome = await hand(deps, {
+        id: `slack:i:${body.trigger_id || `${view.id}:${view.hash}`}`,
+        kind: "form",
+        ref: parsed.ref,
+        value: submittedValues(view.state.values),
+        ...(parsed.value ? { via: parsed.value } : {}),
+        platform: "slack",
+        user: { id: body.user.id, name: body.user.name, bot: await bots.isBot(body.user.id) },
+        respond: (text) =>
+          answerPrivately(deps.writes, body.user.id, text, origin?.channel, origin?.threadTs),
+      });
+      const blocks = new Set(view.blocks.map((b) => b.block_id));
+      const errors =
+        outcome && "errors" in outcome
+          ? Object.fromEntries(Object.entries(outcome.errors).filter(([id]) => blocks.has(id)))
+          : {};
+      if (Object.keys(errors).length > 0) await ack({ response_action: "errors", errors });
+      else await ack();
+    },
+  );
 }
 
 /** Whether `user` is a member of one of the user groups (usergroups.users.list, scope usergroups:read). */
@@ -147,7 +154,7 @@ async function answerPrivately(
   await writes.chat.postMessage({ channel: user, text: mrkdwn });
 }
 
-function originOf(metadata: string | undefined): FormOrigin | undefined {
+export function originOf(metadata: string | undefined): FormOrigin | undefined {
   if (!metadata) return undefined;
   try {
     const parsed = JSON.parse(metadata) as { channel?: unknown; thread_ts?: unknown };

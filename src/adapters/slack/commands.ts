@@ -1,11 +1,14 @@
-import type { App, RespondFn } from "@slack/bolt";
+import type { App, RespondFn, ViewSubmitAction } from "@slack/bolt";
 import type { WebClient } from "@slack/web-api";
 import type { Config } from "../../config.js";
 import { log } from "../../log.js";
 import { type CatalogCommand, type CommandSpec, findCommand, helpText } from "../../runtime/commands.js";
 import type { TurnRunner } from "../../runtime/contract.js";
-import { registerActions } from "./actions.js";
+import { INTERACTION_PREFIX, parseInteractionId } from "../../runtime/interaction-ids.js";
+import { PROMPT_FORM } from "../../runtime/prompts.js";
+import { formMetadata, originOf, registerActions } from "./actions.js";
 import { type SlackEvents, type SlackIdentity, threadKey } from "./events.js";
+import { slackModal, submittedValues } from "./modals.js";
 import { escapeMrkdwn, fromSlackText, toMrkdwn } from "./mrkdwn.js";
 
 /**
@@ -98,8 +101,14 @@ export function registerCommands(app: App, deps: CommandDeps): void {
       if (spec.name === "help") return await say(usage(name));
       // A server's prompt is asked like `ask`, as if the person had written its text.
       if (spec.name === "prompt" && deps.runner.prompt) {
-        const outcome = await deps.runner.prompt(arg);
+        const outcome = await deps.runner.prompt(arg, { forms: true });
         if ("say" in outcome) return await say(outcome.say);
+        if ("form" in outcome) {
+          // The arguments it still needs, in a modal opened with this command's trigger.
+          const view = slackModal(outcome.form, formMetadata({ channel: command.channel_id }));
+          await deps.writes.views.open({ trigger_id: command.trigger_id, view: view as never });
+          return;
+        }
         const where = { team: command.team_id, channel: command.channel_id, user: command.user_id };
         return await ask(deps, { ...where, question: outcome.ask, triggerId: command.trigger_id }, say);
       }
@@ -125,7 +134,38 @@ export function registerCommands(app: App, deps: CommandDeps): void {
     }
   });
   registerActions(app, deps);
+  // A prompt's form, submitted: asked like `prompt` with the typed arguments, in the channel it came from.
+  app.view<ViewSubmitAction>(
+    { type: "view_submission", callback_id: PROMPT_FORM_ID },
+    async ({ ack, body, view }) => {
+      await ack();
+      const origin = originOf(view.private_metadata);
+      const ref = parseInteractionId(view.callback_id)?.ref ?? "";
+      if (!origin || !(await deps.runner.firstSight(`slack:i:${body.trigger_id}`))) return;
+      const say = (text: string) =>
+        deps.writes.chat
+          .postEphemeral({ channel: origin.channel, user: body.user.id, text: toMrkdwn(text) })
+          .then(() => undefined);
+      try {
+        const outcome = deps.runner.promptForm
+          ? await deps.runner.promptForm(ref, submittedValues(view.state.values))
+          : { say: "Prompts cannot be run here." };
+        if (!("ask" in outcome))
+          return await say("say" in outcome ? outcome.say : "That prompt needs arguments.");
+        const where = { team: body.team?.id, channel: origin.channel, user: body.user.id };
+        await ask(deps, { ...where, question: outcome.ask, triggerId: body.trigger_id }, say);
+      } catch (err) {
+        log.warn({ err }, "a prompt's form failed");
+        await say("That did not work: something went wrong on my side. Please try again.").catch(
+          () => undefined,
+        );
+      }
+    },
+  );
 }
+
+/** The callback id of a prompt's form (`sb:{ref}:prompt`); other forms go to the runner's interactions. */
+export const PROMPT_FORM_ID = new RegExp(`^${INTERACTION_PREFIX}[^:]+:${PROMPT_FORM}$`);
 
 async function respondEphemeral(respond: RespondFn, text: string): Promise<void> {
   await respond({ response_type: "ephemeral", text: toMrkdwn(text) });

@@ -19,7 +19,7 @@ export function slackModal(view: FormView, privateMetadata: string): Record<stri
   const intro = view.intro ? toMrkdwn(view.intro) : "";
   return {
     type: "modal",
-    callback_id: interactionId(view.ref, `p${view.part}`),
+    callback_id: interactionId(view.ref, view.via ?? `p${view.part}`),
     private_metadata: privateMetadata,
     title: plain(view.title || "Form", TITLE_MAX),
     submit: plain(view.submitLabel, TITLE_MAX),
