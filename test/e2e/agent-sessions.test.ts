@@ -8,15 +8,22 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LlmEmulator, type RecordedRequest, type ScriptedTurn } from "../emulators/llm/index.js";
 import { SlackEmulator, waitFor } from "../emulators/slack/index.js";
+import { clickAction } from "../emulators/slack/interactive.js";
 import { sessionKey } from "../emulators/slack/web-api-agents.js";
 import { type RunningApp, startWithEverything } from "../support/app-env.js";
-import { isTitleRequest, lastUserText } from "../support/llm-text.js";
+import { isTitleRequest, lastUserText, toolResultsSinceUser } from "../support/llm-text.js";
 import { untilQuiet } from "../support/quiet.js";
 
 const SLOW = Array.from({ length: 120 }, (_, i) => `word${i}`).join(" ");
 
 function responder(req: RecordedRequest): ScriptedTurn {
   if (isTitleRequest(req)) return { text: "Weekly numbers" };
+  if (toolResultsSinceUser(req).length > 0) return { text: "The logging changed." };
+  if (lastUserText(req).includes("logging toggle")) {
+    return {
+      toolCalls: [{ name: "everything__toggle-simulated-logging", arguments: {} }],
+    };
+  }
   if (lastUserText(req).includes("slow")) return { text: SLOW, chunkSize: 6, delayMs: 100 };
   return { text: "Quick answer." };
 }
@@ -81,6 +88,32 @@ describe("Slack agent sessions", () => {
     expect(text).not.toContain("word119");
     expect(session(m.ts)?.status).toBe("active");
   });
+
+  it("is suspended while it waits for an approval (toggle-simulated-logging is not read-only), and processing again once it goes on", async () => {
+    const m = slack.mention("C1", "U_ALICE", "run the logging toggle");
+    const question = await waitFor(() =>
+      slack.botReplies("C1", m.ts).find((r) => JSON.stringify(r.blocks ?? []).includes(":approve")),
+    );
+    await waitFor(() => session(m.ts)?.status === "suspended");
+    const approve = (
+      (question.blocks ?? []) as Array<{ elements?: Array<{ action_id: string; value: string }> }>
+    )
+      .flatMap((b) => b.elements ?? [])
+      .find((e) => e.value === "approve")!;
+    clickAction(slack, {
+      user: "U_ALICE",
+      channel: "C1",
+      messageTs: question.ts,
+      actionId: approve.action_id,
+      value: "approve",
+    });
+    await waitFor(() => slack.botReplies("C1", m.ts).some((r) => r.text.includes("The logging changed.")), {
+      timeoutMs: 15_000,
+    });
+    await running.app.dispatcher.settled();
+    await untilQuiet(slack.api.calls);
+    expect(session(m.ts)?.statuses).toEqual(["processing", "suspended", "processing", "active"]);
+  }, 30_000);
 
   it("answers as before where Slack refuses sessions, and asks only once", async () => {
     slack.api.refuse("agents.sessions.setStatus", "missing_scope");

@@ -61,6 +61,7 @@ export class SlackReply implements Reply {
   private writer: StreamWriter | undefined;
   private native: NativeStream | undefined;
   private lastStatus = "";
+  private sessionStarted = false;
   private recorder: ((address: ReplyAddress) => Promise<void>) | undefined;
   private keys: ((index: number) => string) | undefined;
   /** The answer's rating ref: its buttons go under it once it has finished (see offerFeedback). */
@@ -191,6 +192,8 @@ export class SlackReply implements Reply {
   }
 
   stream(): TextSink {
+    // A reply rebuilt for a resumed turn starts its session here (an event's, when acknowledged).
+    void this.startSession();
     const writer = this.sink();
     const clear = async () => {
       this.stopOffer.abort();
@@ -202,7 +205,7 @@ export class SlackReply implements Reply {
         const rated = how?.answered === true && this.rating !== undefined;
         if (rated && this.native) this.native.closing = [feedbackBlock(this.rating!)];
         await writer.finish().finally(clear);
-        await this.endSession();
+        await this.endSession(how?.answered === true ? "active" : "suspended");
         // Never awaited: the turn (and the thread's lock) must not wait for a rating's budget.
         if (rated) void this.showRating();
       },
@@ -224,12 +227,18 @@ export class SlackReply implements Reply {
 
   /** The thread's agent session is `processing`: Slack shows it, with its stop button. */
   async startSession(): Promise<void> {
+    if (this.sessionStarted) return;
+    this.sessionStarted = true;
     await this.deps.sessions?.status(this.place, "processing");
   }
 
-  /** Moves the session on from `processing` once the answer has ended (Slack does not). */
-  private async endSession(): Promise<void> {
-    await this.deps.sessions?.status(this.place, "active");
+  /**
+   * Moves the session on from `processing` once the answer has ended (Slack does not):
+   * `active` when it is whole or failed, `suspended` when it waits (for an approval, or for
+   * the process that takes it over).
+   */
+  private async endSession(status: "active" | "suspended" = "active"): Promise<void> {
+    await this.deps.sessions?.status(this.place, status);
   }
 
   async title(t: string): Promise<void> {
