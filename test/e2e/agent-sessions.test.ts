@@ -112,7 +112,10 @@ describe("Slack agent sessions", () => {
     });
     await running.app.dispatcher.settled();
     await untilQuiet(slack.api.calls);
-    expect(session(m.ts)?.statuses).toEqual(["processing", "suspended", "processing", "active"]);
+    // Only the latest status of a thread is sent, so a quick resume may skip its `processing`.
+    const statuses = session(m.ts)?.statuses ?? [];
+    expect(statuses.slice(0, 2)).toEqual(["processing", "suspended"]);
+    expect(statuses.at(-1)).toBe("active");
   }, 30_000);
 
   it("answers as before where Slack refuses sessions, and asks only once", async () => {

@@ -1,6 +1,6 @@
 import type { WebClient } from "@slack/web-api";
 import { log } from "../../log.js";
-import { WriteDropped } from "../../runtime/scheduler/write-scheduler.js";
+import { WriteDropped, type WriteScheduler } from "../../runtime/scheduler/write-scheduler.js";
 
 export type SessionStatus = "processing" | "active" | "suspended" | "closed";
 
@@ -24,10 +24,17 @@ const TITLE_MAX = 200;
  */
 export class AgentSessions {
   private available: boolean;
+  /**
+   * Per thread, the status it should have and the one last sent: only the latest counts,
+   * so a thread whose statuses wait for the budget (Tier 3, 50 a minute for the workspace)
+   * sends one call, not each step it went through.
+   */
+  private readonly threads = new Map<string, { want: SessionStatus; sent?: SessionStatus }>();
 
   constructor(
     private readonly web: WebClient,
     enabled: boolean,
+    private readonly pacing: { scheduler: WriteScheduler; stopping?: AbortSignal },
   ) {
     this.available = enabled;
   }
@@ -36,17 +43,43 @@ export class AgentSessions {
     return this.available;
   }
 
-  /** Best effort: a session status that cannot be set never ends a turn. */
-  async status(place: SessionPlace, status: SessionStatus, title?: string): Promise<void> {
+  /** Best effort: a session status that cannot be set never ends a turn. Resolves once the latest is sent. */
+  async status(place: SessionPlace, status: SessionStatus): Promise<void> {
     if (!this.available) return;
+    const key = `${place.channel}:${place.threadTs}`;
+    const running = this.threads.get(key);
+    if (running) {
+      running.want = status;
+      return;
+    }
+    const thread: { want: SessionStatus; sent?: SessionStatus } = { want: status };
+    this.threads.set(key, thread);
     try {
-      await this.web.agents.sessions.setStatus({
-        channel_id: place.channel,
-        thread_ts: place.threadTs,
-        status,
-        ...(status === "processing" ? { initiator_user_id: place.user } : {}),
-        ...(title ? { title: title.slice(0, TITLE_MAX) } : {}),
-      });
+      while (this.available && thread.sent !== thread.want) {
+        const next = thread.want;
+        await this.send(place, next);
+        thread.sent = next;
+      }
+    } finally {
+      this.threads.delete(key);
+    }
+  }
+
+  private async send(place: SessionPlace, status: SessionStatus): Promise<void> {
+    const { scheduler, stopping } = this.pacing;
+    try {
+      // A stopping process does not wait for the budget: its sessions are left to the replica taking over.
+      await scheduler.as(
+        "update",
+        () =>
+          this.web.agents.sessions.setStatus({
+            channel_id: place.channel,
+            thread_ts: place.threadTs,
+            status,
+            ...(status === "processing" && place.user ? { initiator_user_id: place.user } : {}),
+          }),
+        stopping ? { signal: stopping } : {},
+      );
     } catch (err) {
       this.failed(err, "status");
     }
@@ -67,7 +100,12 @@ export class AgentSessions {
 
   private failed(err: unknown, what: string): void {
     const code = (err as { data?: { error?: string } }).data?.error;
-    if (err instanceof WriteDropped || code === "ratelimited" || code === undefined) {
+    if (
+      err instanceof WriteDropped ||
+      this.pacing.stopping?.aborted ||
+      code === "ratelimited" ||
+      code === undefined
+    ) {
       log.debug({ err, what }, "agent session not updated");
       return;
     }

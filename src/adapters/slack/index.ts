@@ -61,7 +61,10 @@ export function createSlackAdapter(deps: AdapterDeps, opts: SlackAdapterOptions 
     return identity;
   };
   const stopping = new AbortController();
-  const sessions = new AgentSessions(conn.writes, config.slack.agentSessions);
+  const sessions = new AgentSessions(conn.writes, config.slack.agentSessions, {
+    scheduler,
+    stopping: stopping.signal,
+  });
   const events = new SlackEvents({
     sessions,
     runner,

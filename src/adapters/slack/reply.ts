@@ -205,7 +205,9 @@ export class SlackReply implements Reply {
         const rated = how?.answered === true && this.rating !== undefined;
         if (rated && this.native) this.native.closing = [feedbackBlock(this.rating!)];
         await writer.finish().finally(clear);
-        await this.endSession(how?.answered === true ? "active" : "suspended");
+        // Never awaited: a session's status has its own budget (Tier 3), and the turn, its
+        // questions and the thread's lock must not wait for it.
+        void this.endSession(how?.answered === true ? "active" : "suspended");
         // Never awaited: the turn (and the thread's lock) must not wait for a rating's budget.
         if (rated) void this.showRating();
       },
@@ -213,7 +215,7 @@ export class SlackReply implements Reply {
         writer
           .fail(message)
           .finally(clear)
-          .finally(() => this.endSession()),
+          .finally(() => void this.endSession()),
       abandon: async () => {
         this.stopOffer.abort();
         await writer.abandon?.();
