@@ -35,6 +35,10 @@ import { p50, percentile } from "./support/stats.js";
 
 const CROWD = Number(process.env.BENCH_REPLICAS_CROWD ?? 200);
 const ROLL_THREADS = Number(process.env.BENCH_REPLICAS_ROLL_THREADS ?? 30);
+/** Stages to run ("crowd", "roll", "calm"), all by default: a post-mortem of one needs no other. */
+const STAGES = (process.env.BENCH_REPLICAS_STAGES ?? "crowd,roll,calm").split(",").map((x) => x.trim());
+const EMPTY_CROWD = { modelMs: 0, first: [], final: [], limited: 0, byMethod: "", extra: 0 };
+const EMPTY_CHAT = { sent: 0, lost: 0, notes: 0, twice: 0, times: [] as number[], exits: [] as number[], chattedMs: 24_000 };
 /** Each replica's shutdown grace in the roll: it must exit within it (plus start-up slack). */
 const GRACE_MS = 5_000;
 /** No answer for this long while some are missing: the bots are done, and the rest are lost. */
@@ -226,15 +230,16 @@ const pair = (a: number, b: number) => `${fmt(a)} / ${fmt(b)}`;
 export async function run(): Promise<BenchResult> {
   const build = await buildApp();
   try {
+    const on = (stage: string) => STAGES.includes(stage);
     process.stderr.write(`  replicas-load: ${CROWD} threads on one replica\n`);
-    const one = await crowd(build, 1);
+    const one = on("crowd") ? await crowd(build, 1) : EMPTY_CROWD;
     process.stderr.write(`  replicas-load: ${CROWD} threads on three replicas\n`);
-    const three = await crowd(build, 3);
+    const three = on("crowd") ? await crowd(build, 3) : EMPTY_CROWD;
     process.stderr.write(`  replicas-load: ${ROLL_THREADS} threads chatting through a rolling restart\n`);
-    const rolled = await chatter(build, true, 24_000);
+    const rolled = on("roll") ? await chatter(build, true, 24_000) : EMPTY_CHAT;
     // The baseline chats for as long as the roll took, so both see the same load.
     process.stderr.write(`  replicas-load: ${ROLL_THREADS} threads chatting, no restart\n`);
-    const calm = await chatter(build, false, rolled.chattedMs);
+    const calm = on("calm") ? await chatter(build, false, rolled.chattedMs) : EMPTY_CHAT;
     const chatMs = rolled.chattedMs;
     const over = (c: typeof one, xs: number[]) => xs.map((x) => x - c.modelMs);
     return {

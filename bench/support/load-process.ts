@@ -4,7 +4,8 @@
  * every process this benchmark starts killed when it ends, whatever happened.
  */
 import { type ChildProcessWithoutNullStreams, execFileSync, spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { appendFileSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 import { createServer } from "node:net";
 
 /** Clock ticks per second of /proc/<pid>/stat's times (100 on Linux, but asked). */
@@ -45,8 +46,12 @@ export function spawnBot(name: string, args: string[], env: NodeJS.ProcessEnv, c
     stdio: ["pipe", "pipe", "pipe"],
   });
   let out = "";
+  // BENCH_BOT_LOG_DIR keeps each bot's whole output (with BENCH_BOT_LOG_LEVEL) for a post-mortem.
+  const logDir = process.env.BENCH_BOT_LOG_DIR;
+  const file = logDir ? join(logDir, `${name.replace(/\W+/g, "-")}-${child.pid ?? "x"}.log`) : undefined;
   const keep = (d: Buffer) => {
     out = (out + d.toString()).slice(-KEEP_CHARS);
+    if (file) appendFileSync(file, d);
   };
   child.stdout.on("data", keep);
   child.stderr.on("data", keep);

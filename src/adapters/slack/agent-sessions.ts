@@ -13,6 +13,9 @@ export interface SessionPlace {
 
 /** Slack's title limit for a session. */
 const TITLE_MAX = 200;
+/** A session shown as working this late is not worth the budget: the answer is well under way. */
+const PROCESSING_LATE_MS = 3_000;
+const MAX_REMEMBERED = 10_000;
 
 /**
  * Slack's agent sessions (`agents.sessions.*`, apps with `agent_view` in their manifest):
@@ -25,11 +28,12 @@ const TITLE_MAX = 200;
 export class AgentSessions {
   private available: boolean;
   /**
-   * Per thread, the status it should have and the one last sent: only the latest counts,
-   * so a thread whose statuses wait for the budget (Tier 3, 50 a minute for the workspace)
-   * sends one call, not each step it went through.
+   * Per thread, the status it should have: only the latest counts, so a thread whose
+   * statuses wait for the budget sends one call, not each step it went through.
    */
-  private readonly threads = new Map<string, { want: SessionStatus; sent?: SessionStatus }>();
+  private readonly pending = new Map<string, SessionStatus>();
+  /** The last status sent per thread: a thread without one has no session to move on or rename. */
+  private readonly sent = new Map<string, SessionStatus>();
 
   constructor(
     private readonly web: WebClient,
@@ -43,29 +47,39 @@ export class AgentSessions {
     return this.available;
   }
 
-  /** Best effort: a session status that cannot be set never ends a turn. Resolves once the latest is sent. */
+  /**
+   * Best effort: a session status never ends or delays a turn. A `processing` that cannot
+   * go out within PROCESSING_LATE_MS (the workspace's Tier 3 spent by other threads) is
+   * not sent, and then neither is the status after it: the thread has no session.
+   */
   async status(place: SessionPlace, status: SessionStatus): Promise<void> {
     if (!this.available) return;
     const key = `${place.channel}:${place.threadTs}`;
-    const running = this.threads.get(key);
-    if (running) {
-      running.want = status;
-      return;
-    }
-    const thread: { want: SessionStatus; sent?: SessionStatus } = { want: status };
-    this.threads.set(key, thread);
+    const running = this.pending.has(key);
+    this.pending.set(key, status);
+    if (running) return;
     try {
-      while (this.available && thread.sent !== thread.want) {
-        const next = thread.want;
-        await this.send(place, next);
-        thread.sent = next;
+      for (;;) {
+        const next = this.pending.get(key) as SessionStatus;
+        const last = this.sent.get(key);
+        if (next === last || (last === undefined && next !== "processing")) break;
+        if (!(await this.send(place, next))) break;
+        this.remember(key, next);
       }
     } finally {
-      this.threads.delete(key);
+      this.pending.delete(key);
     }
   }
 
-  private async send(place: SessionPlace, status: SessionStatus): Promise<void> {
+  private remember(key: string, status: SessionStatus): void {
+    this.sent.delete(key);
+    this.sent.set(key, status);
+    // Oldest first: a long-running process keeps the threads it answered lately.
+    if (this.sent.size > MAX_REMEMBERED) this.sent.delete(this.sent.keys().next().value as string);
+  }
+
+  /** True when Slack took it. */
+  private async send(place: SessionPlace, status: SessionStatus): Promise<boolean> {
     const { scheduler, stopping } = this.pacing;
     try {
       // A stopping process does not wait for the budget: its sessions are left to the replica taking over.
@@ -78,15 +92,20 @@ export class AgentSessions {
             status,
             ...(status === "processing" && place.user ? { initiator_user_id: place.user } : {}),
           }),
-        stopping ? { signal: stopping } : {},
+        {
+          ...(stopping ? { signal: stopping } : {}),
+          ...(status === "processing" ? { dropAfterMs: PROCESSING_LATE_MS } : {}),
+        },
       );
+      return true;
     } catch (err) {
       this.failed(err, "status");
+      return false;
     }
   }
 
   async rename(place: SessionPlace, title: string): Promise<void> {
-    if (!this.available) return;
+    if (!this.available || !this.sent.has(`${place.channel}:${place.threadTs}`)) return;
     try {
       await this.web.agents.sessions.rename({
         channel_id: place.channel,

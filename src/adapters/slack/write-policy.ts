@@ -25,6 +25,9 @@ const WORKSPACE_PER_MINUTE: Record<string, number> = {
   "conversations.replies": 50,
   "conversations.history": 50,
   "users.info": 100,
+  // Agent sessions (Tier 3): many threads starting at once would meet 429s at once.
+  "agents.sessions.setStatus": 50,
+  "agents.sessions.rename": 50,
 };
 
 /**
@@ -46,8 +49,6 @@ const LEARNED_WORKSPACE_PER_MINUTE: Record<string, number> = {
   "files.completeUploadExternal": 100,
   "views.open": 100,
   "views.update": 100,
-  "agents.sessions.setStatus": 50,
-  "agents.sessions.rename": 50,
 };
 
 /** Per channel: known for chat.postMessage (bursts of 3 assumed), learned from a 429 for the others. */
