@@ -1,0 +1,77 @@
+import type { WebClient } from "@slack/web-api";
+import { describe, expect, it } from "vitest";
+import type { WriteScheduler } from "../../runtime/scheduler/write-scheduler.js";
+import { AgentSessions } from "./agent-sessions.js";
+
+const place = { channel: "C1", threadTs: "1.1", user: "U1" };
+/** Runs each call at once: what is checked here is which calls are made, not their pacing. */
+const unpaced = {
+  scheduler: { as: (_lane: string, fn: () => Promise<unknown>) => fn() } as unknown as WriteScheduler,
+};
+
+function slack(opts: { refuse?: string } = {}) {
+  const calls: string[] = [];
+  let release: () => void = () => {};
+  let gate: Promise<void> | undefined;
+  const web = {
+    agents: {
+      sessions: {
+        setStatus: async (a: { status: string }) => {
+          calls.push(a.status);
+          if (opts.refuse) throw Object.assign(new Error("refused"), { data: { error: opts.refuse } });
+          await gate;
+          return { ok: true };
+        },
+        rename: async (a: { title: string }) => {
+          calls.push(`rename ${a.title}`);
+          return { ok: true };
+        },
+      },
+    },
+  } as unknown as WebClient;
+  return {
+    web,
+    calls,
+    hold: () => {
+      gate = new Promise((r) => {
+        release = r;
+      });
+    },
+    release: () => release(),
+  };
+}
+
+describe("Slack agent sessions", () => {
+  it("sends only the latest status of a thread while an earlier one is on its way", async () => {
+    const s = slack();
+    const sessions = new AgentSessions(s.web, true, unpaced);
+    s.hold();
+    const first = sessions.status(place, "processing");
+    await sessions.status(place, "suspended");
+    await sessions.status(place, "processing");
+    await sessions.status(place, "active");
+    s.release();
+    await first;
+    expect(s.calls).toEqual(["processing", "active"]);
+  });
+
+  it("has no session to move on or rename where none was started", async () => {
+    const s = slack();
+    const sessions = new AgentSessions(s.web, true, unpaced);
+    await sessions.status(place, "active");
+    await sessions.rename(place, "Title");
+    expect(s.calls).toEqual([]);
+    await sessions.status(place, "processing");
+    await sessions.rename(place, "Title");
+    expect(s.calls).toEqual(["processing", "rename Title"]);
+  });
+
+  it("stops asking for the rest of the process once Slack refuses sessions", async () => {
+    const s = slack({ refuse: "missing_scope" });
+    const sessions = new AgentSessions(s.web, true, unpaced);
+    await sessions.status(place, "processing");
+    await sessions.status({ ...place, threadTs: "2.2" }, "processing");
+    expect(s.calls).toEqual(["processing"]);
+    expect(sessions.on).toBe(false);
+  });
+});
