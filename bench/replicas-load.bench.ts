@@ -38,7 +38,17 @@ const ROLL_THREADS = Number(process.env.BENCH_REPLICAS_ROLL_THREADS ?? 30);
 /** Stages to run ("crowd", "roll", "calm"), all by default: a post-mortem of one needs no other. */
 const STAGES = (process.env.BENCH_REPLICAS_STAGES ?? "crowd,roll,calm").split(",").map((x) => x.trim());
 const EMPTY_CROWD = { modelMs: 0, first: [], final: [], limited: 0, byMethod: "", extra: 0 };
-const EMPTY_CHAT = { sent: 0, lost: 0, notes: 0, twice: 0, times: [] as number[], exits: [] as number[], chattedMs: 24_000 };
+/** How long the chatter lasts without the roll (with it, as long as the roll took). */
+const CHAT_MS = Number(process.env.BENCH_REPLICAS_CHAT_S ?? 24) * 1000;
+const EMPTY_CHAT = {
+  sent: 0,
+  lost: 0,
+  notes: 0,
+  twice: 0,
+  times: [] as number[],
+  exits: [] as number[],
+  chattedMs: CHAT_MS,
+};
 /** Each replica's shutdown grace in the roll: it must exit within it (plus start-up slack). */
 const GRACE_MS = 5_000;
 /** No answer for this long while some are missing: the bots are done, and the rest are lost. */

@@ -5,8 +5,8 @@
  */
 import { type ChildProcessWithoutNullStreams, execFileSync, spawn } from "node:child_process";
 import { appendFileSync, readFileSync } from "node:fs";
-import { join } from "node:path";
 import { createServer } from "node:net";
+import { join } from "node:path";
 
 /** Clock ticks per second of /proc/<pid>/stat's times (100 on Linux, but asked). */
 const CLOCK_TICKS = (() => {
