@@ -52,7 +52,10 @@ const EMPTY_CHAT = {
 /** Each replica's shutdown grace in the roll: it must exit within it (plus start-up slack). */
 const GRACE_MS = 5_000;
 /** No answer for this long while some are missing: the bots are done, and the rest are lost. */
-const QUIET_MS = 30_000;
+// Longer than the longest Retry-After a bot may be told to wait (Slack's per-minute windows:
+// up to 60 s): with 30 s, answers paused by a 29 s Retry-After on `chat.update` of their
+// channel were counted as lost while they were still coming (the kept logs showed them end).
+const QUIET_MS = 90_000;
 /** Targets: three replicas' final text p99 at most this times one replica's; no more 429s than one replica. */
 const TARGET_CROWD_P99_RATIO = 1.25;
 

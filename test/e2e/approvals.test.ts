@@ -26,6 +26,7 @@ import { everythingServer, repoRoot } from "../support/chat-process.js";
 import { isTitleRequest, lastUserText, toolResultsSinceUser } from "../support/llm-text.js";
 import { killStarted, startSwitchboard, waitUntil } from "../support/process.js";
 import { untilQuiet } from "../support/quiet.js";
+import { actionsOf, type SlackAction } from "../support/slack-actions.js";
 
 const filesystemServer = join(repoRoot, "node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
 
@@ -410,15 +411,6 @@ describe("approvals in Discord", () => {
     expect(readFileSync(join(root, "note-6.txt"), "utf8")).toBe("contents of note-6");
   }, 60_000);
 });
-
-type SlackAction = { action_id: string; value?: string; block_id: string };
-
-function actionsOf(m: EmuMessage): SlackAction[] {
-  const blocks = (m.blocks ?? []) as Array<{ type?: string; block_id?: string; elements?: SlackAction[] }>;
-  return blocks
-    .filter((b) => b.type === "actions")
-    .flatMap((b) => (b.elements ?? []).map((e) => ({ ...e, block_id: b.block_id ?? "" })));
-}
 
 type DiscordButton = { custom_id: string; label: string };
 

@@ -15,15 +15,7 @@ import { clickAction, submitView } from "../emulators/slack/interactive.js";
 import { appEnv } from "../support/app-env.js";
 import { formScenario, formsWorkspace } from "../support/forms-scenario.js";
 import { untilQuiet } from "../support/quiet.js";
-
-type SlackAction = { action_id: string; value?: string; url?: string; block_id: string };
-
-function actionsOf(m: EmuMessage): SlackAction[] {
-  const blocks = (m.blocks ?? []) as Array<{ type?: string; block_id?: string; elements?: SlackAction[] }>;
-  return blocks
-    .filter((b) => b.type === "actions")
-    .flatMap((b) => (b.elements ?? []).map((e) => ({ ...e, block_id: b.block_id ?? "" })));
-}
+import { actionsOf, type SlackAction } from "../support/slack-actions.js";
 
 describe("a server's form in Slack", () => {
   let llm: LlmEmulator;

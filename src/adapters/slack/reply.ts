@@ -303,8 +303,9 @@ export class SlackReply implements Reply {
             text: last.text,
             blocks: [{ type: "markdown", text: last.text }, feedbackBlock(ref)],
           }),
-        // Only with room at once, and a 429 drops it: it is never queued behind anyone's answer.
-        { now: true, requeue: false },
+        // Behind every answer (the background lane), briefly: a channel's edits are paced, and
+        // the final text has just used its budget. Late or met by a 429, it is dropped.
+        { dropAfterMs: RATING_LATE_MS, requeue: false },
       )
       .catch((err: unknown) => log.debug({ err }, "rating buttons not shown"));
   }
@@ -365,6 +366,9 @@ export class SlackReply implements Reply {
     });
   }
 }
+
+/** Rating buttons that cannot be shown within this long after the answer are not shown. */
+const RATING_LATE_MS = 3_000;
 
 /** An answer still being written after this long gets its Stop button. */
 const STOP_OFFER_AFTER_MS = 2_000;

@@ -281,17 +281,7 @@ export class DiscordEmulator implements RestContext {
   }
 
   private storeFile(channelId: string, f: IncomingFile): StoredAttachment {
-    const id = snowflake();
-    const a: StoredAttachment = {
-      id,
-      filename: f.filename,
-      size: f.data.length,
-      contentType: f.contentType,
-      data: f.data,
-      url: this.state.attachmentUrl(channelId, id, f.filename),
-    };
-    this.state.files.set(id, a);
-    return a;
+    return this.state.storeFile(channelId, f);
   }
 
   private interaction(

@@ -1,8 +1,7 @@
 import type { IncomingFile } from "./index.js";
 import { ModalType } from "./modals.js";
-import { snowflake } from "./snowflake.js";
 import { ALL_PERMISSIONS, type DiscordState } from "./state.js";
-import type { ModalComponent, OpenedModal, StoredAttachment, StoredInteraction } from "./types.js";
+import type { ModalComponent, OpenedModal, StoredInteraction } from "./types.js";
 
 /**
  * What a person enters in a modal input, by the input's type: a text input takes a string; a
@@ -188,17 +187,8 @@ class Resolved {
 
   /** Stores an uploaded file and returns its attachment id. */
   file(f: IncomingFile): string {
-    const id = snowflake();
-    const url = this.s.attachmentUrl(this.channelId, id, f.filename);
-    const a: StoredAttachment = {
-      id,
-      filename: f.filename,
-      size: f.data.length,
-      contentType: f.contentType,
-      data: f.data,
-      url,
-    };
-    this.s.files.set(id, a);
+    const a = this.s.storeFile(this.channelId, f);
+    const { id, url } = a;
     this.attachments[id] = {
       id,
       filename: f.filename,

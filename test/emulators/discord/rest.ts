@@ -302,19 +302,7 @@ export function writeMessage(
       throw new HttpError(413, { message: "Request entity too large", code: 40005 });
     }
   }
-  const added: StoredAttachment[] = body.files.map((f) => {
-    const id = snowflake();
-    const a: StoredAttachment = {
-      id,
-      filename: f.filename,
-      size: f.data.length,
-      contentType: f.contentType,
-      data: f.data,
-      url: s.attachmentUrl(channelId, id, f.filename),
-    };
-    s.files.set(id, a);
-    return a;
-  });
+  const added: StoredAttachment[] = body.files.map((f) => s.storeFile(channelId, f));
   const channel = s.channels.get(channelId);
   const guildId = channel?.guild_id;
   const intent = guildId ? Intent.GuildMessages : Intent.DirectMessages;

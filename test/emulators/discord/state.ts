@@ -1,3 +1,4 @@
+import type { IncomingFile } from "./index.js";
 import { snowflake } from "./snowflake.js";
 import {
   type ChannelObject,
@@ -149,6 +150,21 @@ export class DiscordState {
 
   attachmentUrl(channelId: string, id: string, filename: string): string {
     return `${this.baseUrl()}/attachments/${channelId}/${id}/${encodeURIComponent(filename)}`;
+  }
+
+  /** Keeps an uploaded file, served from its CDN-like URL under `channelId`. */
+  storeFile(channelId: string, f: IncomingFile): StoredAttachment {
+    const id = snowflake();
+    const a: StoredAttachment = {
+      id,
+      filename: f.filename,
+      size: f.data.length,
+      contentType: f.contentType,
+      data: f.data,
+      url: this.attachmentUrl(channelId, id, f.filename),
+    };
+    this.files.set(id, a);
+    return a;
   }
 
   /** Guild roles besides @everyone (id -> name), sent with GUILD_CREATE: define them before the bot connects. */
