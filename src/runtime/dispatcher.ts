@@ -65,8 +65,7 @@ export class Dispatcher implements TurnRunner {
       replyFor: (key, channel) => this.replyFor(key, channel),
     });
     this.forms = deps.forms ? new FormDesk({ config: deps.config, book: deps.forms }) : undefined;
-    const formDesk = this.forms ? { formDesk: this.forms } : {};
-    this.turnDeps = { ...deps, desk: this.desk, owner: deps.lock.owner, ...formDesk };
+    this.turnDeps = { ...deps, desk: this.desk, owner: deps.lock.owner, formDesk: this.forms };
     this.access = new Access(deps.config);
     this.accounts = new TurnAccounts(deps);
     this.ratings = deps.feedback ? new FeedbackDesk(deps.feedback, deps.onVote) : undefined;
@@ -158,15 +157,12 @@ export class Dispatcher implements TurnRunner {
       running: this.running,
       // Without an approval book (adapter tests) nothing waits for a decision.
       ...(this.deps.approvals ? { desk: this.desk } : {}),
-      ...(this.ratings ? { feedback: this.ratings } : {}),
-      ...(this.forms ? { forms: this.forms } : {}),
+      feedback: this.ratings,
+      forms: this.forms,
     });
   }
 
-  /**
-   * Runs a parked turn on once all its approvals are decided (or expired), under its
-   * thread's lock, in a reply rebuilt from its record: whichever process got the click.
-   */
+  /** Runs a parked turn on once its approvals are decided (or expired), in a reply rebuilt from its record. */
   resumeWaiting(key: ThreadKey): void {
     const { ledger } = this.deps;
     void this.track(key, async (controller) => {
@@ -217,10 +213,7 @@ export class Dispatcher implements TurnRunner {
     });
   }
 
-  /**
-   * Runs `work` under the thread's lock as one of this process's turns: drained with them,
-   * aborted by a shutdown. Undefined when the process is stopping.
-   */
+  /** Runs `work` under the thread's lock as one of this process's turns (drained with them); undefined when stopping. */
   private track(
     key: ThreadKey,
     work: (controller: AbortController) => Promise<void>,

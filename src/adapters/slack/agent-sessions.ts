@@ -1,5 +1,7 @@
 import type { WebClient } from "@slack/web-api";
+import type { ThreadKey } from "../../core/thread.js";
 import { log } from "../../log.js";
+import type { TurnRunner } from "../../runtime/contract.js";
 import { WriteDropped, type WriteScheduler } from "../../runtime/scheduler/write-scheduler.js";
 
 export type SessionStatus = "processing" | "active" | "suspended" | "closed";
@@ -134,4 +136,23 @@ export class AgentSessions {
       "Slack refused agent sessions; the app is probably not declared as an agent (add agent_view to its manifest). Answers go on without Slack's session status and stop button",
     );
   }
+}
+
+/**
+ * Slack's stop button was pressed on a session: the same Stop as ours, for the same people.
+ * Stopped, the answer says so itself; refused, the person learns why privately, and the
+ * session (whose stream Slack already stopped) moves on from `processing`.
+ */
+export async function sessionStopped(
+  deps: { runner: TurnRunner; writes: WebClient; sessions?: AgentSessions },
+  key: ThreadKey,
+  place: SessionPlace,
+  name: string | undefined,
+): Promise<void> {
+  const said = (await deps.runner.stop?.(key, { id: place.user, ...(name ? { name } : {}) })) ?? "";
+  if (!said) return;
+  await deps.writes.chat
+    .postEphemeral({ channel: place.channel, user: place.user, thread_ts: place.threadTs, text: said })
+    .catch((err: unknown) => log.debug({ err }, "stop refusal not shown"));
+  await deps.sessions?.status(place, "active");
 }

@@ -9,7 +9,7 @@ import { REFUSED_NOTE } from "../../runtime/access.js";
 import type { Inbound, TurnRunner } from "../../runtime/contract.js";
 import type { WriteScheduler } from "../../runtime/scheduler/write-scheduler.js";
 import type { StateStore } from "../../store/state.js";
-import type { AgentSessions } from "./agent-sessions.js";
+import { type AgentSessions, sessionStopped } from "./agent-sessions.js";
 import { type SlackFile, toInboundFiles } from "./files.js";
 import { fromSlackText } from "./mrkdwn.js";
 import { UserNames } from "./names.js";
@@ -146,23 +146,11 @@ export class SlackEvents {
     });
   }
 
-  private async onSessionStopped(
-    channel: string,
-    threadTs: string,
-    user: string,
-    eventId: string,
-  ): Promise<void> {
+  private async onSessionStopped(channel: string, threadTs: string, user: string, eventId: string) {
     if (!(await this.deps.runner.firstSight(eventId).catch(() => true))) return;
     const key = threadKey(this.deps.identity().teamId, channel, threadTs);
-    const said = (await this.deps.runner.stop?.(key, { id: user, name: await this.names.of(user) })) ?? "";
-    // Stopped: the answer says so itself. Otherwise the person learns why privately.
-    if (said) {
-      await this.deps.writes.chat
-        .postEphemeral({ channel, user, thread_ts: threadTs, text: said })
-        .catch((err: unknown) => log.debug({ err }, "stop refusal not shown"));
-      // Slack stopped the stream already and waits for the session to move on.
-      await this.deps.sessions?.status({ channel, threadTs, user }, "active");
-    }
+    const name = await this.names.of(user);
+    await sessionStopped(this.deps, key, { channel, threadTs, user }, name);
   }
 
   private async onAssistantThread(channel: string, threadTs: string, eventId: string): Promise<void> {

@@ -234,11 +234,7 @@ export class SlackReply implements Reply {
     await this.deps.sessions?.status(this.place, "processing");
   }
 
-  /**
-   * Moves the session on from `processing` once the answer has ended (Slack does not):
-   * `active` when it is whole or failed, `suspended` when it waits (for an approval, or for
-   * the process that takes it over).
-   */
+  /** After the answer (Slack does not move it on): `active`, or `suspended` while it waits for an approval or a takeover. */
   private async endSession(status: "active" | "suspended" = "active"): Promise<void> {
     await this.deps.sessions?.status(this.place, status);
   }
