@@ -118,6 +118,8 @@ export async function crowd(build: AppBuild, n: number) {
     await stop(replicas);
     await slack.stop();
     await llm.close();
+    // Nothing left behind: a test sharing the Redis server must not meet these dedupe keys.
+    await cleanRedis();
   }
 }
 
@@ -235,6 +237,8 @@ export async function chatter(build: AppBuild, roll: boolean, chatMs: number) {
     await stop(replicas);
     await slack.stop();
     await llm.close();
+    // Nothing left behind: a test sharing the Redis server must not meet these dedupe keys.
+    await cleanRedis();
   }
 }
 

@@ -97,6 +97,8 @@ async function takeover(build: AppBuild) {
     await stop(started);
     await slack.stop();
     await llm.close();
+    // Nothing left behind: a test sharing the Redis server must not meet these dedupe keys.
+    await cleanRedis();
   }
 }
 
@@ -133,6 +135,8 @@ async function perTurn(build: AppBuild, store: "sqlite" | "redis") {
     await stop([replica]);
     await slack.stop();
     await llm.close();
+    // Nothing left behind: a test sharing the Redis server must not meet these dedupe keys.
+    await cleanRedis();
   }
 }
 
@@ -177,6 +181,8 @@ async function oneBudget(build: AppBuild, n: number) {
     await stop(replicas);
     await slack.stop();
     await llm.close();
+    // Nothing left behind: a test sharing the Redis server must not meet these dedupe keys.
+    await cleanRedis();
   }
 }
 
