@@ -1,4 +1,6 @@
-import { rmSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openStore } from "../../src/store/index.js";
 import { deleteRedisKeys, needsServer, serverUrl } from "../../src/store/testing.js";
@@ -97,7 +99,17 @@ describe(
           .join("");
       const answeredOnce = (m: { thread: number; text: string }) =>
         joined(m.thread).split(answerTo(m.text)).length - 1 === 1;
-      await waitUntil(() => sent.every(answeredOnce), "every message to be answered", 90_000);
+      try {
+        await waitUntil(() => sent.every(answeredOnce), "every message to be answered", 90_000);
+      } catch (error) {
+        // Say which and keep the replicas' logs: a loss under load is otherwise unexplained.
+        const logs = mkdtempSync(join(tmpdir(), "replicas-slack-"));
+        replicas.forEach((r, i) => writeFileSync(join(logs, `replica-${i}.log`), r.stderr()));
+        const missing = sent.filter((m) => !answeredOnce(m)).map((m) => m.text);
+        throw new Error(
+          `${(error as Error).message}: not answered once: ${missing.join(", ")}; logs in ${logs}`,
+        );
+      }
       await new Promise((r) => setTimeout(r, 1_500));
 
       for (let t = 0; t < THREADS; t++) {

@@ -11,6 +11,12 @@ import {
 } from "./state.js";
 
 let eventSeq = 0;
+/**
+ * Slack's event ids are unique across all time; sequential ids alone would repeat in every
+ * emulator run, and a store that outlived the last run (Redis shared by tests and benches)
+ * would take them for redeliveries and drop them.
+ */
+const runPrefix = randomUUID().replace(/-/g, "").slice(0, 6).toUpperCase();
 
 /** The `event_callback` wrapper Slack puts around every Events API event. */
 export function eventCallback(event: Params): Params {
@@ -21,7 +27,7 @@ export function eventCallback(event: Params): Params {
     api_app_id: APP_ID,
     event,
     type: "event_callback",
-    event_id: `Ev${String(eventSeq).padStart(8, "0")}`,
+    event_id: `Ev${runPrefix}${String(eventSeq).padStart(6, "0")}`,
     event_time: Math.floor(Date.now() / 1000),
     authorizations: [
       {
