@@ -8,7 +8,7 @@ import { urlCredentials } from "./core/unreachable.js";
 import { log, registerSecret } from "./log.js";
 import { McpHub } from "./mcp/hub.js";
 import { CALLBACK_PATH, setUpSignIns } from "./mcp/oauth/setup.js";
-import type { OAuthSignIns } from "./mcp/oauth/sign-ins.js";
+import { type OAuthSignIns, SHARED } from "./mcp/oauth/sign-ins.js";
 import { loadMcpConfig, type ServerConfig } from "./mcp/servers.js";
 import { type HealthServer, startHealthServer } from "./ops/health.js";
 import { Metrics } from "./ops/metrics.js";
@@ -114,17 +114,20 @@ export async function buildCore(opts: CoreOptions = {}): Promise<Core> {
   const store = await openStore(loaded.storeUrl);
   // Sign-ins finish in the health server's /oauth/callback: its address is known once it listens.
   const callback = { base: config.oauth.publicUrl ?? `http://${config.health.host}:${config.health.port}` };
-  let signedIn: (server: string) => void = () => {};
+  let signedIn: (server: string, owner: string) => void = () => {};
   const oauth = setUpSignIns(servers, store, env, {
     redirectUrl: () => `${callback.base.replace(/\/+$/, "")}${CALLBACK_PATH}`,
-    onSignedIn: (server) => signedIn(server),
+    onSignedIn: (server, owner) => signedIn(server, owner),
   });
   const hub = await McpHub.start(servers, {
     ...config.mcp,
     traceContent: config.tracing.toolContent,
     ...(oauth && { oauth }),
   });
-  signedIn = (server) => void hub.reconnect(server);
+  // A person's own sign-in is picked up by the call waiting for it (or by their next one).
+  signedIn = (server, owner) => {
+    if (owner === SHARED) void hub.reconnect(server);
+  };
   // Before the first span (the first turn): with no OTLP endpoint set, nothing is created.
   const tracing = startTracing(env);
   const sessions = new SessionRepository(store);

@@ -122,7 +122,11 @@ async function checkMcp(loaded: LoadedConfig, env: NodeJS.ProcessEnv): Promise<C
         name: `mcp ${s.name}`,
         ok: s.state === "connected" || s.state === "blocked",
         detail:
-          s.state === "connected" ? `${s.toolCount} tools` : `${s.state}${s.error ? `: ${s.error}` : ""}`,
+          s.perUser && s.state === "connected"
+            ? `each person signs in as themselves (${s.toolCount > 0 ? `${s.toolCount} tools known` : "no one has yet"})`
+            : s.state === "connected"
+              ? `${s.toolCount} tools`
+              : `${s.state}${s.error ? `: ${s.error}` : ""}`,
       }));
       await hub.close();
       return [...unset, ...checks];

@@ -208,6 +208,7 @@ export class Agent {
           gate: input.gate,
           ...(input.onCalls ? { onCalls: input.onCalls } : {}),
           ...(input.elicit ? { elicit: input.elicit, conversation: session.key } : {}),
+          owner: `${input.platform}:${input.user.id}`,
           onStep: async (added) => {
             stepMessages += added.length;
             keep(...added);

@@ -52,6 +52,8 @@ export interface LoopOptions {
   elicit?: Elicit;
   /** The conversation's key, so that a server's question reaches only this conversation. */
   conversation?: string;
+  /** The person whose turn it is (`platform:user`), for servers where each signs in as themselves. */
+  owner?: string;
 }
 
 /** `refuse`: the call is answered with this sentence instead of running. */
@@ -345,6 +347,7 @@ async function runOne(
     outcome = await opts.hub.call(call.name, call.arguments, {
       signal: opts.signal,
       ...(opts.elicit ? { elicit: opts.elicit, conversation: opts.conversation ?? "" } : {}),
+      ...(opts.owner ? { owner: opts.owner } : {}),
       onProgress: (p) => {
         const pct = p.total ? ` ${Math.round((100 * p.progress) / p.total)}%` : "";
         emit({ type: "status", text: `Running ${call.name}…${pct}${p.message ? ` ${p.message}` : ""}` });

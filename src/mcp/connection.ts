@@ -42,6 +42,8 @@ export interface ConnectionOptions {
   onChange: () => void;
   /** Sign-ins of the servers that use OAuth. */
   oauth?: ServerAuth;
+  /** Whose sign-in the connection uses: the shared one unless a person's own (per-user servers). */
+  owner?: string;
 }
 
 export type CallAnswer = { result: CallToolResult } | { failure: CallFailure };
@@ -247,14 +249,18 @@ export class ServerConnection {
     const auth = this.opts.oauth?.uses(this.name) ? this.opts.oauth : undefined;
     // Nobody signed in yet: fail without a request, so a waiting server costs its authorization server nothing.
     this.awaitingSignIn = false;
-    if (auth && !(await auth.signedIn(this.name).catch(() => false))) {
+    if (auth && !(await auth.signedIn(this.name, this.opts.owner).catch(() => false))) {
       if (attempt !== this.attempt || this.closed) return null;
       this.awaitingSignIn = true;
       const reason = needsSignIn(this.name);
       if (reason !== this.error) log.warn({ server: this.name }, "mcp server waits for an OAuth sign-in");
       return reason;
     }
-    const transport = createTransport(this.config, (line) => stderr.add(line), auth?.providerFor(this.name));
+    const transport = createTransport(
+      this.config,
+      (line) => stderr.add(line),
+      auth?.providerFor(this.name, this.opts.owner),
+    );
     const client = new Client(this.opts.clientInfo, {
       capabilities: { elicitation: ELICITATION_CAPABILITY },
       listChanged: {

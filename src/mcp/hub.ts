@@ -6,6 +6,7 @@ import { log, scrub } from "../log.js";
 import { ServerConnection } from "./connection.js";
 import { ToolNameMap } from "./names.js";
 import type { ServerAuth } from "./oauth/sign-ins.js";
+import { PerUserServer, SIGN_IN_TOOL } from "./per-user.js";
 import { toModelResult } from "./results.js";
 import { checkArguments, toProviderSchema } from "./schema.js";
 import type { ServerConfig } from "./servers.js";
@@ -39,7 +40,8 @@ interface CatalogItem {
   entry: ToolEntry;
   /** The server's own schema: arguments are checked against it, not the provider copy. */
   original: Record<string, unknown>;
-  connection: ServerConnection;
+  /** Where the call goes: the server's connection, or the calling person's own (per-user servers). */
+  source: ServerConnection | PerUserServer;
 }
 
 const MAX_NAMES_LISTED = 60;
@@ -62,6 +64,9 @@ function providerSchema(tool: Tool): Record<string, unknown> {
  */
 export class McpHub implements ToolHub {
   private readonly connections: ServerConnection[];
+  private readonly perUser: PerUserServer[];
+  /** Every server in the configuration's order, as `/tools` lists them. */
+  private readonly servers: Array<ServerConnection | PerUserServer>;
   private catalog = new Map<string, CatalogItem>();
   private readonly listeners = new Set<() => void>();
 
@@ -70,22 +75,24 @@ export class McpHub implements ToolHub {
     private readonly opts: HubOptions,
   ) {
     const clientInfo = opts.clientInfo ?? { name: "switchboard", version: "0.1.0" };
-    this.connections = servers
+    const oauth = opts.oauth;
+    this.servers = servers
       .filter((s) => !s.disabled)
-      .map(
-        (config) =>
-          new ServerConnection(
-            config,
-            { ...opts, clientInfo, onChange: () => this.changed() },
-            opts.blockedServers.includes(config.name),
-          ),
-      );
+      .map((config) => {
+        const connectionOpts = { ...opts, clientInfo, onChange: () => this.changed() };
+        const blocked = opts.blockedServers.includes(config.name);
+        return config.transport === "http" && oauth?.perUser(config.name)
+          ? new PerUserServer(config, { ...connectionOpts, oauth }, blocked)
+          : new ServerConnection(config, connectionOpts, blocked);
+      });
+    this.connections = this.servers.filter((s) => s instanceof ServerConnection);
+    this.perUser = this.servers.filter((s) => s instanceof PerUserServer);
   }
 
   /** Resolves once every server is connected or has failed; a slow one is bounded by connectTimeoutMs. */
   static async start(servers: readonly ServerConfig[], opts: HubOptions): Promise<McpHub> {
     const hub = new McpHub(servers, opts);
-    await Promise.all(hub.connections.map((c) => c.start()));
+    await Promise.all(hub.servers.map((c) => c.start()));
     hub.rebuild();
     return hub;
   }
@@ -96,7 +103,11 @@ export class McpHub implements ToolHub {
   }
 
   status(): ServerStatus[] {
-    return this.connections.map((c) => c.status());
+    return this.servers.map((c) => c.status());
+  }
+
+  async signedOut(server: string, owner: string): Promise<void> {
+    await this.perUser.find((s) => s.name === server)?.signedOut(owner);
   }
 
   /** Called when the catalog or a server's status changes; returns the way to stop listening. */
@@ -107,10 +118,11 @@ export class McpHub implements ToolHub {
 
   /** Tries a server again now, closing its circuit; undefined for a name that is not configured. */
   async reconnect(name: string): Promise<ServerStatus | undefined> {
-    const connection = this.connections.find((c) => c.name === name);
-    if (!connection) return undefined;
-    await connection.reconnect();
-    return connection.status();
+    const server = this.servers.find((c) => c.name === name);
+    if (!server) return undefined;
+    if (server instanceof PerUserServer) return server.reconnect();
+    await server.reconnect();
+    return server.status();
   }
 
   prompts(): PromptEntry[] {
@@ -208,9 +220,17 @@ export class McpHub implements ToolHub {
       const input = args !== null && typeof args === "object" && !Array.isArray(args) ? args : {};
       const invalid = checkArguments(name, item.original, input);
       if (invalid) return outcome(server, tool, false, invalid);
-      const answer = await item.connection.call(tool, input, opts);
+      let connection = item.source;
+      if (connection instanceof PerUserServer) {
+        const own = await connection.connectionFor(opts);
+        if (typeof own === "string") return outcome(server, tool, false, own);
+        if (tool === SIGN_IN_TOOL && !own.tools.some((t) => t.name === SIGN_IN_TOOL))
+          return outcome(server, tool, true, connection.signedInText(own));
+        connection = own;
+      }
+      const answer = await connection.call(tool, input, opts);
       if ("failure" in answer) return outcome(server, tool, false, answer.failure.text);
-      const linked = await withLinkedResources(answer.result, item.connection, opts.signal);
+      const linked = await withLinkedResources(answer.result, connection, opts.signal);
       const result = toModelResult(linked, { maxChars: this.opts.maxOutputChars, server, tool });
       return outcome(server, tool, result.ok, result.text, result.artifacts);
     } catch (err) {
@@ -225,7 +245,7 @@ export class McpHub implements ToolHub {
   }
 
   async close(): Promise<void> {
-    await Promise.all(this.connections.map((c) => c.close()));
+    await Promise.all(this.servers.map((c) => c.close()));
     this.listeners.clear();
   }
 
@@ -242,13 +262,18 @@ export class McpHub implements ToolHub {
 
   /** Connected servers and restarting ones (their last tools, so that names stay put across a restart). */
   private rebuild(): void {
-    const live = this.connections.filter((c) => c.state === "connected" || c.state === "reconnecting");
+    const live = [
+      ...this.connections
+        .filter((c) => c.state === "connected" || c.state === "reconnecting")
+        .map((c) => ({ source: c, tools: c.tools })),
+      ...this.perUser.map((s) => ({ source: s, tools: s.catalog() })),
+    ];
     const names = new ToolNameMap(
-      live.flatMap((c) => c.tools.map((t) => ({ server: c.name, tool: t.name }))),
+      live.flatMap(({ source, tools }) => tools.map((t) => ({ server: source.name, tool: t.name }))),
     );
     const catalog = new Map<string, CatalogItem>();
-    for (const connection of live) {
-      for (const tool of connection.tools) {
+    for (const { source: connection, tools } of live) {
+      for (const tool of tools) {
         const name = names.nameOf(connection.name, tool.name);
         if (name === undefined || catalog.has(name)) continue;
         const entry: ToolEntry = {
@@ -259,7 +284,7 @@ export class McpHub implements ToolHub {
           inputSchema: providerSchema(tool),
           ...(tool.annotations ? { annotations: hintsOf(tool.annotations) } : {}),
         };
-        catalog.set(name, { entry, original: tool.inputSchema, connection });
+        catalog.set(name, { entry, original: tool.inputSchema, source: connection });
       }
     }
     this.catalog = catalog;

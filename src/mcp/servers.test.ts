@@ -42,6 +42,28 @@ describe("parseMcpConfig", () => {
     ]);
   });
 
+  it("reads oauth as true, as a client's settings, or per user; anything else is named", () => {
+    const servers = parseMcpConfig(
+      {
+        mcpServers: {
+          shared: { url: "https://a.example/mcp", oauth: true },
+          mine: { url: "https://b.example/mcp", oauth: { perUser: true, scope: "read" } },
+        },
+      },
+      FILE,
+      {},
+    );
+    expect(servers.map((s) => (s.transport === "http" ? s.oauth : undefined))).toEqual([
+      {},
+      { perUser: true, scope: "read" },
+    ]);
+    expect(
+      errorOf({ mcpServers: { x: { url: "https://x.example/mcp", oauth: { perUser: "yes" } } } }).message,
+    ).toContain(
+      `${FILE}: mcpServers.x.oauth must be true or an object with "clientId", "clientSecret", "scope" and "perUser" (each optional)`,
+    );
+  });
+
   it("reads streamable HTTP servers from type http, type streamable-http, or a bare url", () => {
     const servers = parseMcpConfig(
       {

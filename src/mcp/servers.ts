@@ -35,6 +35,8 @@ export interface OAuthSettings {
   clientId?: string;
   clientSecret?: string;
   scope?: string;
+  /** Each person signs in with their own account, and their token serves only their turns. */
+  perUser?: boolean;
 }
 
 export type ServerConfig = StdioServerConfig | HttpServerConfig;
@@ -85,9 +87,12 @@ const oauthEntry = z.union(
       clientId: nonEmpty.optional(),
       clientSecret: nonEmpty.optional(),
       scope: nonEmpty.optional(),
+      perUser: z.boolean({ error: "must be true or false" }).optional(),
     }),
   ],
-  { error: 'must be true or an object with "clientId", "clientSecret" and "scope" (each optional)' },
+  {
+    error: 'must be true or an object with "clientId", "clientSecret", "scope" and "perUser" (each optional)',
+  },
 );
 
 const httpEntry = z.looseObject({

@@ -45,6 +45,8 @@ export interface ServerStatus {
   /** Not connected, and tried again by itself in this many ms (a failed start, a death). */
   retryInMs?: number;
   pid?: number;
+  /** A per-user server: how many people's own connections are open in this process. */
+  perUser?: { open: number };
 }
 
 export interface ToolProgress {
@@ -60,6 +62,8 @@ export interface ToolCallOptions {
   elicit?: Elicit;
   /** The conversation the call belongs to (its thread key): a server's question goes only to it. */
   conversation?: string;
+  /** The person whose turn it is (`platform:user`): per-user servers answer them with their own sign-in. */
+  owner?: string;
 }
 
 /** A server asks the person something while a tool call runs: a form to fill in or a page to open. */
@@ -75,6 +79,8 @@ export type ElicitationRequest =
       completed: Promise<void>;
       /** The call fails until the flow is finished (the server's -32042 error): only its end accepts. */
       mustComplete?: boolean;
+      /** The link signs the asker in as themselves: shown to them alone, never in the thread. */
+      private?: boolean;
     };
 
 export type ElicitationAnswer =
@@ -101,6 +107,8 @@ export interface ToolHub {
   /** The text of a prompt with these arguments, as the person's message. Throws a SwitchboardError with a sentence. */
   getPrompt?(server: string, name: string, args: Record<string, string>): Promise<string>;
   status(): ServerStatus[];
+  /** A person signed out of a per-user server: their connection to it closes. */
+  signedOut?(server: string, owner: string): Promise<void>;
   /** Tries a server again now; undefined for a name that is not configured. */
   reconnect?(name: string): Promise<ServerStatus | undefined>;
   /** Never throws: every failure is an outcome with `ok: false` the model can read. */

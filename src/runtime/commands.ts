@@ -78,6 +78,10 @@ export interface CommandSpec {
 
 /** One server as `/tools` and `reconnect` show it: its state, why it is down, and when it is tried again. */
 function serverLine(s: ServerStatus): string {
+  if (s.perUser) {
+    const known = s.toolCount > 0 ? `${s.toolCount} tools` : "tools known once someone signs in";
+    return `• ${s.name} (${s.transport}): each person signs in as themselves, ${known}; ${s.perUser.open} signed-in connection${s.perUser.open === 1 ? "" : "s"} open here`;
+  }
   const state = s.state === "connected" ? `connected, ${s.toolCount} tools` : s.state;
   // A restarting server's error says when already.
   const retry =
@@ -98,13 +102,20 @@ function signInRefusal(
   server: string,
   what: string,
 ): string | undefined {
-  if (cmd.platform !== "console" && !config.access.admins.includes(cmd.user.id))
-    return `Only admins can ${what} tool servers. Ask one, or have your user id added to access.admins in the config.`;
-  if (!oauth) return NO_OAUTH;
+  const admin = cmd.platform === "console" || config.access.admins.includes(cmd.user.id);
+  const onlyAdmins = `Only admins can ${what} tool servers. Ask one, or have your user id added to access.admins in the config.`;
+  if (!oauth) return admin ? NO_OAUTH : onlyAdmins;
   if (!server) return "Name the tool server, as /tools shows it.";
   if (!oauth.uses(server))
     return `There is no tool server named "${server}" that signs in with OAuth. /tools lists them.`;
+  // A per-user server: everyone signs in and out as themselves.
+  if (!oauth.perUser(server) && !admin) return onlyAdmins;
   return undefined;
+}
+
+/** Whose sign-in a connect or disconnect is: the person's own on a per-user server, else the bot's. */
+function ownerFor(cmd: Command, oauth: OAuthSignIns, server: string): string | undefined {
+  return oauth.perUser(server) ? `${cmd.platform}:${cmd.user.id}` : undefined;
 }
 
 export const NOTHING_TO_STOP = "There is no answer being written in this thread to stop.";
@@ -190,16 +201,18 @@ const CATALOG = [
   },
   {
     name: "connect",
-    help: "sign the bot in to a tool server that uses OAuth (admins)",
+    help: "sign in to a tool server that uses OAuth: as yourself where each person does, else the bot (admins)",
     argument: { name: "server", description: "The tool server's name, as /tools shows it", required: true },
     thread: "never",
     async run(cmd, { config, oauth }) {
       const server = cmd.arg?.trim() ?? "";
       const refused = signInRefusal(cmd, config, oauth, server, "sign the bot in to");
       if (refused || !oauth) return refused ?? NO_OAUTH;
+      const owner = ownerFor(cmd, oauth, server);
       try {
-        const url = await oauth.begin(server);
-        return `Open this link to sign the bot in to ${server} (it works once, for 10 minutes; only you can see it):\n${url.href}`;
+        const url = await oauth.begin(server, owner);
+        const whom = owner ? "yourself, with your own account," : "the bot";
+        return `Open this link to sign ${whom} in to ${server} (it works once, for 10 minutes; only you can see it):\n${url.href}`;
       } catch (err) {
         return err instanceof SwitchboardError
           ? err.userMessage
@@ -209,13 +222,21 @@ const CATALOG = [
   },
   {
     name: "disconnect",
-    help: "sign the bot out of a tool server that uses OAuth, revoking its tokens (admins)",
+    help: "sign out of a tool server that uses OAuth, revoking the tokens: yours, or the bot's (admins)",
     argument: { name: "server", description: "The tool server's name, as /tools shows it", required: true },
     thread: "never",
     async run(cmd, { config, oauth, hub }) {
       const server = cmd.arg?.trim() ?? "";
       const refused = signInRefusal(cmd, config, oauth, server, "sign the bot out of");
       if (refused || !oauth) return refused ?? NO_OAUTH;
+      const owner = ownerFor(cmd, oauth, server);
+      if (owner) {
+        const had = await oauth.revoke(server, owner);
+        await hub.signedOut?.(server, owner);
+        return had
+          ? `Signed you out of ${server}: your tokens are revoked and forgotten. You will be asked to sign in again the next time I use it for you.`
+          : `You were not signed in to ${server}; nothing changed.`;
+      }
       const had = await oauth.revoke(server);
       await hub.reconnect?.(server);
       return had

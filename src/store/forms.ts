@@ -14,6 +14,8 @@ export interface FormRecord {
   url?: string;
   /** URL mode: only the end of the flow (the server's notice, or Done) answers it, not a click on the link. */
   mustComplete?: boolean;
+  /** URL mode: the link signs the asker in as themselves, so it is shown to them alone (a button reveals it). */
+  private?: boolean;
   /** Who asked the bot: the only one who may answer. */
   asker: { id: string; name?: string };
   platform: Platform;

@@ -104,7 +104,7 @@ describe(
       } catch (error) {
         // Say which and keep the replicas' logs: a loss under load is otherwise unexplained.
         const logs = mkdtempSync(join(tmpdir(), "replicas-slack-"));
-        replicas.forEach((r, i) => writeFileSync(join(logs, `replica-${i}.log`), r.stderr()));
+        for (const [i, r] of replicas.entries()) writeFileSync(join(logs, `replica-${i}.log`), r.stderr());
         const missing = sent.filter((m) => !answeredOnce(m)).map((m) => m.text);
         throw new Error(
           `${(error as Error).message}: not answered once: ${missing.join(", ")}; logs in ${logs}`,

@@ -33,6 +33,12 @@ export async function mcpLogin(
         `There is no tool server named "${server}" with "oauth" in ${loaded.mcpConfigFile ?? "mcp.json"}.${names.length ? ` Servers that sign in: ${names.join(", ")}.` : ""}`,
       );
     }
+    if (signIns.perUser(server)) {
+      throw new SwitchboardError(
+        "config_invalid",
+        `${server} signs each person in with their own account ("perUser" in ${loaded.mcpConfigFile ?? "mcp.json"}), so the bot has no sign-in of its own there: people sign in from chat, when the bot first needs it for them or with /switchboard connect ${server}.`,
+      );
+    }
     if (!config.oauth.publicUrl) {
       listener = await listenForCallback(config.health.host, config.health.port, (params) =>
         signIns.finish(params),

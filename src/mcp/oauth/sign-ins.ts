@@ -1,5 +1,6 @@
 import { auth, type OAuthClientProvider, UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
 import type { OAuthTokens } from "@modelcontextprotocol/sdk/shared/auth.js";
+import type { Tool } from "@modelcontextprotocol/sdk/types.js";
 import { ContextSlot } from "../../core/async-context.js";
 import { SwitchboardError } from "../../core/errors.js";
 import { safeAddress, unreachable } from "../../core/unreachable.js";
@@ -22,15 +23,22 @@ const refreshing = new ContextSlot<boolean>("oauth refresh");
 export interface SignInOptions {
   /** Where the authorization server sends the browser back: the bot's `/oauth/callback`, known once its HTTP server listens. */
   redirectUrl: () => string;
-  /** Told when a server has new tokens (a sign-in finished), so it connects. */
-  onSignedIn?: (server: string) => void;
+  /** Told when a server has new tokens (a sign-in finished, shared or a person's own), so it connects. */
+  onSignedIn?: (server: string, owner: string) => void;
 }
 
-/** What a connection needs of the sign-ins. */
+/** What connections need of the sign-ins. `owner`: SHARED, or the person whose own sign-in it is. */
 export interface ServerAuth {
   uses(server: string): boolean;
-  signedIn(server: string): Promise<boolean>;
-  providerFor(server: string): OAuthClientProvider;
+  /** Whether each person signs in to `server` with their own account. */
+  perUser(server: string): boolean;
+  signedIn(server: string, owner?: string): Promise<boolean>;
+  signedInSince(server: string, ms: number, owner?: string): Promise<boolean>;
+  providerFor(server: string, owner?: string): OAuthClientProvider;
+  begin(server: string, owner?: string): Promise<URL>;
+  /** Keeps a per-user server's tool list, so that every replica offers its tools before anyone signs in there. */
+  rememberTools(server: string, tools: Tool[]): Promise<void>;
+  rememberedTools(server: string): Promise<Tool[] | undefined>;
 }
 
 export type CallbackOutcome = { ok: true; server: string; text: string } | { ok: false; text: string };
@@ -57,6 +65,19 @@ export class OAuthSignIns implements ServerAuth {
   /** Whether `server` signs in with OAuth. */
   uses(server: string): boolean {
     return this.servers.get(server)?.oauth !== undefined;
+  }
+
+  perUser(server: string): boolean {
+    return this.servers.get(server)?.oauth?.perUser === true;
+  }
+
+  async rememberTools(server: string, tools: Tool[]): Promise<void> {
+    await this.vault.put(`${server}:catalog`, { serverUrl: this.configOf(server).url, tools });
+  }
+
+  async rememberedTools(server: string): Promise<Tool[] | undefined> {
+    const kept = await this.vault.get<{ serverUrl: string; tools: Tool[] }>(`${server}:catalog`);
+    return kept?.serverUrl === this.configOf(server).url ? kept.tools : undefined;
   }
 
   /** The SDK's auth provider for a connection: it never starts a sign-in by itself. */
@@ -123,7 +144,7 @@ export class OAuthSignIns implements ServerAuth {
       return { ok: false, text: `The sign-in to ${server} failed: ${describe(err)}. Start it again.` };
     }
     log.info({ server, owner: owner === SHARED ? SHARED : "user" }, "oauth: signed in");
-    this.opts.onSignedIn?.(server);
+    this.opts.onSignedIn?.(server, owner);
     return {
       ok: true,
       server,

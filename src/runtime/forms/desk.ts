@@ -7,7 +7,7 @@ import type { Elicit, ElicitationAnswer, ElicitationRequest } from "../../mcp/ty
 import type { FormAnswer, FormBook, FormDraft, FormRecord } from "../../store/forms.js";
 import { minutes } from "../approvals/questions.js";
 import { type Interaction, type InteractionReply, OPEN_FORM, type Reply } from "../contract.js";
-import { FORM_OVER, formQuestion, settledForm } from "./texts.js";
+import { FORM_OVER, formQuestion, REVEAL, revealText, settledForm } from "./texts.js";
 
 export interface FormDeskDeps {
   config: Config;
@@ -78,6 +78,7 @@ export class FormDesk {
       message: request.message,
       ...(request.mode === "form" ? { fields: request.fields } : { url: request.url }),
       ...(request.mode === "url" && request.mustComplete ? { mustComplete: true } : {}),
+      ...(request.mode === "url" && request.private ? { private: true } : {}),
       asker: place.user,
       platform: place.platform,
       channel: place.channel,
@@ -180,6 +181,12 @@ export class FormDesk {
         return this.take(interaction, record, { action: interaction.value, by });
       case "done":
         return this.take(interaction, record, { action: "accept", by });
+      case REVEAL:
+        if (record.mode === "url" && record.private && record.url) {
+          await interaction.respond(revealText(record));
+          return undefined;
+        }
+        break;
       case "open":
         // Slack reports a click on the link: consent to open it, unless only the flow's end will do.
         if (record.mode === "url" && !record.mustComplete)

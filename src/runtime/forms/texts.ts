@@ -24,6 +24,18 @@ function fieldSummary(fields: readonly FormField[]): string {
 /** The message in the thread that holds a form's buttons. `parts`: how many modals the platform needs. */
 export function formQuestion(r: FormRecord, parts: number, minutes: string): Question {
   const asker = who(r.asker);
+  if (r.mode === "url" && r.private) {
+    return {
+      ref: r.ref,
+      text:
+        `🔑 ${quote(r.message)}\n` +
+        `${asker}: press Connect for your own sign-in link (only you see it). It waits ${minutes}.`,
+      choices: [
+        { value: REVEAL, label: `Connect ${r.server}`.slice(0, 75), style: "primary" },
+        { value: "cancel", label: "Cancel" },
+      ],
+    };
+  }
   if (r.mode === "url") {
     const host = hostOf(r.url ?? "");
     return {
@@ -62,8 +74,17 @@ function quote(text: string): string {
   return t.replace(/\n/g, "\n> ");
 }
 
+/** The button value of a private sign-in's Connect: the link is told to the one who clicks, if they are the asker. */
+export const REVEAL = "reveal";
+
+/** The link of a private sign-in, for the asker's eyes only. */
+export function revealText(r: FormRecord): string {
+  return `Sign in to ${r.server} with your own account (this link is yours alone and works once): ${r.url ?? ""}`;
+}
+
 /** What the question's message says once it is answered (the buttons are gone). Submitted values are never shown. */
 export function settledForm(r: FormRecord, a: FormAnswer, minutes: string): string {
+  if (r.private) return settledSignIn(r, a, minutes);
   const what =
     r.mode === "url"
       ? `the page on **${hostOf(r.url ?? "")}** for **${r.server}**`
@@ -79,6 +100,14 @@ export function settledForm(r: FormRecord, a: FormAnswer, minutes: string): stri
     default:
       return `✖️ ${who(a.by)} cancelled ${what}.`;
   }
+}
+
+function settledSignIn(r: FormRecord, a: FormAnswer, minutes: string): string {
+  const asker = who(r.asker);
+  if (a.end === "timeout") return `⌛ ${asker} did not sign in to **${r.server}** within ${minutes}.`;
+  if (a.end === "ended") return `✖️ The sign-in to **${r.server}** is no longer needed: the tool call ended.`;
+  if (a.action === "accept") return `✅ ${asker} is signed in to **${r.server}**.`;
+  return `✖️ ${asker} did not sign in to **${r.server}**.`;
 }
 
 function capital(s: string): string {

@@ -1,0 +1,249 @@
+import { randomBytes } from "node:crypto";
+import type { Tool } from "@modelcontextprotocol/sdk/types.js";
+import { SwitchboardError } from "../core/errors.js";
+import { log } from "../log.js";
+import { type ConnectionOptions, ServerConnection } from "./connection.js";
+import type { ServerAuth } from "./oauth/sign-ins.js";
+import type { HttpServerConfig } from "./servers.js";
+import type { ServerStatus, ToolCallOptions } from "./types.js";
+
+/** A person's connection closes after this long unused; their next call opens it again. */
+const IDLE_MS = 15 * 60_000;
+const SWEEP_MS = 60_000;
+/** How often a waiting sign-in looks for the person's tokens (the browser may come back to another replica). */
+const SIGN_IN_POLL_MS = 500;
+
+/** The one tool a per-user server offers before anyone has signed in to it: its real list is unknown until then. */
+export const SIGN_IN_TOOL = "sign_in";
+
+function signInTool(server: string): Tool {
+  return {
+    name: SIGN_IN_TOOL,
+    description:
+      `Signs the person in to ${server} with their own account. Its other tools are listed once ` +
+      `someone has signed in; call this when the person asks for something ${server} does.`,
+    inputSchema: { type: "object", properties: {} },
+    // Runs without an approval: it changes nothing, and only the person themselves can sign in.
+    annotations: { readOnlyHint: true, openWorldHint: false },
+  };
+}
+
+/**
+ * A streamable-HTTP server where each person signs in with their own account (`"oauth":
+ * {"perUser": true}`): one connection per person, opened at their first call with their
+ * token and closed when unused. A person with no sign-in is asked in the thread, and sees
+ * the link alone; the call waits for the sign-in. The tool list is the last one any
+ * person's connection listed, kept in the store so that every replica offers it at once.
+ */
+export class PerUserServer {
+  tools: Tool[] = [];
+  private readonly open = new Map<string, { connection: ServerConnection; usedAt: number }>();
+  /** One opening (and sign-in) per person at a time: ten calls at once ask them once. */
+  private readonly opening = new Map<string, Promise<ServerConnection | string>>();
+  private readonly sweeper: NodeJS.Timeout;
+
+  constructor(
+    readonly config: HttpServerConfig,
+    private readonly opts: ConnectionOptions & { oauth: ServerAuth },
+    private readonly blocked: boolean,
+  ) {
+    this.sweeper = setInterval(() => void this.sweep(), SWEEP_MS);
+    this.sweeper.unref();
+  }
+
+  get name(): string {
+    return this.config.name;
+  }
+
+  async start(): Promise<void> {
+    if (this.blocked) return;
+    this.tools = (await this.opts.oauth.rememberedTools(this.name).catch(() => undefined)) ?? [];
+  }
+
+  /** What the model may call: the known tools, or the sign-in tool while none are known. */
+  catalog(): Tool[] {
+    if (this.blocked) return [];
+    return this.tools.length > 0 ? this.tools : [signInTool(this.name)];
+  }
+
+  status(): ServerStatus {
+    if (this.blocked) {
+      return {
+        name: this.name,
+        state: "blocked",
+        transport: "http",
+        toolCount: 0,
+        error: "blocked by the configuration (mcp.blockedServers)",
+      };
+    }
+    const open = [...this.open.values()].filter((o) => o.connection.state === "connected").length;
+    return {
+      name: this.name,
+      state: "connected",
+      transport: "http",
+      toolCount: this.tools.length,
+      perUser: { open },
+    };
+  }
+
+  /** The person's own connection, after signing them in if they have no sign-in; else a sentence for the model. */
+  connectionFor(opts: ToolCallOptions): Promise<ServerConnection | string> {
+    const owner = opts.owner;
+    if (this.blocked) return Promise.resolve(`The server "${this.name}" is blocked by the configuration.`);
+    if (!owner) {
+      return Promise.resolve(
+        `${this.name} works with each person's own sign-in, and this call has nobody to sign in.`,
+      );
+    }
+    const kept = this.open.get(owner);
+    if (kept?.connection.state === "connected") {
+      kept.usedAt = Date.now();
+      return Promise.resolve(kept.connection);
+    }
+    let opening = this.opening.get(owner);
+    if (!opening) {
+      opening = this.openFor(owner, opts).finally(() => this.opening.delete(owner));
+      this.opening.set(owner, opening);
+    }
+    return opening;
+  }
+
+  /** What the sign-in tool answers once the person is signed in. */
+  signedInText(connection: ServerConnection): string {
+    const names = connection.tools.map((t) => t.name);
+    return `The person is signed in to ${this.name}. Its tools (${names.join(", ") || "none"}) are offered from their next message on.`;
+  }
+
+  /** The person signed out: their connection closes now. */
+  async signedOut(owner: string): Promise<void> {
+    const kept = this.open.get(owner);
+    this.open.delete(owner);
+    await kept?.connection.close();
+  }
+
+  /** Reads the kept tool list again; every person's connection opens afresh at their next call. */
+  async reconnect(): Promise<ServerStatus> {
+    const all = [...this.open.values()];
+    this.open.clear();
+    await Promise.all(all.map((o) => o.connection.close()));
+    await this.start();
+    this.opts.onChange();
+    return this.status();
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.sweeper);
+    const all = [...this.open.values()];
+    this.open.clear();
+    await Promise.all(all.map((o) => o.connection.close()));
+  }
+
+  private async openFor(owner: string, opts: ToolCallOptions): Promise<ServerConnection | string> {
+    const stale = this.open.get(owner);
+    this.open.delete(owner);
+    await stale?.connection.close();
+    const auth = this.opts.oauth;
+    // Tokens that no longer work are dropped by the first failed connection: then the person signs in again.
+    for (let attempt = 0; attempt < 2; attempt++) {
+      if (!(await auth.signedIn(this.name, owner).catch(() => false))) {
+        const signed = await this.signIn(owner, opts);
+        if (signed !== true) return signed;
+      }
+      const connection: ServerConnection = new ServerConnection(
+        this.config,
+        { ...this.opts, owner, onChange: () => this.changed(connection) },
+        false,
+      );
+      await connection.start();
+      if (connection.state === "connected") {
+        this.open.set(owner, { connection, usedAt: Date.now() });
+        this.changed(connection);
+        return connection;
+      }
+      const why = connection.error ?? "it did not connect";
+      await connection.close();
+      if (await auth.signedIn(this.name, owner).catch(() => true)) {
+        return `The server "${this.name}" is unavailable: ${why}`;
+      }
+    }
+    return `${this.name} did not accept the person's sign-in. They can try again with /switchboard connect ${this.name}.`;
+  }
+
+  /** Asks the person to sign in (a link only they see) and waits until they have, or the question ends. */
+  private async signIn(owner: string, opts: ToolCallOptions): Promise<true | string> {
+    const later = `They can sign in with /switchboard connect ${this.name}, then ask again.`;
+    if (!opts.elicit)
+      return `${this.name} needs the person's own sign-in, and they cannot be asked here. ${later}`;
+    let url: URL;
+    try {
+      url = await this.opts.oauth.begin(this.name, owner);
+    } catch (err) {
+      return err instanceof SwitchboardError
+        ? err.userMessage
+        : `The sign-in to ${this.name} could not start.`;
+    }
+    const since = Date.now();
+    const stop = new AbortController();
+    const signal = opts.signal ?? new AbortController().signal;
+    try {
+      const answer = await opts.elicit(
+        {
+          mode: "url",
+          server: this.name,
+          message: `${this.name} works with each person's own account: sign in to it, and I go on.`,
+          url: url.href,
+          elicitationId: randomBytes(9).toString("base64url"),
+          completed: this.signedInAfter(owner, since, stop.signal),
+          mustComplete: true,
+          private: true,
+        },
+        signal,
+      );
+      if (await this.opts.oauth.signedInSince(this.name, since, owner).catch(() => false)) return true;
+      log.info({ server: this.name, action: answer.action }, "a person did not sign in to a per-user server");
+      return answer.action === "decline"
+        ? `The person declined to sign in to ${this.name}, so its tool did not run.`
+        : `The person did not sign in to ${this.name}, so its tool did not run. ${later}`;
+    } finally {
+      stop.abort();
+    }
+  }
+
+  /** Resolves once the person's tokens are in the store (their sign-in finished here or on another replica). */
+  private signedInAfter(owner: string, since: number, stop: AbortSignal): Promise<void> {
+    return new Promise((resolve) => {
+      const poll = setInterval(() => {
+        void this.opts.oauth.signedInSince(this.name, since, owner).then(
+          (yes) => {
+            if (!yes || stop.aborted) return;
+            clearInterval(poll);
+            resolve();
+          },
+          () => undefined,
+        );
+      }, SIGN_IN_POLL_MS);
+      stop.addEventListener("abort", () => clearInterval(poll), { once: true });
+    });
+  }
+
+  /** A person's connection came up or its list changed: that list is the server's, here and in the store. */
+  private changed(connection: ServerConnection): void {
+    if (connection.state !== "connected") return;
+    const names = (tools: Tool[]) => tools.map((t) => `${t.name}\n${t.description ?? ""}`).join("\n");
+    if (names(connection.tools) === names(this.tools)) return;
+    this.tools = connection.tools;
+    void this.opts.oauth
+      .rememberTools(this.name, connection.tools)
+      .catch((err: unknown) => log.warn({ err, server: this.name }, "could not keep a server's tool list"));
+    this.opts.onChange();
+  }
+
+  private async sweep(): Promise<void> {
+    const now = Date.now();
+    for (const [owner, kept] of this.open) {
+      if (now - kept.usedAt < IDLE_MS && kept.connection.state === "connected") continue;
+      this.open.delete(owner);
+      await kept.connection.close().catch(() => undefined);
+    }
+  }
+}
