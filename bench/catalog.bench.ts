@@ -20,7 +20,7 @@ import { catalogServers } from "../src/mcp/testkit.js";
 import { LlmEmulator, type RecordedRequest } from "../test/emulators/llm/index.js";
 import { SlackEmulator } from "../test/emulators/slack/index.js";
 import { appEnv } from "../test/support/app-env.js";
-import { CATALOG_ASKS, catalogModel, ranRightTool } from "../test/support/catalog-model.js";
+import { CATALOG_ASKS, catalogModel, isRouterRequest, ranRightTool } from "../test/support/catalog-model.js";
 import { isTitleRequest } from "../test/support/llm-text.js";
 import { until } from "./support/replicas.js";
 import { atLeast, atMost, type BenchResult, fmt, ratio } from "./support/report.js";
@@ -32,6 +32,8 @@ const WINDOW = 128_000;
 
 interface Turn {
   promptTokens: number;
+  /** The router's share of promptTokens (a small model's tokens). */
+  routerTokens: number;
   requests: number;
   toolsPerRequest: number[];
   toolTokensPerRequest: number[];
@@ -78,6 +80,7 @@ async function turns(yaml: string): Promise<Turn[]> {
         const asked = llm.requests.filter((r) => !isTitleRequest(r));
         out.push({
           promptTokens: asked.reduce((n, r) => n + (r.promptTokens ?? 0), 0),
+          routerTokens: asked.filter(isRouterRequest).reduce((n, r) => n + (r.promptTokens ?? 0), 0),
           requests: asked.length,
           toolsPerRequest: asked.map((r) => r.toolNames.length),
           toolTokensPerRequest: asked.map(wireTokens),
@@ -99,27 +102,38 @@ async function turns(yaml: string): Promise<Turn[]> {
 export async function run(): Promise<BenchResult> {
   const whole = await turns("agent:\n  toolBudget:\n    maxTools: 100000\n    windowShare: 1\n");
   const budgeted = await turns("");
+  // The router's own requests count in the turn: its prompt tokens are part of the cost.
+  const routed = await turns("agent:\n  toolRouter:\n    model: small-router-model\n");
   const defaults = loadConfig({ OPENAI_API_KEY: "x" }, tmpdir()).config.agent.toolBudget;
   const tokenBudget = Math.floor(defaults.windowShare * WINDOW);
   const prompt = (ts: Turn[]) => mean(ts.map((t) => t.promptTokens));
   const perRequest = (ts: Turn[], f: (t: Turn) => number[]) => ts.flatMap(f);
   const right = (ts: Turn[]) => ts.filter((t) => t.right).length;
   const row = (name: string, f: (ts: Turn[]) => number, unit = "") => {
-    const [a, b] = [f(budgeted), f(whole)];
-    return [name, `${fmt(a)}${unit}`, `${fmt(b)}${unit}`, ratio(a, b)];
+    const [a, b, c] = [f(budgeted), f(whole), f(routed)];
+    return [name, `${fmt(a)}${unit}`, `${fmt(c)}${unit}`, `${fmt(b)}${unit}`, ratio(a, b), ratio(c, b)];
   };
   return {
     about:
       `${CATALOG_ASKS.length} questions × ${ROUNDS} rounds, each a Slack mention in its own channel, against 10 MCP ` +
       "servers × 20 tools (real SDK servers over stdio). Baseline from the same run: the whole catalog in every " +
       `request. Budget: the default (${defaults.maxTools} tools, ${defaults.windowShare * 100} % of the ` +
-      `${WINDOW.toLocaleString("en")}-token window = ${tokenBudget.toLocaleString("en")} tokens).`,
+      `${WINDOW.toLocaleString("en")}-token window = ${tokenBudget.toLocaleString("en")} tokens). ` +
+      "With router: agent.toolRouter set, a scripted router that names the right server (its request counted in the turn).",
     tables: [
       {
-        title: "Per turn, with the tool budget and with the whole catalog",
-        columns: ["measure", "tool budget", "whole catalog", "budget / whole"],
+        title: "Per turn: the tool budget, the budget with a router call first, the whole catalog",
+        columns: [
+          "measure",
+          "tool budget",
+          "with router",
+          "whole catalog",
+          "budget / whole",
+          "router / whole",
+        ],
         rows: [
           row("prompt tokens per turn, mean (all model requests)", prompt),
+          row("of which the router's (small model), mean", (ts) => mean(ts.map((t) => t.routerTokens))),
           row("model requests per turn, mean", (ts) => mean(ts.map((t) => t.requests))),
           row("tools per request, mean", (ts) => mean(perRequest(ts, (t) => t.toolsPerRequest))),
           row("tools per request, max", (ts) => max(perRequest(ts, (t) => t.toolsPerRequest))),
@@ -145,6 +159,7 @@ export async function run(): Promise<BenchResult> {
         "tokens",
       ),
       atLeast("catalog: turns whose right tool ran", right(budgeted), budgeted.length, "turns"),
+      atLeast("catalog: turns whose right tool ran, with the router", right(routed), routed.length, "turns"),
       atMost(
         "catalog: prompt tokens per turn, budget / whole catalog",
         prompt(budgeted) / prompt(whole),

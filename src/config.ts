@@ -105,6 +105,14 @@ export const configSchema = z
           })
           .strict()
           .prefault({}),
+        /**
+         * A small model asked before each turn which tool servers it needs: the turn is
+         * offered only theirs (none for small talk). Off unless a model is named.
+         */
+        toolRouter: z
+          .object({ model: z.string().min(1).optional() })
+          .strict()
+          .prefault({}),
       })
       .strict()
       .prefault({}),

@@ -20,6 +20,7 @@ import type { Provider } from "./providers/provider.js";
 import { makeTitle } from "./title.js";
 import { recentAsks, ToolOffer, usedTools } from "./tool-offer.js";
 import { ToolIndex } from "./tool-ranking.js";
+import { routeTools } from "./tool-router.js";
 
 export interface AgentDeps {
   config: Config;
@@ -116,14 +117,20 @@ export class Agent {
     contextWindow: number,
     current: string | undefined,
     offers: ((tool: ToolEntry) => boolean) | undefined,
+    route?: ReadonlySet<string>,
   ): ToolOffer {
     const { config, hub } = this.deps;
-    const all = hub.tools(session.settings.servers).filter((t) => offers?.(t) ?? true);
+    const used = usedTools(session.messages);
+    const all = hub
+      .tools(session.settings.servers)
+      .filter((t) => offers?.(t) ?? true)
+      // Tools the thread already used stay offered whatever the router said.
+      .filter((t) => !route || route.has(t.server) || used.includes(t.name));
     const budget = config.agent.toolBudget;
     return new ToolOffer(
       all,
       { maxTools: budget.maxTools, maxTokens: Math.floor(budget.windowShare * contextWindow) },
-      { texts: recentAsks(session.messages, current), used: usedTools(session.messages) },
+      { texts: recentAsks(session.messages, current), used },
       () => this.indexOf(all),
       this.sizeOf,
     );
@@ -175,7 +182,16 @@ export class Agent {
     try {
       const provider = this.deps.providerFor(model);
       const limits = modelLimits(config, model);
-      const offer = this.offerFor(session, limits.contextWindow, current?.content, input.offers);
+      const routerModel = config.agent.toolRouter.model;
+      const route =
+        current && routerModel
+          ? await routeTools(
+              hub.tools(session.settings.servers).filter((t) => input.offers?.(t) ?? true),
+              recentAsks(session.messages, current.content),
+              { provider: this.deps.providerFor(routerModel), model: routerModel, signal: input.signal },
+            )
+          : undefined;
+      const offer = this.offerFor(session, limits.contextWindow, current?.content, input.offers, route);
       const system = renderSystemPrompt(config, {
         model,
         platform: input.platform,

@@ -4,6 +4,7 @@
  * `search_tools` when it is not, and ends with the tool's result. Tests and the bench share it.
  */
 import { SEARCH_TOOL } from "../../src/agent/tool-offer.js";
+import { ROUTER_SYSTEM } from "../../src/agent/tool-router.js";
 import type { RecordedRequest, ScriptedTurn } from "../emulators/llm/index.js";
 import { isTitleRequest, lastUserText, toolResultsSinceUser } from "./llm-text.js";
 
@@ -54,8 +55,21 @@ export const CATALOG_ASKS: CatalogAsk[] = [
   },
 ];
 
+/** A request from the tool router (agent.toolRouter), as the router model sees it. */
+export function isRouterRequest(req: RecordedRequest): boolean {
+  return req.system === ROUTER_SYSTEM;
+}
+
+/** A small router model that knows the questions: the answering tool's server, or NONE. */
+function routerAnswer(req: RecordedRequest): ScriptedTurn {
+  const latest = /Latest message: (.*)$/m.exec(lastUserText(req))?.[1] ?? "";
+  const ask = CATALOG_ASKS.find((a) => latest.includes(a.text));
+  return { text: ask ? (ask.tool.split("__")[0] ?? "NONE") : "NONE" };
+}
+
 export function catalogModel(req: RecordedRequest): ScriptedTurn {
   if (isTitleRequest(req)) return { text: "Catalog" };
+  if (isRouterRequest(req)) return routerAnswer(req);
   const said = lastUserText(req);
   const ask = CATALOG_ASKS.find((a) => said.includes(a.text));
   if (!ask) return { text: "I do not know that one." };
