@@ -185,6 +185,43 @@ describe("the dispatcher", () => {
     expect(provider.asked).toEqual([]);
   });
 
+  it("a message whose wait for its thread fails while stopping gets the restart note, not the error", async () => {
+    let closeStore!: () => void;
+    const storeClosed = new Promise<void>((r) => {
+      closeStore = r;
+    });
+    // The thread's lock is held elsewhere until the store closes under the stopping process.
+    const lock = new (class extends LocalThreadLock {
+      override async run<T>(): Promise<T> {
+        await storeClosed;
+        throw new Error("The client is closed");
+      }
+    })();
+    const config = configSchema.parse({});
+    const sessions = new SessionRepository(store);
+    const hub = new FunctionHub({});
+    const stopping = new Dispatcher({
+      agent: new Agent({ config, hub, providerFor: () => provider, sessions }),
+      sessions,
+      ledger: new TurnLedger(store),
+      lock,
+      dedupe: new MemoryDedupe(),
+      approvals: new ApprovalBook(store),
+      hub,
+      config,
+    });
+    const m = inbound("w1", "waiting for the thread");
+    const handled = stopping.handle(m);
+    await new Promise((r) => setTimeout(r, 50));
+    const drained = stopping.drain(100);
+    await new Promise((r) => setTimeout(r, 150));
+    closeStore();
+    await Promise.all([drained, handled]);
+    expect(m.written.failed).toBe(INTERRUPTED_NOTE);
+    expect(m.written.notices).toEqual([]);
+    expect(provider.asked).toEqual([]);
+  });
+
   it("tells the user in a sentence when the store fails before the answer starts", async () => {
     await store.close();
     const m = inbound("s1", "hello");

@@ -131,6 +131,14 @@ export class Dispatcher implements TurnRunner {
         inbound.sentAt,
       )
       .catch(async (err: unknown) => {
+        // Handed over (or noted) while it waited for its thread: its wait ending in an error
+        // (the store closed under the stopping process) is no news for the person.
+        if (entry.noted) return;
+        if (this.stopping) {
+          log.warn({ err, key: inbound.key }, "a waiting turn failed while stopping; handed over or noted");
+          entry.noted = true;
+          return this.refuse(inbound);
+        }
         log.error({ err, key: inbound.key }, "turn could not run");
         await inbound.reply.notice(toUserFacing(err).message).catch(() => undefined);
       })
