@@ -7,7 +7,8 @@
  * Side by side, the machine's moods weigh on both alike (run one after the other, the same
  * process measured 20 ms a turn one evening and 39 ms the next morning). The figure is the
  * on / off ratio of each process's CPU per turn (from /proc) after a warm-up, in the median
- * of the rounds. Run alone: `npm run bench -- tracing` (BENCH_TRACING_ROUNDS, default 5). */
+ * of the rounds. Run alone: `npm run bench -- tracing` (BENCH_TRACING_ROUNDS, default 5).
+ * BENCH_TRACING_CONTROL=1 leaves both sides untraced: an A/A run, the bench's own noise. */
 import { rmSync } from "node:fs";
 import { LlmEmulator, type RecordedRequest, type ScriptedTurn } from "../test/emulators/llm/index.js";
 import { SlackEmulator } from "../test/emulators/slack/index.js";
@@ -17,7 +18,7 @@ import { everythingMcp, scratchConfig } from "../test/support/chat-process.js";
 import { isTitleRequest, lastUserText, toolResultsSinceUser } from "../test/support/llm-text.js";
 import { OtlpReceiver } from "../test/support/otlp-receiver.js";
 import { type AppBuild, buildApp, repoRoot } from "./support/load-build.js";
-import { cpuSeconds, freePort, killAll, spawnBot, waitReady } from "./support/load-process.js";
+import { cpuByThread, cpuSeconds, freePort, killAll, spawnBot, waitReady } from "./support/load-process.js";
 import { channels, until } from "./support/replicas.js";
 import { atMost, type BenchResult, fmt } from "./support/report.js";
 
@@ -37,6 +38,7 @@ function responder(req: RecordedRequest): ScriptedTurn {
 /** One bot process with its own Slack workspace, ready for turns. */
 interface Side {
   cpu(): number;
+  threads(): { main: number; others: number };
   /** Answers `n` questions, five threads at a time, from question number `from`. */
   batch(from: number, n: number): Promise<void>;
   stop(): Promise<void>;
@@ -65,7 +67,10 @@ async function startSide(
     }),
     LOG_LEVEL: "error",
   };
-  const proc = spawnBot("Switchboard", [build.main, "start"], env, repoRoot);
+  // BENCH_TRACING_PROFILE_DIR: each process writes a V8 CPU profile there (on/, off/) when it exits.
+  const profiles = process.env.BENCH_TRACING_PROFILE_DIR;
+  const profile = profiles ? ["--cpu-prof", `--cpu-prof-dir=${profiles}/${traced ? "on" : "off"}`] : [];
+  const proc = spawnBot("Switchboard", [...profile, build.main, "start"], env, repoRoot);
   const stop = async () => {
     await proc.kill();
     await slack.stop();
@@ -86,6 +91,7 @@ async function startSide(
   };
   return {
     cpu: () => cpuSeconds(proc.pid),
+    threads: () => cpuByThread(proc.pid),
     // Five threads at a time: a steady load, not one turn in a quiet process.
     async batch(from, n) {
       for (let i = from; i < from + n; i += places.length)
@@ -105,16 +111,27 @@ async function round(
   llm: LlmEmulator,
   receiver: OtlpReceiver,
   n: number,
-): Promise<{ off: number; on: number }> {
+): Promise<{ off: number; on: number; offOthers: number; onOthers: number }> {
   const [off, on] = await Promise.all([
     startSide(build, llm, undefined, n),
-    startSide(build, llm, receiver, n),
+    // BENCH_TRACING_CONTROL=1: both sides untraced, to read the bench's own bias (an A/A run).
+    startSide(build, llm, process.env.BENCH_TRACING_CONTROL === "1" ? undefined : receiver, n),
   ]);
   try {
     await Promise.all([off.batch(0, WARM_UP), on.batch(0, WARM_UP)]);
-    const before = { off: off.cpu(), on: on.cpu() };
+    const before = {
+      off: off.cpu(),
+      on: on.cpu(),
+      offOthers: off.threads().others,
+      onOthers: on.threads().others,
+    };
     await Promise.all([off.batch(WARM_UP, TURNS), on.batch(WARM_UP, TURNS)]);
-    return { off: (off.cpu() - before.off) / TURNS, on: (on.cpu() - before.on) / TURNS };
+    return {
+      off: (off.cpu() - before.off) / TURNS,
+      on: (on.cpu() - before.on) / TURNS,
+      offOthers: (off.threads().others - before.offOthers) / TURNS,
+      onOthers: (on.threads().others - before.onOthers) / TURNS,
+    };
   } finally {
     await Promise.all([off.stop(), on.stop()]);
   }
@@ -127,10 +144,12 @@ export async function run(): Promise<BenchResult> {
   try {
     const off: number[] = [];
     const on: number[] = [];
+    const others: string[] = [];
     for (let r = 0; r < ROUNDS; r++) {
       const pair = await round(build, llm, receiver, r);
       off.push(pair.off);
       on.push(pair.on);
+      others.push(`${fmt(pair.offOthers * 1000, 2)} / ${fmt(pair.onOthers * 1000, 2)}`);
     }
     // The median round's ratio: one process's JIT or GC luck is not tracing's cost.
     const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
@@ -147,6 +166,8 @@ export async function run(): Promise<BenchResult> {
         "CPU per turn, tracing on, each round (ms)": on.map((x) => fmt(x * 1000, 1)).join(" / "),
         "CPU per turn, off / on, median of each (ms)": `${fmt(offMs, 1)} / ${fmt(onMs, 1)}`,
         "on / off, each round": ratios.map((x) => fmt(x, 3)).join(" / "),
+        "of which threads other than the main one (GC helpers, libuv), off / on, each round (ms)":
+          others.join("; "),
         "spans received (all) / turn spans": `${receiver.spans.length} / ${turnSpans}`,
       },
       checks: [

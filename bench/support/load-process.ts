@@ -4,7 +4,7 @@
  * every process this benchmark starts killed when it ends, whatever happened.
  */
 import { type ChildProcessWithoutNullStreams, execFileSync, spawn } from "node:child_process";
-import { appendFileSync, readFileSync } from "node:fs";
+import { appendFileSync, readdirSync, readFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
 
@@ -83,7 +83,7 @@ export async function killAll(): Promise<void> {
 }
 
 /** The file's text, or undefined once the process is gone (a crash is reported, not thrown). */
-function proc(pid: number, file: "stat" | "status"): string | undefined {
+function proc(pid: number, file: string): string | undefined {
   try {
     return readFileSync(`/proc/${pid}/${file}`, "utf8");
   } catch {
@@ -98,6 +98,27 @@ export function cpuSeconds(pid: number): number {
   // The command name (field 2) may hold spaces: count fields from its closing parenthesis.
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
   return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+}
+
+/** CPU seconds of the process's main thread and of all its other threads (V8's GC helpers, libuv's pool). */
+export function cpuByThread(pid: number): { main: number; others: number } {
+  let main = 0;
+  let others = 0;
+  let tasks: string[] = [];
+  try {
+    tasks = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return { main: Number.NaN, others: Number.NaN };
+  }
+  for (const tid of tasks) {
+    const stat = proc(pid, `task/${tid}/stat`);
+    if (stat === undefined) continue;
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    const seconds = (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+    if (tid === String(pid)) main += seconds;
+    else others += seconds;
+  }
+  return { main, others };
 }
 
 function statusKiB(pid: number, key: "VmHWM" | "VmRSS"): number {

@@ -21,6 +21,7 @@ export class ReplyRenderer {
   private readonly seen = new Set<string>();
   private visible = false;
   private ended = false;
+  private abandoning: Promise<void> | undefined;
 
   constructor(
     private readonly reply: Reply,
@@ -82,11 +83,14 @@ export class ReplyRenderer {
     await Promise.allSettled(this.uploads);
   }
 
-  /** The thread's lock was lost: nothing more of this turn is written, not even what it has. */
-  async abandon(): Promise<void> {
-    if (this.ended) return;
+  /**
+   * The thread's lock was lost: nothing more of this turn is written, not even what it has,
+   * also when its end (a finish, a hand-over) is still waiting to be written.
+   */
+  abandon(): Promise<void> {
     this.ended = true;
-    await this.sink.abandon?.().catch(() => undefined);
+    this.abandoning ??= (this.sink.abandon?.() ?? Promise.resolve()).catch(() => undefined);
+    return this.abandoning;
   }
 
   private async finish(end: () => Promise<void>): Promise<void> {

@@ -288,6 +288,9 @@ export class StreamWriter implements TextSink {
 
   /** The write the scheduler granted: the latest text of the first message that needs one. */
   private async writeNext(): Promise<void> {
+    // A write granted after `abandon()` (a final one cannot be cancelled while it waits)
+    // must not land over what the process that took the reply over has written.
+    if (this.abandoned) return;
     this.layout();
     const index = this.nextDirty();
     if (index < 0) return;

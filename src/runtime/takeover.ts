@@ -171,7 +171,6 @@ export class Takeovers {
     // Read before the turn ends: its end deletes the record, and they are answered after it.
     const queued = record.queued ?? [];
     await this.finishTurn(record, adapter, controller);
-    if (controller.signal.aborted) return;
     // Still there: the turn went to yet another process, with the messages behind it.
     if (await this.deps.ledger.get(record.key)) return;
     await this.answerHanded(record.key, queued, controller);
@@ -188,6 +187,14 @@ export class Takeovers {
     controller: AbortController,
   ): Promise<void> {
     const { ledger, lock } = this.deps;
+    if (controller.signal.aborted) {
+      // The turn ended here as this process began to stop: the messages that waited behind
+      // it (its record, which carried them, is gone) go to the others, not nowhere.
+      for (const input of queued) await ledger.hand(key, input);
+      if (queued.length > 0)
+        log.info({ key, messages: queued.length }, "handed the messages behind a finished turn");
+      return;
+    }
     const [next, ...rest] = [...queued, ...(await ledger.takeHanded(key))];
     if (!next) return;
     const successor = await ledger.begin(key, {

@@ -241,6 +241,9 @@ async function drive(
     () => hooks.firstVisible?.(Date.now() - started),
     hooks.interruptedNote,
   );
+  // Lost at any moment, even while its last words wait for the rate budget: nothing more is
+  // written over what the process that has the thread now writes.
+  hooks.held?.lost.addEventListener("abort", () => void renderer.abandon(), { once: true });
   let outcome: RenderOutcome = "ok";
   let session: Session | undefined;
   let pending: PendingStep | undefined;

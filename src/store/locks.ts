@@ -180,6 +180,9 @@ export class LeaseThreadLock implements ThreadLock {
   async close(): Promise<void> {
     this.closed = true;
     clearInterval(this.beatTimer);
+    // Once its heartbeat is gone the others may take these threads at once: whatever of
+    // this process still holds one (a write stuck behind a rate limit) must write no more.
+    for (const [lease, lost] of this.holding) lost.abort(new LockLost(lease.key));
     if (!this.beating) return;
     await this.state.delete(aliveKey(this.owner)).catch(() => undefined);
     await this.state.listRemove(PROCESSES, this.owner).catch(() => undefined);

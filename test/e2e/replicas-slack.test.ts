@@ -28,7 +28,7 @@ async function deleteAppKeys(url: string): Promise<void> {
   }
 }
 
-const answerTo = (question: string) => `${"word ".repeat(20)}END of ${question}`;
+const answerTo = (question: string) => `${"word ".repeat(20)}END of ${question}.`;
 const THREADS = 20;
 const PER_THREAD = 5;
 

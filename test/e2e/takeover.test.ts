@@ -1,4 +1,6 @@
-import { rmSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openStore } from "../../src/store/index.js";
 import { deleteRedisKeys, needsServer, serverUrl } from "../../src/store/testing.js";
@@ -133,7 +135,8 @@ describe("three replicas on Redis: kill -9 of the one streaming five answers", n
 });
 
 /** About 2 s of streaming, naming its question at its end. */
-const shortAnswerTo = (question: string) => `${"word ".repeat(50)}END of ${question}`;
+// Ends with a full stop: the answer to t1-m1 must not be found inside the answer to t1-m10.
+const shortAnswerTo = (question: string) => `${"word ".repeat(50)}END of ${question}.`;
 
 describe("three replicas on Redis: a rolling restart while four threads chat", needsServer("redis"), () => {
   const url = ownDatabase(serverUrl("redis"));
@@ -177,6 +180,8 @@ describe("three replicas on Redis: a rolling restart while four threads chat", n
 
   it("answers every message once while each replica is restarted in turn", async () => {
     const replicas = [0, 1, 2].map(() => startSwitchboard("start", env));
+    /** Every process of the test, the stopped ones too: their logs explain a failure. */
+    const all = [...replicas];
     await waitUntil(() => replicas.every(running), "three replicas to start", 30_000);
 
     const sent: { channel: string; thread: string; text: string; at: number }[] = [];
@@ -217,6 +222,7 @@ describe("three replicas on Redis: a rolling restart while four threads chat", n
         exits.push(Date.now() - signalled);
         handedOver.push((old.stderr().match(/handed (unfinished turns|a waiting message)/g) ?? []).length);
         replicas[r] = startSwitchboard("start", env);
+        all.push(replicas[r]!);
         await waitUntil(() => running(replicas[r]!), "the restarted replica", 30_000);
       }
     } finally {
@@ -244,6 +250,9 @@ describe("three replicas on Redis: a rolling restart while four threads chat", n
     ).catch((err: unknown) => {
       // What the threads show, to see why: a second copy, a leftover, a note, or nothing.
       const missing = sent.filter((m) => !answeredAt.has(m.text));
+      const logs = mkdtempSync(join(tmpdir(), "takeover-"));
+      for (const [i, p] of all.entries()) writeFileSync(join(logs, `process-${i}.log`), p.stderr());
+      console.info(`the processes' logs are in ${logs}`);
       console.info(
         "unanswered:",
         JSON.stringify(
@@ -267,7 +276,11 @@ describe("three replicas on Redis: a rolling restart while four threads chat", n
     // Not always in order: two messages of a thread on two replicas race for its lock.
     for (const t of threads) {
       const asked = sent.filter((m) => m.thread === t.thread);
-      for (const m of asked) expect(answers(m), m.text).toHaveLength(1);
+      for (const m of asked)
+        expect(
+          answers(m),
+          `${m.text} in ${JSON.stringify(slack.botReplies(t.channel, t.thread).map((r) => r.text))}`,
+        ).toHaveLength(1);
       expect(joined(t).length).toBe(asked.map((m) => shortAnswerTo(m.text)).join("").length);
     }
     for (const ms of exits) expect(ms).toBeLessThan(GRACE_MS + 5_000);
