@@ -156,6 +156,23 @@ describe("the dispatcher", () => {
     expect(provider.asked).not.toContain("queued behind it");
   });
 
+  /** A dispatcher of its own on the test's store, with this lock or dedupe. */
+  const dispatcherWith = (parts: { lock?: LocalThreadLock; dedupe?: MemoryDedupe }) => {
+    const config = configSchema.parse({});
+    const sessions = new SessionRepository(store);
+    const hub = new FunctionHub({});
+    return new Dispatcher({
+      agent: new Agent({ config, hub, providerFor: () => provider, sessions }),
+      sessions,
+      ledger: new TurnLedger(store),
+      lock: parts.lock ?? new LocalThreadLock(),
+      dedupe: parts.dedupe ?? new MemoryDedupe(),
+      approvals: new ApprovalBook(store),
+      hub,
+      config,
+    });
+  };
+
   it("on drain, notes a message still being checked for duplicates before it returns", async () => {
     const slow = new (class extends MemoryDedupe {
       override async firstSight(id: string): Promise<boolean> {
@@ -163,19 +180,7 @@ describe("the dispatcher", () => {
         return super.firstSight(id);
       }
     })();
-    const config = configSchema.parse({});
-    const sessions = new SessionRepository(store);
-    const hub = new FunctionHub({});
-    const stopping = new Dispatcher({
-      agent: new Agent({ config, hub, providerFor: () => provider, sessions }),
-      sessions,
-      ledger: new TurnLedger(store),
-      lock: new LocalThreadLock(),
-      dedupe: slow,
-      approvals: new ApprovalBook(store),
-      hub,
-      config,
-    });
+    const stopping = dispatcherWith({ dedupe: slow });
     const m = inbound("late1", "hello while stopping");
     const handled = stopping.handle(m);
     await stopping.drain(2_000);
@@ -197,19 +202,7 @@ describe("the dispatcher", () => {
         throw new Error("The client is closed");
       }
     })();
-    const config = configSchema.parse({});
-    const sessions = new SessionRepository(store);
-    const hub = new FunctionHub({});
-    const stopping = new Dispatcher({
-      agent: new Agent({ config, hub, providerFor: () => provider, sessions }),
-      sessions,
-      ledger: new TurnLedger(store),
-      lock,
-      dedupe: new MemoryDedupe(),
-      approvals: new ApprovalBook(store),
-      hub,
-      config,
-    });
+    const stopping = dispatcherWith({ lock });
     const m = inbound("w1", "waiting for the thread");
     const handled = stopping.handle(m);
     await new Promise((r) => setTimeout(r, 50));

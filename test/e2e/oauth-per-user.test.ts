@@ -19,7 +19,7 @@ import { scratchConfig } from "../support/chat-process.js";
 import { isTitleRequest, lastUserText, toolResultsSinceUser } from "../support/llm-text.js";
 import { type OAuthMcpServer, startOAuthMcpServer } from "../support/oauth-mcp-server.js";
 import { killStarted, type Running, startSwitchboard } from "../support/process.js";
-import { actionsOf } from "../support/slack-actions.js";
+import { actionsOf, switchboardSays } from "../support/slack-actions.js";
 
 const KEY = "a test key for the token vault, long enough";
 
@@ -47,15 +47,7 @@ describe("per-user OAuth sign-ins to an MCP server", () => {
   let bot: Running;
   let healthPort: number;
 
-  const slash = async (text: string, user: string): Promise<string> => {
-    const before = slack.state.ephemerals.length;
-    slack.slash("/switchboard", text, user, "C1");
-    return (
-      await waitFor(() => slack.state.ephemerals.length > before && slack.state.ephemerals.at(-1), {
-        timeoutMs: 20_000,
-      })
-    ).text;
-  };
+  const slash = (text: string, user: string) => switchboardSays(slack, text, user);
   /** The answer once written whole: its text the same for longer than the edit interval. */
   const answerTo = async (m: EmuMessage): Promise<string> => {
     const reply = () => slack.botReplies("C1", m.ts).find((r) => /^(Done|Say)/.test(r.text))?.text;

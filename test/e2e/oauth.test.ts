@@ -22,6 +22,7 @@ import {
   startOAuthMcpServer,
 } from "../support/oauth-mcp-server.js";
 import { killStarted, type Running, startSwitchboard } from "../support/process.js";
+import { switchboardSays } from "../support/slack-actions.js";
 
 const KEY = "a test key for the token vault, long enough";
 const ADMIN = "U_ADMIN";
@@ -73,15 +74,7 @@ describe("OAuth sign-in to an MCP server", () => {
   let bot: Running | undefined;
   const outputs: Running[] = [];
 
-  const slash = async (text: string, user = ADMIN): Promise<string> => {
-    const before = slack.state.ephemerals.length;
-    slack.slash("/switchboard", text, user, "C1");
-    return (
-      await waitFor(() => slack.state.ephemerals.length > before && slack.state.ephemerals.at(-1), {
-        timeoutMs: 20_000,
-      })
-    ).text;
-  };
+  const slash = (text: string, user = ADMIN) => switchboardSays(slack, text, user);
   const ask = async (text: string, channel = "C1"): Promise<string> => {
     const m = slack.mention(channel, "U_BOB", text);
     const reply = await waitFor(

@@ -252,6 +252,20 @@ describe("three replicas on Redis: a rolling restart while four threads chat", n
       const missing = sent.filter((m) => !answeredAt.has(m.text));
       const logs = mkdtempSync(join(tmpdir(), "takeover-"));
       for (const [i, p] of all.entries()) writeFileSync(join(logs, `process-${i}.log`), p.stderr());
+      // And what reached Slack: each write's message and the end of its text.
+      const writes = slack.api.calls
+        .filter((c) => c.method.startsWith("chat."))
+        .map((c) => ({
+          at: c.at,
+          method: c.method,
+          ok: c.ok,
+          error: c.error,
+          channel: c.params.channel,
+          ts: c.params.ts,
+          thread: c.params.thread_ts,
+          end: String(c.params.text ?? "").slice(-16),
+        }));
+      writeFileSync(join(logs, "slack-writes.json"), JSON.stringify(writes, null, 1));
       console.info(`the processes' logs are in ${logs}`);
       console.info(
         "unanswered:",
