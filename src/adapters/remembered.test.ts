@@ -36,16 +36,18 @@ describe("what adapters remember across restarts", () => {
       setName: async (name: string) => void renames.push(name),
     } as unknown as ThreadChannel;
     const client = { user: { id: "BOT" } } as unknown as Client;
-    const contexts = await Promise.all(
-      [0, 1].map(
-        async () =>
-          new DiscordContext(
-            client,
-            { state: await state(), config: configSchema.parse({}) } as AdapterDeps,
-            new WriteScheduler(discordWritePolicy),
-          ),
-      ),
-    );
+    // Two processes on one store, opened one after the other: two connections creating the
+    // same new SQLite file at the same instant can meet SQLITE_BUSY before the busy timeout applies.
+    const contexts: DiscordContext[] = [];
+    for (let i = 0; i < 2; i++) {
+      contexts.push(
+        new DiscordContext(
+          client,
+          { state: await state(), config: configSchema.parse({}) } as AdapterDeps,
+          new WriteScheduler(discordWritePolicy),
+        ),
+      );
+    }
     await Promise.all(contexts.map((c, i) => c.renamer(thread)?.(`Title ${i}`)));
     await contexts[0]?.renamer(thread)?.("Later title");
     expect(renames).toHaveLength(1);
