@@ -94,10 +94,7 @@ export const configSchema = z
         codeBlockArtifactLines: z.number().int().min(0).default(80),
         /** Longest user message accepted, in characters; longer ones are refused with a sentence. */
         maxUserMessageChars: z.number().int().positive().default(100_000),
-        /**
-         * Above this many tools, or this share of the context window in tool specs, each turn is
-         * offered the most relevant tools within it, plus a tool to search the rest.
-         */
+        /** Above either, each turn gets the most relevant tools within it and a tool to search the rest. */
         toolBudget: z
           .object({
             maxTools: z.number().int().min(2).default(40),
@@ -105,10 +102,7 @@ export const configSchema = z
           })
           .strict()
           .prefault({}),
-        /**
-         * A small model asked before each turn which tool servers it needs: the turn is
-         * offered only theirs (none for small talk). Off unless a model is named.
-         */
+        /** A small model asked before each turn which tool servers it needs (off unless named). */
         toolRouter: z
           .object({ model: z.string().min(1).optional() })
           .strict()

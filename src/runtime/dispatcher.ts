@@ -101,8 +101,7 @@ export class Dispatcher implements TurnRunner {
   }
 
   async handle(inbound: Inbound): Promise<void> {
-    // A message is the drain's from its first step: one still being checked for duplicates
-    // when the process begins to stop is handed over (or noted) like a queued one, not lost.
+    // The drain's from its first step: one still being deduped at a stop is handed over, not lost.
     const accepted = await WorkInFlight.during(this.work.accepting, accept(inbound, this));
     if (accepted) await this.dispatch(accepted);
   }
@@ -112,8 +111,7 @@ export class Dispatcher implements TurnRunner {
       // Drained like a turn: the process does not exit before it is handed over or noted.
       return WorkInFlight.during(this.work.refusals, this.refuse(inbound));
     }
-    // Tracked from here, not from when the lock is taken: a turn queued behind another is
-    // still owed an answer (or the restart note) when the process stops.
+    // Tracked from here: a turn queued behind another is owed an answer (or the note) at a stop.
     const controller = new AbortController();
     const entry: InFlight = { controller, done: Promise.resolve(), queued: inbound };
     this.work.turns.add(entry);
@@ -131,11 +129,9 @@ export class Dispatcher implements TurnRunner {
         inbound.sentAt,
       )
       .catch(async (err: unknown) => {
-        // Handed over (or noted) while it waited for its thread: its wait ending in an error
-        // (the store closed under the stopping process) is no news for the person.
+        // Its wait failed while stopping (the store closed): handed over or noted, once.
         if (entry.noted) return;
         if (this.stopping) {
-          log.warn({ err, key: inbound.key }, "a waiting turn failed while stopping; handed over or noted");
           entry.noted = true;
           return this.refuse(inbound);
         }
