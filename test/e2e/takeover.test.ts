@@ -297,7 +297,10 @@ describe("three replicas on Redis: a rolling restart while four threads chat", n
         ).toHaveLength(1);
       expect(joined(t).length).toBe(asked.map((m) => shortAnswerTo(m.text)).join("").length);
     }
-    for (const ms of exits) expect(ms).toBeLessThan(GRACE_MS + 5_000);
+    // The stop's designed bound: the grace, 5 s for aborted turns to settle, 5 s for the
+    // notes of messages still waiting, 1 s after the drain. Under the full suite's load a
+    // turn whose last write waits for its channel's budget has used the first 5 s (6.03 s seen).
+    for (const ms of exits) expect(ms).toBeLessThan(GRACE_MS + 11_000);
     // The roll handed work over, not only waited for it.
     expect(handedOver.reduce((a, b) => a + b, 0)).toBeGreaterThan(0);
     expect(await ledgerOf(env)).toEqual([]);
