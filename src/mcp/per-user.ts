@@ -41,12 +41,15 @@ export class PerUserServer {
   /** One opening (and sign-in) per person at a time: ten calls at once ask them once. */
   private readonly opening = new Map<string, Promise<ServerConnection | string>>();
   private readonly sweeper: NodeJS.Timeout;
+  /** Made once: the hub keeps one provider copy of its schema per schema object. */
+  private readonly signInEntry: Tool;
 
   constructor(
     readonly config: HttpServerConfig,
     private readonly opts: ConnectionOptions & { oauth: ServerAuth },
     private readonly blocked: boolean,
   ) {
+    this.signInEntry = signInTool(config.name);
     this.sweeper = setInterval(() => void this.sweep(), SWEEP_MS);
     this.sweeper.unref();
   }
@@ -63,7 +66,7 @@ export class PerUserServer {
   /** What the model may call: the known tools, or the sign-in tool while none are known. */
   catalog(): Tool[] {
     if (this.blocked) return [];
-    return this.tools.length > 0 ? this.tools : [signInTool(this.name)];
+    return this.tools.length > 0 ? this.tools : [this.signInEntry];
   }
 
   status(): ServerStatus {
