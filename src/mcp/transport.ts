@@ -1,12 +1,14 @@
 import type { ChildProcess } from "node:child_process";
 import { EventEmitter, once } from "node:events";
+import { accessSync, constants, statSync } from "node:fs";
+import { delimiter, join, resolve } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { OAuthClientProvider } from "@modelcontextprotocol/sdk/client/auth.js";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { Prompt, Tool } from "@modelcontextprotocol/sdk/types.js";
-import type { ServerConfig } from "./servers.js";
+import type { ServerConfig, StdioServerConfig } from "./servers.js";
 
 export type McpTransport = StdioClientTransport | StreamableHTTPClientTransport;
 
@@ -26,8 +28,7 @@ export function createTransport(
   }
   // The SDK passes only a safe subset of our environment (PATH, HOME…) plus `env`: our keys stay ours.
   const transport = new StdioClientTransport({
-    command: config.command,
-    args: config.args,
+    ...inOwnSession(config),
     env: config.env,
     ...(config.cwd !== undefined && { cwd: config.cwd }),
     stderr: "pipe",
@@ -39,6 +40,53 @@ export function createTransport(
     for (const line of lines) onStderrLine(line);
   });
   return transport;
+}
+
+/** util-linux's `setsid`: on Linux, and absent on macOS (where servers share our process group). */
+const SETSID = ["/usr/bin/setsid", "/bin/setsid"].find((path) => isExecutable(path));
+
+/**
+ * A stdio server started in a session (and process group) of its own: Ctrl+C in the
+ * terminal signals the whole foreground group, and the servers must outlive it so that a
+ * graceful stop can finish the tool calls in flight; we end them ourselves on close.
+ * `setsid` execs the server in place (the pid the SDK signals is the server's). A command
+ * that cannot be found is spawned as given, so that it fails as "command not found".
+ */
+export function inOwnSession(config: Pick<StdioServerConfig, "command" | "args" | "env" | "cwd">): {
+  command: string;
+  args: string[];
+} {
+  const found = SETSID && resolveCommand(config.command, config.env?.PATH ?? process.env.PATH, config.cwd);
+  return found
+    ? { command: SETSID, args: [found, ...config.args] }
+    : { command: config.command, args: config.args };
+}
+
+/** The executable `command` names, as execvp would find it; undefined when there is none. */
+function resolveCommand(
+  command: string,
+  path: string | undefined,
+  cwd: string | undefined,
+): string | undefined {
+  if (command.includes("/")) {
+    const full = resolve(cwd ?? process.cwd(), command);
+    return isExecutable(full) ? full : undefined;
+  }
+  for (const dir of (path ?? "").split(delimiter)) {
+    if (!dir) continue;
+    const full = join(dir, command);
+    if (isExecutable(full)) return full;
+  }
+  return undefined;
+}
+
+function isExecutable(path: string): boolean {
+  try {
+    accessSync(path, constants.X_OK);
+    return statSync(path).isFile();
+  } catch {
+    return false;
+  }
 }
 
 const running = (child: ChildProcess) => child.exitCode === null && child.signalCode === null;

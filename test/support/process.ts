@@ -20,10 +20,17 @@ export function killStarted(): void {
 }
 
 /** `node <build>/main.js <command>` in one process (no npm or tsx wrapper), so signals reach it directly. */
-export function startSwitchboard(command: "start" | "chat" | string[], env: NodeJS.ProcessEnv): Running {
+export function startSwitchboard(
+  command: "start" | "chat" | string[],
+  env: NodeJS.ProcessEnv,
+  opts: { ownGroup?: boolean } = {},
+): Running {
+  // ownGroup: the bot leads a process group, as a shell's foreground job does, for a test to
+  // signal the whole group as Ctrl+C in a terminal would.
   const child = spawn(process.execPath, switchboardArgs(command), {
     cwd: repoRoot,
     env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
+    detached: opts.ownGroup === true,
   });
   started.add(child);
   let out = "";
