@@ -31,6 +31,10 @@ describe("configuration", () => {
     expect(loaded.storeUrl).toBe("sqlite://data/switchboard.sqlite");
   });
 
+  it("lets an unanswered approval wait ten minutes by default", () => {
+    expect(loadConfig({}, dirWith({})).config.approvals.expireAfterMs).toBe(600_000);
+  });
+
   it("reads the file named by SWITCHBOARD_CONFIG and fills ${VAR}s", () => {
     const dir = dirWith({ "my.yaml": "llm:\n  model: ${MODEL:-fallback}\nagent:\n  maxSteps: 4\n" });
     const loaded = loadConfig({ SWITCHBOARD_CONFIG: "my.yaml", MODEL: "gpt-4.1" }, dir);

@@ -1,9 +1,10 @@
 /**
  * Tool approvals through the real app, the real SDKs against the emulators and the real
  * reference MCP servers: server-filesystem's `write_file` (annotated destructive) asks in the
- * thread, server-everything's `echo` (read-only) runs at once. Only the asker decides; a
- * decision is taken once; a denial reaches the model; a restart between the question and
- * the click still finishes the turn.
+ * thread, server-everything's `echo` (read-only) runs at once. Only the asker or an approver
+ * (a user id, a Slack user group, a Discord role) decides; a decision is taken once; a denial
+ * or an expiry reaches the model; a restart between the question and the click still
+ * finishes the turn.
  */
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -18,6 +19,7 @@ import {
   type StoredMessage,
   waitFor as waitForDiscord,
 } from "../emulators/discord/index.js";
+import type { StoredInteraction } from "../emulators/discord/types.js";
 import { LlmEmulator, type RecordedRequest, type ScriptedTurn } from "../emulators/llm/index.js";
 import { type EmuMessage, SlackEmulator, waitFor } from "../emulators/slack/index.js";
 import { clickAction } from "../emulators/slack/interactive.js";
@@ -80,6 +82,34 @@ const writeResults = (llm: LlmEmulator) =>
     toolResultsSinceUser(r).some((t) => /Successfully wrote|denied|not run/i.test(t)),
   );
 
+/** The question in a Slack thread, and clicks on the buttons it had when it was asked (a settled one has none). */
+function slackQuestions(emulator: () => SlackEmulator) {
+  const asked = new Map<string, SlackAction[]>();
+  const question = (m: EmuMessage) =>
+    waitFor(() => {
+      const q = emulator()
+        .botReplies("C1", m.ts)
+        .find((r) => actionsOf(r).length > 0);
+      if (q) asked.set(q.ts, actionsOf(q));
+      return q && { message: q, actions: actionsOf(q) };
+    });
+  const click = (q: EmuMessage, user: string, value: string, times = 1) => {
+    if (!asked.has(q.ts)) asked.set(q.ts, actionsOf(q));
+    const action = asked.get(q.ts)?.find((a) => a.value === value);
+    if (!action) throw new Error(`no ${value} button on the question`);
+    return clickAction(emulator(), {
+      user,
+      channel: "C1",
+      messageTs: q.ts,
+      actionId: action.action_id,
+      value,
+      blockId: action.block_id,
+      times,
+    });
+  };
+  return { question, click };
+}
+
 describe("approvals in Slack", () => {
   let llm: LlmEmulator;
   let slack: SlackEmulator;
@@ -101,29 +131,7 @@ describe("approvals in Slack", () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  /** Buttons as they were when the question was asked: a settled question has none left to find. */
-  const asked = new Map<string, SlackAction[]>();
-  /** The bot's message in the thread that carries buttons, and its action ids by value. */
-  const question = (m: EmuMessage) =>
-    waitFor(() => {
-      const q = slack.botReplies("C1", m.ts).find((r) => actionsOf(r).length > 0);
-      if (q) asked.set(q.ts, actionsOf(q));
-      return q && { message: q, actions: actionsOf(q) };
-    });
-  const click = (q: EmuMessage, user: string, value: string, times = 1) => {
-    if (!asked.has(q.ts)) asked.set(q.ts, actionsOf(q));
-    const action = asked.get(q.ts)?.find((a) => a.value === value);
-    if (!action) throw new Error(`no ${value} button on the question`);
-    return clickAction(slack, {
-      user,
-      channel: "C1",
-      messageTs: q.ts,
-      actionId: action.action_id,
-      value,
-      blockId: action.block_id,
-      times,
-    });
-  };
+  const { question, click } = slackQuestions(() => slack);
 
   it("asks before write_file; another member's click changes nothing; the asker's double click writes the file once", async () => {
     const m = slack.mention("C1", "U_ALICE", "please write note-1");
@@ -237,6 +245,87 @@ describe("approvals in Slack", () => {
   });
 });
 
+describe("approvals in Slack by a user group, and a question nobody answers", () => {
+  let llm: LlmEmulator;
+  let slack: SlackEmulator;
+  let app: App;
+  let dir: string;
+  let root: string;
+
+  beforeAll(async () => {
+    ({ dir, root } = workspace(
+      "llm:\n  maxRetries: 0\nslack:\n  nativeStreaming: false\napprovals:\n  expireAfterMs: 10000\n  approvers:\n    - { platform: slack, slackUserGroups: [S_OPS] }\n",
+    ));
+    llm = await LlmEmulator.start({ responder: scenario(root) });
+    slack = await SlackEmulator.start();
+    slack.state.userGroups.set("S_OPS", ["U_DANA", "U_CAROL"]);
+    app = await startApp({ env: appEnv({ dir, llm, slack }), cwd: dir });
+  }, 60_000);
+
+  afterAll(async () => {
+    await app?.stop();
+    await slack?.stop();
+    await llm?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const { question, click } = slackQuestions(() => slack);
+  const groupLookups = () => slack.api.calls.filter((c) => c.method === "usergroups.users.list");
+
+  it("lets a member of an approvers' user group decide for the asker, and still refuses anyone else", async () => {
+    const m = slack.mention("C1", "U_ALICE", "please write note-12");
+    const { message: q } = await question(m);
+    click(q, "U_BOB", "approve");
+    await waitFor(() => slack.state.ephemerals.find((e) => e.user === "U_BOB"));
+    expect(slack.state.ephemerals.filter((e) => e.user === "U_BOB").map((e) => e.text)).toEqual([
+      "Only alice or an approver can decide on this, so nothing changed.",
+    ]);
+    expect(groupLookups().map((c) => c.params.usergroup)).toEqual(["S_OPS"]);
+    expect(existsSync(join(root, "note-12.txt"))).toBe(false);
+    expect(actionsOf(slack.state.find("C1", q.ts)!)).toHaveLength(3);
+
+    click(q, "U_CAROL", "approve", 2);
+    await waitFor(() => slack.botReplies("C1", m.ts).some((r) => r.text.startsWith("Tool said:")));
+    await app.dispatcher.settled();
+    await untilQuiet(slack.api.calls);
+    expect(readFileSync(join(root, "note-12.txt"), "utf8")).toBe("contents of note-12");
+    expect(writeResults(llm).filter((r) => lastUserText(r).includes("note-12"))).toHaveLength(1);
+    expect(groupLookups()).toHaveLength(2);
+    const settled = slack.state.find("C1", q.ts)!;
+    expect(actionsOf(settled)).toEqual([]);
+    expect(settled.text).toMatch(/^✅ carol approved `write_file` from \*filesystem\*\./);
+    expect(slack.state.ephemerals.filter((e) => e.user === "U_CAROL")).toEqual([]);
+  });
+
+  it("ends a question nobody answers at its expiry: not run, said on it, told to the model, answered", async () => {
+    const m = slack.mention("C1", "U_ALICE", "please write note-13");
+    const { message: q } = await question(m);
+    expect(q.text).toContain("within 10 seconds; after that it is not run.");
+    const reason =
+      "Error: Nobody approved this call within 10 seconds, so it was not run. Tell the user it needs their approval.";
+    // The answer below the question, whether the writer's pacing put it in one message or more.
+    const answer = () =>
+      slack
+        .botReplies("C1", m.ts)
+        .filter((r) => r.ts > q.ts)
+        .map((r) => r.text)
+        .join("");
+    await waitFor(() => answer().includes(reason), { timeoutMs: 20_000 });
+    await app.dispatcher.settled();
+    await untilQuiet(slack.api.calls);
+    expect(answer()).toBe(`Tool said: ${reason}`);
+    const told = writeResults(llm).filter((r) => lastUserText(r).includes("note-13"));
+    expect(told.map((r) => toolResultsSinceUser(r).at(-1))).toEqual([reason]);
+    expect(existsSync(join(root, "note-13.txt"))).toBe(false);
+    const settled = slack.state.find("C1", q.ts)!;
+    expect(actionsOf(settled)).toEqual([]);
+    expect(settled.text).toMatch(
+      /^⌛ Nobody decided on `write_file` from \*filesystem\* within 10 seconds: it was not run\./,
+    );
+    expect(await new TurnLedger(app.store).pending()).toEqual([]);
+  }, 30_000);
+});
+
 describe("approvals in Slack across a kill -9", () => {
   let llm: LlmEmulator;
   let slack: SlackEmulator;
@@ -330,6 +419,13 @@ describe("approvals in Discord", () => {
     if (!button) throw new Error(`no ${value} button on the question`);
     return clickComponent(discord, { message: q, customId: button.custom_id, userId });
   };
+  /** What the bot said to the clicker privately in answer to their click. */
+  const toldAbout = (rec: StoredInteraction) =>
+    waitForDiscord(() => {
+      const ids = [...(rec.originalId ? [rec.originalId] : []), ...rec.followupIds];
+      const texts = ids.map((id) => s().findMessage(id)?.content ?? "").filter(Boolean);
+      return texts.length > 0 ? texts : undefined;
+    });
   const answered = (m: StoredMessage) =>
     waitForDiscord(() => discord.botMessages(threadOf(m)).find((x) => x.content.startsWith("Tool said:")));
 
@@ -341,13 +437,16 @@ describe("approvals in Discord", () => {
     expect(existsSync(join(root, "note-4.txt"))).toBe(false);
 
     const bob = press(q, s().bob.id, "approve");
-    await waitForDiscord(() =>
-      discord
-        .botMessages(s().general)
-        .concat(discord.botMessages(threadOf(m)))
-        .find((x) => x.interactionId === bob.id),
-    );
+    expect(await toldAbout(bob)).toEqual([
+      "Only alice or an approver can decide on this, so nothing changed.",
+    ]);
+    await untilQuiet(discord.requests);
     expect(existsSync(join(root, "note-4.txt"))).toBe(false);
+    expect(buttonsOf(s().findMessage(q.id)!).map((b) => parseInteractionId(b.custom_id)?.value)).toEqual([
+      "approve",
+      "approve_thread",
+      "deny",
+    ]);
 
     press(q, s().alice.id, "approve");
     press(q, s().alice.id, "approve");
@@ -361,7 +460,7 @@ describe("approvals in Discord", () => {
     );
     const settled = s().findMessage(q.id)!;
     expect(buttonsOf(settled)).toEqual([]);
-    expect(settled.content).toMatch(/^✅ .+ approved `write_file` from \*\*filesystem\*\*\./);
+    expect(settled.content).toMatch(/^✅ alice approved `write_file` from \*\*filesystem\*\*\./);
   });
 
   it("never writes a denied file, and tells the model", async () => {

@@ -4,7 +4,8 @@
  * `trigger-elicitation-request` form opens as a Slack modal from a button in the thread;
  * only the asker may open and answer it; answers Slack lets through but the schema refuses
  * stay in the modal with the field's error; submitted values reach the tool's result;
- * decline and cancel reach the server; `trigger-url-elicitation` shows a link.
+ * decline and cancel reach the server; `trigger-url-elicitation` shows a link, and a link
+ * nobody finishes within the expiry is cancelled at the server.
  */
 import { rmSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -198,4 +199,64 @@ describe("a server's form in Slack", () => {
       "✅ alice finished the page on *modelcontextprotocol.io* for *everything*.",
     );
   });
+});
+
+describe("a page to open in Slack that nobody finishes", () => {
+  let llm: LlmEmulator;
+  let slack: SlackEmulator;
+  let app: App;
+  let dir: string;
+
+  beforeAll(async () => {
+    dir = formsWorkspace("llm:\n  maxRetries: 0\nslack:\n  nativeStreaming: false\n", 10_000);
+    llm = await LlmEmulator.start({ responder: formScenario });
+    slack = await SlackEmulator.start();
+    app = await startApp({ env: appEnv({ dir, llm, slack }), cwd: dir });
+  }, 60_000);
+
+  afterAll(async () => {
+    await app?.stop();
+    await slack?.stop();
+    await llm?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("cancels it at the expiry: the server is told cancel, the message says so, a late click changes nothing", async () => {
+    const m = slack.mention("C1", "U_ALICE", "link please");
+    const q = await waitFor(() => slack.botReplies("C1", m.ts).find((r) => actionsOf(r).length > 0));
+    const done = actionsOf(q).find((a) => a.value === "done")!;
+    expect(q.text).toContain("Only alice can answer; it waits 10 seconds.");
+    // The answer, whether the writer's pacing put it in one message or more.
+    const answer = () =>
+      slack
+        .botReplies("C1", m.ts)
+        .filter((r) => r.ts !== q.ts)
+        .map((r) => r.text)
+        .join("");
+    await waitFor(() => answer().includes("Raw result"), { timeoutMs: 20_000 });
+    await app.dispatcher.settled();
+    await untilQuiet(slack.api.calls);
+    const said = answer();
+    // server-everything says what it received: its words for a cancel, and the raw result.
+    expect(said).toMatch(/^Tool said: ⚠️ User cancelled the URL elicitation \(Elicitation ID: [\w-]+\)\./);
+    expect(said).toMatch(/Raw result: \{\s*"action": "cancel"\s*\}$/);
+    const settled = slack.state.find("C1", q.ts)!;
+    expect(actionsOf(settled)).toEqual([]);
+    expect(settled.text).toBe(
+      "⌛ Nobody answered the page on *example.com* for *everything* within 10 seconds, so it was cancelled.",
+    );
+    clickAction(slack, {
+      user: "U_ALICE",
+      channel: "C1",
+      messageTs: q.ts,
+      actionId: done.action_id,
+      value: "done",
+      blockId: done.block_id,
+    });
+    await waitFor(() => slack.state.ephemerals.find((e) => e.user === "U_ALICE"));
+    expect(slack.state.ephemerals.map((e) => e.text)).toEqual([
+      "This form is no longer waiting for an answer: the tool call that asked for it has ended.",
+    ]);
+    expect(answer()).toBe(said);
+  }, 30_000);
 });

@@ -1,5 +1,5 @@
 import { PassThrough } from "node:stream";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import type { Inbound, TurnRunner } from "../../runtime/contract.js";
 import { runConsole } from "./index.js";
 
@@ -87,5 +87,46 @@ describe("the terminal", () => {
     t.input.write("\x03");
     await done;
     expect(stops).toHaveLength(1);
+  });
+
+  it("quits on a second Ctrl+C while the answer is still stopping, without waiting for it to end", async () => {
+    const stops: string[] = [];
+    let streaming: NodeJS.Timeout | undefined;
+    const runner: TurnRunner = {
+      ...recorder().runner,
+      // An answer that goes on streaming after the stop: a slow model or a tool that ignores cancellation.
+      handle: (inbound) =>
+        new Promise<void>(() => {
+          const sink = inbound.reply.stream();
+          streaming = setInterval(() => sink.write("word "), 10);
+        }),
+      stop: async (key) => {
+        stops.push(key);
+        return "";
+      },
+    };
+    const t = terminal();
+    let shown = "";
+    t.out.on("data", (c: Buffer) => {
+      shown += c.toString();
+    });
+    let ended = false;
+    const done = runConsole({ runner, ...t }).then(() => {
+      ended = true;
+    });
+    try {
+      t.input.write("a long question\n");
+      await vi.waitFor(() => expect(shown).toContain("word word"));
+      t.input.write("\x03");
+      await new Promise((r) => setTimeout(r, 50));
+      expect(stops).toEqual(["console:local"]);
+      expect(ended).toBe(false);
+      t.input.write("\x03");
+      await vi.waitFor(() => expect(ended).toBe(true), { timeout: 1_000 });
+      await done;
+      expect(stops).toHaveLength(1);
+    } finally {
+      clearInterval(streaming);
+    }
   });
 });

@@ -30,6 +30,11 @@ export async function runConsole(opts: ConsoleOptions): Promise<void> {
   const io = { out, err, cwd, artifactsDir: resolve(cwd, "artifacts") };
   let answering = false;
   let stopping = false;
+  let quitting = false;
+  let quit: () => void = () => undefined;
+  const quitted = new Promise<void>((resolve) => {
+    quit = resolve;
+  });
   if (interactive) {
     err.write(
       "Switchboard chat: type a message, /help for commands, Ctrl+C stops an answer, Ctrl+D quits.\n",
@@ -39,6 +44,8 @@ export async function runConsole(opts: ConsoleOptions): Promise<void> {
     // Ctrl+C stops the answer being written; with none, or pressed again while stopping, it quits.
     rl.on("SIGINT", () => {
       if (!answering || stopping || !opts.runner.stop) {
+        quitting = true;
+        quit();
         rl.close();
         return;
       }
@@ -51,11 +58,17 @@ export async function runConsole(opts: ConsoleOptions): Promise<void> {
     const text = message.trim();
     answering = true;
     try {
-      if (text) await handleLine(text, opts.runner, io);
+      if (text) {
+        const handled = handleLine(text, opts.runner, io);
+        handled.catch(() => undefined);
+        // Quitting does not wait for an answer that will not stop: the caller's shutdown gives it its grace.
+        await Promise.race([handled, quitted]);
+      }
     } finally {
       answering = false;
       stopping = false;
     }
+    if (quitting) return;
     if (interactive) rl.prompt();
   }
 }

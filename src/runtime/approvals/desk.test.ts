@@ -8,7 +8,7 @@ import { ApprovalBook } from "../../store/approvals.js";
 import { openStore, type Store } from "../../store/index.js";
 import { TurnLedger } from "../../store/turns.js";
 import type { Question, Reply } from "../contract.js";
-import { ApprovalDesk } from "./desk.js";
+import { ApprovalDesk, WRONG_PLACE } from "./desk.js";
 
 const KEY = "slack:T1:C1:1712345678.000100";
 const step: PendingStep = {
@@ -116,6 +116,7 @@ describe("the approval desk", () => {
         value: "approve",
         platform: "slack",
         user: { id: "U1", name: "alice" },
+        messageId: "q1",
         respond: async (t) => void said.push(t),
       },
       (await new ApprovalBook(store).get(ref))!,
@@ -159,5 +160,34 @@ describe("the approval desk", () => {
     expect(said).toEqual(["That is not one of this question's choices, so nothing was decided."]);
     expect(await new ApprovalBook(store).decision(ref)).toBeUndefined();
     expect(resumed).toEqual([]);
+  });
+
+  it("refuses a click with a valid ref from another message than the question's, and changes nothing", async () => {
+    const record = await park(shown.reply);
+    const ref = record.waiting!.refs.c1!;
+    const approval = (await new ApprovalBook(store).get(ref))!;
+    expect(approval.messageId).toBe("q1");
+    const said: string[] = [];
+    // A forged payload: the ref of a real question, clicked on a message elsewhere (or on none).
+    for (const messageId of ["1712345999.000200", undefined]) {
+      await desk.interact(
+        {
+          id: `i-${messageId}`,
+          kind: "button",
+          ref,
+          value: "approve",
+          platform: "slack",
+          user: { id: "U1", name: "alice" },
+          ...(messageId ? { messageId } : {}),
+          respond: async (t) => void said.push(t),
+        },
+        approval,
+      );
+    }
+    expect(said).toEqual([WRONG_PLACE, WRONG_PLACE]);
+    expect(await new ApprovalBook(store).decision(ref)).toBeUndefined();
+    expect(shown.settled).toEqual([]);
+    expect(resumed).toEqual([]);
+    expect(desk.armed(KEY)).toBe(true);
   });
 });

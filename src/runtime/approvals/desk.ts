@@ -34,6 +34,9 @@ export interface Outcome {
   approvedForThread: string[];
 }
 
+export const WRONG_PLACE =
+  "That click did not come from the approval question in its thread, so nothing was decided.";
+
 const CHOICE_KINDS = new Set<DecisionKind>(["approve", "approve_thread", "deny"]);
 
 /**
@@ -118,6 +121,12 @@ export class ApprovalDesk {
     const kind = interaction.value as DecisionKind;
     if (typeof interaction.value !== "string" || !CHOICE_KINDS.has(kind)) {
       await interaction.respond("That is not one of this question's choices, so nothing was decided.");
+      return;
+    }
+    // The ref alone is no proof: a click counts only on the question's own message, in its thread.
+    if (approval.messageId !== undefined && interaction.messageId !== approval.messageId) {
+      log.warn({ key: approval.key, ref: approval.ref }, "an approval click came from another message");
+      await interaction.respond(WRONG_PLACE);
       return;
     }
     const place = { platform: approval.platform, channel: approval.channel };
