@@ -41,19 +41,17 @@ export class Dispatcher implements TurnRunner {
   private stopping = false;
   private readonly desk: ApprovalDesk;
   private readonly access: Access;
-  /** The answer being written in each thread (this process's), for Stop. */
-  private readonly running: RunningTurns;
+  private readonly running: RunningTurns; // each thread's answer being written here, for Stop
   private readonly turnDeps: TurnDeps;
   private readonly takeovers: Takeovers;
   private readonly accounts: TurnAccounts;
   private readonly ratings: FeedbackDesk | undefined;
-  /** Servers' questions to people during tool calls (MCP elicitation). */
+  /** MCP elicitation: servers' questions to people during tool calls. */
   private readonly forms: FormDesk | undefined;
   /** Other replicas were alive when this one began to stop: its unfinished turns go to them. */
   private handingOver = false;
-  /** Each running turn's hold on its thread's lock, by the turn's controller. */
-  private readonly held = new WeakMap<AbortController, Held>();
-  /** The running platforms, to write in a thread no event came from (resumed turns, settled questions). */
+  private readonly held = new WeakMap<AbortController, Held>(); // each turn's hold on its lock
+  /** The running platforms, to write where no event came from (resumed turns, settled questions). */
   private adapters: Adapter[] = [];
 
   constructor(private readonly deps: DispatcherDeps) {
@@ -120,11 +118,10 @@ export class Dispatcher implements TurnRunner {
       .run(
         inbound.key,
         async (held) => {
-          delete entry.queued;
           if (entry.noted) return;
           this.hold(controller, held);
           leaveQueue();
-          return controller.signal.aborted ? this.refuse(inbound) : this.turn(inbound, controller);
+          return this.turn(inbound, controller, entry);
         },
         inbound.sentAt,
       )
@@ -159,8 +156,7 @@ export class Dispatcher implements TurnRunner {
     return routeInteraction(interaction, {
       firstSight: (id) => this.firstSight(id),
       running: this.running,
-      // Without an approval book (adapter tests) nothing waits for a decision.
-      ...(this.deps.approvals ? { desk: this.desk } : {}),
+      ...(this.deps.approvals ? { desk: this.desk } : {}), // none in adapter tests
       feedback: this.ratings,
       forms: this.forms,
     });
@@ -288,9 +284,8 @@ export class Dispatcher implements TurnRunner {
 
   /**
    * Graceful stop: refuse new turns, let running ones finish within `graceMs`, then stop the
-   * rest. When other replicas are alive, the turns still running then are handed to them
-   * (their records stay; a replica takes each over from its last checkpoint), and so are
-   * messages still waiting for their thread. Otherwise each ends with the restart note.
+   * rest: handed to live replicas (records stay, taken over from their last checkpoint) with
+   * the messages waiting for their thread, or else each ends with the restart note.
    * Resolves when every turn has written its last word here.
    */
   async drain(graceMs: number): Promise<{ interrupted: number; handedOver: number }> {
@@ -317,8 +312,8 @@ export class Dispatcher implements TurnRunner {
 
   /**
    * Start-up: turns a process left unfinished (kill -9, a replica that handed them over)
-   * are taken over and finished in their own replies; those that cannot be end with the
-   * restart note. From then on this process watches for such turns (see Takeovers).
+   * are finished in their own replies, or end with the restart note; then this process
+   * watches for such turns (see Takeovers).
    */
   async recoverInterrupted(adapters: Adapter[]): Promise<number> {
     this.adapters = adapters;
@@ -334,17 +329,22 @@ export class Dispatcher implements TurnRunner {
       .catch((err: unknown) => log.warn({ err, key: inbound.key }, "could not post the restart note"));
   }
 
-  private async turn(inbound: Inbound, controller: AbortController): Promise<void> {
+  private async turn(inbound: Inbound, controller: AbortController, entry: InFlight): Promise<void> {
     const { observer } = this.deps;
     const started = Date.now();
+    // A turn this thread's last process left unfinished is finished first, in its own reply.
+    // Until then the message is still owed (`entry.queued`): a stop meanwhile hands it over.
+    const { signal } = controller;
+    const known = signal.aborted ? undefined : await this.takeovers.settleBefore(inbound.key, controller);
+    if (entry.noted) return;
+    delete entry.queued;
+    if (signal.aborted) return this.refuse(inbound);
     observer?.turnStarted?.(inbound);
     const turn: RunningTurn = {
       controller,
       asker: inbound.user,
       place: { platform: inbound.platform, channel: inbound.channel },
     };
-    // A turn this thread's last process left unfinished is finished first, in its own reply.
-    const known = await this.takeovers.settleBefore(inbound.key, controller);
     const payer = {
       platform: inbound.platform,
       user: inbound.user.id,

@@ -309,6 +309,55 @@ describe("taking over a turn whose process died", () => {
     );
   });
 
+  it("a message whose turn is still finishing the thread's cut-off turn when its process stops is handed over, not dropped", async () => {
+    // The cut-off turn's takeover will not end when aborted (a last write waiting for its budget).
+    let release!: () => void;
+    const released = new Promise<void>((r) => {
+      release = r;
+    });
+    const asked: string[] = [];
+    const stuck: Provider = {
+      name: "openai",
+      listModels: async () => [],
+      async *stream(req): AsyncIterable<ModelEvent> {
+        const last = req.messages.findLast((m) => m.role === "user");
+        asked.push(typeof last?.content === "string" ? last.content : "");
+        yield { type: "text", delta: "Half" };
+        await released;
+        yield { type: "stop", reason: "end" };
+      },
+    };
+    const stopping = setup(stuck, createThreadLock(store));
+    const onStopping = fakeSlack();
+    await stopping.dispatcher.recoverInterrupted([onStopping.adapter]);
+    // Another replica beats (so the message is handed, not noted), and takes nothing over itself.
+    const other = createThreadLock(store);
+    await other.others();
+    await leftBy("a-process-that-died", { address: { messages: ["1.1"] } });
+    const fresh = fakeSlack();
+    const handled = stopping.dispatcher.handle({
+      id: "e2",
+      key: KEY,
+      platform: "slack",
+      channel: "C1",
+      user: ALICE,
+      text: "and another thing",
+      attachments: [],
+      reply: fresh.reply,
+    });
+    await vi.waitFor(() => expect(onStopping.seen).toEqual(["Half"]), { timeout: 5_000 });
+
+    await stopping.dispatcher.drain(50);
+    const handed = await ledger.takeHanded(KEY);
+    expect(handed.map((m) => m.text)).toEqual(["and another thing"]);
+    release();
+    await handled;
+    // Handed over, so never answered here as well.
+    expect(asked).toEqual(["write the file, then read it"]);
+    expect(fresh.seen).toEqual([]);
+    await other.close();
+  }, 20_000);
+
   it("a turn whose lock was taken while it ran stops at once: no more text, no note, no save, the taker's record untouched", async () => {
     const cut: Provider = {
       name: "openai",

@@ -261,9 +261,9 @@ describe("three replicas on Redis: a rolling restart while four threads chat", n
           ok: c.ok,
           error: c.error,
           channel: c.params.channel,
-          ts: c.params.ts,
+          ts: c.params.ts ?? c.ts,
           thread: c.params.thread_ts,
-          end: String(c.params.text ?? "").slice(-16),
+          end: String(c.params.markdown_text ?? c.params.text ?? "").slice(-24),
         }));
       writeFileSync(join(logs, "slack-writes.json"), JSON.stringify(writes, null, 1));
       console.info(`the processes' logs are in ${logs}`);

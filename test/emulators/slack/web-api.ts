@@ -29,6 +29,8 @@ export interface WebApiCall {
   at: number;
   ok: boolean;
   error?: string;
+  /** The message a successful call created (chat.postMessage, chat.startStream). */
+  ts?: string;
 }
 
 /** The Web API methods the bot uses, behind token checks, rate limits and switchable refusals. */
@@ -112,6 +114,7 @@ export class WebApi {
     try {
       const body = handler(params);
       call.ok = true;
+      if (typeof body.ts === "string") call.ts = body.ts;
       return { status: 200, body: { ok: true, ...body } };
     } catch (err) {
       if (err instanceof ApiError) return this.error(call, err.message, err.extra);
