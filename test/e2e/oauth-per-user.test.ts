@@ -11,34 +11,17 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePort } from "../../src/mcp/testkit.js";
-import { LlmEmulator, type RecordedRequest, type ScriptedTurn } from "../emulators/llm/index.js";
+import { LlmEmulator } from "../emulators/llm/index.js";
 import { type EmuMessage, SlackEmulator, waitFor } from "../emulators/slack/index.js";
 import { clickAction } from "../emulators/slack/interactive.js";
 import { appEnv } from "../support/app-env.js";
 import { scratchConfig } from "../support/chat-process.js";
-import { isTitleRequest, lastUserText, toolResultsSinceUser } from "../support/llm-text.js";
 import { type OAuthMcpServer, startOAuthMcpServer } from "../support/oauth-mcp-server.js";
+import { consent, linkIn, perUserModel } from "../support/per-user-scenario.js";
 import { killStarted, type Running, startSwitchboard } from "../support/process.js";
 import { actionsOf, switchboardSays } from "../support/slack-actions.js";
 
 const KEY = "a test key for the token vault, long enough";
-
-/** Calls whoami when it is offered, else the server's sign-in tool; then reports what the tools said. */
-function model(req: RecordedRequest): ScriptedTurn {
-  if (isTitleRequest(req)) return { text: "Per user" };
-  const results = toolResultsSinceUser(req);
-  if (results.length > 0) return { text: `Done: ${results.join(" | ")}` };
-  if (!/whoami/.test(lastUserText(req))) return { text: "Say whoami." };
-  const name = req.toolNames.includes("mine__whoami") ? "mine__whoami" : "mine__sign_in";
-  const n = Number(/(\d+) whoami/.exec(lastUserText(req))?.[1] ?? 1);
-  // Distinct arguments: the same call twice in a step is refused as a loop.
-  return { toolCalls: Array.from({ length: n }, (_, i) => ({ id: `c${i}`, name, arguments: { call: i } })) };
-}
-
-async function consent(url: string): Promise<{ status: number; text: string }> {
-  const res = await fetch(url, { redirect: "follow" });
-  return { status: res.status, text: await res.text() };
-}
 
 describe("per-user OAuth sign-ins to an MCP server", () => {
   let secure: OAuthMcpServer;
@@ -84,7 +67,6 @@ describe("per-user OAuth sign-ins to an MCP server", () => {
       })
     ).text;
   };
-  const linkIn = (text: string) => /(http[^\s>|]+)/.exec(text)?.[1]?.replace(/&amp;/g, "&");
   /** A person's whole sign-in from the thread: the question, Connect, the browser. */
   const signInFrom = async (m: EmuMessage, user: string) => {
     const q = await question(m);
@@ -97,7 +79,7 @@ describe("per-user OAuth sign-ins to an MCP server", () => {
 
   beforeAll(async () => {
     secure = await startOAuthMcpServer();
-    llm = await LlmEmulator.start({ responder: model });
+    llm = await LlmEmulator.start({ responder: perUserModel });
     slack = await SlackEmulator.start();
     healthPort = await freePort();
     const dir = scratchConfig(
