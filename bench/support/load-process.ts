@@ -91,13 +91,17 @@ function proc(pid: number, file: string): string | undefined {
   }
 }
 
-/** CPU seconds (user + system) the process has used so far; NaN when it is gone. */
-export function cpuSeconds(pid: number): number {
-  const stat = proc(pid, "stat");
+/** CPU seconds (user + system) of a `stat` line of /proc (a process's or a thread's); NaN without one. */
+function cpuOf(stat: string | undefined): number {
   if (stat === undefined) return Number.NaN;
   // The command name (field 2) may hold spaces: count fields from its closing parenthesis.
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
   return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+}
+
+/** CPU seconds (user + system) the process has used so far; NaN when it is gone. */
+export function cpuSeconds(pid: number): number {
+  return cpuOf(proc(pid, "stat"));
 }
 
 /** CPU seconds of the process's main thread and of all its other threads (V8's GC helpers, libuv's pool). */
@@ -111,10 +115,9 @@ export function cpuByThread(pid: number): { main: number; others: number } {
     return { main: Number.NaN, others: Number.NaN };
   }
   for (const tid of tasks) {
-    const stat = proc(pid, `task/${tid}/stat`);
-    if (stat === undefined) continue;
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    const seconds = (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+    const seconds = cpuOf(proc(pid, `task/${tid}/stat`));
+    // A thread that ended between the listing and the read.
+    if (Number.isNaN(seconds)) continue;
     if (tid === String(pid)) main += seconds;
     else others += seconds;
   }

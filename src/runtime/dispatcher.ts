@@ -126,9 +126,9 @@ export class Dispatcher implements TurnRunner {
         inbound.sentAt,
       )
       .catch(async (err: unknown) => {
-        // Its wait failed while stopping (the store closed): handed over or noted, once.
         if (entry.noted) return;
         if (this.stopping) {
+          log.debug({ err, key: inbound.key }, "a queued turn's wait failed while stopping");
           entry.noted = true;
           return this.refuse(inbound);
         }

@@ -61,6 +61,11 @@ function fakeSlack() {
   return { adapter, seen, rebuilt, notes, reply };
 }
 
+/** Alice's message `text` in the thread, answered in `reply`. */
+function aliceSays(id: string, text: string, reply: Reply): Inbound {
+  return { id, key: KEY, platform: "slack", channel: "C1", user: ALICE, text, attachments: [], reply };
+}
+
 describe("taking over a turn whose process died", () => {
   let dir: string;
   let store: Store;
@@ -226,16 +231,7 @@ describe("taking over a turn whose process died", () => {
     // Left after the start-up pass: the new message finds it before the watcher does.
     await leftBy("a-process-that-died", { shown: "Half of the first", address: { messages: ["1.1"] } });
     const fresh = fakeSlack();
-    const inbound: Inbound = {
-      id: "e2",
-      key: KEY,
-      platform: "slack",
-      channel: "C1",
-      user: ALICE,
-      text: "and another thing",
-      attachments: [],
-      reply: fresh.reply,
-    };
+    const inbound = aliceSays("e2", "and another thing", fresh.reply);
     await dispatcher.handle(inbound);
 
     expect(provider.requests.map((r) => r.messages.filter((m) => m.role === "user").length)).toEqual([1, 2]);
@@ -261,16 +257,7 @@ describe("taking over a turn whose process died", () => {
     // Started: it beats from here on, so the stopping replica sees it.
     await live.dispatcher.recoverInterrupted([onLive.adapter]);
     const onStopping = fakeSlack();
-    const inbound: Inbound = {
-      id: "e1",
-      key: KEY,
-      platform: "slack",
-      channel: "C1",
-      user: ALICE,
-      text: "a long question",
-      attachments: [],
-      reply: onStopping.reply,
-    };
+    const inbound = aliceSays("e1", "a long question", onStopping.reply);
     const handled = stopping.dispatcher.handle(inbound);
     await vi.waitFor(() => expect(onStopping.seen).toEqual(["Half an ans"]), { timeout: 5_000 });
     const behind = fakeSlack();
@@ -335,16 +322,7 @@ describe("taking over a turn whose process died", () => {
     await other.others();
     await leftBy("a-process-that-died", { address: { messages: ["1.1"] } });
     const fresh = fakeSlack();
-    const handled = stopping.dispatcher.handle({
-      id: "e2",
-      key: KEY,
-      platform: "slack",
-      channel: "C1",
-      user: ALICE,
-      text: "and another thing",
-      attachments: [],
-      reply: fresh.reply,
-    });
+    const handled = stopping.dispatcher.handle(aliceSays("e2", "and another thing", fresh.reply));
     await vi.waitFor(() => expect(onStopping.seen).toEqual(["Half"]), { timeout: 5_000 });
 
     await stopping.dispatcher.drain(50);
@@ -372,16 +350,7 @@ describe("taking over a turn whose process died", () => {
     const { dispatcher } = setup(cut, lock);
     const slack = fakeSlack();
     const before = (await sessions.get(KEY))!.messages.length;
-    const handled = dispatcher.handle({
-      id: "e1",
-      key: KEY,
-      platform: "slack",
-      channel: "C1",
-      user: ALICE,
-      text: "a long question",
-      attachments: [],
-      reply: slack.reply,
-    });
+    const handled = dispatcher.handle(aliceSays("e1", "a long question", slack.reply));
     await vi.waitFor(() => expect(slack.seen).toEqual(["Half an ans"]), { timeout: 5_000 });
     // Another process frees the lease, as for a process whose heartbeat it saw expire, and takes the turn.
     const state = createState(store);

@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { once } from "node:events";
 import { resolve } from "node:path";
 import { createInterface, type Interface } from "node:readline";
 import { encodeThread } from "../../core/thread.js";
@@ -30,11 +31,8 @@ export async function runConsole(opts: ConsoleOptions): Promise<void> {
   const io = { out, err, cwd, artifactsDir: resolve(cwd, "artifacts") };
   let answering = false;
   let stopping = false;
-  let quitting = false;
-  let quit: () => void = () => undefined;
-  const quitted = new Promise<void>((resolve) => {
-    quit = resolve;
-  });
+  const quit = new AbortController();
+  const quitted = once(quit.signal, "abort");
   if (interactive) {
     err.write(
       "Switchboard chat: type a message, /help for commands, Ctrl+C stops an answer, Ctrl+D quits.\n",
@@ -44,8 +42,7 @@ export async function runConsole(opts: ConsoleOptions): Promise<void> {
     // Ctrl+C stops the answer being written; with none, or pressed again while stopping, it quits.
     rl.on("SIGINT", () => {
       if (!answering || stopping || !opts.runner.stop) {
-        quitting = true;
-        quit();
+        quit.abort();
         rl.close();
         return;
       }
@@ -68,7 +65,7 @@ export async function runConsole(opts: ConsoleOptions): Promise<void> {
       answering = false;
       stopping = false;
     }
-    if (quitting) return;
+    if (quit.signal.aborted) return;
     if (interactive) rl.prompt();
   }
 }
