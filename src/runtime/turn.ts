@@ -97,13 +97,18 @@ export async function runTurn(
     owner: deps.owner,
     input: { text: inbound.text, user: inbound.user, channel: inbound.channel },
   };
+  // Read while the turn's record is written (under the lock the session is this turn's
+  // alone): one round trip less before the model is asked. Its failure is drive's to report.
+  const loading = deps.sessions.getOrCreate(inbound.key);
+  loading.catch(() => undefined);
   const { previous, record } = await (async () => {
     const previous = known ? known.previous : await ledger.get(inbound.key);
     return { previous, record: await ledger.begin(inbound.key, run) };
   })().catch((err: unknown) => {
     throw storeFailed(err);
   });
-  return drive(record, place, inbound.reply, deps, signal, hooks, async (session, common) => {
+  const from = { session: loading };
+  return drive(record, place, inbound.reply, deps, signal, hooks, from, async (session, common) => {
     if (previous?.waiting) {
       // Written again before anyone decided: the old questions end, and the model learns the step never ran.
       await deps.desk.supersede(inbound.key, previous.waiting, inbound.reply);
@@ -142,7 +147,7 @@ export async function resumeTurn(
   await deps.ledger.unpark(record).catch((err: unknown) => {
     throw storeFailed(err);
   });
-  return drive(record, place, reply, deps, signal, hooks, async (session, common) => {
+  return drive(record, place, reply, deps, signal, hooks, {}, async (session, common) => {
     if (outcome.approvedForThread.length) {
       const approved = new Set([...(session.settings.approvedTools ?? []), ...outcome.approvedForThread]);
       session.settings.approvedTools = [...approved];
@@ -172,28 +177,19 @@ export async function takeOverTurn(
   if (!input || !id) throw new Error(`The turn of ${record.key} cannot be taken over`);
   const place = storedPlace(record.key, input);
   const kept = record.shown ?? "";
-  return drive(
-    record,
-    place,
-    reply,
-    deps,
-    signal,
-    hooks,
-    async (session, common) => {
-      const asked = session.messages.some((m) => m.role === "user" && m.turn === id);
-      if (!asked) return deps.agent.runTurn({ ...common, text: input.text });
-      const last = session.messages.at(-1);
-      // The answer was saved, but not the turn's end: only its text is left to show.
-      if (last?.role === "assistant" && !last.toolCalls?.length) return answered(last.content);
-      const calling = record.calling;
-      const resumed =
-        calling && !stepSaved(session, calling)
-          ? { step: calling, verdicts: afterCrash(calling, deps.hub) }
-          : undefined;
-      return deps.agent.resumeTurn({ ...common, ...(resumed ? { resumed } : {}) });
-    },
-    kept,
-  );
+  return drive(record, place, reply, deps, signal, hooks, { kept }, async (session, common) => {
+    const asked = session.messages.some((m) => m.role === "user" && m.turn === id);
+    if (!asked) return deps.agent.runTurn({ ...common, text: input.text });
+    const last = session.messages.at(-1);
+    // The answer was saved, but not the turn's end: only its text is left to show.
+    if (last?.role === "assistant" && !last.toolCalls?.length) return answered(last.content);
+    const calling = record.calling;
+    const resumed =
+      calling && !stepSaved(session, calling)
+        ? { step: calling, verdicts: afterCrash(calling, deps.hub) }
+        : undefined;
+    return deps.agent.resumeTurn({ ...common, ...(resumed ? { resumed } : {}) });
+  });
 }
 
 type Common = Omit<TurnInput, "text" | "parts">;
@@ -201,6 +197,12 @@ type Common = Omit<TurnInput, "text" | "parts">;
 /** Where a turn run from its record answers: the thread, and who asked where. */
 function storedPlace(key: ThreadKey, asked: { user: TurnPlace["user"]; channel: string }): TurnPlace {
   return { key, user: asked.user, platform: platformOf(key) ?? "console", channel: asked.channel };
+}
+
+/** Where a turn goes on from: the text its reply keeps (a takeover), its session if already being read. */
+interface DriveFrom {
+  kept?: string;
+  session?: Promise<Session>;
 }
 
 /** The part of a turn that new and resumed turns share: session, events into the reply, save, park or end. */
@@ -211,9 +213,10 @@ async function drive(
   deps: TurnDeps,
   signal: AbortSignal,
   hooks: TurnHooks,
+  from: DriveFrom,
   start: (session: Session, common: Common) => Promise<AsyncGenerator<AgentEvent, unknown>>,
-  kept = "",
 ): Promise<TurnResult> {
+  const kept = from.kept ?? "";
   const { sessions, ledger } = deps;
   const started = Date.now();
   const events: AgentEvent[] = [];
@@ -249,7 +252,7 @@ async function drive(
   let pending: PendingStep | undefined;
   let handedOver = false;
   try {
-    session = await sessions.getOrCreate(place.key).catch((err: unknown) => {
+    session = await (from.session ?? sessions.getOrCreate(place.key)).catch((err: unknown) => {
       throw storeFailed(err);
     });
     const current = session;

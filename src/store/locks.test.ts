@@ -1,7 +1,14 @@
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import type { Store } from "./index.js";
-import { createThreadLock, LocalThreadLock, LockLost, liveProcesses, type ThreadLock } from "./locks.js";
-import { createState, type Lease } from "./state.js";
+import {
+  createThreadLock,
+  LeaseThreadLock,
+  LocalThreadLock,
+  LockLost,
+  liveProcesses,
+  type ThreadLock,
+} from "./locks.js";
+import { createState, type Lease, type StateStore } from "./state.js";
 import { describeEachStore, needsServer, type TestStores, testStores } from "./testing.js";
 
 const tick = () => new Promise<void>((r) => setTimeout(r, 1));
@@ -211,6 +218,51 @@ describeEachStore("the thread lock across processes on %s", (kind) => {
     release();
     await Promise.all([m1, m2, m3]);
     expect(order).toEqual([1, 2, 3]);
+    await Promise.all([a.close(), b.close()]);
+  });
+
+  it("takes a free thread's lock without a ticket in its line, and queues one only when the lock is taken", async () => {
+    stores = testStores(kind);
+    const lines: string[] = [];
+    /** The process's state, with the lines it queues a ticket in written down. */
+    const watched = (state: StateStore): StateStore =>
+      new Proxy(state, {
+        get(target, prop) {
+          if (prop === "listAdd")
+            return (list: string, member: string) => {
+              if (list.startsWith("line:")) lines.push(list);
+              return target.listAdd(list, member);
+            };
+          const value = Reflect.get(target, prop, target);
+          return typeof value === "function" ? value.bind(target) : value;
+        },
+      });
+    const a = new LeaseThreadLock(watched(createState(await stores.open())), { maxPollMs: 20 });
+    const b = new LeaseThreadLock(watched(createState(await stores.open())), { maxPollMs: 20 });
+    await a.run("free", async () => undefined, 1_000);
+    expect(lines).toEqual([]);
+    let release!: () => void;
+    const holding = new Promise<void>((r) => {
+      release = r;
+    });
+    let started!: () => void;
+    const held = new Promise<void>((r) => {
+      started = r;
+    });
+    const first = a.run(
+      "taken",
+      async () => {
+        started();
+        await holding;
+      },
+      2_000,
+    );
+    await held;
+    const second = b.run("taken", async () => undefined, 3_000);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(lines).toEqual(["line:taken"]);
+    release();
+    await Promise.all([first, second]);
     await Promise.all([a.close(), b.close()]);
   });
 

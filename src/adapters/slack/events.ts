@@ -199,12 +199,13 @@ export class SlackEvents {
     ) {
       return;
     }
-    if (e.user) {
-      await this.deps.state
-        .set(lastThreadKey(e.channel, e.user), key, REMEMBER_MS)
-        .catch((err: unknown) => log.warn({ err }, "last thread not remembered"));
-    }
-    await this.turn(
+    // Remembered beside the turn, not before it: a write less on the way to the first word.
+    const remembered = e.user
+      ? this.deps.state
+          .set(lastThreadKey(e.channel, e.user), key, REMEMBER_MS)
+          .catch((err: unknown) => log.warn({ err }, "last thread not remembered"))
+      : undefined;
+    const turn = this.turn(
       {
         eventId,
         team,
@@ -219,6 +220,7 @@ export class SlackEvents {
       },
       handed,
     );
+    await Promise.all([remembered, turn]);
   }
 
   /** The thread a user last talked to the bot in, in a channel (slash commands have no thread). */
@@ -253,6 +255,17 @@ export class SlackEvents {
 
   private async answer(t: TurnInput, handed: () => void): Promise<void> {
     const key = t.key;
+    // Someone the access lists refuse sees no :eyes:, only a private sentence (once an hour).
+    const from = { dm: t.channel.startsWith("D"), workspace: t.team };
+    const admitted = this.deps.runner.admit?.({
+      platform: "slack",
+      channel: t.channel,
+      user: { id: t.author },
+      from,
+    });
+    const refused = admitted !== undefined && admitted !== "yes";
+    // Both looked up at once: each is a round trip on the way to the turn's first word.
+    const name = refused ? undefined : this.names.of(t.author);
     const place: SlackPlace = {
       team: t.team,
       channel: t.channel,
@@ -270,15 +283,7 @@ export class SlackEvents {
       },
       place,
     );
-    // Someone the access lists refuse sees no :eyes:, only a private sentence (once an hour).
-    const from = { dm: t.channel.startsWith("D"), workspace: t.team };
-    const admitted = this.deps.runner.admit?.({
-      platform: "slack",
-      channel: t.channel,
-      user: { id: t.author },
-      from,
-    });
-    if (admitted && admitted !== "yes") {
+    if (refused) {
       if (admitted === "tell") await reply.notice(REFUSED_NOTE).catch(() => undefined);
       return;
     }
@@ -293,7 +298,7 @@ export class SlackEvents {
       channel: t.channel,
       // A message's ts is its time in seconds, to the microsecond.
       sentAt: Number(t.ts) * 1000,
-      user: { id: t.author, name: await this.names.of(t.author) },
+      user: { id: t.author, name: await (name ?? t.author) },
       // Slack's direct-message channel ids start with D.
       from,
       text: t.text,
