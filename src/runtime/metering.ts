@@ -8,6 +8,12 @@ import type { Payer, UsageLedger } from "../store/usage.js";
 /** Told of every model call's usage (Prometheus counters); must not throw. */
 export type UsageListener = (model: string, usage: Usage, cost: number | undefined) => void;
 
+/** The work a payer's calls are charged in, and the records of them still being written. */
+interface Charging {
+  payer: Payer;
+  writing: Set<Promise<void>>;
+}
+
 /**
  * Counts every model call where it happens, in the provider: the turn's answer, its tool
  * steps, and the title and summary made after it. The call is charged to the payer of
@@ -16,7 +22,7 @@ export type UsageListener = (model: string, usage: Usage, cost: number | undefin
  * metrics only.
  */
 export class Meter {
-  private readonly payers = new ContextSlot<Payer>("payer");
+  private readonly charging = new ContextSlot<Charging>("payer");
   private readonly prices: Readonly<Record<string, Price>>;
   private ledger: UsageLedger | undefined;
 
@@ -32,9 +38,17 @@ export class Meter {
     this.ledger = ledger;
   }
 
-  /** Runs `work` with its model calls (and those of what it starts) charged to `payer`. */
-  within<T>(payer: Payer, work: () => T): T {
-    return this.payers.run(payer, work);
+  /**
+   * Runs `work` with its model calls (and those of what it starts) charged to `payer`;
+   * resolves once their records are written too, so the next turn's budget sees them.
+   */
+  async within<T>(payer: Payer, work: () => Promise<T>): Promise<T> {
+    const charging: Charging = { payer, writing: new Set() };
+    try {
+      return await this.charging.run(charging, work);
+    } finally {
+      await Promise.all(charging.writing);
+    }
   }
 
   price(model: string): Price | undefined {
@@ -49,24 +63,40 @@ export class Meter {
       listModels: (signal) => provider.listModels(signal),
       async *stream(req: ModelRequest, signal: AbortSignal): AsyncIterable<ModelEvent> {
         for await (const event of provider.stream(req, signal)) {
-          if (event.type === "usage") await meter.count(req.model, event.usage);
+          if (event.type === "usage") meter.count(req.model, event.usage);
           yield event;
         }
       },
     };
   }
 
-  private async count(model: string, usage: Usage): Promise<void> {
+  /**
+   * The metrics at once; the record is written beside the answer, not in front of it (the
+   * usage comes just before the answer's last words), and its work waits for it at the end.
+   */
+  private count(model: string, usage: Usage): void {
     const cost = costOf(usage, this.price(model));
     try {
       this.listener?.(model, usage, cost);
     } catch {
       // Counting must never change the answer.
     }
-    const payer = this.payers.get();
-    if (!payer || !this.ledger) return;
+    const charging = this.charging.get();
+    if (!charging || !this.ledger) return;
+    const writing = this.record(this.ledger, charging.payer, model, usage, cost);
+    charging.writing.add(writing);
+    void writing.then(() => charging.writing.delete(writing));
+  }
+
+  private async record(
+    ledger: UsageLedger,
+    payer: Payer,
+    model: string,
+    usage: Usage,
+    cost: number | undefined,
+  ): Promise<void> {
     try {
-      await this.ledger.record({
+      await ledger.record({
         ...payer,
         model,
         inputTokens: usage.inputTokens,
