@@ -36,6 +36,36 @@ describe("Discord adapter: where it answers", () => {
     expect(h.emulator.requests.filter((r) => r.status === 429)).toEqual([]);
   });
 
+  it("opens the threads of people mentioning it in one channel at once, not one round trip after another", async () => {
+    // Each answer of Discord takes 150 ms: discord.js's queue would send the second
+    // thread's request only after the first one's answer.
+    const emulator = await DiscordEmulator.start({ rateLimits: { speed: 10 }, latencyMs: 150 });
+    const harness = await startHarness({ emulator, runner: new ScriptedRunner(answer("ok")) });
+    h = {
+      ...harness,
+      close: async () => {
+        await harness.close();
+        await emulator.stop();
+      },
+    };
+    const s = h.emulator.state;
+    const asked = ["one", "two", "three", "four", "five"].map((q) =>
+      h.emulator.userMessage(s.general, `question ${q}`, { mentionsBot: true }),
+    );
+    await waitFor(() => h.runner.done.length === 5, 10_000);
+    expect(
+      h.emulator
+        .threads(s.general)
+        .map((t) => t.id)
+        .sort(),
+    ).toEqual(asked.map((m) => m.id).sort());
+    const opened = h.emulator.requests.filter((r) => r.method === "POST" && r.path.endsWith("/threads"));
+    expect(opened.map((r) => r.status)).toEqual([201, 201, 201, 201, 201]);
+    // Every request was sent before the first answer came back.
+    expect(Math.max(...opened.map((r) => r.arrived))).toBeLessThan(Math.min(...opened.map((r) => r.at)));
+    for (const m of asked) expect(finalTexts(m.id)).toEqual(["ok"]);
+  });
+
   it("continues in its thread without a mention, and renames the thread only once", async () => {
     h = await startHarness({ runner: new ScriptedRunner(answer("ok", { title: "A title" })) });
     const s = h.emulator.state;

@@ -13,6 +13,7 @@ import {
   provisionalName,
 } from "./context.js";
 import { inboundFiles } from "./files.js";
+import { openThread } from "./open-thread.js";
 import { channelPlace, openingPlace } from "./places.js";
 import { DiscordReply, type Place } from "./reply.js";
 
@@ -82,12 +83,15 @@ export async function onMessage(ctx: DiscordContext, message: Message): Promise<
   // The turn starts while Discord opens the thread: the model need not wait for it. A
   // thread opened from a message has the message's id, so the session's key is known now;
   // if Discord refuses the thread, the answer goes to the channel under the same key.
-  const opening = message
-    .startThread({ name: provisionalName(text, `Question from ${authorName(message)}`) })
-    .catch((err: unknown) => {
-      log.warn({ err, channel: channel.id }, "could not open a thread; answering in the channel");
-      return null;
-    });
+  const opening = openThread(
+    ctx.client,
+    ctx.scheduler,
+    message,
+    provisionalName(text, `Question from ${authorName(message)}`),
+  ).catch((err: unknown) => {
+    log.warn({ err, channel: channel.id }, "could not open a thread; answering in the channel");
+    return null;
+  });
   const place = openingPlace(opening, channel as SendableChannels, (thread) => ctx.renamer(thread));
   await dispatch(ctx, message, guildKey(message.guildId, message.id), place);
 }

@@ -80,15 +80,20 @@ const headerMs = (res: Response, name: string): number | undefined => {
  * What a response teaches about the budgets: a bucket with nothing remaining is paused
  * until it resets; a 429 pauses the bucket it names (the whole bot for a global one), or,
  * when it comes without rate-limit headers, the call's narrowest bucket for Retry-After.
+ * A 429 is returned as what it paused, and for how long.
  */
-export async function learnFrom(scheduler: WriteScheduler, route: Route, res: Response): Promise<void> {
+export async function learnFrom(
+  scheduler: WriteScheduler,
+  route: Route,
+  res: Response,
+): Promise<{ bucket: string | undefined; waitMs: number } | undefined> {
   const narrow = route.buckets[0];
   if (res.status !== 429) {
     const resetAfter = headerMs(res, "x-ratelimit-reset-after");
     if (narrow && narrow !== GLOBAL && res.headers.get("x-ratelimit-remaining") === "0" && resetAfter) {
       scheduler.pause(narrow, resetAfter);
     }
-    return;
+    return undefined;
   }
   let body: { retry_after?: number; global?: boolean } = {};
   try {
@@ -103,6 +108,7 @@ export async function learnFrom(scheduler: WriteScheduler, route: Route, res: Re
   const bucket = global ? GLOBAL : narrow;
   if (bucket) scheduler.pause(bucket, wait);
   log.debug({ bucket, waitMs: wait }, "discord rate limit: bucket paused");
+  return { bucket, waitMs: wait };
 }
 
 /**

@@ -51,6 +51,11 @@ export interface DiscordEmulatorOptions {
    * messages are stripped of content like gateway events.
    */
   privilegedIntents?: number;
+  /**
+   * How long each REST answer takes to leave, as a network's round trip would: a client
+   * that waits for one answer before its next request shows it.
+   */
+  latencyMs?: number;
 }
 
 export interface IncomingFile {
@@ -79,6 +84,7 @@ export class DiscordEmulator implements RestContext {
   readonly interactionAckMs: number;
   readonly interactionTokenTtlMs: number;
   readonly messageContentApproved: boolean;
+  readonly latencyMs: number;
   readonly requests: RestRecord[] = [];
   readonly typing: { channelId: string; at: number }[] = [];
   readonly renames: RenameRecord[] = [];
@@ -91,6 +97,7 @@ export class DiscordEmulator implements RestContext {
   private constructor(opts: DiscordEmulatorOptions) {
     this.token = opts.token ?? "emulated.discord.bot.token.0123456789";
     this.maxFileBytes = opts.maxFileBytes ?? 10 * 1024 * 1024;
+    this.latencyMs = opts.latencyMs ?? 0;
     this.interactionAckMs = opts.interactions?.ackMs ?? INTERACTION_ACK_MS;
     this.interactionTokenTtlMs = opts.interactions?.tokenTtlMs ?? INTERACTION_TOKEN_TTL_MS;
     const privileged = opts.privilegedIntents ?? PRIVILEGED_INTENTS;

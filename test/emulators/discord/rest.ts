@@ -27,6 +27,8 @@ export interface RestContext {
   interactionTokenTtlMs: number;
   /** Whether the app's Message Content intent is enabled in the Developer Portal (REST reads). */
   messageContentApproved: boolean;
+  /** Added to every REST answer (see DiscordEmulatorOptions.latencyMs). */
+  latencyMs: number;
   gatewayUrl(): string;
   dispatch(t: string, d: unknown, intent?: number): void;
   requests: RestRecord[];
@@ -111,10 +113,11 @@ export function tooManyRequests(
 export async function handleRest(ctx: RestContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const url = new URL(req.url ?? "/", "http://127.0.0.1");
   const method = req.method ?? "GET";
+  const arrived = Date.now();
   const file = /^\/attachments\/\d+\/(\d+)\//.exec(url.pathname);
   if (file && method === "GET") {
     const a = ctx.state.files.get(file[1] ?? "");
-    ctx.requests.push({ method, path: url.pathname, status: a ? 200 : 404, at: Date.now() });
+    ctx.requests.push({ method, path: url.pathname, status: a ? 200 : 404, arrived, at: Date.now() });
     res.writeHead(a ? 200 : 404, { "content-type": a?.contentType ?? "text/plain" });
     res.end(a?.data ?? "Not found");
     return;
@@ -129,7 +132,8 @@ export async function handleRest(ctx: RestContext, req: IncomingMessage, res: Se
         ? { status: err.status, body: err.body }
         : { status: 500, body: { message: String(err), code: 0 } };
   }
-  ctx.requests.push({ method, path: url.pathname, status: reply.status, at: Date.now() });
+  if (ctx.latencyMs > 0) await new Promise((r) => setTimeout(r, ctx.latencyMs));
+  ctx.requests.push({ method, path: url.pathname, status: reply.status, arrived, at: Date.now() });
   // One place strips the rate-limit headers in the headerless mode, so no route can leak one.
   const headers = ctx.limiter.visible({ ...(reply.headers ?? {}) });
   if (reply.body !== undefined) headers["content-type"] = "application/json";

@@ -128,6 +128,9 @@ export interface RestRecord {
   method: string;
   path: string;
   status: number;
+  /** When the request came in. */
+  arrived: number;
+  /** When it was answered. */
   at: number;
 }
 

@@ -1,0 +1,57 @@
+import { type Client, DefaultUserAgent, type Message, Routes, type ThreadChannel } from "discord.js";
+import { RateLimitedError } from "../../runtime/message-ops.js";
+import type { WriteScheduler } from "../../runtime/scheduler/write-scheduler.js";
+import { discordRoute, learnFrom } from "./write-policy.js";
+
+/** discord.js's own step after its thread-creating request: the thread into the client's cache. */
+interface ThreadCreateAction {
+  actions: { ThreadCreate: { handle(data: unknown): { thread: ThreadChannel | undefined } } };
+}
+
+/**
+ * Opens a thread under a person's message: the request `message.startThread` makes, but
+ * sent through the bot's write scheduler instead of discord.js's queue. That queue sends
+ * the requests of one route in one channel one after another, each after the last one's
+ * answer, so a crowd mentioning the bot in one channel saw its threads open one round
+ * trip at a time. The scheduler keeps these requests within the route's bucket as Discord
+ * reports it and the bot's global limit, as it does for every write. The thread then
+ * enters discord.js's cache by the same step discord.js takes after its own request.
+ */
+export async function openThread(
+  client: Client,
+  scheduler: WriteScheduler,
+  message: Message<true>,
+  name: string,
+): Promise<ThreadChannel> {
+  const { api, version } = client.rest.options;
+  const url = `${api}/v${version}${Routes.threads(message.channelId, message.id)}`;
+  const route = discordRoute("POST", url);
+  const init: RequestInit = {
+    method: "POST",
+    headers: {
+      authorization: `Bot ${client.token}`,
+      "content-type": "application/json",
+      "user-agent": `${DefaultUserAgent} ${client.rest.options.userAgentAppendix}`.trim(),
+    },
+    body: JSON.stringify({ name }),
+  };
+  const data = await scheduler.run({
+    lane: route.lane,
+    buckets: route.buckets,
+    what: "POST /channels/:id/messages/:id/threads",
+    run: async () => {
+      const res = await fetch(url, init);
+      const limited = await learnFrom(scheduler, route, res);
+      if (limited)
+        throw new RateLimitedError(limited.waitMs, limited.bucket ? { bucket: limited.bucket } : {});
+      const body = (await res.json().catch(() => undefined)) as { message?: string } | undefined;
+      if (!res.ok) {
+        throw new Error(`Discord refused the thread (HTTP ${res.status}): ${body?.message ?? "no message"}`);
+      }
+      return body;
+    },
+  });
+  const thread = (client as unknown as ThreadCreateAction).actions.ThreadCreate.handle(data).thread;
+  if (!thread) throw new Error("Discord answered the thread's creation with something that is not a thread");
+  return thread;
+}
