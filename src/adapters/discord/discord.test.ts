@@ -52,7 +52,7 @@ describe("Discord adapter: where it answers", () => {
     const asked = ["one", "two", "three", "four", "five"].map((q) =>
       h.emulator.userMessage(s.general, `question ${q}`, { mentionsBot: true }),
     );
-    await waitFor(() => h.runner.done.length === 5, 10_000);
+    await waitFor(() => h.runner.done.length === 5, { timeoutMs: 10_000 });
     expect(
       h.emulator
         .threads(s.general)
