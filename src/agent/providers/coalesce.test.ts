@@ -1,0 +1,107 @@
+import { describe, expect, it } from "vitest";
+import { coalesce } from "./coalesce.js";
+import type { ModelEvent } from "./provider.js";
+
+/** A source the test feeds by hand, the way chunks arrive from the network. */
+function feed() {
+  const waiting: Array<(r: IteratorResult<ModelEvent>) => void> = [];
+  const sent: ModelEvent[] = [];
+  let failure: unknown;
+  let done = false;
+  let returned = false;
+  const flush = () => {
+    while (waiting.length > 0 && (sent.length > 0 || done || failure)) {
+      const settle = waiting.shift()!;
+      if (sent.length > 0) settle({ value: sent.shift()!, done: false });
+      else settle({ value: undefined, done: true });
+    }
+  };
+  const source: AsyncIterable<ModelEvent> = {
+    [Symbol.asyncIterator]: () => ({
+      next: () =>
+        failure && sent.length === 0
+          ? Promise.reject(failure)
+          : new Promise<IteratorResult<ModelEvent>>((resolve) => {
+              waiting.push(resolve);
+              flush();
+            }),
+      return: async () => {
+        returned = true;
+        return { value: undefined, done: true };
+      },
+    }),
+  };
+  return {
+    source,
+    send(...events: ModelEvent[]) {
+      sent.push(...events);
+      flush();
+    },
+    end() {
+      done = true;
+      flush();
+    },
+    returned: () => returned,
+  };
+}
+
+const text = (delta: string): ModelEvent => ({ type: "text", delta });
+const tick = () => new Promise((r) => setTimeout(r, 5));
+
+describe("coalesce", () => {
+  it("hands on each chunk as it comes to a consumer that keeps up", async () => {
+    const f = feed();
+    const out = coalesce(f.source);
+    f.send(text("Hel"));
+    expect(await out.next()).toEqual({ value: text("Hel"), done: false });
+    f.send(text("lo"));
+    expect(await out.next()).toEqual({ value: text("lo"), done: false });
+    f.end();
+    expect((await out.next()).done).toBe(true);
+  });
+
+  it("joins the text that came while the consumer was busy, and keeps other events in their place", async () => {
+    const f = feed();
+    const out = coalesce(f.source);
+    f.send(text("a"));
+    expect(await out.next()).toEqual({ value: text("a"), done: false });
+    // The consumer is busy: four chunks, a usage and a stop arrive meanwhile.
+    f.send(text("b"), text("c"), { type: "usage", usage: { inputTokens: 3, outputTokens: 4 } }, text("d"));
+    f.send({ type: "stop", reason: "end" });
+    f.end();
+    await tick();
+    const rest: ModelEvent[] = [];
+    for await (const e of out) rest.push(e);
+    expect(rest).toEqual([
+      text("bc"),
+      { type: "usage", usage: { inputTokens: 3, outputTokens: 4 } },
+      text("d"),
+      { type: "stop", reason: "end" },
+    ]);
+  });
+
+  it("hands on what was read before a failure, then the failure", async () => {
+    const broken = new Error("stream cut");
+    async function* source(): AsyncGenerator<ModelEvent> {
+      yield text("par");
+      yield text("tial");
+      throw broken;
+    }
+    const seen: ModelEvent[] = [];
+    await expect(
+      (async () => {
+        for await (const e of coalesce(source())) seen.push(e);
+      })(),
+    ).rejects.toBe(broken);
+    expect(seen.map((e) => (e.type === "text" ? e.delta : e.type)).join("")).toBe("partial");
+  });
+
+  it("lets go of the source when its consumer stops early", async () => {
+    const f = feed();
+    const out = coalesce(f.source);
+    f.send(text("first"));
+    expect(await out.next()).toEqual({ value: text("first"), done: false });
+    await out.return(undefined);
+    expect(f.returned()).toBe(true);
+  });
+});
