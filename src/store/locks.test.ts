@@ -13,6 +13,15 @@ import { describeEachStore, needsServer, type TestStores, testStores } from "./t
 
 const tick = () => new Promise<void>((r) => setTimeout(r, 1));
 
+/** A promise the test settles by hand: a turn held open, or a turn seen to start. */
+function gate(): { passed: Promise<void>; open: () => void } {
+  let open!: () => void;
+  const passed = new Promise<void>((r) => {
+    open = r;
+  });
+  return { passed, open };
+}
+
 /** Resolves when `n` parties have arrived; a lock that serialises them never gets there. */
 function barrier(n: number, name: string) {
   let arrived = 0;
@@ -196,26 +205,20 @@ describeEachStore("the thread lock across processes on %s", (kind) => {
     const a = createThreadLock(await stores.open(), { maxPollMs: 200 });
     const b = createThreadLock(await stores.open(), { maxPollMs: 200 });
     const order: number[] = [];
-    let release!: () => void;
-    const holding = new Promise<void>((r) => {
-      release = r;
-    });
-    let started!: () => void;
-    const first = new Promise<void>((r) => {
-      started = r;
-    });
+    const holding = gate();
+    const started = gate();
     const turn = (n: number, wait?: Promise<void>) => async () => {
-      started();
+      started.open();
       await wait;
       order.push(n);
     };
-    const m1 = a.run("line", turn(1, holding), 1_000);
-    await first;
+    const m1 = a.run("line", turn(1, holding.passed), 1_000);
+    await started.passed;
     const m2 = b.run("line", turn(2), 2_000);
     // Sent third, queued behind the first in the same process.
     const m3 = a.run("line", turn(3), 3_000);
     await new Promise((r) => setTimeout(r, 300));
-    release();
+    holding.open();
     await Promise.all([m1, m2, m3]);
     expect(order).toEqual([1, 2, 3]);
     await Promise.all([a.close(), b.close()]);
@@ -241,27 +244,21 @@ describeEachStore("the thread lock across processes on %s", (kind) => {
     const b = new LeaseThreadLock(watched(createState(await stores.open())), { maxPollMs: 20 });
     await a.run("free", async () => undefined, 1_000);
     expect(lines).toEqual([]);
-    let release!: () => void;
-    const holding = new Promise<void>((r) => {
-      release = r;
-    });
-    let started!: () => void;
-    const held = new Promise<void>((r) => {
-      started = r;
-    });
+    const holding = gate();
+    const started = gate();
     const first = a.run(
       "taken",
       async () => {
-        started();
-        await holding;
+        started.open();
+        await holding.passed;
       },
       2_000,
     );
-    await held;
+    await started.passed;
     const second = b.run("taken", async () => undefined, 3_000);
     await new Promise((r) => setTimeout(r, 100));
     expect(lines).toEqual(["line:taken"]);
-    release();
+    holding.open();
     await Promise.all([first, second]);
     await Promise.all([a.close(), b.close()]);
   });

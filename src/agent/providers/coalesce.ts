@@ -70,7 +70,7 @@ export async function* coalesce(source: AsyncIterable<ModelEvent>): AsyncGenerat
     // as a stalled stream would hold the consumer; its signal is what aborts it at once).
     if (!ended) {
       stopped = true;
-      void Promise.resolve(iterator.return?.()).catch(() => undefined);
+      void (async () => iterator.return?.())().catch(() => undefined);
     }
   }
 }
