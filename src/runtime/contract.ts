@@ -190,8 +190,12 @@ export interface TurnRunner {
   handle(inbound: Inbound): Promise<void>;
   /** Runs a command and returns the text to show (ephemeral where possible). */
   command(cmd: Command): Promise<string>;
-  /** True when Switchboard has a session for this thread (to follow threads without a mention). */
-  knows(key: ThreadKey): Promise<boolean>;
+  /**
+   * True when Switchboard is in this thread (to follow threads without a mention): it has
+   * a session or a turn there, or took the thread's opening message (`opening`: that
+   * message's id as deduplicated), whose turn may not have begun yet.
+   */
+  knows(key: ThreadKey, opening?: string): Promise<boolean>;
   /** Marks an event id as seen; false if it was already seen (for events handled outside `handle`). */
   firstSight(id: string): Promise<boolean>;
   /**

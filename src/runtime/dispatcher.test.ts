@@ -125,6 +125,15 @@ describe("the dispatcher", () => {
     expect([c, d].filter((x) => x.written.text).length).toBe(1);
   });
 
+  it("knows a thread once its opening message is taken, before that message's turn has begun", async () => {
+    // A follow-up can come (to another replica) while the mention still waits for its turn.
+    expect(await dispatcher.knows("test:opened", "C1:222")).toBe(false);
+    expect(await dispatcher.firstSight("C1:222")).toBe(true);
+    expect(await dispatcher.knows("test:opened", "C1:222")).toBe(true);
+    // Without its opening, a thread with no session and no turn is not known.
+    expect(await dispatcher.knows("test:opened")).toBe(false);
+  });
+
   it("queues messages of a busy thread and answers every one, in order", async () => {
     const msgs = ["slow one", "two", "three"].map((t, i) => inbound(`q${i}`, t));
     await Promise.all(msgs.map((m) => dispatcher.handle(m)));

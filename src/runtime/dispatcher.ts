@@ -82,10 +82,18 @@ export class Dispatcher implements TurnRunner {
     return this.deps.dedupe.firstSight(id);
   }
 
-  /** A thread with a session, or a first turn still running (its record exists from its start). */
-  async knows(key: ThreadKey): Promise<boolean> {
-    const [session, turn] = await Promise.all([this.deps.sessions.exists(key), this.deps.ledger.get(key)]);
-    return session || turn !== undefined;
+  /**
+   * A thread with a session, or a first turn running (its record exists from its start),
+   * or whose opening message was taken (a follow-up may come before that turn begins, and
+   * reach another replica).
+   */
+  async knows(key: ThreadKey, opening?: string): Promise<boolean> {
+    const [session, turn, opened] = await Promise.all([
+      this.deps.sessions.exists(key),
+      this.deps.ledger.get(key),
+      opening ? this.deps.dedupe.seen(opening) : false,
+    ]);
+    return session || turn !== undefined || opened;
   }
 
   admit(who: Pick<Inbound, "platform" | "channel" | "user" | "from">): "yes" | "tell" | "silent" {

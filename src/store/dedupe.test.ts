@@ -67,6 +67,17 @@ describeEachStore("store dedupe on %s", (kind) => {
     expect(await after.firstSight("Ev-new")).toBe(true);
   });
 
+  it("tells whether another replica took an id, without taking it", async () => {
+    stores = testStores(kind);
+    const [a, b] = [createDedupe(await stores.open()), createDedupe(await stores.open())];
+    expect(await b.seen("C1:1.0001")).toBe(false);
+    // Asking took nothing: the first sight is still there to have.
+    expect(await a.firstSight("C1:1.0001")).toBe(true);
+    expect(await b.seen("C1:1.0001")).toBe(true);
+    expect(await a.seen("C1:1.0001")).toBe(true);
+    expect(await b.firstSight("C1:1.0001")).toBe(false);
+  });
+
   it("gives each event to exactly one of two replicas", async () => {
     stores = testStores(kind);
     const replicas = [createDedupe(await stores.open()), createDedupe(await stores.open())];

@@ -5,6 +5,8 @@ import { createState, type StateStore } from "./state.js";
 export interface Dedupe {
   /** True the first time an id is seen within its expiry (default 24 h), false afterwards. */
   firstSight(id: string, ttlMs?: number): Promise<boolean>;
+  /** True when the id was seen already (here or by a process sharing the store); marks nothing. */
+  seen(id: string): Promise<boolean>;
 }
 
 export const DEDUPE_TTL_MS = 24 * 60 * 60 * 1000;
@@ -14,7 +16,7 @@ export const DEDUPE_TTL_MS = 24 * 60 * 60 * 1000;
  * the map is full. Bounded: a busy workspace sends far more events than a day of memory needs.
  */
 export class MemoryDedupe implements Dedupe {
-  private readonly seen = new Map<string, number>();
+  private readonly expiries = new Map<string, number>();
 
   constructor(private readonly maxEntries = 50_000) {}
 
@@ -24,25 +26,29 @@ export class MemoryDedupe implements Dedupe {
     return true;
   }
 
+  async seen(id: string): Promise<boolean> {
+    return this.has(id);
+  }
+
   has(id: string, now = Date.now()): boolean {
-    const expires = this.seen.get(id);
+    const expires = this.expiries.get(id);
     if (expires === undefined) return false;
     if (expires > now) return true;
-    this.seen.delete(id);
+    this.expiries.delete(id);
     return false;
   }
 
   add(id: string, ttlMs: number, now = Date.now()): void {
-    this.seen.delete(id);
-    this.seen.set(id, now + ttlMs);
-    for (const [oldest, expires] of this.seen) {
-      if (this.seen.size <= this.maxEntries && expires > now) break;
-      this.seen.delete(oldest);
+    this.expiries.delete(id);
+    this.expiries.set(id, now + ttlMs);
+    for (const [oldest, expires] of this.expiries) {
+      if (this.expiries.size <= this.maxEntries && expires > now) break;
+      this.expiries.delete(oldest);
     }
   }
 
   forget(id: string): void {
-    this.seen.delete(id);
+    this.expiries.delete(id);
   }
 }
 
@@ -70,6 +76,11 @@ export class StoreDedupe implements Dedupe {
       this.memory.forget(id);
       throw err;
     }
+  }
+
+  async seen(id: string): Promise<boolean> {
+    if (this.memory.has(id)) return true;
+    return (await this.state.get(`dedupe:${id}`)) !== undefined;
   }
 
   private claim(key: string, ttlMs: number): Promise<boolean> {

@@ -152,21 +152,20 @@ describeEachStore("the thread lock across processes on %s", (kind) => {
 
   it("keeps the lock past its expiry while a long turn is still running", async () => {
     stores = testStores(kind);
-    const short = { ttlMs: 150, renewEveryMs: 40, maxPollMs: 20 };
+    // The turn outlasts three expiries; renewals come ten times per expiry, so a busy
+    // machine (the whole suite on two cores) must stall 450 ms to lose the lease.
+    const short = { ttlMs: 500, renewEveryMs: 50, maxPollMs: 20 };
     const a = createThreadLock(await stores.open(), short);
     const b = createThreadLock(await stores.open(), short);
     const events: string[] = [];
-    let started!: () => void;
-    const aStarted = new Promise<void>((r) => {
-      started = r;
-    });
+    const started = gate();
     const long = a.run("renewed", async () => {
       events.push("a start");
-      started();
-      await new Promise((r) => setTimeout(r, 600));
+      started.open();
+      await new Promise((r) => setTimeout(r, 1_500));
       events.push("a end");
     });
-    await aStarted;
+    await started.passed;
     await b.run("renewed", async () => {
       events.push("b");
     });

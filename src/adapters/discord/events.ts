@@ -53,7 +53,9 @@ export async function onMessage(ctx: DiscordContext, message: Message): Promise<
   const channel = message.channel;
   if (channel.isThread()) {
     const key = guildKey(message.guildId, channel.id);
-    const follow = ctx.deps.config.discord.followThreads && (await ctx.deps.runner.knows(key));
+    // A thread opened from a message has the message's id: its opening is that message.
+    const follow =
+      ctx.deps.config.discord.followThreads && (await ctx.deps.runner.knows(key, `discord:m:${channel.id}`));
     if (!mentioned && !follow) return;
     const place = channelPlace(channel, { rename: ctx.renamer(channel) });
     await dispatch(ctx, message, key, place, {

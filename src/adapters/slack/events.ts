@@ -195,7 +195,11 @@ export class SlackEvents {
     const key = threadKey(team, e.channel, r.threadRoot);
     if (
       r.kind === "follow" &&
-      !(this.deps.config.slack.followThreads && (await this.deps.runner.knows(key)))
+      // The opening message as its copies are deduplicated (see `answer`'s aliases).
+      !(
+        this.deps.config.slack.followThreads &&
+        (await this.deps.runner.knows(key, `${e.channel}:${r.threadRoot}`))
+      )
     ) {
       return;
     }
