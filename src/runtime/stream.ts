@@ -265,18 +265,18 @@ export class StreamWriter implements TextSink {
 
   /**
    * When the answer's last message can only be finished by an edit whose budget is spent
-   * for a while (Slack's workspace-wide chat.update), it keeps what it shows and the rest
-   * of the answer goes out in a new message, whose budget has room.
+   * for a while (Slack's workspace-wide chat.update), the rest goes out in a new message
+   * whose budget has room (both asked at one `now`: a post sharing the edits' budget never waits less).
    */
-  private continueIfEditsWait(): void {
+  private continueIfEditsWait(now = Date.now()): void {
     this.layout();
     const slot = this.slots[this.frozen];
     if (!this.ops.buckets || !slot || slot.id === null || slot.want === slot.sent) return;
     if (slot.sent === null || !slot.sentClean || slot.sentEnd === undefined) return;
     if (slot.sentEnd <= this.base || slot.sentEnd >= this.text.length) return;
-    const edits = this.scheduler.waitFor(this.ops.buckets("edit"), "final");
+    const edits = this.scheduler.waitFor(this.ops.buckets("edit"), "final", now);
     if (edits <= CONTINUE_AFTER_MS) return;
-    if (this.scheduler.waitFor(this.ops.buckets("post"), "final") >= edits) return;
+    if (this.scheduler.waitFor(this.ops.buckets("post"), "final", now) >= edits) return;
     const fence = openFenceAtEnd(this.text.slice(this.base, slot.sentEnd), this.baseFence);
     slot.want = slot.sent;
     this.frozen += 1;

@@ -334,6 +334,31 @@ describe("StreamWriters sharing one scheduler", () => {
     );
   });
 
+  it("keeps the answer in its message when posts wait as long as edits, however the clock ticks between its looks", async () => {
+    // Discord's posts and edits share the channel's bucket: a new message would wait as long.
+    const s = scheduler({});
+    const channel = scheduled("d-", { post: ["channel:D1"], edit: ["channel:D1"] });
+    const writer = new StreamWriter(channel, { limit: 2000, intervalMs: 200, scheduler: s });
+    writer.write("The first words of the answer, ");
+    await vi.advanceTimersByTimeAsync(50);
+    s.pause("channel:D1", 5_000);
+    writer.write("and the rest of it.");
+    await vi.advanceTimersByTimeAsync(1_000);
+    // A busy machine: the clock moves on between any two readings of it.
+    const clock = Date.now;
+    let ticks = 0;
+    const ticking = vi.spyOn(Date, "now").mockImplementation(() => clock() + ++ticks);
+    try {
+      const done = writer.finish();
+      await vi.advanceTimersByTimeAsync(10_000);
+      expect(await settle(done)).toBeNull();
+    } finally {
+      ticking.mockRestore();
+    }
+    expect(channel.callsOf("post").filter((c) => c.ok)).toHaveLength(1);
+    expect(channel.texts()).toEqual(["The first words of the answer, and the rest of it."]);
+  });
+
   it("never sends a paused bucket's writes during the pause, for every writer sharing it", async () => {
     const s = scheduler({});
     let limitedAt = -1;

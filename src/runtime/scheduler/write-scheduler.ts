@@ -203,9 +203,8 @@ export class WriteScheduler {
     return this.context.get();
   }
 
-  /** How long a write in `lane` on `buckets` would wait now, in ms (0: it could start). */
-  waitFor(buckets: readonly string[], lane: Lane): number {
-    const now = Date.now();
+  /** How long a write in `lane` on `buckets` would wait at `now`, in ms (0: it could start). */
+  waitFor(buckets: readonly string[], lane: Lane, now = Date.now()): number {
     let wait = 0;
     for (const key of buckets) wait = Math.max(wait, this.budgets.wait(key, RESERVE[lane], now));
     return wait;
