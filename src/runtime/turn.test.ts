@@ -209,13 +209,26 @@ describe("a turn owned by the runtime", () => {
   it("records where the reply is before it writes on, and forgets it when the turn ends", async () => {
     const { reply } = recordingReply();
     const recorded: unknown[] = [];
+    // The model answers only once the record was read: the turn cannot end (and forget it) first.
+    let checked!: () => void;
+    const read = new Promise<void>((r) => {
+      checked = r;
+    });
+    const answering: Provider = {
+      name: "openai",
+      listModels: async () => [],
+      async *stream() {
+        await read;
+        yield* say("Hi.");
+      },
+    };
     reply.onAddress = (record) => {
       void record({ messages: ["1712345678.000200"] }).then(async () => {
         recorded.push((await ledger.get(KEY))?.address);
+        checked();
       });
     };
-    await dispatcherWith(new ScriptedProvider([say("Hi.")])).handle(message("e1", "hello", reply));
-    await new Promise((r) => setTimeout(r, 50));
+    await dispatcherWith(answering).handle(message("e1", "hello", reply));
     expect(recorded).toEqual([{ messages: ["1712345678.000200"] }]);
     expect(await ledger.get(KEY)).toBeUndefined();
   });
