@@ -203,13 +203,13 @@ export class SlackEvents {
     ) {
       return;
     }
-    // Remembered beside the turn, not before it: a write less on the way to the first word.
-    const remembered = e.user
-      ? this.deps.state
-          .set(lastThreadKey(e.channel, e.user), key, REMEMBER_MS)
-          .catch((err: unknown) => log.warn({ err }, "last thread not remembered"))
-      : undefined;
-    const turn = this.turn(
+    // Remembered before the turn: a slash command right after the answer must find the thread.
+    if (e.user) {
+      await this.deps.state
+        .set(lastThreadKey(e.channel, e.user), key, REMEMBER_MS)
+        .catch((err: unknown) => log.warn({ err }, "last thread not remembered"));
+    }
+    await this.turn(
       {
         eventId,
         team,
@@ -224,7 +224,6 @@ export class SlackEvents {
       },
       handed,
     );
-    await Promise.all([remembered, turn]);
   }
 
   /** The thread a user last talked to the bot in, in a channel (slash commands have no thread). */
