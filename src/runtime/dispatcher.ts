@@ -83,9 +83,8 @@ export class Dispatcher implements TurnRunner {
   }
 
   /**
-   * A thread with a session, or a first turn running (its record exists from its start),
-   * or whose opening message was taken (a follow-up may come before that turn begins, and
-   * reach another replica).
+   * A thread with a session, a first turn running (its record exists from its start), or
+   * whose opening message was taken (a follow-up may reach a replica before that turn begins).
    */
   async knows(key: ThreadKey, opening?: string): Promise<boolean> {
     const [session, turn, opened] = await Promise.all([
@@ -393,16 +392,9 @@ export class Dispatcher implements TurnRunner {
 
   /** Title and compression run outside the lock: the thread's next message never waits for them. */
   private afterTurn(session: Session, reply: Reply, payer: Payer): void {
-    // One job per thread at a time: a turn that ends while the last one's title is still
-    // being made would only ask the model for the same title again.
-    const { afterTurns } = this.work;
-    if (this.stopping || afterTurns.has(session.key)) return;
-    const controller = new AbortController();
-    const job: InFlight = { controller, done: Promise.resolve() };
-    job.done = this.accounts
-      .run(payer, "after_turn", () => runAfterTurn(session, reply, this.deps, controller.signal))
-      .catch((err: unknown) => log.warn({ err, key: session.key }, "after-turn work failed"))
-      .finally(() => afterTurns.delete(session.key));
-    afterTurns.set(session.key, job);
+    if (this.stopping) return;
+    this.work.afterTurn(session.key, (signal) =>
+      this.accounts.run(payer, "after_turn", () => runAfterTurn(session, reply, this.deps, signal)),
+    );
   }
 }

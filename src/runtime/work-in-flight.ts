@@ -39,6 +39,20 @@ export class WorkInFlight {
   /** Turns waiting for their thread's lock, per thread (for /metrics). */
   private readonly waiting = new Map<ThreadKey, number>();
 
+  /**
+   * Runs a thread's after-turn job unless one is running: a turn that ends while the last
+   * one's title is still being made would only ask the model for the same title again.
+   */
+  afterTurn(key: ThreadKey, run: (signal: AbortSignal) => Promise<void>): void {
+    if (this.afterTurns.has(key)) return;
+    const controller = new AbortController();
+    const job: InFlight = { controller, done: Promise.resolve() };
+    job.done = run(controller.signal)
+      .catch((err: unknown) => log.warn({ err, key }, "after-turn work failed"))
+      .finally(() => this.afterTurns.delete(key));
+    this.afterTurns.set(key, job);
+  }
+
   /** `work`, counted in `set` until it settles. */
   static during<T>(set: Set<Promise<unknown>>, work: Promise<T>): Promise<T> {
     set.add(work);

@@ -1,7 +1,6 @@
 import type { App } from "@slack/bolt";
-import type { ConversationsRepliesResponse, WebClient } from "@slack/web-api";
+import type { WebClient } from "@slack/web-api";
 import type { Config } from "../../config.js";
-import type { PriorMessage } from "../../core/inbound.js";
 import type { ThreadKey } from "../../core/thread.js";
 import { encodeThread } from "../../core/thread.js";
 import { log } from "../../log.js";
@@ -15,10 +14,9 @@ import { fromSlackText } from "./mrkdwn.js";
 import { UserNames } from "./names.js";
 import { type ReplyDeps, type SlackPlace, SlackReply } from "./reply.js";
 import { suggestedPrompts } from "./suggested-prompts.js";
+import { threadHistory } from "./thread-history.js";
 
-/** Thread history reads at most this many pages of `HISTORY_PAGE_SIZE` (the dispatcher trims further). */
-export const HISTORY_PAGES = 5;
-export const HISTORY_PAGE_SIZE = 200;
+export { HISTORY_PAGE_SIZE, HISTORY_PAGES } from "./thread-history.js";
 
 export interface SlackIdentity {
   teamId: string;
@@ -306,7 +304,10 @@ export class SlackEvents {
       from,
       text: t.text,
       attachments: toInboundFiles(t.files, this.deps.token),
-      history: t.withHistory ? () => this.history(t.channel, t.ts, t.threadRoot) : undefined,
+      history: t.withHistory
+        ? () =>
+            threadHistory(this.deps, this.names, { channel: t.channel, ts: t.ts, threadRoot: t.threadRoot })
+        : undefined,
       reply,
       // The replica that answers acknowledges: copies reaching other replicas add no second :eyes:.
       onAccepted: () => {
@@ -354,51 +355,5 @@ export class SlackEvents {
     } catch (err) {
       log.debug({ err, channel, ts }, "acknowledgement not cleared");
     }
-  }
-
-  /**
-   * The thread's messages before this one, for a mention in the middle of a thread, at
-   * most `HISTORY_PAGES` pages of them. Slack lists replies oldest first and offers no
-   * newest-first order, so a thread longer than that keeps its first 1,000 messages.
-   */
-  private async history(channel: string, ts: string, threadRoot: string): Promise<PriorMessage[]> {
-    const me = this.deps.identity();
-    const raw: NonNullable<ConversationsRepliesResponse["messages"]> = [];
-    let cursor: string | undefined;
-    for (let page = 0; page < HISTORY_PAGES; page++) {
-      const res = await this.deps.reads.conversations.replies({
-        channel,
-        ts: threadRoot,
-        // Nothing said after the mention is needed.
-        latest: ts,
-        limit: HISTORY_PAGE_SIZE,
-        cursor,
-      });
-      raw.push(...(res.messages ?? []).filter((m) => m.ts && Number(m.ts) < Number(ts)));
-      cursor = res.response_metadata?.next_cursor || undefined;
-      if (!cursor) break;
-    }
-    if (cursor) log.info({ channel, threadRoot, read: raw.length }, "long thread: history capped");
-    // One lookup per author, also for those users.info does not know (not cached by userName).
-    const names = new Map<string, Promise<string>>();
-    const nameOf = (id: string) => {
-      let name = names.get(id);
-      if (!name) {
-        name = this.names.of(id);
-        names.set(id, name);
-      }
-      return name;
-    };
-    const out: PriorMessage[] = [];
-    for (const m of raw) {
-      const fromBot = m.user === me.botUserId || (m.bot_id !== undefined && m.bot_id === me.botId);
-      const author = fromBot ? "Switchboard" : m.user ? await nameOf(m.user) : "a bot";
-      const text = fromSlackText(m.text ?? "", me.botUserId, this.names.known);
-      if (text || m.files?.length) {
-        const files = (m.files ?? []).map((f) => `[file: ${f.name ?? f.title ?? "file"}]`).join(" ");
-        out.push({ author, fromBot, text: [text, files].filter(Boolean).join(" ") });
-      }
-    }
-    return out;
   }
 }
