@@ -1,7 +1,6 @@
-import type { ConversationsRepliesResponse } from "@slack/web-api";
+import type { ConversationsRepliesResponse, WebClient } from "@slack/web-api";
 import type { PriorMessage } from "../../core/inbound.js";
 import { log } from "../../log.js";
-import type { EventDeps } from "./events.js";
 import { fromSlackText } from "./mrkdwn.js";
 import type { UserNames } from "./names.js";
 
@@ -15,7 +14,7 @@ export const HISTORY_PAGE_SIZE = 200;
  * newest-first order, so a thread longer than that keeps its first 1,000 messages.
  */
 export async function threadHistory(
-  deps: Pick<EventDeps, "identity" | "reads">,
+  deps: { identity: () => { botUserId: string; botId?: string }; reads: WebClient },
   people: UserNames,
   { channel, ts, threadRoot }: { channel: string; ts: string; threadRoot: string },
 ): Promise<PriorMessage[]> {
