@@ -8,7 +8,8 @@
  * process measured 20 ms a turn one evening and 39 ms the next morning). The figure is the
  * on / off ratio of each process's CPU per turn (from /proc) after a warm-up, in the median
  * of the rounds. Run alone: `npm run bench -- tracing` (BENCH_TRACING_ROUNDS, default 5).
- * BENCH_TRACING_CONTROL=1 leaves both sides untraced: an A/A run, the bench's own noise. */
+ * BENCH_TRACING_CONTROL=1 leaves both sides untraced: an A/A run, the bench's own noise.
+ * Spans go in OTLP/HTTP's default encoding, protobuf, unless BENCH_TRACING_PROTOCOL says otherwise. */
 import { rmSync } from "node:fs";
 import { LlmEmulator, type RecordedRequest, type ScriptedTurn } from "../test/emulators/llm/index.js";
 import { SlackEmulator } from "../test/emulators/slack/index.js";
@@ -33,6 +34,15 @@ function responder(req: RecordedRequest): ScriptedTurn {
   if (toolResultsSinceUser(req).length === 0)
     return { toolCalls: [{ name: "everything__echo", arguments: { message: "traced" } }] };
   return { text: `Echoed for ${lastUserText(req).replace(/^\[[^\]]*\]\s*/, "")}.`, chunkSize: 40 };
+}
+
+/** The traced side's OpenTelemetry variables; BENCH_TRACING_PROTOCOL=http/json measures the JSON encoding. */
+function tracedEnv(receiver: OtlpReceiver): Record<string, string> {
+  const protocol = process.env.BENCH_TRACING_PROTOCOL;
+  return {
+    OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint,
+    ...(protocol && { OTEL_EXPORTER_OTLP_PROTOCOL: protocol }),
+  };
 }
 
 /** One bot process with its own Slack workspace, ready for turns. */
@@ -63,7 +73,7 @@ async function startSide(
       dir,
       llm,
       slack,
-      ...(traced ? { extra: { OTEL_EXPORTER_OTLP_ENDPOINT: traced.endpoint } } : {}),
+      ...(traced ? { extra: tracedEnv(traced) } : {}),
     }),
     LOG_LEVEL: "error",
   };
@@ -158,7 +168,7 @@ export async function run(): Promise<BenchResult> {
     const turnSpans = receiver.spans.filter((s) => s.name === "switchboard.turn").length;
     return {
       about:
-        `Tracing off against tracing on (OTLP/HTTP to a receiver on 127.0.0.1), two processes side by side, ${ROUNDS} rounds of ` +
+        `Tracing off against tracing on (OTLP/HTTP, ${process.env.BENCH_TRACING_PROTOCOL ?? "http/protobuf"}, to a receiver on 127.0.0.1), two processes side by side, ${ROUNDS} rounds of ` +
         `${TURNS} tool-using turns each (after ${WARM_UP} to warm up), five threads at a time; the built app on ` +
         "SQLite, Socket Mode against the Slack emulator, the LLM emulator. CPU of the bot's process from /proc.",
       figures: {

@@ -13,7 +13,7 @@ import { loadMcpConfig, type ServerConfig } from "./mcp/servers.js";
 import { type HealthServer, startHealthServer } from "./ops/health.js";
 import { Metrics } from "./ops/metrics.js";
 import { tracedProvider } from "./ops/traced-provider.js";
-import { startTracing } from "./ops/tracing.js";
+import { startTracing, tracesProtocol } from "./ops/tracing.js";
 import { Budgets } from "./runtime/budgets.js";
 import type { Adapter, AdapterDeps } from "./runtime/contract.js";
 import { Dispatcher } from "./runtime/dispatcher.js";
@@ -108,8 +108,9 @@ export async function buildCore(opts: CoreOptions = {}): Promise<Core> {
     }
     return p;
   };
-  // Fail on a missing key now, not at the first message.
+  // Fail on a missing key now, not at the first message; and on a trace protocol we cannot send.
   providerForModel(config.llm.model);
+  tracesProtocol(env);
 
   const store = await openStore(loaded.storeUrl);
   // Sign-ins finish in the health server's /oauth/callback: its address is known once it listens.

@@ -1,4 +1,12 @@
-import { type Attributes, type Span, SpanKind, SpanStatusCode, trace } from "@opentelemetry/api";
+import {
+  type Attributes,
+  type Span,
+  SpanKind,
+  SpanStatusCode,
+  type Tracer,
+  type TracerProvider,
+  trace,
+} from "@opentelemetry/api";
 
 /*
  * What every layer needs to make spans: the OpenTelemetry API alone (a no-op until
@@ -26,8 +34,21 @@ export const GEN_AI = {
 
 export const VERSION = "0.1.0";
 
-/** Spans of Switchboard: a no-op until ops/tracing.ts registered an exporter (then nearly free). */
-export const tracer = () => trace.getTracer("switchboard", VERSION);
+let cached: { provider: TracerProvider; tracer: Tracer } | undefined;
+
+/**
+ * Spans of Switchboard: a no-op until ops/tracing.ts registered an exporter (then nearly
+ * free). Kept while the global provider is the same one: asking the provider for it
+ * builds a key string each time, a cost on every write of a traced turn. A tracer taken
+ * before registration follows the provider registered later; after `trace.disable()`
+ * the global provider is a new object, so the next call takes a tracer from that one.
+ */
+export function tracer(): Tracer {
+  const provider = trace.getTracerProvider();
+  if (cached?.provider !== provider)
+    cached = { provider, tracer: provider.getTracer("switchboard", VERSION) };
+  return cached.tracer;
+}
 
 /** The trace id of the span in effect, for log lines; undefined when tracing is off. */
 export function currentTraceId(): string | undefined {

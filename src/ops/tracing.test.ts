@@ -2,7 +2,7 @@ import { trace } from "@opentelemetry/api";
 import { describe, expect, it } from "vitest";
 import { OtlpReceiver } from "../../test/support/otlp-receiver.js";
 import { currentTraceId, inSpan } from "../core/spans.js";
-import { startTracing } from "./tracing.js";
+import { startTracing, tracesProtocol } from "./tracing.js";
 
 describe("tracing", () => {
   it("creates nothing without an OTLP endpoint: spans are the API's no-op and carry no trace id", async () => {
@@ -38,7 +38,45 @@ describe("tracing", () => {
       await receiver.close();
     }
     expect(receiver.spans.map((s) => s.name).sort()).toEqual(["child", "switchboard.turn"]);
-    expect(receiver.requests).toEqual([{ path: "/v1/traces", contentType: "application/json" }]);
+    // OTLP/HTTP's default encoding.
+    expect(receiver.requests).toEqual([{ path: "/v1/traces", contentType: "application/x-protobuf" }]);
     expect(startTracing({})).toBeUndefined();
+  });
+
+  it("sends JSON when OTEL_EXPORTER_OTLP_PROTOCOL asks for it, with the same spans and attributes", async () => {
+    const receiver = await OtlpReceiver.start();
+    const tracing = startTracing({
+      OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint,
+      OTEL_EXPORTER_OTLP_PROTOCOL: "http/json",
+      OTEL_SERVICE_NAME: "sb-json",
+    });
+    try {
+      await inSpan(
+        "switchboard.turn",
+        { "gen_ai.request.model": "m", "switchboard.tools": 2 },
+        async () => {},
+      );
+    } finally {
+      await tracing?.shutdown();
+      await receiver.close();
+    }
+    expect(receiver.requests).toEqual([{ path: "/v1/traces", contentType: "application/json" }]);
+    expect(receiver.spans).toMatchObject([
+      {
+        name: "switchboard.turn",
+        service: "sb-json",
+        attributes: { "gen_ai.request.model": "m", "switchboard.tools": 2 },
+      },
+    ]);
+  });
+
+  it("refuses a protocol it cannot send with a sentence that names the ones it can", () => {
+    expect(() =>
+      startTracing({
+        OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:4317",
+        OTEL_EXPORTER_OTLP_PROTOCOL: "grpc",
+      }),
+    ).toThrow(/"grpc", which Switchboard cannot send: set it to http\/protobuf or http\/json/);
+    expect(() => tracesProtocol({ OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: "http/protobuf" })).not.toThrow();
   });
 });

@@ -1,6 +1,7 @@
 import { type Context, context, propagation, ROOT_CONTEXT, trace } from "@opentelemetry/api";
 import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
-import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
+import { OTLPTraceExporter as JsonTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
+import { OTLPTraceExporter as ProtobufTraceExporter } from "@opentelemetry/exporter-trace-otlp-proto";
 import { resourceFromAttributes } from "@opentelemetry/resources";
 import { BatchSpanProcessor, NodeTracerProvider } from "@opentelemetry/sdk-trace-node";
 import { ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from "@opentelemetry/semantic-conventions";
@@ -22,16 +23,22 @@ export interface Tracing {
 export function startTracing(env: NodeJS.ProcessEnv = process.env): Tracing | undefined {
   const endpoint = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? env.OTEL_EXPORTER_OTLP_ENDPOINT;
   if (!endpoint || env.OTEL_SDK_DISABLED === "true") return undefined;
+  const protocol = tracesProtocol(env);
+  const options = exporterOptions(env);
   const provider = new NodeTracerProvider({
     resource: resourceFromAttributes({
       [ATTR_SERVICE_NAME]: env.OTEL_SERVICE_NAME ?? "switchboard",
       [ATTR_SERVICE_VERSION]: VERSION,
     }),
-    spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter(exporterOptions(env)))],
+    spanProcessors: [
+      new BatchSpanProcessor(
+        protocol === "http/json" ? new JsonTraceExporter(options) : new ProtobufTraceExporter(options),
+      ),
+    ],
   });
   // The context manager lets spans find their parents across awaits.
   provider.register({ contextManager: new SlotContextManager() });
-  log.info({ endpoint: safeAddress(endpoint) }, "tracing: spans are exported over OTLP/HTTP");
+  log.info({ endpoint: safeAddress(endpoint), protocol }, "tracing: spans are exported over OTLP/HTTP");
   return {
     async shutdown() {
       await provider.shutdown().catch((err: unknown) => log.warn({ err }, "tracing: last spans not sent"));
@@ -41,6 +48,20 @@ export function startTracing(env: NodeJS.ProcessEnv = process.env): Tracing | un
       propagation.disable();
     },
   };
+}
+
+/**
+ * `OTEL_EXPORTER_OTLP_TRACES_PROTOCOL` or `OTEL_EXPORTER_OTLP_PROTOCOL`: `http/protobuf`
+ * (OpenTelemetry's default, and the cheaper to encode: written straight into bytes, where
+ * JSON builds the whole request as objects first) or `http/json`. gRPC is not shipped.
+ */
+export function tracesProtocol(env: NodeJS.ProcessEnv): "http/protobuf" | "http/json" {
+  const protocol = (env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ?? env.OTEL_EXPORTER_OTLP_PROTOCOL ?? "").trim();
+  if (protocol === "" || protocol === "http/protobuf") return "http/protobuf";
+  if (protocol === "http/json") return "http/json";
+  throw new Error(
+    `OTEL_EXPORTER_OTLP_PROTOCOL is "${protocol}", which Switchboard cannot send: set it to http/protobuf or http/json (gRPC is not supported; most collectors take OTLP/HTTP on port 4318).`,
+  );
 }
 
 /**

@@ -1,5 +1,6 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { decodeTraceRequest } from "./otlp-protobuf.js";
 
 type AnyValue = {
   stringValue?: string;
@@ -9,7 +10,7 @@ type AnyValue = {
   arrayValue?: { values?: AnyValue[] };
 };
 
-/** One span as an OTLP/HTTP JSON export carries it, its attributes made plain. */
+/** One span as an OTLP/HTTP export carries it (in its JSON shape), its attributes made plain. */
 export interface ReceivedSpan {
   traceId: string;
   spanId: string;
@@ -33,7 +34,7 @@ function plain(v: AnyValue | undefined): unknown {
 
 type KeyValue = { key: string; value?: AnyValue };
 
-/** An OTLP/HTTP receiver on 127.0.0.1 (JSON, as the Node exporter sends), keeping what it got. */
+/** An OTLP/HTTP receiver on 127.0.0.1 (protobuf or JSON), keeping what it got. */
 export class OtlpReceiver {
   readonly spans: ReceivedSpan[] = [];
   readonly requests: { path: string; contentType?: string }[] = [];
@@ -52,8 +53,15 @@ export class OtlpReceiver {
           return;
         }
         try {
-          receiver.take(JSON.parse(Buffer.concat(chunks).toString("utf8")));
-          res.writeHead(200, { "content-type": "application/json" }).end("{}");
+          const body = Buffer.concat(chunks);
+          // OTLP/HTTP's two encodings, each answered in its own (an empty response message).
+          if (req.headers["content-type"] === "application/x-protobuf") {
+            receiver.take(decodeTraceRequest(body) as Parameters<OtlpReceiver["take"]>[0]);
+            res.writeHead(200, { "content-type": "application/x-protobuf" }).end();
+          } else {
+            receiver.take(JSON.parse(body.toString("utf8")));
+            res.writeHead(200, { "content-type": "application/json" }).end("{}");
+          }
         } catch {
           res.writeHead(400).end();
         }
