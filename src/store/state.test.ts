@@ -95,4 +95,19 @@ describeEachStore("the state store on %s", (kind) => {
     expect(await b.listMembers("other")).toEqual(["x"]);
     expect(await b.listMembers("none")).toEqual([]);
   });
+
+  it("adds one member to several lists at once, each list as if added one by one", async () => {
+    stores = testStores(kind);
+    const [a, b] = [await open(), await open()];
+    const entry = JSON.stringify({ id: "u1", note: "quotes ' and \" and colons: kept" });
+    await a.listAdd("usage:user", "earlier");
+    await a.listAddEach(["usage:user", "usage:channel", "usage:all"], entry);
+    await b.listAddEach(["usage:user", "usage:user"], entry);
+    await b.listAddEach([], "nowhere");
+    expect((await b.listMembers("usage:user")).sort()).toEqual([entry, "earlier"].sort());
+    expect(await b.listMembers("usage:channel")).toEqual([entry]);
+    await b.listRemove("usage:all", entry);
+    expect(await a.listMembers("usage:all")).toEqual([]);
+    expect(await a.listMembers("usage:channel")).toEqual([entry]);
+  });
 });

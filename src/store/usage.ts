@@ -61,13 +61,14 @@ export class UsageLedger {
     const entry: UsageEntry = { id: randomUUID(), at, ...call };
     const member = JSON.stringify(entry);
     const day = dayOf(at);
-    await Promise.all(
+    await this.state.listAddEach(
       [
         listOf({ user: call.user, platform: call.platform }, day),
         listOf({ channel: call.channel, platform: call.platform }, day),
         listOf("all", day),
         listOf({ thread: call.key }, day),
-      ].map((list) => this.state.listAdd(list, member)),
+      ],
+      member,
     );
     return entry;
   }
