@@ -2,6 +2,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { RateLimitedError } from "../message-ops.js";
 import { type Call, FakeChannel } from "../stream.fake.js";
 import { StreamWriter } from "../stream.js";
+import { LocalBudgets } from "./budgets.js";
 import { type BucketLimit, type Lane, WriteDropped, WriteScheduler } from "./write-scheduler.js";
 
 beforeEach(() => {
@@ -239,6 +240,41 @@ describe("WriteScheduler", () => {
     await s.run({ lane: "final", buckets: [], run: async () => void seen.push(s.callContext()?.granted) });
     await s.as("background", async () => void seen.push(s.callContext()?.lane), { dropAfterMs: 5 });
     expect(seen).toEqual([true, "background"]);
+  });
+
+  it("weighs a crowd's waiting writes once per turn of the event loop, not once per write that ended", async () => {
+    vi.useRealTimers();
+    let weighed = 0;
+    class Counted extends LocalBudgets {
+      override wait(bucket: string, reserve: number, now: number): number {
+        weighed += 1;
+        return super.wait(bucket, reserve, now);
+      }
+    }
+    const s = new WriteScheduler(new Counted({ limitOf: () => undefined }));
+    // 100 threads' edits waiting on their paused channels, as in a crowd.
+    const waiting = Array.from({ length: 100 }, (_, i) => {
+      s.pause(`edit:C${i}`, 60_000);
+      return settle(
+        s.run({ lane: "update", buckets: [`edit:C${i}`], dropAfterMs: 200, run: async () => undefined }),
+      );
+    });
+    // 30 answers whose writes end in the same turn of the event loop, each its own
+    // callback there (as the platform's answers to them arrive).
+    const order: string[] = [];
+    const finals = Array.from({ length: 30 }, (_, i) =>
+      s.run({
+        lane: "final",
+        buckets: [`post:C${i}`],
+        run: () =>
+          new Promise<void>((resolve) => setTimeout(resolve, 5)).then(() => void order.push(`final${i}`)),
+      }),
+    );
+    await Promise.all(finals);
+    expect(order).toHaveLength(30);
+    // Weighing all of them after each of the 30 ends would ask the budgets some 3,000 times.
+    expect(weighed).toBeLessThan(1_000);
+    expect((await Promise.all(waiting)).every((r) => r instanceof WriteDropped)).toBe(true);
   });
 
   it("gives a write up after eight 429s in a row, with the last one", async () => {
