@@ -189,7 +189,9 @@ export function createSlackConnection(
       connected = false;
     });
     // Initialised in start(): Bolt's own auth.test would otherwise run here, and a refused
-    // token would surface as an unhandled rejection instead of our sentence.
+    // token would surface as an unhandled rejection instead of our sentence. No conversation
+    // store: sessions are ours, and Bolt's in-memory one made and threw away an Error on
+    // every event of a conversation it had never stored (all of them).
     const app = new App({
       token,
       receiver,
@@ -197,6 +199,7 @@ export function createSlackConnection(
       logger,
       clientOptions,
       deferInitialization: true,
+      convoStore: false,
     });
     return {
       app,
@@ -229,6 +232,7 @@ export function createSlackConnection(
     logger,
     clientOptions,
     deferInitialization: true,
+    convoStore: false,
   });
   let server: Server | undefined;
   return {
