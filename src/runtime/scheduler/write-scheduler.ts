@@ -58,7 +58,7 @@ export class WriteDropped extends Error {
  */
 const RESERVE: Record<Lane, number> = { first: 0, final: 0, update: 0.4, background: 0.5 };
 /** Writes waiting from which picks are made once per turn of the event loop (see `kick`). */
-export const BATCH_PICKS_FROM = 16;
+const BATCH_PICKS_FROM = 16;
 /** 429s in a row on one write before it is given up. */
 const MAX_LIMITED = 8;
 
