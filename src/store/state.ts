@@ -299,14 +299,14 @@ class SqlState extends Leases {
   }
 
   async listAdd(list: string, member: string): Promise<void> {
-    await this.store.kv.set(this.member(list, member), 1);
+    await this.listAddEach([list], member);
   }
 
   async listAddEach(lists: readonly string[], member: string): Promise<void> {
     // PostgreSQL refuses an upsert that meets the same row twice.
     const each = [...new Set(lists)];
     if (each.length === 0) return;
-    // keyv's row format without expiry, as `listAdd`'s kv.set writes it: one statement for all.
+    // keyv's row format without expiry (what kv.set(key, 1) writes): one statement for all.
     const rows = each.map(() => "(?, ?)").join(", ");
     const params = each.flatMap((list) => [this.raw(this.member(list, member)), LIST_ROW]);
     await this.sql.query(

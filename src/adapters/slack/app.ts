@@ -146,6 +146,11 @@ export function createSlackConnection(
   const slackApiUrl = secrets.slackApiUrl ?? "https://slack.com/api/";
   const logger = boltLogger();
   const clientOptions = { slackApiUrl, logger };
+  // Initialised in start(): Bolt's own auth.test would otherwise run at construction, and a
+  // refused token would surface as an unhandled rejection instead of our sentence. No
+  // conversation store: sessions are ours, and Bolt's in-memory one made and threw away an
+  // Error on every event of a conversation it had never stored (all of them).
+  const boltOptions = { logger, clientOptions, deferInitialization: true, convoStore: false } as const;
   const writes = new ReportingWebClient(
     token,
     {
@@ -188,19 +193,7 @@ export function createSlackConnection(
     receiver.client.on("reconnecting", () => {
       connected = false;
     });
-    // Initialised in start(): Bolt's own auth.test would otherwise run here, and a refused
-    // token would surface as an unhandled rejection instead of our sentence. No conversation
-    // store: sessions are ours, and Bolt's in-memory one made and threw away an Error on
-    // every event of a conversation it had never stored (all of them).
-    const app = new App({
-      token,
-      receiver,
-      socketMode: true,
-      logger,
-      clientOptions,
-      deferInitialization: true,
-      convoStore: false,
-    });
+    const app = new App({ token, receiver, socketMode: true, ...boltOptions });
     return {
       app,
       writes,
@@ -229,10 +222,7 @@ export function createSlackConnection(
     token,
     signingSecret: secrets.slackSigningSecret,
     endpoints: "/slack/events",
-    logger,
-    clientOptions,
-    deferInitialization: true,
-    convoStore: false,
+    ...boltOptions,
   });
   let server: Server | undefined;
   return {
