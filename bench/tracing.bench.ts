@@ -7,10 +7,14 @@
  * Side by side, the machine's moods weigh on both alike (run one after the other, the same
  * process measured 20 ms a turn one evening and 39 ms the next morning). The figure is the
  * on / off ratio of each process's CPU per turn (from /proc) in the median of the rounds,
- * once both are warm: after BENCH_TRACING_WARM_UP turns (default 60) and the traced side's
+ * once both are warm: after BENCH_TRACING_WARM_UP turns (default 300) and the traced side's
  * first export, whose one-time set-up (loading and compiling the encoder, the connection)
- * is reported apart. Run alone: `npm run bench -- tracing` (BENCH_TRACING_ROUNDS, default
- * 5; BENCH_TRACING_TURNS per round, default 200).
+ * is reported apart. Warm means V8 too: it optimizes the bot's hot functions on background
+ * threads for the first several hundred turns (--trace-opt: about 380, 440, 230, 170, 160,
+ * 110, 90 functions in successive 4-second spans from the start), and the traced side has
+ * more of them; measured after 60 turns, that one-time work weighed as per-turn cost.
+ * Run alone: `npm run bench -- tracing` (BENCH_TRACING_ROUNDS, default 5;
+ * BENCH_TRACING_TURNS per round, default 400).
  * BENCH_TRACING_CONTROL=1 leaves both sides untraced: an A/A run, the bench's own noise.
  * Spans go in OTLP/HTTP's default encoding, protobuf, unless BENCH_TRACING_PROTOCOL says otherwise. */
 import { rmSync } from "node:fs";
@@ -26,8 +30,8 @@ import { cpuByThread, cpuSeconds, freePort, killAll, spawnBot, waitReady } from 
 import { channels, until } from "./support/replicas.js";
 import { atMost, type BenchResult, fmt } from "./support/report.js";
 
-const TURNS = Number(process.env.BENCH_TRACING_TURNS ?? 200);
-const WARM_UP = Number(process.env.BENCH_TRACING_WARM_UP ?? 60);
+const TURNS = Number(process.env.BENCH_TRACING_TURNS ?? 400);
+const WARM_UP = Number(process.env.BENCH_TRACING_WARM_UP ?? 300);
 const ROUNDS = Number(process.env.BENCH_TRACING_ROUNDS ?? 5);
 /** Turns answered at once by each side. */
 const AT_ONCE = 5;

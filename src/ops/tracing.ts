@@ -1,4 +1,4 @@
-import { type Context, context, propagation, ROOT_CONTEXT, trace } from "@opentelemetry/api";
+import { type Context, context, ROOT_CONTEXT, trace } from "@opentelemetry/api";
 import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
 import { OTLPTraceExporter as JsonTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
 import { OTLPTraceExporter as ProtobufTraceExporter } from "@opentelemetry/exporter-trace-otlp-proto";
@@ -9,6 +9,7 @@ import { ContextSlot } from "../core/async-context.js";
 import { VERSION } from "../core/spans.js";
 import { safeAddress } from "../core/unreachable.js";
 import { log, registerSecret } from "../log.js";
+import { BatchedTracerProvider, HandedIds } from "./batched-tracer.js";
 
 export interface Tracing {
   /** Sends the spans still buffered, then stops. */
@@ -25,7 +26,9 @@ export function startTracing(env: NodeJS.ProcessEnv = process.env): Tracing | un
   if (!endpoint || env.OTEL_SDK_DISABLED === "true") return undefined;
   const protocol = tracesProtocol(env);
   const options = exporterOptions(env);
+  const ids = new HandedIds();
   const provider = new NodeTracerProvider({
+    idGenerator: ids,
     resource: resourceFromAttributes({
       [ATTR_SERVICE_NAME]: env.OTEL_SERVICE_NAME ?? "switchboard",
       [ATTR_SERVICE_VERSION]: VERSION,
@@ -36,16 +39,22 @@ export function startTracing(env: NodeJS.ProcessEnv = process.env): Tracing | un
       ),
     ],
   });
-  // The context manager lets spans find their parents across awaits.
-  provider.register({ contextManager: new SlotContextManager() });
+  // Spans under a turn's are made in batches (ops/batched-tracer.ts); the context manager
+  // lets spans find their parents across awaits. Nothing here propagates trace context
+  // to other services, so no propagator is set.
+  const batched = new BatchedTracerProvider(provider, ids);
+  trace.setGlobalTracerProvider(batched);
+  const contextManager = new SlotContextManager();
+  contextManager.enable();
+  context.setGlobalContextManager(contextManager);
   log.info({ endpoint: safeAddress(endpoint), protocol }, "tracing: spans are exported over OTLP/HTTP");
   return {
     async shutdown() {
+      batched.flush();
       await provider.shutdown().catch((err: unknown) => log.warn({ err }, "tracing: last spans not sent"));
       // A process may start the app again (tests): the next provider registers afresh.
       trace.disable();
       context.disable();
-      propagation.disable();
     },
   };
 }
