@@ -99,6 +99,20 @@ describe("openStore on sqlite files", () => {
     await store.close();
   });
 
+  it("opens a new file from several processes' worth of connections at once (replicas starting together)", async () => {
+    // Each connection makes the table and switches the new file to WAL; SQLite can refuse one
+    // without waiting (it failed 3 runs of 3 before the retry), which must not fail the start.
+    for (let round = 0; round < 30; round++) {
+      const file = join(dir, `together-${round}.sqlite`);
+      const stores = await Promise.all(
+        Array.from({ length: 8 }, () => openStore(`sqlite://${file}`, { namespace: "t" })),
+      );
+      await Promise.all(stores.map((s, i) => s.kv.set(`k${i}`, i)));
+      expect(await stores[0]!.kv.get("k3")).toBe(3);
+      await Promise.all(stores.map((s) => s.close()));
+    }
+  });
+
   it("says the store is unavailable when the folder cannot be created", async () => {
     const err = await openStore("sqlite:///etc/hostname/sub/x.sqlite").catch((e: unknown) => e);
     expect(err).toBeInstanceOf(SwitchboardError);

@@ -181,6 +181,45 @@ function startSweeper(store: Store, everyMs: number): void {
   };
 }
 
+type SqlQuery = (sql: string, params: unknown[]) => Promise<Array<Record<string, unknown>>>;
+
+/** How long replicas opening one new file together keep trying (see connectSqlite). */
+const SQLITE_SETUP_TRIES_MS = 5_000;
+
+/**
+ * A connection with the table made and the file in WAL mode. Two connections setting up
+ * the same new file at once can meet where SQLite refuses one without waiting (its rule
+ * against deadlock: one holds a read lock while the other waits to write), and the
+ * adapter keeps a failed setup for good; so the refused one starts over with a new
+ * connection after a short random pause.
+ */
+async function connectSqlite(url: string, file: string): Promise<{ adapter: KeyvSqlite; query: SqlQuery }> {
+  const giveUpAt = Date.now() + SQLITE_SETUP_TRIES_MS;
+  for (;;) {
+    // busyTimeout: a second process (the `chat` CLI next to a running bot) waits instead of failing.
+    const adapter = new KeyvSqlite({
+      uri: `sqlite://${file}`,
+      table: TABLE,
+      keySize: 1024,
+      busyTimeout: 5_000,
+    });
+    adapter.on("error", () => {}); // surfaced by the first query below
+    const query: SqlQuery = (sql, params) =>
+      adapter.query(sql, ...params) as Promise<Array<Record<string, unknown>>>;
+    try {
+      // WAL keeps readers off the writer's back and makes each small save one append.
+      await query("PRAGMA journal_mode = WAL", []);
+      await query("PRAGMA synchronous = NORMAL", []);
+      return { adapter, query };
+    } catch (err) {
+      await adapter.disconnect().catch(() => {});
+      if ((err as { code?: string }).code !== "SQLITE_BUSY" || Date.now() > giveUpAt)
+        throw unavailable(url, err);
+      await new Promise((r) => setTimeout(r, 20 + Math.random() * 80));
+    }
+  }
+}
+
 async function openSqlite(url: string, namespace: string): Promise<Store> {
   const path = url.replace(/^sqlite:\/\//, "");
   const inMemory = path === ":memory:" || path === "";
@@ -190,23 +229,7 @@ async function openSqlite(url: string, namespace: string): Promise<Store> {
   } catch (err) {
     throw unavailable(url, err);
   }
-  // busyTimeout: a second process (the `chat` CLI next to a running bot) waits instead of failing.
-  const adapter = new KeyvSqlite({
-    uri: `sqlite://${file}`,
-    table: TABLE,
-    keySize: 1024,
-    busyTimeout: 5_000,
-  });
-  adapter.on("error", () => {}); // surfaced by the first query below
-  const query = (sql: string, params: unknown[]) =>
-    adapter.query(sql, ...params) as Promise<Array<Record<string, unknown>>>;
-  try {
-    // WAL keeps readers off the writer's back and makes each small save one append.
-    await query("PRAGMA journal_mode = WAL", []);
-    await query("PRAGMA synchronous = NORMAL", []);
-  } catch (err) {
-    throw unavailable(url, err);
-  }
+  const { adapter, query } = await connectSqlite(url, file);
   return {
     kv: makeKeyv(adapter, namespace),
     kind: "sqlite",
