@@ -1,3 +1,4 @@
+import { getEventListeners } from "node:events";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { RateLimitedError } from "../message-ops.js";
 import { type Call, FakeChannel } from "../stream.fake.js";
@@ -232,6 +233,28 @@ describe("WriteScheduler", () => {
     await vi.advanceTimersByTimeAsync(20_000);
     expect(await waiting).toBeInstanceOf(WriteDropped);
     expect(ran).toBe(false);
+  });
+
+  it("leaves no listener on a long-lived signal once its writes are done, run or dropped", async () => {
+    const s = scheduler({ b: { capacity: 2, windowMs: 1_000 } });
+    const stopping = new AbortController().signal;
+    const writes = Array.from({ length: 30 }, (_, i) =>
+      settle(
+        s.run({
+          lane: i % 3 === 0 ? "background" : "update",
+          buckets: ["b"],
+          signal: stopping,
+          ...(i % 3 === 0 && { dropAfterMs: 500 }),
+          run: async () => (i % 5 === 0 ? Promise.reject(new Error("platform error")) : i),
+        }),
+      ),
+    );
+    expect(getEventListeners(stopping, "abort").length).toBe(30);
+    await vi.advanceTimersByTimeAsync(30_000);
+    const outcomes = await Promise.all(writes);
+    expect(outcomes.some((o) => o instanceof WriteDropped)).toBe(true);
+    expect(outcomes.some((o) => o instanceof Error && !(o instanceof WriteDropped))).toBe(true);
+    expect(getEventListeners(stopping, "abort")).toEqual([]);
   });
 
   it("lets platform calls made inside a granted write through, and places others in their caller's lane", async () => {

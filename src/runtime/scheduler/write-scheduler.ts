@@ -170,23 +170,34 @@ export class WriteScheduler {
         reject(new WriteDropped(plan.what ?? "write", "cancelled"));
         return;
       }
+      const signal = plan.signal;
+      // The signal often outlives the write (an adapter's "stopping"): its listener must go
+      // when the write settles, or every write ever made stays reachable from it.
+      const cancel = () => {
+        if (this.waiting.delete(w)) reject(new WriteDropped(plan.what ?? "write", "cancelled"));
+      };
+      const settled = signal ? () => signal.removeEventListener("abort", cancel) : undefined;
       const w: Waiting = {
         plan: plan as WritePlan<unknown>,
-        resolve: resolve as (v: unknown) => void,
-        reject,
+        resolve: settled
+          ? (v: unknown) => {
+              settled();
+              resolve(v as T);
+            }
+          : (resolve as (v: unknown) => void),
+        reject: settled
+          ? (err: unknown) => {
+              settled();
+              reject(err);
+            }
+          : reject,
         submitted: Date.now(),
         limited: 0,
         seq: this.seq++,
       };
       queued(w);
       this.waiting.add(w);
-      plan.signal?.addEventListener(
-        "abort",
-        () => {
-          if (this.waiting.delete(w)) reject(new WriteDropped(plan.what ?? "write", "cancelled"));
-        },
-        { once: true },
-      );
+      signal?.addEventListener("abort", cancel, { once: true });
       this.kick();
     });
   }
