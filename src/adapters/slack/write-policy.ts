@@ -14,13 +14,16 @@ const MINUTE_MS = 61_000;
  * and ephemeral messages (Stop offers, notices) come in bursts when many threads start at
  * once and the first ones are dropped when late: their documented tiers are kept from
  * the start, so two hundred threads at once (or three replicas, each starting afresh)
- * meet no 429 on them. Taking :eyes: away again is not urgent and stays optimistic.
+ * meet no 429 on them. Taking :eyes: away again (Tier 2) comes in the same bursts, as
+ * their answers end: known too, or three replicas starting optimistic met three times the
+ * 429s of one (the first 20 of each went out before any had heard of a 429).
  */
 const WORKSPACE_PER_MINUTE: Record<string, number> = {
   "chat.startStream": 20,
   "chat.stopStream": 20,
   "chat.postEphemeral": 100,
   "reactions.add": 50,
+  "reactions.remove": 20,
   // Reads (the reads client paces them too): thread reads of takeovers and seeds, name lookups.
   "conversations.replies": 50,
   "conversations.history": 50,
@@ -41,7 +44,6 @@ const LEARNED_WORKSPACE_PER_MINUTE: Record<string, number> = {
   "chat.update": 50,
   "chat.appendStream": 100,
   "chat.delete": 50,
-  "reactions.remove": 20,
   "assistant.threads.setStatus": 600,
   "assistant.threads.setTitle": 50,
   "assistant.threads.setSuggestedPrompts": 50,
@@ -50,6 +52,12 @@ const LEARNED_WORKSPACE_PER_MINUTE: Record<string, number> = {
   "views.open": 100,
   "views.update": 100,
 };
+
+/**
+ * Buckets only one kind of write spends from (see `BucketLimit.alone`): the :eyes: removal
+ * waits in the update lane, behind answers, yet keeps nothing of its own Tier 2 minute back.
+ */
+const ALONE = new Set(["reactions.remove"]);
 
 /** Per channel: known for chat.postMessage (bursts of 3 assumed), learned from a 429 for the others. */
 const PER_CHANNEL: Record<string, { known?: BucketLimit; learned: BucketLimit }> = {
@@ -89,7 +97,10 @@ export const slackWritePolicy: WritePolicy = {
     }
     const known = WORKSPACE_PER_MINUTE[method];
     const perMinute = known ?? (learned ? LEARNED_WORKSPACE_PER_MINUTE[method] : undefined);
-    return perMinute === undefined ? undefined : { capacity: perMinute, windowMs: MINUTE_MS };
+    if (perMinute === undefined) return undefined;
+    return ALONE.has(method)
+      ? { capacity: perMinute, windowMs: MINUTE_MS, alone: true }
+      : { capacity: perMinute, windowMs: MINUTE_MS };
   },
 };
 

@@ -2,6 +2,11 @@
 export interface BucketLimit {
   capacity: number;
   windowMs: number;
+  /**
+   * Only one kind of write ever spends from this bucket (Slack's reactions.remove, which
+   * only takes the :eyes: away): nothing more urgent can need it, so none of it is kept back.
+   */
+  alone?: boolean;
 }
 
 /** What a platform tells the scheduler about its budgets. */
@@ -102,7 +107,8 @@ export class LocalBudgets implements BudgetBook {
     const b = this.buckets.get(key);
     const others = this.extra(key);
     const limit = this.limitFor(key);
-    const usable = limit ? limit.capacity - Math.floor(limit.capacity * reserve) : Number.POSITIVE_INFINITY;
+    const kept = limit?.alone ? 0 : reserve;
+    const usable = limit ? limit.capacity - Math.floor(limit.capacity * kept) : Number.POSITIVE_INFINITY;
     if (usable < 1) return Number.POSITIVE_INFINITY;
     if (!b && others === NOTHING) return 0;
     const paused = Math.max(0, (b?.pausedUntil ?? 0) - now, others.pausedUntil - now);
