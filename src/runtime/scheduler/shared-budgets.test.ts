@@ -1,13 +1,17 @@
-import { afterEach, expect, it } from "vitest";
+import { afterEach, expect, it, vi } from "vitest";
 import { createState } from "../../store/state.js";
 import { describeEachStore, type TestStores, testStores } from "../../store/testing.js";
 import type { WritePolicy } from "./budgets.js";
 import { SharedBudgets } from "./shared-budgets.js";
 
-/** "posts": 3 per 10 s, known from the start; "edits": 3 per 10 s, known only once a 429 taught it. */
+/**
+ * "posts": 3 per 10 s, known from the start; "edits": 3 per 10 s, known only once a 429
+ * taught it; "minute": 1 per minute, known.
+ */
 const policy: WritePolicy = {
   limitOf(bucket, learned) {
     if (bucket === "posts") return { capacity: 3, windowMs: 10_000 };
+    if (bucket === "minute") return { capacity: 1, windowMs: 60_000 };
     if (bucket === "edits" && learned) return { capacity: 3, windowMs: 10_000 };
     return undefined;
   },
@@ -69,6 +73,31 @@ describeEachStore("write budgets shared by replicas on %s", (kind) => {
     // A bucket without a known limit is not split.
     a.spend(["edits"], now);
     expect(a.wait("edits", 0, now)).toBe(0);
+  });
+
+  it("gives what cannot be split of a long window to one replica at a time, each in turn", async () => {
+    const [a, b] = await replicas();
+    const c = new SharedBudgets(policy, createState(await stores.open()), "test");
+    open.push(c);
+    for (const r of [a, b, c]) r.spend(["unlimited"], Date.now());
+    for (const r of [a, b, c, a, b, c]) await r.sync();
+    vi.useFakeTimers({ toFake: ["Date"] });
+    try {
+      const start = Math.ceil(Date.now() / 250) * 250 + 1_000;
+      const takers: number[] = [];
+      for (let period = 0; period < 3; period++) {
+        const now = start + period * 250;
+        vi.setSystemTime(now);
+        for (const r of [a, b, c]) await r.sync();
+        // One slot left in the minute: one replica may take it before the next sync, not three.
+        const may = [a, b, c].flatMap((r, i) => (r.wait("minute", 0, now) === 0 ? [i] : []));
+        expect(may).toHaveLength(1);
+        takers.push(may[0]!);
+      }
+      expect(new Set(takers).size).toBe(3);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it("shares a pause and what a 429 taught about a limit", async () => {

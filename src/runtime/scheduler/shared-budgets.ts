@@ -1,10 +1,19 @@
 import { randomUUID } from "node:crypto";
 import { log } from "../../log.js";
 import type { StateStore } from "../../store/state.js";
-import { type BucketView, LocalBudgets, NO_429S, NOTHING, type WritePolicy } from "./budgets.js";
+import {
+  type BucketLimit,
+  type BucketView,
+  LocalBudgets,
+  NO_429S,
+  NOTHING,
+  type WritePolicy,
+} from "./budgets.js";
 
 /** How often a process publishes what it spent and reads what the others did. */
 export const BUDGET_SYNC_MS = 250;
+/** Windows at least this long are split strictly between the processes (see `share`). */
+const STRICT_WINDOW_MS = 30_000;
 /** How long a process's record outlives its last publication: the longest window it describes (Slack's minute). */
 const RECORD_TTL_MS = 65_000;
 
@@ -40,6 +49,8 @@ export class SharedBudgets extends LocalBudgets {
   private unsynced = new Map<string, number>();
   /** Processes sharing these budgets at the last sync, this one included. */
   private sharing = 1;
+  /** This process's place among them, by id: whose turn a remainder is (see `share`). */
+  private rank = 0;
   /** Per bucket with a known limit: how many writes this process may grant before the next sync. */
   private allowance = new Map<string, number>();
   private nextSync = 0;
@@ -76,15 +87,30 @@ export class SharedBudgets extends LocalBudgets {
    */
   override wait(key: string, reserve: number, now: number): number {
     const wait = super.wait(key, reserve, now);
+    if (wait > 0 || this.sharing <= 1) return wait;
+    const limit = this.limitFor(key);
+    if (!limit) return 0;
     const mine = this.unsynced.get(key) ?? 0;
-    if (wait > 0 || this.sharing <= 1 || mine === 0) return wait;
-    const allowance = this.allowance.get(key) ?? this.share(this.limitFor(key)?.capacity);
-    if (allowance === undefined || mine < allowance) return 0;
+    if (mine === 0 && limit.windowMs < STRICT_WINDOW_MS) return 0;
+    const allowance = this.allowance.get(key) ?? this.share(limit, limit.capacity, now);
+    if (mine < allowance) return 0;
     return Math.max(1, this.nextSync - now);
   }
 
-  private share(left: number | undefined): number | undefined {
-    return left === undefined ? undefined : Math.max(1, Math.floor(left / this.sharing));
+  /**
+   * This process's part of `left` until the next sync. A short window's slot comes back
+   * within seconds: every process may take one, and a rare 429 costs less than waiting
+   * turns for it. A long window's (Slack's minute) does not: what cannot be split evenly
+   * goes to some of the processes, which ones turning with every sync period, so that
+   * between them they grant what is left and no more (their clocks agree to far less than
+   * a period; near a period's edge two may still both hold a slot).
+   */
+  private share(limit: BucketLimit, left: number, now: number): number {
+    if (limit.windowMs < STRICT_WINDOW_MS) return Math.max(1, Math.floor(left / this.sharing));
+    if (left <= 0) return 0;
+    const turn = Math.floor(now / BUDGET_SYNC_MS);
+    const extra = (this.rank + turn) % this.sharing < left % this.sharing ? 1 : 0;
+    return Math.floor(left / this.sharing) + extra;
   }
 
   override pause(bucket: string, ms: number, now: number): void {
@@ -164,7 +190,9 @@ export class SharedBudgets extends LocalBudgets {
       if (left > 0) this.unsynced.set(k, left);
       else this.unsynced.delete(k);
     }
-    this.sharing = 1 + records.filter(Boolean).length;
+    const live = members.filter((_, i) => records[i]);
+    this.sharing = 1 + live.length;
+    this.rank = [...live, this.owner].sort().indexOf(this.owner);
     this.nextSync = Date.now() + BUDGET_SYNC_MS;
     this.allowance = this.allowances(now);
   }
@@ -182,7 +210,7 @@ export class SharedBudgets extends LocalBudgets {
       const inWindow = (at: number) => at + limit.windowMs > now;
       const mine = own.get(key)?.sent.filter(inWindow).length ?? 0;
       const theirs = this.others.get(key)?.sent.filter(inWindow).length ?? 0;
-      out.set(key, this.share(limit.capacity - mine - theirs) ?? 1);
+      out.set(key, this.share(limit, limit.capacity - mine - theirs, now));
     }
     return out;
   }
