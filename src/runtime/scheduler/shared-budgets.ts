@@ -98,19 +98,18 @@ export class SharedBudgets extends LocalBudgets {
   }
 
   /**
-   * This process's part of `left` until the next sync. A short window's slot comes back
-   * within seconds: every process may take one, and a rare 429 costs less than waiting
-   * turns for it. A long window's (Slack's minute) does not: what cannot be split evenly
-   * goes to some of the processes, which ones turning with every sync period, so that
-   * between them they grant what is left and no more (their clocks agree to far less than
-   * a period; near a period's edge two may still both hold a slot).
+   * This process's part of `left` until the next sync: an even split, rounded down. With
+   * fewer slots left than processes, a short window's slot comes back within seconds, so
+   * every process may take one (a rare 429 costs less than waiting a turn for it); a long
+   * window's (Slack's minute) does not, so the slots go to as many processes as there are
+   * slots, which ones turning with every sync period (their clocks agree to far less than
+   * a period; near a period's edge two may still both hold one).
    */
   private share(limit: BucketLimit, left: number, now: number): number {
-    if (limit.windowMs < STRICT_WINDOW_MS) return Math.max(1, Math.floor(left / this.sharing));
-    if (left <= 0) return 0;
+    const even = Math.floor(left / this.sharing);
+    if (even > 0 || limit.windowMs < STRICT_WINDOW_MS) return Math.max(1, even);
     const turn = Math.floor(now / BUDGET_SYNC_MS);
-    const extra = (this.rank + turn) % this.sharing < left % this.sharing ? 1 : 0;
-    return Math.floor(left / this.sharing) + extra;
+    return (this.rank + turn) % this.sharing < left ? 1 : 0;
   }
 
   override pause(bucket: string, ms: number, now: number): void {
