@@ -34,6 +34,16 @@ describeEachStore("write budgets shared by replicas on %s", (kind) => {
     return [a, b];
   }
 
+  /** Three replicas, each having published once, so that each knows there are three of them. */
+  async function threeSynced(): Promise<[SharedBudgets, SharedBudgets, SharedBudgets]> {
+    const [a, b] = await replicas();
+    const c = new SharedBudgets(policy, createState(await stores.open()), "test");
+    open.push(c);
+    for (const r of [a, b, c]) r.spend(["unlimited"], Date.now());
+    for (const r of [a, b, c, a, b, c]) await r.sync();
+    return [a, b, c];
+  }
+
   it("counts what another replica spent once it has synced, and not before", async () => {
     const [a, b] = await replicas();
     const now = Date.now();
@@ -51,12 +61,7 @@ describeEachStore("write budgets shared by replicas on %s", (kind) => {
   });
 
   it("lets each of three replicas grant only its share of a known budget between two syncs", async () => {
-    const [a, b] = await replicas();
-    const c = new SharedBudgets(policy, createState(await stores.open()), "test");
-    open.push(c);
-    // Each has published once, so each knows there are three of them.
-    for (const r of [a, b, c]) r.spend(["unlimited"], Date.now());
-    for (const r of [a, b, c, a, b, c]) await r.sync();
+    const [a, b, c] = await threeSynced();
     const now = Date.now();
     // A burst reaches all three at once: "posts" allows 3, so one each before anyone hears of the others.
     for (const r of [a, b, c]) {
@@ -76,11 +81,7 @@ describeEachStore("write budgets shared by replicas on %s", (kind) => {
   });
 
   it("gives what cannot be split of a long window to one replica at a time, each in turn", async () => {
-    const [a, b] = await replicas();
-    const c = new SharedBudgets(policy, createState(await stores.open()), "test");
-    open.push(c);
-    for (const r of [a, b, c]) r.spend(["unlimited"], Date.now());
-    for (const r of [a, b, c, a, b, c]) await r.sync();
+    const [a, b, c] = await threeSynced();
     vi.useFakeTimers({ toFake: ["Date"] });
     try {
       const start = Math.ceil(Date.now() / 250) * 250 + 1_000;
