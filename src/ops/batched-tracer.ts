@@ -102,7 +102,7 @@ class RecordedSpan implements Span {
       traceFlags: TraceFlags.SAMPLED,
       ...(parent.traceState && { traceState: parent.traceState }),
     };
-    this.start = options.startTime === undefined ? now() : timeOf(options.startTime);
+    this.start = timeOf(options.startTime);
     this.kind = options.kind ?? SpanKind.INTERNAL;
     this.attributes = { ...options.attributes };
     if (options.links?.length) this.links = [...options.links];
@@ -155,7 +155,7 @@ class RecordedSpan implements Span {
 
   end(endTime?: TimeInput): void {
     if (this.finishedAt !== 0) return;
-    this.finishedAt = endTime === undefined ? now() : timeOf(endTime);
+    this.finishedAt = timeOf(endTime);
     this.batch.add(this);
   }
 

@@ -98,9 +98,7 @@ export const slackWritePolicy: WritePolicy = {
     const known = WORKSPACE_PER_MINUTE[method];
     const perMinute = known ?? (learned ? LEARNED_WORKSPACE_PER_MINUTE[method] : undefined);
     if (perMinute === undefined) return undefined;
-    return ALONE.has(method)
-      ? { capacity: perMinute, windowMs: MINUTE_MS, alone: true }
-      : { capacity: perMinute, windowMs: MINUTE_MS };
+    return { capacity: perMinute, windowMs: MINUTE_MS, ...(ALONE.has(method) && { alone: true }) };
   },
 };
 

@@ -176,21 +176,16 @@ export class WriteScheduler {
       const cancel = () => {
         if (this.waiting.delete(w)) reject(new WriteDropped(plan.what ?? "write", "cancelled"));
       };
-      const settled = signal ? () => signal.removeEventListener("abort", cancel) : undefined;
       const w: Waiting = {
         plan: plan as WritePlan<unknown>,
-        resolve: settled
-          ? (v: unknown) => {
-              settled();
-              resolve(v as T);
-            }
-          : (resolve as (v: unknown) => void),
-        reject: settled
-          ? (err: unknown) => {
-              settled();
-              reject(err);
-            }
-          : reject,
+        resolve: (v: unknown) => {
+          signal?.removeEventListener("abort", cancel);
+          resolve(v as T);
+        },
+        reject: (err: unknown) => {
+          signal?.removeEventListener("abort", cancel);
+          reject(err);
+        },
         submitted: Date.now(),
         limited: 0,
         seq: this.seq++,
