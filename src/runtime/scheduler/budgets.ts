@@ -89,6 +89,11 @@ export class LocalBudgets implements BudgetBook {
     return this.buckets.entries();
   }
 
+  /** This process's view of one bucket, if it used it. */
+  protected ownView(key: string): BucketView | undefined {
+    return this.buckets.get(key);
+  }
+
   private bucket(key: string): Bucket {
     let b = this.buckets.get(key);
     if (!b) {

@@ -16,6 +16,14 @@ export const BUDGET_SYNC_MS = 250;
 const STRICT_WINDOW_MS = 30_000;
 /** How long a process's record outlives its last publication: the longest window it describes (Slack's minute). */
 const RECORD_TTL_MS = 65_000;
+/**
+ * A claim older than this is ignored: a live process republishes its claims every sync,
+ * so only a stopped or stalled one's claim gets this old, and it must not hold a
+ * long window's slots for the life of its record.
+ */
+const CLAIM_TTL_MS = 4 * BUDGET_SYNC_MS;
+/** How soon a write waiting for a claim looks again, once a sync has been asked for it. */
+const CLAIM_RETRY_MS = 10;
 
 /** What one process spent and paused lately, as the others read it. */
 interface BudgetRecord {
@@ -27,6 +35,12 @@ interface BudgetRecord {
   learned: string[];
   /** Per wide bucket, its narrower buckets that met a 429 lately, and when. */
   below?: Record<string, Record<string, number>>;
+  /** Per long-window bucket: how many writes this process may still grant before its next publication. */
+  claims?: Record<string, number>;
+  /** When it was published (claims expire, see CLAIM_TTL_MS). */
+  at?: number;
+  /** The process stopped: its writes count until their windows pass, but it takes no share. */
+  closed?: boolean;
 }
 
 /**
@@ -34,8 +48,11 @@ interface BudgetRecord {
  * Discord bot): each process keeps its own sliding windows in memory, as `LocalBudgets`,
  * and publishes them to the store every 250 ms (at once after a 429); the others' writes
  * and pauses count in its own waits as soon as it has read them. The hot path never waits
- * on the store: two replicas may both take the last slot of a window within one sync, and
- * the platform's 429 then pauses the bucket for both.
+ * on the store: two replicas may both take the last slot of a short window within one
+ * sync, and the platform's 429 then pauses the bucket for both. A long window's slot (a
+ * Slack tier's minute) does not come back for a minute, so there a process grants only
+ * what it claimed: at each sync it reads the others' records, takes its share of what
+ * their writes and their claims leave, and publishes that claim with its own writes.
  */
 export class SharedBudgets extends LocalBudgets {
   private readonly owner = randomUUID();
@@ -44,14 +61,23 @@ export class SharedBudgets extends LocalBudgets {
   /** Published at once, spent or not: the others count this process in their shares from the start. */
   private dirty = true;
   private joined = false;
+  private closed = false;
   private publishedAt = 0;
-  /** Writes granted here since the last publication, per bucket: the others do not know of them yet. */
-  private unsynced = new Map<string, number>();
+  /** Writes granted here since the shares were last computed, per bucket. */
+  private granted = new Map<string, number>();
+  /** Long-window buckets a write here wanted lately, and when: only those are claimed. */
+  private wanted = new Map<string, number>();
+  /** Per long-window bucket: what this process claimed at its last sync (its allowance there). */
+  private claimed = new Map<string, number>();
+  /** Per long-window bucket: what the others claimed and may still grant. */
+  private othersClaims = new Map<string, number>();
+  /** Whether the last publication held claims (then the next one must, to withdraw them). */
+  private publishedClaims = false;
   /** Processes sharing these budgets at the last sync, this one included. */
   private sharing = 1;
   /** This process's place among them, by id: whose turn a remainder is (see `share`). */
   private rank = 0;
-  /** Per bucket with a known limit: how many writes this process may grant before the next sync. */
+  /** Per short-window bucket with a known limit: how many writes this process may grant before the next sync. */
   private allowance = new Map<string, number>();
   private nextSync = 0;
   private timer: NodeJS.Timeout | undefined;
@@ -71,12 +97,16 @@ export class SharedBudgets extends LocalBudgets {
   async close(): Promise<void> {
     clearInterval(this.timer);
     await this.syncing;
-    if (this.dirty) await this.sync();
+    // Nothing more will be granted here: the last record withdraws its claims and its share.
+    this.wanted.clear();
+    this.closed = true;
+    this.dirty = true;
+    await this.sync();
   }
 
   override spend(buckets: readonly string[], now: number): void {
     super.spend(buckets, now);
-    for (const key of buckets) this.unsynced.set(key, (this.unsynced.get(key) ?? 0) + 1);
+    for (const key of buckets) this.granted.set(key, (this.granted.get(key) ?? 0) + 1);
     this.dirty = true;
   }
 
@@ -90,11 +120,42 @@ export class SharedBudgets extends LocalBudgets {
     if (wait > 0 || this.sharing <= 1) return wait;
     const limit = this.limitFor(key);
     if (!limit) return 0;
-    const mine = this.unsynced.get(key) ?? 0;
-    if (mine === 0 && limit.windowMs < STRICT_WINDOW_MS) return 0;
+    const mine = this.granted.get(key) ?? 0;
+    if (limit.windowMs >= STRICT_WINDOW_MS) return this.waitForClaim(key, limit, mine, now);
+    if (mine === 0) return 0;
     const allowance = this.allowance.get(key) ?? this.share(limit, limit.capacity, now);
     if (mine < allowance) return 0;
     return Math.max(1, this.nextSync - now);
+  }
+
+  /**
+   * A long window: what this process claimed, and one write more while the window has room
+   * for two per process, so that the first write after a quiet spell (a native stream's
+   * start, which is dropped rather than delayed) need not wait for a sync. The others'
+   * unpublished writes are at most their claims and one such write each per sync; near
+   * the window's end only claims are granted.
+   */
+  private waitForClaim(key: string, limit: BucketLimit, mine: number, now: number): number {
+    const since = this.wanted.get(key);
+    this.wanted.set(key, now);
+    if (mine < (this.claimed.get(key) ?? 0)) return 0;
+    if (mine === 0 && this.left(key, limit, now) >= 2 * this.sharing) return 0;
+    if (since === undefined || since < now - 2 * BUDGET_SYNC_MS) {
+      // Newly wanted: claim it now rather than at the next tick.
+      void this.sync();
+      return CLAIM_RETRY_MS;
+    }
+    if (this.syncing) return CLAIM_RETRY_MS;
+    return Math.max(1, this.nextSync - now);
+  }
+
+  /** What a bucket's window has left at `now`, after every process's writes and the others' claims. */
+  private left(key: string, limit: BucketLimit, now: number): number {
+    const inWindow = (at: number) => at + limit.windowMs > now;
+    const sent =
+      (this.ownView(key)?.sent.filter(inWindow).length ?? 0) +
+      (this.others.get(key)?.sent.filter(inWindow).length ?? 0);
+    return limit.capacity - sent - (this.othersClaims.get(key) ?? 0);
   }
 
   /**
@@ -144,26 +205,19 @@ export class SharedBudgets extends LocalBudgets {
     return this.syncing;
   }
 
+  /**
+   * Reads the others' records, computes this process's shares from them, then publishes
+   * its own record with its claims: in that order, a claim is counted by every process
+   * that reads after it, and nobody's share counts on slots another has claimed.
+   */
   private async exchange(): Promise<void> {
     const list = `budgets:${this.name}`;
-    const now = Date.now();
-    /** What this record told the others; writes granted while it was written stay unsynced. */
-    let published = new Map<string, number>();
-    // Also published now and then while idle, so that its record (and its place in the shares) lives on.
-    if (this.dirty || now - this.publishedAt > RECORD_TTL_MS / 2) {
-      this.dirty = false;
-      this.publishedAt = now;
-      published = new Map(this.unsynced);
-      await this.state.set(this.recordKey(this.owner), this.snapshot(now), RECORD_TTL_MS);
-      if (!this.joined) {
-        await this.state.listAdd(list, this.owner);
-        this.joined = true;
-      }
-    }
     const members = (await this.state.listMembers(list)).filter((m) => m !== this.owner);
     const records = await Promise.all(members.map((m) => this.state.get<BudgetRecord>(this.recordKey(m))));
+    const now = Date.now();
     const others = new Map<string, BucketView>();
     const below = new Map<string, Map<string, number>>();
+    const claims = new Map<string, number>();
     records.forEach((record, i) => {
       if (!record) {
         void this.state.listRemove(list, members[i]!).catch(() => undefined);
@@ -180,36 +234,65 @@ export class SharedBudgets extends LocalBudgets {
         for (const [narrow, at] of Object.entries(parts)) map.set(narrow, Math.max(map.get(narrow) ?? 0, at));
         below.set(wide, map);
       }
+      if ((record.at ?? 0) + CLAIM_TTL_MS > now) {
+        for (const [bucket, n] of Object.entries(record.claims ?? {}))
+          claims.set(bucket, (claims.get(bucket) ?? 0) + n);
+      }
     });
     for (const v of others.values()) v.sent.sort((a, b) => a - b);
     this.others = others;
     this.othersBelow = below;
-    for (const [k, n] of published) {
-      const left = (this.unsynced.get(k) ?? 0) - n;
-      if (left > 0) this.unsynced.set(k, left);
-      else this.unsynced.delete(k);
-    }
-    const live = members.filter((_, i) => records[i]);
+    this.othersClaims = claims;
+    const live = members.filter((_, i) => records[i] && !records[i].closed);
     this.sharing = 1 + live.length;
     this.rank = [...live, this.owner].sort().indexOf(this.owner);
-    this.nextSync = Date.now() + BUDGET_SYNC_MS;
+    // From here to the record's snapshot nothing awaits: the shares, the claims and the
+    // writes the record lists are one moment's.
+    this.granted = new Map();
     this.allowance = this.allowances(now);
+    this.claimed = this.claims(now);
+    const claiming = this.claimed.size > 0;
+    // Also published now and then while idle, so that its record (and its place in the shares) lives on.
+    if (this.dirty || claiming || this.publishedClaims || now - this.publishedAt > RECORD_TTL_MS / 2) {
+      this.dirty = false;
+      this.publishedAt = now;
+      this.publishedClaims = claiming;
+      await this.state.set(this.recordKey(this.owner), this.snapshot(now), RECORD_TTL_MS);
+      if (!this.joined) {
+        await this.state.listAdd(list, this.owner);
+        this.joined = true;
+      }
+    }
+    this.nextSync = Date.now() + BUDGET_SYNC_MS;
   }
 
   /**
-   * Each known budget's share for this process until the next sync: what is left in its
+   * Each short window's share for this process until the next sync: what is left in its
    * window, split. A limit learned from a 429 (here or by another replica) is known too.
    */
   private allowances(now: number): Map<string, number> {
     const out = new Map<string, number>();
-    const own = new Map(this.own());
-    for (const key of new Set([...own.keys(), ...this.others.keys()])) {
+    const keys = new Set([...[...this.own()].map(([k]) => k), ...this.others.keys()]);
+    for (const key of keys) {
+      const limit = this.limitFor(key);
+      if (!limit || limit.windowMs >= STRICT_WINDOW_MS) continue;
+      out.set(key, this.share(limit, this.left(key, limit, now), now));
+    }
+    return out;
+  }
+
+  /** Each long window that a write here wanted lately: its share of what the others left unclaimed. */
+  private claims(now: number): Map<string, number> {
+    const out = new Map<string, number>();
+    for (const [key, at] of this.wanted) {
+      if (at < now - 2 * BUDGET_SYNC_MS) {
+        this.wanted.delete(key);
+        continue;
+      }
       const limit = this.limitFor(key);
       if (!limit) continue;
-      const inWindow = (at: number) => at + limit.windowMs > now;
-      const mine = own.get(key)?.sent.filter(inWindow).length ?? 0;
-      const theirs = this.others.get(key)?.sent.filter(inWindow).length ?? 0;
-      out.set(key, this.share(limit, limit.capacity - mine - theirs, now));
+      const share = this.share(limit, this.left(key, limit, now), now);
+      if (share > 0) out.set(key, share);
     }
     return out;
   }
@@ -224,7 +307,9 @@ export class SharedBudgets extends LocalBudgets {
   }
 
   private snapshot(now: number): BudgetRecord {
-    const record: BudgetRecord = { spent: {}, paused: {}, learned: [], below: {} };
+    const record: BudgetRecord = { spent: {}, paused: {}, learned: [], below: {}, at: now };
+    if (this.closed) record.closed = true;
+    if (this.claimed.size) record.claims = Object.fromEntries(this.claimed);
     for (const [wide, parts] of this.ownBelow()) record.below![wide] = Object.fromEntries(parts);
     for (const [bucket, b] of this.own()) {
       const window = this.policy.limitOf(bucket, true)?.windowMs ?? RECORD_TTL_MS;
