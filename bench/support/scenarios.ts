@@ -6,6 +6,7 @@
  * write the emulator answered: the bot's first message, or the write that completed the
  * answer's text.
  */
+import { appendFileSync } from "node:fs";
 import type { Arena, Asked } from "./arena.js";
 import { ANSWER, type BenchModel, TOOL_ANSWER } from "./llm.js";
 
@@ -192,6 +193,7 @@ export async function crowd(
     ...results.map((r, i) => (r.complete ? (asks[i] as Asked).at + r.final : Date.now())),
   );
   await sleep(1_000);
+  if (process.env.BENCH_TIMELINE) timeline(process.env.BENCH_TIMELINE, arena, asks);
   return {
     threads: n,
     turns: results.map((r, i) => withWrites(arena, asks[i] as Asked, Number.POSITIVE_INFINITY, r)),
@@ -199,4 +201,20 @@ export async function crowd(
     limited: arena.watch.limitedSince(mark),
     asked: asks,
   };
+}
+
+/**
+ * BENCH_TIMELINE=<file>: every write of a crowd's threads, one JSON line per thread (ms
+ * after its mention), appended for digging into where an answer's last seconds went.
+ */
+function timeline(file: string, arena: Arena, asks: Asked[]): void {
+  const byThread = new Map(asks.map((a) => [a.thread, { asked: a.at, writes: [] as string[] }]));
+  for (const e of arena.watch.events) {
+    const t = byThread.get(e.thread);
+    if (t) t.writes.push(`${e.at - t.asked} ${e.method}`);
+  }
+  const lines = [...byThread].map(([thread, t]) =>
+    JSON.stringify({ bot: arena.bot, n: asks.length, thread, ...t }),
+  );
+  appendFileSync(file, `${lines.join("\n")}\n`);
 }

@@ -138,14 +138,12 @@ export class SharedBudgets extends LocalBudgets {
   private waitForClaim(key: string, limit: BucketLimit, mine: number, now: number): number {
     const since = this.wanted.get(key);
     this.wanted.set(key, now);
+    // Newly wanted: claimed now rather than at the next tick.
+    const fresh = since === undefined || since < now - 2 * BUDGET_SYNC_MS;
+    if (fresh) void this.sync();
     if (mine < (this.claimed.get(key) ?? 0)) return 0;
     if (mine === 0 && this.left(key, limit, now) >= 2 * this.sharing) return 0;
-    if (since === undefined || since < now - 2 * BUDGET_SYNC_MS) {
-      // Newly wanted: claim it now rather than at the next tick.
-      void this.sync();
-      return CLAIM_RETRY_MS;
-    }
-    if (this.syncing) return CLAIM_RETRY_MS;
+    if (fresh || this.syncing) return CLAIM_RETRY_MS;
     return Math.max(1, this.nextSync - now);
   }
 
