@@ -200,6 +200,68 @@ describe("a turn owned by the runtime", () => {
     expect(uploads).toEqual(["chart.png"]);
   });
 
+  /** Holds the writes of the thread's turn record until `release` (or fails them with `fail`). */
+  function holdRecordWrites(fail?: Error) {
+    let release!: () => void;
+    const held = new Promise<void>((r) => {
+      release = r;
+      // Never held for good: a turn that waited for its record before asking the model goes on.
+      setTimeout(r, 300);
+    });
+    const log: string[] = [];
+    const set = store.kv.set.bind(store.kv);
+    store.kv.set = (async (key: string, ...rest: unknown[]) => {
+      if (key === `turn:${KEY}`) {
+        await held;
+        if (fail) throw fail;
+        const done = await (set as (...a: unknown[]) => Promise<boolean>)(key, ...rest);
+        log.push("record stored");
+        return done;
+      }
+      return (set as (...a: unknown[]) => Promise<boolean>)(key, ...rest);
+    }) as typeof store.kv.set;
+    return { release, log };
+  }
+
+  it("asks the model while the turn's record is written, and shows nothing before it is stored", async () => {
+    const record = holdRecordWrites();
+    const order = record.log;
+    const provider: Provider = {
+      name: "openai",
+      listModels: async () => [],
+      async *stream() {
+        order.push("model asked");
+        // The record lands only now: the model was asked without waiting for it.
+        setTimeout(record.release, 20);
+        yield* say("Hi.");
+      },
+    };
+    const { reply, seen } = recordingReply();
+    const stream = reply.stream.bind(reply);
+    reply.stream = ((...args: Parameters<Reply["stream"]>) => {
+      const sink = stream(...args);
+      return {
+        ...sink,
+        write: (d: string) => {
+          order.push("text shown");
+          sink.write(d);
+        },
+      };
+    }) as Reply["stream"];
+    await dispatcherWith(provider).handle(message("e1", "hello", reply));
+    expect(order.slice(0, 3)).toEqual(["model asked", "record stored", "text shown"]);
+    expect(seen).toEqual(["text:Hi.", "finish"]);
+  });
+
+  it("shows the store's sentence and none of the answer when the turn's record cannot be stored", async () => {
+    const record = holdRecordWrites(new Error("SQLITE_FULL: database or disk is full"));
+    record.release();
+    const { reply, seen } = recordingReply();
+    await dispatcherWith(new ScriptedProvider([say("Hi.")])).handle(message("e1", "hello", reply));
+    expect(seen.filter((s) => s.startsWith("text:"))).toEqual([]);
+    expect(seen.at(-1)).toMatch(/^(fail|notice):.*storage is not reachable/);
+  });
+
   it("leaves no turn record behind once the reply has ended", async () => {
     const { reply } = recordingReply();
     await dispatcherWith(new ScriptedProvider([say("Hi.")])).handle(message("e1", "hello", reply));

@@ -101,13 +101,14 @@ export async function runTurn(
   // alone): one round trip less before the model is asked. Its failure is drive's to report.
   const loading = deps.sessions.getOrCreate(inbound.key);
   loading.catch(() => undefined);
-  const { previous, record } = await (async () => {
-    const previous = known ? known.previous : await ledger.get(inbound.key);
-    return { previous, record: await ledger.begin(inbound.key, run) };
-  })().catch((err: unknown) => {
-    throw storeFailed(err);
-  });
-  const from = { session: loading };
+  const previous = known
+    ? known.previous
+    : await ledger.get(inbound.key).catch((err: unknown) => {
+        throw storeFailed(err);
+      });
+  // Written while the model is asked: `drive` shows nothing before it is stored.
+  const record = ledger.open(inbound.key, run);
+  const from = { session: loading, recorded: ledger.opened(record) };
   return drive(record, place, inbound.reply, deps, signal, hooks, from, async (session, common) => {
     if (previous?.waiting) {
       // Written again before anyone decided: the old questions end, and the model learns the step never ran.
@@ -199,10 +200,14 @@ function storedPlace(key: ThreadKey, asked: { user: TurnPlace["user"]; channel: 
   return { key, user: asked.user, platform: platformOf(key) ?? "console", channel: asked.channel };
 }
 
-/** Where a turn goes on from: the text its reply keeps (a takeover), its session if already being read. */
+/**
+ * Where a turn goes on from: the text its reply keeps (a takeover), its session if already
+ * being read, its record if still being written (awaited before the reply shows anything).
+ */
 interface DriveFrom {
   kept?: string;
   session?: Promise<Session>;
+  recorded?: Promise<void>;
 }
 
 /** The part of a turn that new and resumed turns share: session, events into the reply, save, park or end. */
@@ -217,6 +222,7 @@ async function drive(
   start: (session: Session, common: Common) => Promise<AsyncGenerator<AgentEvent, unknown>>,
 ): Promise<TurnResult> {
   const kept = from.kept ?? "";
+  let recorded = from.recorded;
   const { sessions, ledger } = deps;
   const started = Date.now();
   const events: AgentEvent[] = [];
@@ -300,6 +306,12 @@ async function drive(
       }
       events.push(event);
       if (event.type === "waiting") pending = event.step;
+      if (recorded) {
+        await recorded.catch((err: unknown) => {
+          throw storeFailed(err);
+        });
+        recorded = undefined;
+      }
       outcome = (await renderer.render(event)) ?? outcome;
     }
   } catch (err) {

@@ -210,10 +210,22 @@ export class LeaseThreadLock implements ThreadLock {
   private async acquire(key: string, sentAt?: number): Promise<Lease> {
     await this.heartbeat();
     // The usual case, nobody waiting in the thread's line: the lease is tried at once, and
-    // the ticket (two more writes on every turn's way to its first word) only when it is taken.
-    if (sentAt !== undefined && !(await this.earlierWaiting(key, sentAt))) {
-      const lease = await this.state.acquireLock(key, this.ttlMs, this.owner);
-      if (lease) return lease;
+    // the ticket (two more writes on every turn's way to its first word) only when it is
+    // taken. The line is read while the lease is tried, not before (a round trip less); a
+    // lease taken ahead of an earlier message waiting in another process is let go at once.
+    if (sentAt !== undefined) {
+      const [earlier, lease] = await Promise.all([
+        this.earlierWaiting(key, sentAt),
+        this.state.acquireLock(key, this.ttlMs, this.owner),
+      ]);
+      if (lease && !earlier) return lease;
+      if (lease) {
+        await this.state
+          .releaseLock(lease)
+          .catch((err: unknown) =>
+            log.warn({ err, key }, "letting a thread lock go failed; it expires by itself"),
+          );
+      }
     }
     // This process's next turn of the thread waits in the thread's line with its send time.
     const ticket = sentAt === undefined ? undefined : `${sentAt}|${this.owner}|${randomUUID()}`;

@@ -40,6 +40,14 @@ export interface TurnInput {
   sentAt?: number;
 }
 
+/** What a turn's record starts with. */
+export interface TurnRun {
+  id: string;
+  owner: string;
+  input: TurnInput;
+  queued?: TurnInput[];
+}
+
 export interface WaitingTurn {
   step: PendingStep;
   /** The approval ref of each call that waits, by call id. */
@@ -66,19 +74,40 @@ export class TurnLedger {
   private readonly state: StateStore;
   /** The lease each record is written under: its writes land only while that lease is held. */
   private readonly leases = new WeakMap<TurnRecord, Lease>();
+  /** Records `open` is still writing. */
+  private readonly opening = new WeakMap<TurnRecord, Promise<void>>();
 
   constructor(store: Store) {
     this.state = createState(store);
   }
 
-  async begin(
-    key: ThreadKey,
-    run?: { id: string; owner: string; input: TurnInput; queued?: TurnInput[] },
-  ): Promise<TurnRecord> {
-    const record: TurnRecord = { key, startedAt: new Date().toISOString(), ...run };
-    await this.state.listAdd(PENDING, key);
-    await this.write(record);
+  async begin(key: ThreadKey, run?: TurnRun): Promise<TurnRecord> {
+    const record = this.open(key, run);
+    await this.opened(record);
     return record;
+  }
+
+  /**
+   * A turn's record at once, written in the background: the model can be asked while it is
+   * written, as long as nothing reaches the platform before `opened` resolves (a reply
+   * whose record is missing could not be taken over). Every later write of the record
+   * waits for this one.
+   */
+  open(key: ThreadKey, run?: TurnRun): TurnRecord {
+    const record: TurnRecord = { key, startedAt: new Date().toISOString(), ...run };
+    const written = (async () => {
+      // Listed first: a record is never where the takeover watch does not look.
+      await this.state.listAdd(PENDING, key);
+      await this.state.set(recordKey(key), record);
+    })();
+    written.catch(() => undefined);
+    this.opening.set(record, written);
+    return record;
+  }
+
+  /** Resolves once the record `open` made is stored; rejects with the store's error. */
+  opened(record: TurnRecord): Promise<void> {
+    return this.opening.get(record) ?? Promise.resolve();
   }
 
   /**
@@ -146,6 +175,7 @@ export class TurnLedger {
   }
 
   async end(record: TurnRecord): Promise<void> {
+    await this.opened(record);
     const lease = this.leases.get(record);
     if (lease) {
       if (!(await this.state.deleteIfHolding(lease, recordKey(record.key)))) throw new LockLost(record.key);
@@ -192,6 +222,7 @@ export class TurnLedger {
   }
 
   private async write(record: TurnRecord): Promise<void> {
+    await this.opened(record);
     const lease = this.leases.get(record);
     if (!lease) await this.state.set(recordKey(record.key), record);
     else if (!(await this.state.setIfHolding(lease, recordKey(record.key), record)))

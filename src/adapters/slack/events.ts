@@ -111,6 +111,8 @@ export interface TurnInput {
   files?: SlackFile[];
   /** Seed a new session with the thread's earlier messages. */
   withHistory: boolean;
+  /** A write that must land before the runner has the message (see `receive`). */
+  before?: Promise<unknown>;
 }
 
 export class SlackEvents {
@@ -201,14 +203,16 @@ export class SlackEvents {
     ) {
       return;
     }
-    // Remembered before the turn: a slash command right after the answer must find the thread.
-    if (e.user) {
-      await this.deps.state
-        .set(lastThreadKey(e.channel, e.user), key, REMEMBER_MS)
-        .catch((err: unknown) => log.warn({ err }, "last thread not remembered"));
-    }
+    // Remembered before the runner has the message: a slash command right after the answer
+    // must find the thread. Written while the turn's own lookups run, not before them.
+    const before = e.user
+      ? this.deps.state
+          .set(lastThreadKey(e.channel, e.user), key, REMEMBER_MS)
+          .catch((err: unknown) => log.warn({ err }, "last thread not remembered"))
+      : undefined;
     await this.turn(
       {
+        ...(before ? { before } : {}),
         eventId,
         team,
         key,
@@ -265,7 +269,7 @@ export class SlackEvents {
       from,
     });
     const refused = admitted !== undefined && admitted !== "yes";
-    // Both looked up at once: each is a round trip on the way to the turn's first word.
+    // Looked up at once, beside `before`: each is a round trip on the way to the turn's first word.
     const name = refused ? undefined : this.names.of(t.author);
     const place: SlackPlace = {
       team: t.team,
@@ -288,6 +292,7 @@ export class SlackEvents {
       if (admitted === "tell") await reply.notice(REFUSED_NOTE).catch(() => undefined);
       return;
     }
+    const [asker] = await Promise.all([name ?? t.author, t.before]);
     // Acknowledged once the runner accepts it: a copy of a message already taken
     // (app_mention + message, a redelivery, also on another replica) gets no second :eyes:.
     let ack: Promise<boolean> = Promise.resolve(false);
@@ -299,7 +304,7 @@ export class SlackEvents {
       channel: t.channel,
       // A message's ts is its time in seconds, to the microsecond.
       sentAt: Number(t.ts) * 1000,
-      user: { id: t.author, name: await (name ?? t.author) },
+      user: { id: t.author, name: asker },
       // Slack's direct-message channel ids start with D.
       from,
       text: t.text,
