@@ -7,7 +7,6 @@ import { createClient } from "@redis/client";
 import Keyv, { type DeserializedData } from "keyv";
 import { SwitchboardError } from "../core/errors.js";
 import { log } from "../log.js";
-import { openPreparedSqlite, type PreparedSqlite } from "./sqlite-statements.js";
 
 export type StoreKind = "sqlite" | "redis" | "postgres";
 export type RedisClient = ReturnType<typeof newRedisClient>;
@@ -186,8 +185,6 @@ type SqlQuery = (sql: string, params: unknown[]) => Promise<Array<Record<string,
 
 /** How long replicas opening one new file together keep trying (see connectSqlite). */
 const SQLITE_SETUP_TRIES_MS = 5_000;
-const KEY_SIZE = 1024;
-const BUSY_TIMEOUT_MS = 5_000;
 
 /**
  * A connection with the table made and the file in WAL mode. Two connections setting up
@@ -195,10 +192,6 @@ const BUSY_TIMEOUT_MS = 5_000;
  * against deadlock: one holds a read lock while the other waits to write), and the
  * adapter keeps a failed setup for good; so the refused one starts over with a new
  * connection after a short random pause.
- *
- * keyv's adapter runs every statement through `Database.all` (prepared, run, finalized
- * each time): once it has made its table, its queries go to a connection of our own that
- * prepares each statement once (sqlite-statements.ts), and its own connection is closed.
  */
 async function connectSqlite(url: string, file: string): Promise<{ adapter: KeyvSqlite; query: SqlQuery }> {
   const giveUpAt = Date.now() + SQLITE_SETUP_TRIES_MS;
@@ -207,31 +200,19 @@ async function connectSqlite(url: string, file: string): Promise<{ adapter: Keyv
     const adapter = new KeyvSqlite({
       uri: `sqlite://${file}`,
       table: TABLE,
-      keySize: KEY_SIZE,
-      busyTimeout: BUSY_TIMEOUT_MS,
+      keySize: 1024,
+      busyTimeout: 5_000,
     });
     adapter.on("error", () => {}); // surfaced by the first query below
-    let prepared: PreparedSqlite | undefined;
+    const query: SqlQuery = (sql, params) =>
+      adapter.query(sql, ...params) as Promise<Array<Record<string, unknown>>>;
     try {
-      await adapter.query("SELECT 1");
-      prepared = await openPreparedSqlite(file, BUSY_TIMEOUT_MS);
-      await adapter.disconnect();
-      const fast = prepared;
-      adapter.query = (sql, ...params) => fast.query(sql, params);
-      adapter.close = () => fast.close();
-      const query: SqlQuery = (sql, params) => fast.query(sql, params);
       // WAL keeps readers off the writer's back and makes each small save one append.
       await query("PRAGMA journal_mode = WAL", []);
       await query("PRAGMA synchronous = NORMAL", []);
-      // keyv's own table, made again here for a database of this connection alone (`:memory:`).
-      await query(
-        `CREATE TABLE IF NOT EXISTS ${TABLE}(key VARCHAR(${KEY_SIZE}) PRIMARY KEY, value TEXT )`,
-        [],
-      );
       return { adapter, query };
     } catch (err) {
       await adapter.disconnect().catch(() => {});
-      await prepared?.close().catch(() => {});
       if ((err as { code?: string }).code !== "SQLITE_BUSY" || Date.now() > giveUpAt)
         throw unavailable(url, err);
       await new Promise((r) => setTimeout(r, 20 + Math.random() * 80));
