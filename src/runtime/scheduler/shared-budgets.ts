@@ -24,6 +24,8 @@ const RECORD_TTL_MS = 65_000;
 const CLAIM_TTL_MS = 4 * BUDGET_SYNC_MS;
 /** How soon a write waiting for a claim looks again, once a sync has been asked for it. */
 const CLAIM_RETRY_MS = 10;
+/** A long window asked for within this long is still wanted: claimed at each sync. */
+const WANTED_MS = 2 * BUDGET_SYNC_MS;
 
 /** What one process spent and paused lately, as the others read it. */
 interface BudgetRecord {
@@ -139,7 +141,7 @@ export class SharedBudgets extends LocalBudgets {
     const since = this.wanted.get(key);
     this.wanted.set(key, now);
     // Newly wanted: claimed now rather than at the next tick.
-    const fresh = since === undefined || since < now - 2 * BUDGET_SYNC_MS;
+    const fresh = since === undefined || since < now - WANTED_MS;
     if (fresh) void this.sync();
     if (mine < (this.claimed.get(key) ?? 0)) return 0;
     if (mine === 0 && this.left(key, limit, now) >= 2 * this.sharing) return 0;
@@ -283,7 +285,7 @@ export class SharedBudgets extends LocalBudgets {
   private claims(now: number): Map<string, number> {
     const out = new Map<string, number>();
     for (const [key, at] of this.wanted) {
-      if (at < now - 2 * BUDGET_SYNC_MS) {
+      if (at < now - WANTED_MS) {
         this.wanted.delete(key);
         continue;
       }
