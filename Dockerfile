@@ -1,5 +1,5 @@
 # syntax=docker/dockerfile:1
-# Build stage: dev dependencies to compile TypeScript (and a toolchain for sqlite3's native addon).
+# Build stage: dev dependencies to compile TypeScript (and a toolchain for better-sqlite3's native addon, built from source where no prebuilt binary can be fetched).
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
 RUN apt-get update \

@@ -136,7 +136,8 @@ describe("a turn owned by the runtime", () => {
       name: "openai",
       listModels: async () => [],
       async *stream(req: ModelRequest, signal: AbortSignal): AsyncIterable<ModelEvent> {
-        if (provider.requests.length === 1) {
+        // Only the turn's second step: the thread's title, asked after the turn, comes here too.
+        if (provider.requests.length === 1 && storedDuringStep === undefined) {
           storedDuringStep = (await sessions.get(KEY))?.messages.map((m) => m.role);
           yield* say("Done.");
           return;

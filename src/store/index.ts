@@ -2,11 +2,11 @@ import { mkdirSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import KeyvPostgres from "@keyv/postgres";
 import KeyvRedis from "@keyv/redis";
-import KeyvSqlite from "@keyv/sqlite";
 import { createClient } from "@redis/client";
 import Keyv, { type DeserializedData } from "keyv";
 import { SwitchboardError } from "../core/errors.js";
 import { log } from "../log.js";
+import { SqliteConnection, SqliteKeyvAdapter } from "./sqlite.js";
 
 export type StoreKind = "sqlite" | "redis" | "postgres";
 export type RedisClient = ReturnType<typeof newRedisClient>;
@@ -189,30 +189,28 @@ const SQLITE_SETUP_TRIES_MS = 5_000;
 /**
  * A connection with the table made and the file in WAL mode. Two connections setting up
  * the same new file at once can meet where SQLite refuses one without waiting (its rule
- * against deadlock: one holds a read lock while the other waits to write), and the
- * adapter keeps a failed setup for good; so the refused one starts over with a new
- * connection after a short random pause.
+ * against deadlock: one holds a read lock while the other waits to write), so the refused
+ * one starts over with a new connection after a short random pause.
  */
-async function connectSqlite(url: string, file: string): Promise<{ adapter: KeyvSqlite; query: SqlQuery }> {
+async function connectSqlite(
+  url: string,
+  file: string,
+): Promise<{ adapter: SqliteKeyvAdapter; query: SqlQuery }> {
   const giveUpAt = Date.now() + SQLITE_SETUP_TRIES_MS;
   for (;;) {
-    // busyTimeout: a second process (the `chat` CLI next to a running bot) waits instead of failing.
-    const adapter = new KeyvSqlite({
-      uri: `sqlite://${file}`,
-      table: TABLE,
-      keySize: 1024,
-      busyTimeout: 5_000,
-    });
-    adapter.on("error", () => {}); // surfaced by the first query below
-    const query: SqlQuery = (sql, params) =>
-      adapter.query(sql, ...params) as Promise<Array<Record<string, unknown>>>;
+    let connection: SqliteConnection | undefined;
     try {
+      // busyTimeout: a second process (the `chat` CLI next to a running bot) waits instead of failing.
+      connection = new SqliteConnection({ file, table: TABLE, keySize: 1024, busyTimeoutMs: 5_000 });
       // WAL keeps readers off the writer's back and makes each small save one append.
-      await query("PRAGMA journal_mode = WAL", []);
-      await query("PRAGMA synchronous = NORMAL", []);
+      connection.pragma("journal_mode = WAL");
+      connection.pragma("synchronous = NORMAL");
+      const adapter = new SqliteKeyvAdapter(connection);
+      const open = connection;
+      const query: SqlQuery = async (sql, params) => open.query(sql, params);
       return { adapter, query };
     } catch (err) {
-      await adapter.disconnect().catch(() => {});
+      connection?.close();
       if ((err as { code?: string }).code !== "SQLITE_BUSY" || Date.now() > giveUpAt)
         throw unavailable(url, err);
       await new Promise((r) => setTimeout(r, 20 + Math.random() * 80));

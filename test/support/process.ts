@@ -49,7 +49,7 @@ export function startSwitchboard(
  * Leaves only the production dependencies in `dir` (which holds package.json and
  * package-lock.json), as the Dockerfile's build stage does: the project's installed
  * node_modules, then `npm prune --omit=dev`. A fresh `npm ci --omit=dev` would compile
- * sqlite3's native addon again from source, a minute and a half on two cores.
+ * better-sqlite3's native addon again from source, a minute and a half on two cores.
  */
 export function installProductionDependencies(dir: string): void {
   cpSync(join(repoRoot, "node_modules"), join(dir, "node_modules"), {

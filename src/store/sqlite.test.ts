@@ -1,0 +1,107 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import Keyv from "keyv";
+import { afterEach, describe, expect, it } from "vitest";
+import { openStore } from "./index.js";
+import { SqliteConnection, SqliteKeyvAdapter } from "./sqlite.js";
+
+const dirs: string[] = [];
+function scratchFile(): string {
+  const dir = mkdtempSync(join(tmpdir(), "sb-sqlite-"));
+  dirs.push(dir);
+  return join(dir, "store.sqlite");
+}
+afterEach(() => {
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+function connect(file = ":memory:"): SqliteConnection {
+  return new SqliteConnection({ file, table: "switchboard", keySize: 1024, busyTimeoutMs: 1_000 });
+}
+
+describe("the SQLite store adapter", () => {
+  it("reads a file in the format @keyv/sqlite wrote (key, serialized value), namespace included", async () => {
+    const file = scratchFile();
+    // The table and a row exactly as the earlier driver left them.
+    const before = connect(file);
+    before.query("CREATE TABLE IF NOT EXISTS switchboard(key VARCHAR(1024) PRIMARY KEY, value TEXT )");
+    before.query("INSERT INTO switchboard (key, value) VALUES (?, ?)", [
+      "switchboard:session:slack:T1:C1:1.0",
+      JSON.stringify({ value: { turns: 3 }, expires: null }),
+    ]);
+    before.close();
+    const store = await openStore(`sqlite://${file}`);
+    try {
+      expect(await store.kv.get("session:slack:T1:C1:1.0")).toEqual({ turns: 3 });
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("answers keyv's calls: many at once in the asked order, deletes that say whether anything went", async () => {
+    const adapter = new SqliteKeyvAdapter(connect());
+    const kv = new Keyv(adapter, { namespace: "ns" });
+    await kv.set("a", 1);
+    await kv.set("c", { three: [3] });
+    expect(await kv.getMany(["c", "b", "a"])).toEqual([{ three: [3] }, undefined, 1]);
+    expect(await kv.has("a")).toBe(true);
+    expect(await kv.has("b")).toBe(false);
+    expect(await kv.delete("b")).toBe(false);
+    expect(await kv.delete("a")).toBe(true);
+    expect(await kv.get("a")).toBeUndefined();
+    expect(await kv.deleteMany(["x", "y"])).toBe(false);
+    expect(await kv.deleteMany(["x", "c"])).toBe(true);
+    expect(await kv.get("c")).toBeUndefined();
+  });
+
+  it("iterates and clears only its own namespace", async () => {
+    const connection = connect();
+    const mine = new Keyv(new SqliteKeyvAdapter(connection), { namespace: "mine" });
+    const theirs = new Keyv(new SqliteKeyvAdapter(connection), { namespace: "theirs" });
+    await mine.set("k1", "v1");
+    await mine.set("k2", "v2");
+    await theirs.set("k1", "other");
+    const seen: Array<[unknown, unknown]> = [];
+    for await (const [k, v] of mine.iterator?.("mine") ?? []) seen.push([k, v]);
+    expect(seen.sort()).toEqual([
+      ["k1", "v1"],
+      ["k2", "v2"],
+    ]);
+    await mine.clear();
+    expect(await mine.get("k1")).toBeUndefined();
+    expect(await theirs.get("k1")).toBe("other");
+  });
+
+  it("binds what node-sqlite3 bound (booleans as 1 / 0, undefined as NULL) and returns RETURNING rows", () => {
+    const c = connect();
+    c.query("CREATE TABLE t (k TEXT PRIMARY KEY, v)");
+    c.query("INSERT INTO t (k, v) VALUES (?, ?), (?, ?), (?, ?)", ["yes", true, "no", false, "none", undefined]);
+    expect(c.query("SELECT k, v FROM t ORDER BY k")).toEqual([
+      { k: "no", v: 0 },
+      { k: "none", v: null },
+      { k: "yes", v: 1 },
+    ]);
+    expect(c.query("DELETE FROM t WHERE v = ? RETURNING k", [1])).toEqual([{ k: "yes" }]);
+    expect(c.query("UPDATE t SET v = 2 WHERE k = ?", ["no"])).toEqual([]);
+  });
+
+  it("fails a call after the store is closed with an error, not a crash, and pings false", async () => {
+    const store = await openStore(`sqlite://${scratchFile()}`);
+    await store.kv.set("k", "v");
+    await store.close();
+    await expect(store.kv.get("k")).rejects.toThrow(/not open/);
+    await expect(store.sql?.query("SELECT 1", [])).rejects.toThrow(/not open/);
+    expect(await store.ping()).toBe(false);
+  });
+
+  it("says which statement SQLite refused, as a rejected call", async () => {
+    const store = await openStore(`sqlite://${scratchFile()}`);
+    try {
+      await expect(store.sql?.query("SELECT nope FROM nowhere", [])).rejects.toThrow(/no such table: nowhere/);
+      expect(await store.ping()).toBe(true);
+    } finally {
+      await store.close();
+    }
+  });
+});
