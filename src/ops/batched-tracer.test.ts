@@ -1,5 +1,6 @@
 import { context, ROOT_CONTEXT, SpanKind, SpanStatusCode, TraceFlags, trace } from "@opentelemetry/api";
 import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
+import { resourceFromAttributes } from "@opentelemetry/resources";
 import {
   AlwaysOffSampler,
   AlwaysOnSampler,
@@ -10,17 +11,14 @@ import {
   SimpleSpanProcessor,
 } from "@opentelemetry/sdk-trace-base";
 import { afterEach, describe, expect, it } from "vitest";
-import { BatchedTracerProvider, HandedIds } from "./batched-tracer.js";
+import { BatchedTracerProvider } from "./batched-tracer.js";
 
 function setUp(sampler: Sampler = new ParentBasedSampler({ root: new AlwaysOnSampler() })) {
   const exporter = new InMemorySpanExporter();
-  const ids = new HandedIds();
-  const sdk = new BasicTracerProvider({
-    idGenerator: ids,
-    sampler,
-    spanProcessors: [new SimpleSpanProcessor(exporter)],
-  });
-  const provider = new BatchedTracerProvider(sdk, ids);
+  const processor = new SimpleSpanProcessor(exporter);
+  const resource = resourceFromAttributes({ "service.name": "batched" });
+  const sdk = new BasicTracerProvider({ sampler, resource, spanProcessors: [processor] });
+  const provider = new BatchedTracerProvider(sdk, { processor, resource });
   const exported = () => exporter.getFinishedSpans();
   const byName = (name: string) => exported().find((s) => s.name === name);
   return { provider, tracer: provider.getTracer("switchboard", "1"), exported, byName };
@@ -45,6 +43,9 @@ describe("batched tracer", () => {
     expect(write.spanContext().traceId).toBe(turn.spanContext().traceId);
     write.setAttributes({ b: "two" });
     write.setAttribute("c", true);
+    // Not a value OpenTelemetry can export: dropped, as the SDK drops it.
+    write.setAttribute("d", { nested: 1 } as never);
+    write.addEvent("retry", { after_ms: 1000 });
     write.recordException(new Error("slow down"));
     write.setStatus({ code: SpanStatusCode.ERROR, message: "rate limited" });
     write.end();
@@ -63,9 +64,14 @@ describe("batched tracer", () => {
     expect(sent.kind).toBe(SpanKind.CLIENT);
     expect(sent.attributes).toEqual({ a: 1, b: "two", c: true });
     expect(sent.status).toEqual({ code: SpanStatusCode.ERROR, message: "rate limited" });
-    expect(sent.events.map((e) => [e.name, e.attributes?.["exception.message"]])).toEqual([
+    expect(sent.events.map((e) => [e.name, e.attributes?.["exception.message"] ?? e.attributes])).toEqual([
+      ["retry", { after_ms: 1000 }],
       ["exception", "slow down"],
     ]);
+    expect(sent.events[1]?.attributes?.["exception.type"]).toBe("Error");
+    // The same resource as the SDK's own spans: one service in the backend, not two.
+    expect(sent.resource).toBe(byName("switchboard.turn")?.resource);
+    expect(sent.ended).toBe(true);
     const startMs = sent.startTime[0] * 1000 + sent.startTime[1] / 1e6;
     const endMs = sent.endTime[0] * 1000 + sent.endTime[1] / 1e6;
     expect(startMs).toBeGreaterThanOrEqual(before - 1);

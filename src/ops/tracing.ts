@@ -9,7 +9,7 @@ import { ContextSlot } from "../core/async-context.js";
 import { VERSION } from "../core/spans.js";
 import { safeAddress } from "../core/unreachable.js";
 import { log, registerSecret } from "../log.js";
-import { BatchedTracerProvider, HandedIds } from "./batched-tracer.js";
+import { BatchedTracerProvider } from "./batched-tracer.js";
 
 export interface Tracing {
   /** Sends the spans still buffered, then stops. */
@@ -26,23 +26,18 @@ export function startTracing(env: NodeJS.ProcessEnv = process.env): Tracing | un
   if (!endpoint || env.OTEL_SDK_DISABLED === "true") return undefined;
   const protocol = tracesProtocol(env);
   const options = exporterOptions(env);
-  const ids = new HandedIds();
-  const provider = new NodeTracerProvider({
-    idGenerator: ids,
-    resource: resourceFromAttributes({
-      [ATTR_SERVICE_NAME]: env.OTEL_SERVICE_NAME ?? "switchboard",
-      [ATTR_SERVICE_VERSION]: VERSION,
-    }),
-    spanProcessors: [
-      new BatchSpanProcessor(
-        protocol === "http/json" ? new JsonTraceExporter(options) : new ProtobufTraceExporter(options),
-      ),
-    ],
+  const resource = resourceFromAttributes({
+    [ATTR_SERVICE_NAME]: env.OTEL_SERVICE_NAME ?? "switchboard",
+    [ATTR_SERVICE_VERSION]: VERSION,
   });
+  const processor = new BatchSpanProcessor(
+    protocol === "http/json" ? new JsonTraceExporter(options) : new ProtobufTraceExporter(options),
+  );
+  const provider = new NodeTracerProvider({ resource, spanProcessors: [processor] });
   // Spans under a turn's are made in batches (ops/batched-tracer.ts); the context manager
   // lets spans find their parents across awaits. Nothing here propagates trace context
   // to other services, so no propagator is set.
-  const batched = new BatchedTracerProvider(provider, ids);
+  const batched = new BatchedTracerProvider(provider, { processor, resource });
   trace.setGlobalTracerProvider(batched);
   const contextManager = new SlotContextManager();
   contextManager.enable();
