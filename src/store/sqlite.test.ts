@@ -76,7 +76,14 @@ describe("the SQLite store adapter", () => {
   it("binds what node-sqlite3 bound (booleans as 1 / 0, undefined as NULL) and returns RETURNING rows", () => {
     const c = connect();
     c.query("CREATE TABLE t (k TEXT PRIMARY KEY, v)");
-    c.query("INSERT INTO t (k, v) VALUES (?, ?), (?, ?), (?, ?)", ["yes", true, "no", false, "none", undefined]);
+    c.query("INSERT INTO t (k, v) VALUES (?, ?), (?, ?), (?, ?)", [
+      "yes",
+      true,
+      "no",
+      false,
+      "none",
+      undefined,
+    ]);
     expect(c.query("SELECT k, v FROM t ORDER BY k")).toEqual([
       { k: "no", v: 0 },
       { k: "none", v: null },
@@ -98,7 +105,9 @@ describe("the SQLite store adapter", () => {
   it("says which statement SQLite refused, as a rejected call", async () => {
     const store = await openStore(`sqlite://${scratchFile()}`);
     try {
-      await expect(store.sql?.query("SELECT nope FROM nowhere", [])).rejects.toThrow(/no such table: nowhere/);
+      await expect(store.sql?.query("SELECT nope FROM nowhere", [])).rejects.toThrow(
+        /no such table: nowhere/,
+      );
       expect(await store.ping()).toBe(true);
     } finally {
       await store.close();
