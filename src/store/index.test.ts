@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { SwitchboardError } from "../core/errors.js";
-import { openStore, redactUrl, sweepExpired } from "./index.js";
+import { openStore, redactUrl, SWEEP_SLICE, sweepExpired } from "./index.js";
 import { describeEachStore, needsServer, type TestStores, testStores } from "./testing.js";
 
 const nested = {
@@ -96,6 +96,24 @@ describe("openStore on sqlite files", () => {
     expect(await sweepExpired(store)).toBe(1);
     const rows = await store.sql?.query("SELECT key FROM switchboard ORDER BY key", []);
     expect(rows?.map((r) => r.key)).toEqual(["t:forever", "t:stays"]);
+    await store.close();
+  });
+
+  it("sweeps a large table a slice at a time, the event loop running between slices", async () => {
+    const store = await openStore(`sqlite://${join(dir, "sweep-large.sqlite")}`, { namespace: "t" });
+    const rows = SWEEP_SLICE * 2 + 100;
+    for (let i = 0; i < rows; i++) await store.kv.set(`k${i}`, i, i % 2 === 0 ? 1 : 60_000);
+    await new Promise((r) => setTimeout(r, 20));
+    let sweeping = true;
+    let ranMeanwhile = false;
+    setImmediate(() => {
+      ranMeanwhile = sweeping;
+    });
+    expect(await sweepExpired(store)).toBe(rows / 2);
+    sweeping = false;
+    expect(ranMeanwhile).toBe(true);
+    const left = await store.sql?.query("SELECT count(*) AS n FROM switchboard", []);
+    expect(left?.[0]?.n).toBe(rows / 2);
     await store.close();
   });
 

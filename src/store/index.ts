@@ -1,5 +1,6 @@
 import { mkdirSync } from "node:fs";
 import { dirname, resolve } from "node:path";
+import { setImmediate as nextTurn } from "node:timers/promises";
 import KeyvPostgres from "@keyv/postgres";
 import KeyvRedis from "@keyv/redis";
 import { createClient } from "@redis/client";
@@ -156,15 +157,36 @@ export async function openStore(
 export async function sweepExpired(store: Store): Promise<number> {
   if (!store.sql) return 0;
   const prefix = `${store.namespace}:`;
-  const expires =
-    store.kind === "postgres" ? "(value::jsonb->>'expires')::bigint" : "json_extract(value, '$.expires')";
-  const sql =
-    store.kind === "postgres"
-      ? `DELETE FROM ${TABLE} WHERE left(key, $1) = $2 AND ${expires} < $3 RETURNING key`
-      : `DELETE FROM ${TABLE} WHERE substr(key, 1, ?) = ? AND ${expires} < ? RETURNING key`;
-  const rows = await store.sql.query(sql, [prefix.length, prefix, Date.now()]);
-  return rows.length;
+  if (store.kind === "postgres") {
+    const rows = await store.sql.query(
+      `DELETE FROM ${TABLE} WHERE left(key, $1) = $2 AND (value::jsonb->>'expires')::bigint < $3 RETURNING key`,
+      [prefix.length, prefix, Date.now()],
+    );
+    return rows.length;
+  }
+  // SQLite answers on the main thread: the table is swept a slice of rows at a time, the
+  // event loop free between slices, since reading each row's expiry parses its whole value.
+  const [{ top } = { top: 0 }] = (await store.sql.query(
+    `SELECT max(rowid) AS top FROM ${TABLE}`,
+    [],
+  )) as Array<{
+    top: number | null;
+  }>;
+  let deleted = 0;
+  for (let from = 0; from < (top ?? 0); from += SWEEP_SLICE) {
+    const rows = await store.sql.query(
+      `DELETE FROM ${TABLE} WHERE rowid > ? AND rowid <= ? AND substr(key, 1, ?) = ?
+         AND json_extract(value, '$.expires') < ? RETURNING key`,
+      [from, from + SWEEP_SLICE, prefix.length, prefix, Date.now()],
+    );
+    deleted += rows.length;
+    await nextTurn();
+  }
+  return deleted;
 }
+
+/** Rows of SQLite's table read per step of a sweep (a session's value can be tens of kilobytes). */
+export const SWEEP_SLICE = 500;
 
 function startSweeper(store: Store, everyMs: number): void {
   const sweep = () =>
