@@ -96,6 +96,31 @@ describeEachStore("the state store on %s", (kind) => {
     expect(await b.listMembers("none")).toEqual([]);
   });
 
+  it("lists members with any characters, and only its own list's", async () => {
+    stores = testStores(kind);
+    const state = await open();
+    const odd = ["ü-€-😀", "\u{10FFFF}", "plain"];
+    for (const m of odd) await state.listAdd("odd", m);
+    await state.listAdd("odd2", "neighbour");
+    await state.listAdd("od", "shorter");
+    expect((await state.listMembers("odd")).sort()).toEqual([...odd].sort());
+    if (kind !== "sqlite") return;
+    // On SQLite the read is a range of the key's index, not a scan of every row.
+    const store = await stores.open();
+    const asked: string[] = [];
+    const sql = store.sql!;
+    const query = sql.query;
+    sql.query = (text, params) => {
+      asked.push(text);
+      return query(text, params);
+    };
+    await createState(store).listMembers("odd");
+    const plan = await query(`EXPLAIN QUERY PLAN ${asked.at(-1)}`, ["a", "b", 1, "a"]);
+    expect(plan.map((r) => String(r.detail)).join("; ")).toMatch(
+      /SEARCH .* USING .*INDEX .*\(key>\? AND key<\?\)/,
+    );
+  });
+
   it("adds one member to several lists at once, each list as if added one by one", async () => {
     stores = testStores(kind);
     const [a, b] = [await open(), await open()];

@@ -322,11 +322,13 @@ class SqlState extends Leases {
 
   async listMembers(list: string): Promise<string[]> {
     const prefix = this.raw(this.member(list, ""));
+    // SQLite: a range of the key's index, not a read of every row on the main thread. The
+    // prefix ends in ":", so every key under it sorts below the prefix ending in ";".
     const rows = await this.sql.query(
       this.pg
         ? `SELECT key FROM ${this.sql.table} WHERE left(key, $1) = $2`
-        : `SELECT key FROM ${this.sql.table} WHERE substr(key, 1, ?) = ?`,
-      [prefix.length, prefix],
+        : `SELECT key FROM ${this.sql.table} WHERE key >= ? AND key < ? AND substr(key, 1, ?) = ?`,
+      this.pg ? [prefix.length, prefix] : [prefix, `${prefix.slice(0, -1)};`, prefix.length, prefix],
     );
     return rows.map((r) => String(r.key).slice(prefix.length));
   }
