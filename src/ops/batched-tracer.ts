@@ -30,15 +30,16 @@ import {
 
 /*
  * A turn's spans below its own are recorded as plain objects and handed, in batches, to
- * the SDK's span processor as the finished spans it exports (its ReadableSpan): the SDK
- * still batches and exports every span, but the work of its Span class (sampling again
- * under a parent already sampled, time conversions, a processor call per span) is not
- * done among the turn's other work. Measured with perf in the tracing bench, recording
- * then making SDK spans in batches took the main thread's time in tracing code from 6.1 %
- * to 3.6 % of the bot's own; handing finished spans instead of making them halved what
- * is left (a turn of eleven spans, serialized for OTLP, alone: 154-223 µs before, 65-122
- * µs after). A trace's root span (a turn's) is the SDK's own: its sampling decision is
- * the one its recorded children follow, as every standard sampler's would.
+ * the SDK's span processor, each as the finished span it exports (a ReadableSpan): the
+ * SDK still batches and exports every span, but the work of its Span class (sampling
+ * again under a parent already sampled, time conversions, a processor call per span) is
+ * not done among the turn's other work. Measured with perf in the tracing bench,
+ * recording then making SDK spans in batches took the main thread's time in tracing code
+ * from 6.1 % to 3.6 % of the bot's own; handing the recorded spans themselves instead of
+ * making SDK spans of them halved what is left (a turn of eleven spans, serialized for
+ * OTLP, alone: 154-223 µs before, 65-122 µs after). A trace's root span (a turn's) is
+ * the SDK's own: its sampling decision is the one its recorded children follow, as every
+ * standard sampler's would.
  */
 
 /** Spans handed to the processor at once when this many have ended, else after FLUSH_AFTER_MS. */
@@ -118,44 +119,54 @@ type Event =
   | { exception: Exception; time: number }
   | { name: string; attributes: Attributes | undefined; time: number };
 
+type InstrumentationScope = ReadableSpan["instrumentationScope"];
+
 /** Where a tracer's finished spans go, and what they say of where they come from. */
 interface Scope {
-  batch: SpanBatch;
-  name: string;
-  version?: string;
-  schemaUrl?: string;
+  sink: { batch: SpanBatch; resource: Resource };
+  /** The tracer's name and version, one object shared by its spans. */
+  instrumentation: InstrumentationScope;
 }
 
-/** A span under a sampled parent, kept as data until its batch goes to the SDK. */
-class RecordedSpan implements Span {
+/** No links: one array shared by every span without any (only ever replaced, never changed). */
+const NO_LINKS: Link[] = [];
+const UNSET: SpanStatus = { code: SpanStatusCode.UNSET };
+
+/**
+ * A span under a sampled parent, kept as data until its batch goes to the SDK; once
+ * ended it is itself the finished span the processor exports (times turned into the
+ * SDK's form only when the exporter reads them), so ending it makes no second object.
+ */
+class RecordedSpan implements Span, ReadableSpan {
   private readonly context: SpanContext;
-  readonly start: number;
+  private readonly startMs: number;
   /** Milliseconds since the epoch; 0 while the span is open. */
-  finishedAt = 0;
-  readonly attributes: Attributes;
-  /** Attributes kept, and those dropped past the limit. */
+  private endMs = 0;
+  readonly attributes: Attributes = {};
+  /** Attributes kept, for the limit. */
   private count = 0;
-  dropped = 0;
+  droppedAttributesCount = 0;
+  readonly droppedEventsCount = 0;
+  readonly droppedLinksCount = 0;
   readonly kind: SpanKind;
-  links: Link[] | undefined;
-  events: Event[] | undefined;
-  status: SpanStatus | undefined;
+  links: Link[] = NO_LINKS;
+  status: SpanStatus = UNSET;
+  private noted: Event[] | undefined;
 
   constructor(
-    readonly scope: Scope,
+    private readonly scope: Scope,
     public name: string,
     options: SpanOptions,
-    readonly parent: SpanContext,
+    readonly parentSpanContext: SpanContext,
   ) {
     this.context = {
-      traceId: parent.traceId,
+      traceId: parentSpanContext.traceId,
       spanId: newSpanId(),
       traceFlags: TraceFlags.SAMPLED,
-      ...(parent.traceState && { traceState: parent.traceState }),
+      ...(parentSpanContext.traceState && { traceState: parentSpanContext.traceState }),
     };
-    this.start = timeOf(options.startTime);
+    this.startMs = timeOf(options.startTime);
     this.kind = options.kind ?? SpanKind.INTERNAL;
-    this.attributes = {};
     if (options.attributes) this.setAttributes(options.attributes);
     if (options.links?.length) this.links = [...options.links];
   }
@@ -164,13 +175,50 @@ class RecordedSpan implements Span {
     return this.context;
   }
 
+  get startTime(): HrTime {
+    return hrTime(this.startMs);
+  }
+
+  get endTime(): HrTime {
+    return hrTime(this.endMs);
+  }
+
+  get duration(): HrTime {
+    return hrTime(Math.max(0, this.endMs - this.startMs));
+  }
+
+  get ended(): boolean {
+    return this.endMs !== 0;
+  }
+
+  get resource(): Resource {
+    return this.scope.sink.resource;
+  }
+
+  get instrumentationScope(): InstrumentationScope {
+    return this.scope.instrumentation;
+  }
+
+  /** The events as the SDK records them (an exception as its exception event). */
+  get events(): TimedEvent[] {
+    const events: TimedEvent[] = [];
+    for (const e of this.noted ?? []) {
+      const event =
+        "exception" in e
+          ? exceptionEvent(e.exception, e.time)
+          : { name: e.name, time: hrTime(e.time), ...(e.attributes && { attributes: kept(e.attributes) }) };
+      if (event) events.push(event);
+    }
+    return events;
+  }
+
   /** Kept as the SDK keeps it: a valid value, within the count limit (a new key past it is dropped). */
   setAttribute(key: string, value: AttributeValue): this {
-    if (this.finishedAt !== 0 || !isAttributeValue(value)) return this;
+    if (this.endMs !== 0 || !isAttributeValue(value)) return this;
     if (this.count < ATTRIBUTE_COUNT_LIMIT || key in this.attributes) {
       if (!(key in this.attributes)) this.count++;
       this.attributes[key] = value;
-    } else this.dropped++;
+    } else this.droppedAttributesCount++;
     return this;
   }
 
@@ -180,7 +228,7 @@ class RecordedSpan implements Span {
   }
 
   addEvent(name: string, attributesOrTime?: Attributes | TimeInput, time?: TimeInput): this {
-    if (this.finishedAt !== 0) return this;
+    if (this.endMs !== 0) return this;
     const timed = isTime(attributesOrTime);
     this.note({
       name,
@@ -191,7 +239,7 @@ class RecordedSpan implements Span {
   }
 
   addLink(link: Link): this {
-    if (this.finishedAt === 0) this.links = [...(this.links ?? []), link];
+    if (this.endMs === 0) this.links = [...this.links, link];
     return this;
   }
 
@@ -201,32 +249,32 @@ class RecordedSpan implements Span {
   }
 
   setStatus(status: SpanStatus): this {
-    if (this.finishedAt === 0) this.status = status;
+    if (this.endMs === 0) this.status = status;
     return this;
   }
 
   updateName(name: string): this {
-    if (this.finishedAt === 0) this.name = name;
+    if (this.endMs === 0) this.name = name;
     return this;
   }
 
   end(endTime?: TimeInput): void {
-    if (this.finishedAt !== 0) return;
-    this.finishedAt = timeOf(endTime);
-    this.scope.batch.add(this);
+    if (this.endMs !== 0) return;
+    this.endMs = timeOf(endTime);
+    this.scope.sink.batch.add(this);
   }
 
   isRecording(): boolean {
-    return this.finishedAt === 0;
+    return this.endMs === 0;
   }
 
   recordException(exception: Exception, time?: TimeInput): void {
-    if (this.finishedAt === 0) this.note({ exception, time: timeOf(time) });
+    if (this.endMs === 0) this.note({ exception, time: timeOf(time) });
   }
 
   private note(event: Event): void {
-    if (this.events) this.events.push(event);
-    else this.events = [event];
+    if (this.noted) this.noted.push(event);
+    else this.noted = [event];
   }
 }
 
@@ -247,7 +295,7 @@ class SpanBatch {
   private spans: RecordedSpan[] = [];
   private timer: ReturnType<typeof setTimeout> | undefined;
 
-  constructor(private readonly sink: SpanSink) {}
+  constructor(private readonly processor: SpanProcessor) {}
 
   add(span: RecordedSpan): void {
     this.spans.push(span);
@@ -264,44 +312,7 @@ class SpanBatch {
     this.timer = undefined;
     const spans = this.spans;
     this.spans = [];
-    for (const s of spans) this.sink.processor.onEnd(this.finished(s));
-  }
-
-  /** The span as the SDK's own would be once ended. */
-  private finished(s: RecordedSpan): ReadableSpan {
-    const events: TimedEvent[] = [];
-    for (const e of s.events ?? []) {
-      const event =
-        "exception" in e
-          ? exceptionEvent(e.exception, e.time)
-          : { name: e.name, time: hrTime(e.time), ...(e.attributes && { attributes: kept(e.attributes) }) };
-      if (event) events.push(event);
-    }
-    const context = s.spanContext();
-    const { scope } = s;
-    return {
-      name: s.name,
-      kind: s.kind,
-      spanContext: () => context,
-      parentSpanContext: s.parent,
-      startTime: hrTime(s.start),
-      endTime: hrTime(s.finishedAt),
-      duration: hrTime(Math.max(0, s.finishedAt - s.start)),
-      status: s.status ?? { code: SpanStatusCode.UNSET },
-      attributes: s.attributes,
-      links: s.links ?? [],
-      events,
-      ended: true,
-      resource: this.sink.resource,
-      instrumentationScope: {
-        name: scope.name,
-        ...(scope.version !== undefined && { version: scope.version }),
-        ...(scope.schemaUrl !== undefined && { schemaUrl: scope.schemaUrl }),
-      },
-      droppedAttributesCount: s.dropped,
-      droppedEventsCount: 0,
-      droppedLinksCount: 0,
-    };
+    for (const s of spans) this.processor.onEnd(s);
   }
 }
 
@@ -355,15 +366,15 @@ export interface SpanSink {
 
 /** The SDK's provider, its tracers batched; `flush` hands over what has ended (before shutting down). */
 export class BatchedTracerProvider implements TracerProvider {
-  private readonly batch: SpanBatch;
+  private readonly sink: Scope["sink"];
   private readonly tracers = new Map<string, Tracer>();
 
   constructor(
     private readonly sdk: TracerProvider,
     /** Where recorded spans go: the same processor and resource as the SDK's own spans. */
-    sink: SpanSink,
+    { processor, resource }: SpanSink,
   ) {
-    this.batch = new SpanBatch(sink);
+    this.sink = { batch: new SpanBatch(processor), resource };
   }
 
   getTracer(name: string, version?: string, options?: TracerOptions): Tracer {
@@ -371,10 +382,12 @@ export class BatchedTracerProvider implements TracerProvider {
     let tracer = this.tracers.get(scope);
     if (!tracer) {
       tracer = new BatchedTracer(this.sdk.getTracer(name, version, options), {
-        batch: this.batch,
-        name,
-        ...(version !== undefined && { version }),
-        ...(options?.schemaUrl !== undefined && { schemaUrl: options.schemaUrl }),
+        sink: this.sink,
+        instrumentation: {
+          name,
+          ...(version !== undefined && { version }),
+          ...(options?.schemaUrl !== undefined && { schemaUrl: options.schemaUrl }),
+        },
       });
       this.tracers.set(scope, tracer);
     }
@@ -382,6 +395,6 @@ export class BatchedTracerProvider implements TracerProvider {
   }
 
   flush(): void {
-    this.batch.flush();
+    this.sink.batch.flush();
   }
 }
