@@ -8,6 +8,7 @@ import Keyv, { type DeserializedData } from "keyv";
 import { SwitchboardError } from "../core/errors.js";
 import { log } from "../log.js";
 import { SqliteConnection, SqliteKeyvAdapter } from "./sqlite.js";
+import { Checkpoints } from "./sqlite-checkpoints.js";
 
 export type StoreKind = "sqlite" | "redis" | "postgres";
 export type RedisClient = ReturnType<typeof newRedisClient>;
@@ -166,14 +167,10 @@ export async function sweepExpired(store: Store): Promise<number> {
   }
   // SQLite answers on the main thread: the table is swept a slice of rows at a time, the
   // event loop free between slices, since reading each row's expiry parses its whole value.
-  const [{ top } = { top: 0 }] = (await store.sql.query(
-    `SELECT max(rowid) AS top FROM ${TABLE}`,
-    [],
-  )) as Array<{
-    top: number | null;
-  }>;
+  const [last] = await store.sql.query(`SELECT max(rowid) AS top FROM ${TABLE}`, []);
+  const top = Number(last?.top ?? 0);
   let deleted = 0;
-  for (let from = 0; from < (top ?? 0); from += SWEEP_SLICE) {
+  for (let from = 0; from < top; from += SWEEP_SLICE) {
     const rows = await store.sql.query(
       `DELETE FROM ${TABLE} WHERE rowid > ? AND rowid <= ? AND substr(key, 1, ?) = ?
          AND json_extract(value, '$.expires') < ? RETURNING key`,
@@ -205,6 +202,9 @@ function startSweeper(store: Store, everyMs: number): void {
 
 type SqlQuery = (sql: string, params: unknown[]) => Promise<Array<Record<string, unknown>>>;
 
+/** How long a write waits for another process's (the `chat` CLI beside the bot) before SQLITE_BUSY. */
+const BUSY_TIMEOUT_MS = 5_000;
+
 /** How long replicas opening one new file together keep trying (see connectSqlite). */
 const SQLITE_SETUP_TRIES_MS = 5_000;
 
@@ -217,20 +217,24 @@ const SQLITE_SETUP_TRIES_MS = 5_000;
 async function connectSqlite(
   url: string,
   file: string,
-): Promise<{ adapter: SqliteKeyvAdapter; query: SqlQuery }> {
+): Promise<{ adapter: SqliteKeyvAdapter; query: SqlQuery; connection: SqliteConnection }> {
   const giveUpAt = Date.now() + SQLITE_SETUP_TRIES_MS;
   for (;;) {
     let connection: SqliteConnection | undefined;
     try {
-      // busyTimeout: a second process (the `chat` CLI next to a running bot) waits instead of failing.
-      connection = new SqliteConnection({ file, table: TABLE, keySize: 1024, busyTimeoutMs: 5_000 });
+      connection = new SqliteConnection({
+        file,
+        table: TABLE,
+        keySize: 1024,
+        busyTimeoutMs: BUSY_TIMEOUT_MS,
+      });
       // WAL keeps readers off the writer's back and makes each small save one append.
       connection.pragma("journal_mode = WAL");
       connection.pragma("synchronous = NORMAL");
       const adapter = new SqliteKeyvAdapter(connection);
       const open = connection;
-      const query: SqlQuery = async (sql, params) => open.query(sql, params);
-      return { adapter, query };
+      const query: SqlQuery = (sql, params) => open.run(sql, params);
+      return { adapter, query, connection };
     } catch (err) {
       connection?.close();
       if ((err as { code?: string }).code !== "SQLITE_BUSY" || Date.now() > giveUpAt)
@@ -249,14 +253,22 @@ async function openSqlite(url: string, namespace: string): Promise<Store> {
   } catch (err) {
     throw unavailable(url, err);
   }
-  const { adapter, query } = await connectSqlite(url, file);
+  const { adapter, query, connection } = await connectSqlite(url, file);
+  // A file's checkpoints run in a worker; the connection that answers queries makes none.
+  const checkpoints = inMemory
+    ? undefined
+    : new Checkpoints(file, BUSY_TIMEOUT_MS, () => connection.pragma("wal_autocheckpoint = 1000"));
+  if (checkpoints) connection.pragma("wal_autocheckpoint = 0");
   return {
     kv: makeKeyv(adapter, namespace),
     kind: "sqlite",
     namespace,
     sql: { table: TABLE, query },
     ping: () => answersWithin(() => query("SELECT 1 AS ok", [])),
-    close: () => adapter.disconnect(),
+    close: async () => {
+      await checkpoints?.stop();
+      await adapter.disconnect();
+    },
   };
 }
 

@@ -1,10 +1,11 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Keyv from "keyv";
 import { afterEach, describe, expect, it } from "vitest";
 import { openStore } from "./index.js";
 import { SqliteConnection, SqliteKeyvAdapter } from "./sqlite.js";
+import { CHECKPOINT_EVERY_MS } from "./sqlite-checkpoints.js";
 
 const dirs: string[] = [];
 function scratchFile(): string {
@@ -100,6 +101,40 @@ describe("the SQLite store adapter", () => {
     await expect(store.kv.get("k")).rejects.toThrow(/not open/);
     await expect(store.sql?.query("SELECT 1", [])).rejects.toThrow(/not open/);
     expect(await store.ping()).toBe(false);
+  });
+
+  it("copies the WAL back into the file from a worker, the answering connection making no checkpoint", async () => {
+    const file = scratchFile();
+    const store = await openStore(`sqlite://${file}`);
+    try {
+      // About 250 pages: below the 1000 at which a connection checkpoints by itself.
+      for (let i = 0; i < 500; i++) await store.kv.set(`k${i}`, "x".repeat(2_000));
+      const written = statSync(file).size;
+      const deadline = Date.now() + 3 * CHECKPOINT_EVERY_MS + 2_000;
+      while (statSync(file).size === written && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 50));
+      expect(statSync(file).size).toBeGreaterThan(written + 500 * 2_000);
+      expect(await store.kv.get("k499")).toBe("x".repeat(2_000));
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("lets the event loop turn inside a long chain of store calls", async () => {
+    const store = await openStore(`sqlite://${scratchFile()}`);
+    try {
+      let chained = 0;
+      let seenAt: number | undefined;
+      setImmediate(() => {
+        seenAt = chained;
+      });
+      // Each call alone is well below the slice; together they are far above it.
+      for (; chained < 2_000; chained++) await store.kv.set(`k${chained}`, chained);
+      expect(seenAt).toBeDefined();
+      expect(seenAt).toBeLessThan(2_000);
+    } finally {
+      await store.close();
+    }
   });
 
   it("says which statement SQLite refused, as a rejected call", async () => {
