@@ -8,7 +8,7 @@ import Keyv, { type DeserializedData } from "keyv";
 import { SwitchboardError } from "../core/errors.js";
 import { log } from "../log.js";
 import { SqliteConnection, SqliteKeyvAdapter } from "./sqlite.js";
-import { Checkpoints } from "./sqlite-checkpoints.js";
+import { CHECKPOINTS_START_AFTER_MS, Checkpoints } from "./sqlite-checkpoints.js";
 
 export type StoreKind = "sqlite" | "redis" | "postgres";
 export type RedisClient = ReturnType<typeof newRedisClient>;
@@ -254,11 +254,19 @@ async function openSqlite(url: string, namespace: string): Promise<Store> {
     throw unavailable(url, err);
   }
   const { adapter, query, connection } = await connectSqlite(url, file);
-  // A file's checkpoints run in a worker; the connection that answers queries makes none.
-  const checkpoints = inMemory
+  // A file's checkpoints run in a worker, the connection that answers queries making none;
+  // started a little after the store opens, so that a command that opens it for a moment
+  // (doctor, a slash command's CLI) starts no thread.
+  let checkpoints: Checkpoints | undefined;
+  const starting = inMemory
     ? undefined
-    : new Checkpoints(file, BUSY_TIMEOUT_MS, () => connection.pragma("wal_autocheckpoint = 1000"));
-  if (checkpoints) connection.pragma("wal_autocheckpoint = 0");
+    : setTimeout(() => {
+        checkpoints = new Checkpoints(file, BUSY_TIMEOUT_MS, () =>
+          connection.pragma("wal_autocheckpoint = 1000"),
+        );
+        connection.pragma("wal_autocheckpoint = 0");
+      }, CHECKPOINTS_START_AFTER_MS);
+  starting?.unref();
   return {
     kv: makeKeyv(adapter, namespace),
     kind: "sqlite",
@@ -266,6 +274,7 @@ async function openSqlite(url: string, namespace: string): Promise<Store> {
     sql: { table: TABLE, query },
     ping: () => answersWithin(() => query("SELECT 1 AS ok", [])),
     close: async () => {
+      clearTimeout(starting);
       await checkpoints?.stop();
       await adapter.disconnect();
     },

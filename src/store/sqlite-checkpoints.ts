@@ -3,6 +3,9 @@ import { createRequire } from "node:module";
 import { Worker } from "node:worker_threads";
 import { log } from "../log.js";
 
+/** How long after a file store opens its checkpoint worker starts (until then its connection checkpoints). */
+export const CHECKPOINTS_START_AFTER_MS = 2_000;
+
 /** How often the worker copies the WAL's pages back into the database file. */
 export const CHECKPOINT_EVERY_MS = 1_000;
 

@@ -5,7 +5,7 @@ import Keyv from "keyv";
 import { afterEach, describe, expect, it } from "vitest";
 import { openStore } from "./index.js";
 import { SqliteConnection, SqliteKeyvAdapter } from "./sqlite.js";
-import { CHECKPOINT_EVERY_MS } from "./sqlite-checkpoints.js";
+import { CHECKPOINT_EVERY_MS, CHECKPOINTS_START_AFTER_MS } from "./sqlite-checkpoints.js";
 
 const dirs: string[] = [];
 function scratchFile(): string {
@@ -107,11 +107,13 @@ describe("the SQLite store adapter", () => {
     const file = scratchFile();
     const store = await openStore(`sqlite://${file}`);
     try {
-      // About 250 pages: below the 1000 at which a connection checkpoints by itself.
+      // The worker starts a moment after the store opens; from then on the connection makes none.
+      await new Promise((r) => setTimeout(r, CHECKPOINTS_START_AFTER_MS + 200));
       for (let i = 0; i < 500; i++) await store.kv.set(`k${i}`, "x".repeat(2_000));
       const written = statSync(file).size;
       const deadline = Date.now() + 3 * CHECKPOINT_EVERY_MS + 2_000;
-      while (statSync(file).size === written && Date.now() < deadline)
+      // A checkpoint copies the pages into the file as it goes: wait for all of them.
+      while (statSync(file).size <= written + 500 * 2_000 && Date.now() < deadline)
         await new Promise((r) => setTimeout(r, 50));
       expect(statSync(file).size).toBeGreaterThan(written + 500 * 2_000);
       expect(await store.kv.get("k499")).toBe("x".repeat(2_000));

@@ -33,6 +33,9 @@ function spend(ms: number): void {
   });
 }
 
+/** Statements kept prepared per connection, at most. */
+const MAX_STATEMENTS = 256;
+
 /** One row as keyv's adapters read it. */
 type Row = { key: string; value: string };
 
@@ -51,7 +54,7 @@ export interface SqliteOptions {
   busyTimeoutMs: number;
 }
 
-/** A connection with its statements prepared once each (the set is small and fixed). */
+/** A connection with its statements prepared once each. */
 export class SqliteConnection {
   private readonly db: Database.Database;
   private readonly statements = new Map<string, Statement>();
@@ -98,7 +101,8 @@ export class SqliteConnection {
     let statement = this.statements.get(sql);
     if (!statement) {
       statement = this.db.prepare(sql);
-      this.statements.set(sql, statement);
+      // The store's statements are a few dozen; SQL beyond the cap is prepared each time.
+      if (this.statements.size < MAX_STATEMENTS) this.statements.set(sql, statement);
     }
     return statement;
   }
