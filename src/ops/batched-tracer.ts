@@ -20,6 +20,7 @@ import {
   type TracerProvider,
   trace,
 } from "@opentelemetry/api";
+import { isAttributeValue, millisToHrTime, sanitizeAttributes } from "@opentelemetry/core";
 import type { Resource } from "@opentelemetry/resources";
 import type { ReadableSpan, SpanProcessor, TimedEvent } from "@opentelemetry/sdk-trace-node";
 import {
@@ -53,11 +54,6 @@ function now(): number {
   return performance.timeOrigin + performance.now();
 }
 
-function hrTime(ms: number): HrTime {
-  const seconds = Math.trunc(ms / 1000);
-  return [seconds, Math.round((ms - seconds * 1000) * 1e6)];
-}
-
 /** Random bytes for span ids, drawn from the OS a few kilobytes at a time. */
 const idPool = Buffer.alloc(8 * 512);
 let idAt = idPool.length;
@@ -75,30 +71,9 @@ function newSpanId(): string {
   }
 }
 
-/** A value OpenTelemetry exports: a primitive, or an array of one kind of primitive (nulls allowed). */
-function isAttributeValue(x: unknown): x is AttributeValue {
-  if (x === null || x === undefined) return false;
-  if (!Array.isArray(x)) return typeof x === "string" || typeof x === "number" || typeof x === "boolean";
-  let kind: string | undefined;
-  for (const item of x) {
-    if (item === null || item === undefined) continue;
-    const k = typeof item;
-    if (k !== "string" && k !== "number" && k !== "boolean") return false;
-    if (kind === undefined) kind = k;
-    else if (k !== kind) return false;
-  }
-  return true;
-}
-
-/** The attributes the SDK would keep of these: valid values, at most the limit. */
-function kept(attributes: Attributes): Attributes {
-  const out: Attributes = {};
-  let count = 0;
-  for (const key in attributes) {
-    const value = attributes[key];
-    if (isAttributeValue(value) && count++ < ATTRIBUTE_COUNT_LIMIT) out[key] = value;
-  }
-  return out;
+/** A value the SDK's Span keeps: its attribute check, without the empty values it drops first. */
+function isKept(value: unknown): value is AttributeValue {
+  return value !== null && value !== undefined && isAttributeValue(value);
 }
 
 /** The SDK's event for a recorded exception (exception.type, .message, .stacktrace). */
@@ -112,7 +87,7 @@ function exceptionEvent(exception: Exception, time: number): TimedEvent | undefi
     if (exception.stack) attributes[ATTR_EXCEPTION_STACKTRACE] = exception.stack;
   }
   if (!attributes[ATTR_EXCEPTION_TYPE] && !attributes[ATTR_EXCEPTION_MESSAGE]) return undefined;
-  return { name: "exception", attributes, time: hrTime(time) };
+  return { name: "exception", attributes, time: millisToHrTime(time) };
 }
 
 type Event =
@@ -176,15 +151,15 @@ class RecordedSpan implements Span, ReadableSpan {
   }
 
   get startTime(): HrTime {
-    return hrTime(this.startMs);
+    return millisToHrTime(this.startMs);
   }
 
   get endTime(): HrTime {
-    return hrTime(this.endMs);
+    return millisToHrTime(this.endMs);
   }
 
   get duration(): HrTime {
-    return hrTime(Math.max(0, this.endMs - this.startMs));
+    return millisToHrTime(Math.max(0, this.endMs - this.startMs));
   }
 
   get ended(): boolean {
@@ -206,7 +181,11 @@ class RecordedSpan implements Span, ReadableSpan {
       const event =
         "exception" in e
           ? exceptionEvent(e.exception, e.time)
-          : { name: e.name, time: hrTime(e.time), ...(e.attributes && { attributes: kept(e.attributes) }) };
+          : {
+              name: e.name,
+              time: millisToHrTime(e.time),
+              ...(e.attributes && { attributes: sanitizeAttributes(e.attributes) }),
+            };
       if (event) events.push(event);
     }
     return events;
@@ -214,7 +193,7 @@ class RecordedSpan implements Span, ReadableSpan {
 
   /** Kept as the SDK keeps it: a valid value, within the count limit (a new key past it is dropped). */
   setAttribute(key: string, value: AttributeValue): this {
-    if (this.endMs !== 0 || !isAttributeValue(value)) return this;
+    if (this.endMs !== 0 || !isKept(value)) return this;
     if (this.count < ATTRIBUTE_COUNT_LIMIT || key in this.attributes) {
       if (!(key in this.attributes)) this.count++;
       this.attributes[key] = value;

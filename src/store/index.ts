@@ -204,6 +204,8 @@ type SqlQuery = (sql: string, params: unknown[]) => Promise<Array<Record<string,
 
 /** How long a write waits for another process's (the `chat` CLI beside the bot) before SQLITE_BUSY. */
 const BUSY_TIMEOUT_MS = 5_000;
+/** Longest key, as the table declares it (keyv keys are namespaced thread keys). */
+const KEY_SIZE = 1024;
 
 /** How long replicas opening one new file together keep trying (see connectSqlite). */
 const SQLITE_SETUP_TRIES_MS = 5_000;
@@ -225,7 +227,7 @@ async function connectSqlite(
       connection = new SqliteConnection({
         file,
         table: TABLE,
-        keySize: 1024,
+        keySize: KEY_SIZE,
         busyTimeoutMs: BUSY_TIMEOUT_MS,
       });
       // WAL keeps readers off the writer's back and makes each small save one append.
