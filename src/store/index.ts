@@ -263,9 +263,10 @@ async function openSqlite(url: string, namespace: string): Promise<Store> {
   const starting = inMemory
     ? undefined
     : setTimeout(() => {
-        checkpoints = new Checkpoints(file, BUSY_TIMEOUT_MS, () =>
-          connection.pragma("wal_autocheckpoint = 1000"),
-        );
+        checkpoints = new Checkpoints(file, BUSY_TIMEOUT_MS, () => {
+          // The worker may stop as the store closes: a closed connection has nothing to checkpoint.
+          if (connection.isOpen) connection.pragma("wal_autocheckpoint = 1000");
+        });
         connection.pragma("wal_autocheckpoint = 0");
       }, CHECKPOINTS_START_AFTER_MS);
   starting?.unref();

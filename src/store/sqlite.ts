@@ -88,6 +88,10 @@ export class SqliteConnection {
     }
   }
 
+  get isOpen(): boolean {
+    return this.db.open;
+  }
+
   pragma(text: string): void {
     this.db.pragma(text);
   }
