@@ -11,7 +11,8 @@ import { isSlackWrite, slackBuckets, slackDefaults, slackWritePolicy } from "./w
 export interface SlackAppOptions {
   /**
    * Socket Mode waits this long (times the failures in a row) before reconnecting after
-   * a `disconnect`; the SDK default is 5 s. Tests shorten it.
+   * a `disconnect`; the SDK default is 5 s. The SDK also drops the connection when a pong
+   * is later than this, so it must outlast the event loop's worst stall. Tests shorten it.
    */
   reconnectDelayMs?: number;
   /** HTTP mode: listen on this host (default all interfaces). */

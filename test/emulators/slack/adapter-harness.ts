@@ -125,7 +125,9 @@ export async function startHarness(
       models: () => [config.llm.model],
       platformError: (rateLimited) => platformErrors.push(rateLimited),
     },
-    { reconnectDelayMs: 100, host: "127.0.0.1", ...opts.adapter },
+    // The SDK also drops a connection whose pong is later than this: at 100 ms a CI worker's
+    // stall cut the socket under a slash command in flight, which Slack then never redelivers.
+    { reconnectDelayMs: 1_000, host: "127.0.0.1", ...opts.adapter },
   );
   await adapter.start();
   if (opts.http) emu.useHttp(`http://127.0.0.1:${adapter.port()}/slack/events`);

@@ -30,8 +30,9 @@ async function socketApp(emu: SlackEmulator): Promise<App> {
   const receiver = new SocketModeReceiver({
     appToken: emu.appToken,
     logLevel: LogLevel.ERROR,
-    // The reconnect delay is this timeout times the failure count; keep it short in tests.
-    clientPingTimeout: 200,
+    // The reconnect delay is this timeout times the failure count; keep it short in tests, but
+    // not so short that a late pong from a busy worker drops the connection.
+    clientPingTimeout: 1_000,
     installerOptions: { clientOptions: { slackApiUrl: emu.apiUrl } },
   });
   const app = new App({

@@ -96,7 +96,7 @@ async function formApp(emu: SlackEmulator, answer: () => ViewResponseAction | un
   const receiver = new SocketModeReceiver({
     appToken: emu.appToken,
     logLevel: LogLevel.ERROR,
-    clientPingTimeout: 200,
+    clientPingTimeout: 1_000,
     installerOptions: { clientOptions: { slackApiUrl: emu.apiUrl } },
   });
   const app = new App({
