@@ -219,7 +219,7 @@ const SQLITE_SETUP_TRIES_MS = 5_000;
 async function connectSqlite(
   url: string,
   file: string,
-): Promise<{ adapter: SqliteKeyvAdapter; query: SqlQuery; connection: SqliteConnection }> {
+): Promise<{ adapter: SqliteKeyvAdapter; connection: SqliteConnection }> {
   const giveUpAt = Date.now() + SQLITE_SETUP_TRIES_MS;
   for (;;) {
     let connection: SqliteConnection | undefined;
@@ -233,10 +233,7 @@ async function connectSqlite(
       // WAL keeps readers off the writer's back and makes each small save one append.
       connection.pragma("journal_mode = WAL");
       connection.pragma("synchronous = NORMAL");
-      const adapter = new SqliteKeyvAdapter(connection);
-      const open = connection;
-      const query: SqlQuery = (sql, params) => open.run(sql, params);
-      return { adapter, query, connection };
+      return { adapter: new SqliteKeyvAdapter(connection), connection };
     } catch (err) {
       connection?.close();
       if ((err as { code?: string }).code !== "SQLITE_BUSY" || Date.now() > giveUpAt)
@@ -255,7 +252,8 @@ async function openSqlite(url: string, namespace: string): Promise<Store> {
   } catch (err) {
     throw unavailable(url, err);
   }
-  const { adapter, query, connection } = await connectSqlite(url, file);
+  const { adapter, connection } = await connectSqlite(url, file);
+  const query: SqlQuery = (sql, params) => connection.run(sql, params);
   // A file's checkpoints run in a worker, the connection that answers queries making none;
   // started a little after the store opens, so that a command that opens it for a moment
   // (doctor, a slash command's CLI) starts no thread.

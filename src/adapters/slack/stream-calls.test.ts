@@ -12,7 +12,7 @@ afterEach(async () => {
 });
 
 describe("starting a native stream", () => {
-  it("is not asked of the scheduler once Slack's Tier 2 has no room: the reply falls back at once", async () => {
+  it("is refused on asking, without a turn in the scheduler's line, once Slack's Tier 2 has no room", async () => {
     emu = await SlackEmulator.start();
     const scheduler = new WriteScheduler(slackWritePolicy, "slack");
     const web = new ReportingWebClient(

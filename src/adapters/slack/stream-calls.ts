@@ -1,7 +1,6 @@
 import { type ChatStopStreamArguments, ErrorCode, type WebClient } from "@slack/web-api";
 import { log } from "../../log.js";
 import { type Lane, WriteDropped, type WriteScheduler } from "../../runtime/scheduler/write-scheduler.js";
-import { slackBuckets } from "./write-policy.js";
 
 export interface StreamPlace {
   team: string;
@@ -50,12 +49,6 @@ export class StreamCalls {
    */
   async send(ts: string | null, text: string, lane: Lane): Promise<string> {
     const { channel, threadTs, user, team } = this.place;
-    // Known here without asking: in line, the start would only be dropped a pick later, and
-    // under a crowd that pick is a busy event loop's turn or two before the post can go.
-    if (ts === null && this.scheduler.waitFor(slackBuckets("chat.startStream", undefined), lane) > 0) {
-      const why = "the platform's budget for it is spent right now";
-      throw new StreamBroken("no budget to stream", { cause: new WriteDropped("chat.startStream", why) });
-    }
     for (let attempt = 1; ; attempt++) {
       try {
         if (ts !== null) {

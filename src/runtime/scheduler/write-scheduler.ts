@@ -43,6 +43,14 @@ export interface WritePlan<T> {
   run(): Promise<T>;
 }
 
+/** Why a write that must start at once did not. */
+const NO_ROOM = "the platform's budget for it is spent right now";
+
+/** A plan's lane or buckets, which it may give as a function evaluated at each pick. */
+function evaluated<T>(x: T | (() => T)): T {
+  return typeof x === "function" ? (x as () => T)() : x;
+}
+
 /** A write the scheduler gave up on before it started: nothing was written. */
 export class WriteDropped extends Error {
   constructor(what: string, why: string) {
@@ -170,6 +178,12 @@ export class WriteScheduler {
         reject(new WriteDropped(plan.what ?? "write", "cancelled"));
         return;
       }
+      // Known without a turn in line, where it would only be dropped at the next pick: under
+      // a crowd that pick is a busy event loop's turn or two before the caller's way out.
+      if (plan.now && this.waitFor(evaluated(plan.buckets), evaluated(plan.lane)) > 0) {
+        reject(new WriteDropped(plan.what ?? "write", NO_ROOM));
+        return;
+      }
       const signal = plan.signal;
       // The signal often outlives the write (an adapter's "stopping"): its listener must go
       // when the write settles, or every write ever made stays reachable from it.
@@ -235,13 +249,11 @@ export class WriteScheduler {
   }
 
   private laneOf(w: Waiting): Lane {
-    const lane = w.plan.lane;
-    return typeof lane === "function" ? lane() : lane;
+    return evaluated(w.plan.lane);
   }
 
   private bucketsOf(w: Waiting): readonly string[] {
-    const b = w.plan.buckets;
-    return typeof b === "function" ? b() : b;
+    return evaluated(w.plan.buckets);
   }
 
   private kick(): void {
@@ -297,7 +309,7 @@ export class WriteScheduler {
         }
         const { plan } = w;
         if (plan.now) {
-          this.drop(w, "the platform's budget for it is spent right now");
+          this.drop(w, NO_ROOM);
           continue;
         }
         if (plan.dropAfterMs !== undefined) {
