@@ -26,7 +26,7 @@ export async function runAfterTurn(
 ): Promise<void> {
   const { agent, sessions, lock } = deps;
   const [title, plan] = await Promise.all([
-    agent.needsTitle(session)
+    agent.needsTitle(session) && reply.takesTitle !== false
       ? agent.makeTitle(session).catch((err: unknown) => {
           log.warn({ err, key: session.key }, "title not made");
           return undefined;

@@ -87,6 +87,12 @@ export interface Reply {
    */
   readonly filesWithAnswer?: boolean;
   title(t: string): Promise<void>;
+  /**
+   * False where the platform shows no title for this thread (a Slack channel thread is
+   * named by its first message): none is made for it, which spares a model call per
+   * thread. Absent means true.
+   */
+  readonly takesTitle?: boolean;
   /** Informational answers (commands); ephemeral where the platform allows it. */
   notice(text: string): Promise<void>;
   /**

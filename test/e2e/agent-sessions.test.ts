@@ -120,18 +120,23 @@ describe("Slack agent sessions", () => {
 
   it("answers as before where Slack refuses sessions, and asks only once", async () => {
     slack.api.refuse("agents.sessions.setStatus", "missing_scope");
+    const asked = llm.requests.length;
     try {
       const first = slack.mention("C1", "U_ALICE", "a quick one");
       await waitFor(() => slack.botReplies("C1", first.ts).some((r) => r.text === "Quick answer."));
       const second = slack.mention("C1", "U_BOB", "a quick one");
       await waitFor(() => slack.botReplies("C1", second.ts).some((r) => r.text === "Quick answer."));
       await running.app.dispatcher.settled();
-      const asked = slack.api.calls.filter(
+      const statuses = slack.api.calls.filter(
         (c) =>
           c.method === "agents.sessions.setStatus" &&
           [first.ts, second.ts].includes(String(c.params.thread_ts)),
       );
-      expect(asked.map((c) => c.error)).toEqual(["missing_scope"]);
+      expect(statuses.map((c) => c.error)).toEqual(["missing_scope"]);
+      // Without a session a channel thread shows no title: the model is asked for the answers only.
+      const since = llm.requests.slice(asked);
+      expect(since.filter(isTitleRequest)).toEqual([]);
+      expect(since).toHaveLength(2);
     } finally {
       slack.api.allow("agents.sessions.setStatus");
     }

@@ -345,6 +345,11 @@ export class DiscordReply implements Reply {
     return this.files.add(a);
   }
 
+  /** Only a thread the bot opened is renamed with its title. */
+  get takesTitle(): boolean {
+    return this.place.rename !== undefined;
+  }
+
   async title(t: string): Promise<void> {
     const rename = this.place.rename;
     if (!rename) return;

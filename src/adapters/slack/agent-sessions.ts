@@ -106,8 +106,13 @@ export class AgentSessions {
     }
   }
 
+  /** Whether the thread has a session here, which a title would name. */
+  has(place: SessionPlace): boolean {
+    return this.available && this.sent.has(`${place.channel}:${place.threadTs}`);
+  }
+
   async rename(place: SessionPlace, title: string): Promise<void> {
-    if (!this.available || !this.sent.has(`${place.channel}:${place.threadTs}`)) return;
+    if (!this.has(place)) return;
     try {
       await this.web.agents.sessions.rename({
         channel_id: place.channel,

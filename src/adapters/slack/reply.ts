@@ -239,6 +239,14 @@ export class SlackReply implements Reply {
     await this.deps.sessions?.status(this.place, status);
   }
 
+  /**
+   * An assistant thread's title, or its agent session's name: a channel thread without a
+   * session (sessions off or refused, or its status never sent under load) shows none.
+   */
+  get takesTitle(): boolean {
+    return this.place.assistant || this.deps.sessions?.has(this.place) === true;
+  }
+
   async title(t: string): Promise<void> {
     if (this.deps.sessions?.on) await this.deps.sessions.rename(this.place, t);
     // Otherwise only assistant threads have a title in Slack; a channel thread is named by its first message.
