@@ -10,6 +10,7 @@ import type {
 } from "@anthropic-ai/sdk/resources/messages";
 import type { ChatMessage, Usage, UserMessage } from "../../core/messages.js";
 import { log } from "../../log.js";
+import { type EventSink, pushed } from "./coalesce.js";
 import { abortedError, isTransientStreamError, toProviderError } from "./errors.js";
 import type { ModelEvent, ModelRequest, Provider, StopReason, ToolSpec } from "./provider.js";
 import { StreamInterrupted, streamWithRetry } from "./retry.js";
@@ -49,11 +50,8 @@ export class AnthropicProvider implements Provider {
   }
 
   stream(req: ModelRequest, signal: AbortSignal): AsyncIterable<ModelEvent> {
-    return streamWithRetry(() => this.attempt(req, signal), {
-      provider: this.name,
-      maxRetries: this.maxRetries,
-      signal,
-    });
+    const opts = { provider: this.name, maxRetries: this.maxRetries, signal };
+    return pushed((sink) => streamWithRetry((attempt) => this.attempt(req, signal, attempt), opts, sink));
   }
 
   async listModels(signal?: AbortSignal): Promise<string[]> {
@@ -82,7 +80,8 @@ export class AnthropicProvider implements Provider {
     return body;
   }
 
-  private async *attempt(req: ModelRequest, signal: AbortSignal): AsyncGenerator<ModelEvent> {
+  /** One request, its events handed to `sink` event by event. */
+  private async attempt(req: ModelRequest, signal: AbortSignal, sink: EventSink): Promise<void> {
     const ctx = { provider: this.name, attempts: this.maxRetries + 1 };
     let stream: AsyncIterable<RawMessageStreamEvent>;
     try {
@@ -110,12 +109,12 @@ export class AnthropicProvider implements Provider {
           case "content_block_start": {
             const b = event.content_block;
             if (b.type === "tool_use") toolBlocks.set(event.index, { id: b.id, name: b.name, json: "" });
-            else if (b.type === "text" && b.text) yield { type: "text", delta: b.text };
+            else if (b.type === "text" && b.text) sink.emit({ type: "text", delta: b.text });
             break;
           }
           case "content_block_delta": {
             const d = event.delta;
-            if (d.type === "text_delta" && d.text) yield { type: "text", delta: d.text };
+            if (d.type === "text_delta" && d.text) sink.emit({ type: "text", delta: d.text });
             else if (d.type === "input_json_delta") {
               const open = toolBlocks.get(event.index);
               if (open) open.json += d.partial_json;
@@ -127,7 +126,10 @@ export class AnthropicProvider implements Provider {
             if (!open) break;
             toolBlocks.delete(event.index);
             calls++;
-            yield { type: "tool_call", call: { id: open.id, name: open.name, ...parseArguments(open.json) } };
+            sink.emit({
+              type: "tool_call",
+              call: { id: open.id, name: open.name, ...parseArguments(open.json) },
+            });
             break;
           }
           case "message_delta": {
@@ -142,6 +144,8 @@ export class AnthropicProvider implements Provider {
             stopped = true;
             break;
         }
+        // Nobody reads on: leaving the loop lets the SDK close the response.
+        if (sink.stopped()) return;
       }
     } catch (err) {
       if (signal.aborted) throw abortedError(err);
@@ -151,8 +155,8 @@ export class AnthropicProvider implements Provider {
     // The SDK ends iteration quietly when the signal aborts mid-body.
     if (signal.aborted) throw abortedError(signal.reason);
     if (!stopped) throw new StreamInterrupted("the stream ended without message_stop");
-    yield { type: "usage", usage };
-    yield { type: "stop", reason: calls > 0 ? "tool_calls" : stopReason(stop) };
+    sink.emit({ type: "usage", usage });
+    sink.emit({ type: "stop", reason: calls > 0 ? "tool_calls" : stopReason(stop) });
   }
 }
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { coalesce } from "./coalesce.js";
+import { coalesce, pushed } from "./coalesce.js";
 import type { ModelEvent } from "./provider.js";
 
 /** A source the test feeds by hand, the way chunks arrive from the network. */
@@ -103,5 +103,37 @@ describe("coalesce", () => {
     expect(await out.next()).toEqual({ value: text("first"), done: false });
     await out.return(undefined);
     expect(f.returned()).toBe(true);
+  });
+
+  it("joins what a pushing producer emitted while its consumer was busy, then hands on its failure", async () => {
+    const broken = new Error("stream cut");
+    const out = pushed(async (sink) => {
+      sink.emit(text("par"));
+      sink.emit(text("tial"));
+      sink.emit({ type: "usage", usage: { inputTokens: 1, outputTokens: 2 } });
+      throw broken;
+    });
+    await tick();
+    expect(await out.next()).toEqual({ value: text("partial"), done: false });
+    expect((await out.next()).value).toEqual({ type: "usage", usage: { inputTokens: 1, outputTokens: 2 } });
+    await expect(out.next()).rejects.toBe(broken);
+  });
+
+  it("tells a pushing producer when its consumer stops early", async () => {
+    let resume!: () => void;
+    const seen: boolean[] = [];
+    const out = pushed(async (sink) => {
+      sink.emit(text("first"));
+      seen.push(sink.stopped());
+      await new Promise<void>((r) => {
+        resume = r;
+      });
+      seen.push(sink.stopped());
+    });
+    expect(await out.next()).toEqual({ value: text("first"), done: false });
+    await out.return(undefined);
+    resume();
+    await tick();
+    expect(seen).toEqual([false, true]);
   });
 });

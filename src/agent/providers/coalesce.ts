@@ -1,13 +1,35 @@
 import type { ModelEvent, Provider } from "./provider.js";
 
-/**
- * The provider, its stream read as it arrives and handed on in batches: what came while
- * the consumer was busy is handed on at once, adjacent text deltas joined into one. A busy
+/*
+ * A model's stream read as it arrives and handed on in batches: what came while the
+ * consumer was busy is handed on at once, adjacent text deltas joined into one. A busy
  * process finds several chunks of each answer waiting whenever it gets to it, and every
  * layer above the provider (metering, tracing, the agent's loop, the reply's renderer)
  * then runs once per batch instead of once per chunk. A consumer that keeps up sees each
  * chunk as it came.
  */
+
+/** Where a producer puts each event as it reads it; `stopped` says the consumer went away. */
+export interface EventSink {
+  emit(event: ModelEvent): void;
+  stopped(): boolean;
+}
+
+/**
+ * The stream of a producer that pushes its events (the providers: each SDK chunk becomes
+ * events in a plain loop, with no generator between the SDK and this buffer, which under
+ * two hundred answers at once is a few promises fewer per chunk).
+ */
+export function pushed(produce: (sink: EventSink) => Promise<void>): AsyncGenerator<ModelEvent> {
+  const arrivals = new Arrivals();
+  produce({ emit: (e) => arrivals.push(e), stopped: () => arrivals.stopped }).then(
+    () => arrivals.end(),
+    (error: unknown) => arrivals.end({ error }),
+  );
+  return arrivals.drain(() => undefined);
+}
+
+/** The provider with its stream handed on in batches (for providers that do not push). */
 export function coalescing(provider: Provider): Provider {
   return {
     name: provider.name,
@@ -16,61 +38,84 @@ export function coalescing(provider: Provider): Provider {
   };
 }
 
-export async function* coalesce(source: AsyncIterable<ModelEvent>): AsyncGenerator<ModelEvent> {
+export function coalesce(source: AsyncIterable<ModelEvent>): AsyncGenerator<ModelEvent> {
+  const arrivals = new Arrivals();
   const iterator = source[Symbol.asyncIterator]();
-  const arrived: ModelEvent[] = [];
-  let ended = false;
-  let failure: { error: unknown } | undefined;
-  let stopped = false;
-  let wake: (() => void) | undefined;
-  let waking = false;
-  // The consumer resumes after the chunks read in this turn of the event loop, not after
-  // each one: a network read holding several chunks becomes one batch.
-  const nudge = () => {
-    if (waking || !wake) return;
-    waking = true;
-    setImmediate(() => {
-      waking = false;
-      wake?.();
-    });
-  };
   void (async () => {
     try {
-      while (!stopped) {
+      while (!arrivals.stopped) {
         const next = await iterator.next();
         if (next.done) break;
-        arrived.push(next.value);
-        nudge();
+        arrivals.push(next.value);
       }
+      arrivals.end();
     } catch (error) {
-      failure = { error };
-    } finally {
-      ended = true;
-      nudge();
+      arrivals.end({ error });
     }
   })();
-  try {
-    for (;;) {
-      if (arrived.length === 0) {
-        // What was read before a failure is handed on first; the failure comes after it.
-        if (ended) {
-          if (failure) throw failure.error;
-          return;
+  // A consumer that stopped early: the source is told at once (not waited for, as a
+  // stalled stream would hold the consumer; its signal is what aborts it at once).
+  return arrivals.drain(() => void (async () => iterator.return?.())().catch(() => undefined));
+}
+
+/** Events read and not yet handed on, and the consumer waiting for them. */
+class Arrivals {
+  private events: ModelEvent[] = [];
+  private ended = false;
+  private failure: { error: unknown } | undefined;
+  private wake: (() => void) | undefined;
+  private waking = false;
+  /** The consumer stopped before the stream ended. */
+  stopped = false;
+
+  push(event: ModelEvent): void {
+    this.events.push(event);
+    this.nudge();
+  }
+
+  end(failure?: { error: unknown }): void {
+    this.ended = true;
+    this.failure = failure;
+    this.nudge();
+  }
+
+  /**
+   * The consumer resumes after the chunks read in this turn of the event loop, not after
+   * each one: a network read holding several chunks becomes one batch.
+   */
+  private nudge(): void {
+    if (this.waking || !this.wake) return;
+    this.waking = true;
+    setImmediate(() => {
+      this.waking = false;
+      this.wake?.();
+    });
+  }
+
+  async *drain(onStop: () => void): AsyncGenerator<ModelEvent> {
+    try {
+      for (;;) {
+        if (this.events.length === 0) {
+          // What was read before a failure is handed on first; the failure comes after it.
+          if (this.ended) {
+            if (this.failure) throw this.failure.error;
+            return;
+          }
+          await new Promise<void>((resolve) => {
+            this.wake = resolve;
+          });
+          this.wake = undefined;
+          continue;
         }
-        await new Promise<void>((resolve) => {
-          wake = resolve;
-        });
-        wake = undefined;
-        continue;
+        const batch = this.events;
+        this.events = [];
+        for (const event of joined(batch)) yield event;
       }
-      for (const event of joined(arrived.splice(0))) yield event;
-    }
-  } finally {
-    // A consumer that stopped early: the source stops at its next chunk (not waited for,
-    // as a stalled stream would hold the consumer; its signal is what aborts it at once).
-    if (!ended) {
-      stopped = true;
-      void (async () => iterator.return?.())().catch(() => undefined);
+    } finally {
+      if (!this.ended) {
+        this.stopped = true;
+        onStop();
+      }
     }
   }
 }

@@ -2,7 +2,6 @@ import type { Config, Secrets } from "../../config.js";
 import { SwitchboardError } from "../../core/errors.js";
 import { registerSecret } from "../../log.js";
 import { AnthropicProvider } from "./anthropic.js";
-import { coalescing } from "./coalesce.js";
 import { OpenAIProvider } from "./openai.js";
 import type { Provider, ProviderName } from "./provider.js";
 import { withTextToolProtocol } from "./text-tools.js";
@@ -46,19 +45,17 @@ export function createProvider(opts: CreateProviderOptions): Provider {
 }
 
 /**
- * The provider for one model, as configured: its stream handed on in batches (see
- * `coalescing`), and the text tool protocol where `modelSettings` asks for it.
+ * The provider for one model, as configured (its stream handed on in batches: see
+ * `pushed`), with the text tool protocol where `modelSettings` asks for it.
  */
 export function providerFor(config: Config, secrets: Secrets, model: string): Provider {
   const name = config.llm.provider;
-  const provider = coalescing(
-    createProvider({
-      provider: name,
-      apiKey: name === "openai" ? secrets.openaiApiKey : secrets.anthropicApiKey,
-      baseURL: name === "openai" ? secrets.openaiBaseUrl : secrets.anthropicBaseUrl,
-      maxRetries: config.llm.maxRetries,
-      timeoutMs: config.llm.requestTimeoutMs,
-    }),
-  );
+  const provider = createProvider({
+    provider: name,
+    apiKey: name === "openai" ? secrets.openaiApiKey : secrets.anthropicApiKey,
+    baseURL: name === "openai" ? secrets.openaiBaseUrl : secrets.anthropicBaseUrl,
+    maxRetries: config.llm.maxRetries,
+    timeoutMs: config.llm.requestTimeoutMs,
+  });
   return config.modelSettings[model]?.toolProtocol === "text" ? withTextToolProtocol(provider) : provider;
 }

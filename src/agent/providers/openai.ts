@@ -8,6 +8,7 @@ import type {
 } from "openai/resources/chat/completions";
 import type { ChatMessage, ToolCall, UserMessage } from "../../core/messages.js";
 import { log } from "../../log.js";
+import { type EventSink, pushed } from "./coalesce.js";
 import { abortedError, isTransientStreamError, toProviderError } from "./errors.js";
 import type { ModelEvent, ModelRequest, Provider, StopReason, ToolSpec } from "./provider.js";
 import { StreamInterrupted, streamWithRetry } from "./retry.js";
@@ -48,11 +49,8 @@ export class OpenAIProvider implements Provider {
   }
 
   stream(req: ModelRequest, signal: AbortSignal): AsyncIterable<ModelEvent> {
-    return streamWithRetry(() => this.attempt(req, signal), {
-      provider: this.name,
-      maxRetries: this.maxRetries,
-      signal,
-    });
+    const opts = { provider: this.name, maxRetries: this.maxRetries, signal };
+    return pushed((sink) => streamWithRetry((attempt) => this.attempt(req, signal, attempt), opts, sink));
   }
 
   async listModels(signal?: AbortSignal): Promise<string[]> {
@@ -87,7 +85,8 @@ export class OpenAIProvider implements Provider {
     return body;
   }
 
-  private async *attempt(req: ModelRequest, signal: AbortSignal): AsyncGenerator<ModelEvent> {
+  /** One request, its events handed to `sink` chunk by chunk. */
+  private async attempt(req: ModelRequest, signal: AbortSignal, sink: EventSink): Promise<void> {
     const ctx = { provider: this.name, attempts: this.maxRetries + 1 };
     let stream: AsyncIterable<ChatCompletionChunk>;
     try {
@@ -109,9 +108,11 @@ export class OpenAIProvider implements Provider {
         const choice = chunk.choices[0];
         if (!choice) continue;
         const text = choice.delta.content;
-        if (text) yield { type: "text", delta: text };
+        if (text) sink.emit({ type: "text", delta: text });
         for (const delta of choice.delta.tool_calls ?? []) accumulate(calls, delta);
         if (choice.finish_reason) finish = choice.finish_reason;
+        // Nobody reads on: leaving the loop lets the SDK close the response.
+        if (sink.stopped()) return;
       }
     } catch (err) {
       if (signal.aborted) throw abortedError(err);
@@ -121,9 +122,9 @@ export class OpenAIProvider implements Provider {
     // The SDK ends iteration quietly when the signal aborts mid-body.
     if (signal.aborted) throw abortedError(signal.reason);
     if (finish === null) throw new StreamInterrupted("the stream ended without a finish_reason");
-    for (const call of calls.values()) yield { type: "tool_call", call: finishCall(call) };
-    if (usage) yield usage;
-    yield { type: "stop", reason: calls.size > 0 ? "tool_calls" : stopReason(finish) };
+    for (const call of calls.values()) sink.emit({ type: "tool_call", call: finishCall(call) });
+    if (usage) sink.emit(usage);
+    sink.emit({ type: "stop", reason: calls.size > 0 ? "tool_calls" : stopReason(finish) });
   }
 }
 

@@ -56,7 +56,8 @@ describe.each(kinds)("the $name provider", ({ model, make }) => {
   });
 
   it("streams the answer as several text deltas and stops at the end", async () => {
-    emulator().enqueue({ text: "Hello there, how are you today?", chunkSize: 5 });
+    // Chunks apart in time: the provider joins what arrives together (see `pushed`).
+    emulator().enqueue({ text: "Hello there, how are you today?", chunkSize: 5, delayMs: 20 });
     const { events, error } = await run(make(), request());
     expect(error).toBeUndefined();
     expect(events.filter((e) => e.type === "text").length).toBeGreaterThan(1);

@@ -1,6 +1,7 @@
 import { log } from "../../log.js";
+import type { EventSink } from "./coalesce.js";
 import { abortedError, brokeOffError, unavailableError } from "./errors.js";
-import type { ModelEvent, ProviderName } from "./provider.js";
+import type { ProviderName } from "./provider.js";
 
 /**
  * Thrown by a provider when a stream's body fails or ends early after the HTTP response
@@ -26,27 +27,32 @@ export interface StreamRetryOptions {
 const MAX_DELAY_MS = 8_000;
 
 /**
- * Runs `attempt` and yields its events. A `StreamInterrupted` before the first event means
- * a fresh request (after a back-off); after the first event it is an `llm_unavailable`
- * error, since repeating would show the person the start of the answer twice.
+ * Runs `attempt`, which hands its events to `sink` as it reads them. A `StreamInterrupted`
+ * before the first event means a fresh request (after a back-off); after the first event
+ * it is an `llm_unavailable` error, since repeating would show the person the start of
+ * the answer twice.
  */
-export async function* streamWithRetry(
-  attempt: () => AsyncIterable<ModelEvent>,
+export async function streamWithRetry(
+  attempt: (sink: EventSink) => Promise<void>,
   opts: StreamRetryOptions,
-): AsyncGenerator<ModelEvent> {
+  sink: EventSink,
+): Promise<void> {
   const base = opts.baseDelayMs ?? 500;
   for (let retry = 0; ; retry++) {
-    let yielded = false;
+    let emitted = false;
     try {
-      for await (const event of attempt()) {
-        yielded = true;
-        yield event;
-      }
+      await attempt({
+        emit: (event) => {
+          emitted = true;
+          sink.emit(event);
+        },
+        stopped: sink.stopped,
+      });
       return;
     } catch (err) {
       if (opts.signal.aborted) throw abortedError(err);
       if (!(err instanceof StreamInterrupted)) throw err;
-      if (yielded) throw brokeOffError(opts.provider, err);
+      if (emitted) throw brokeOffError(opts.provider, err);
       if (retry >= opts.maxRetries) {
         throw unavailableError({ provider: opts.provider, attempts: retry + 1 }, "the stream broke off", err);
       }
