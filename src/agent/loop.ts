@@ -249,24 +249,29 @@ async function* streamStep(
   let text = "";
   let usage = zeroUsage();
   let pendingSeparator = separator;
-  const emit = function* (chunk: string): Generator<AgentEvent> {
-    if (!chunk) return;
+  // A plain function, not a generator: `yield*` of a generator inside this async one costs
+  // a promise per delta, and this runs for every batch of every answer.
+  const shown = (chunk: string): AgentEvent | undefined => {
+    if (!chunk) return undefined;
     text += chunk;
-    yield { type: "text", delta: pendingSeparator + chunk };
+    const delta = pendingSeparator + chunk;
     pendingSeparator = "";
+    return { type: "text", delta };
   };
   for await (const event of opts.provider.stream(req, opts.signal)) {
     if (event.type === "text") {
       const filtered = think.push(event.delta);
       if (filtered.startedThinking) yield { type: "status", text: "Thinking…" };
-      yield* emit(filtered.text);
+      const out = shown(filtered.text);
+      if (out) yield out;
     } else if (event.type === "tool_call") {
       calls.push(event.call);
     } else if (event.type === "usage") {
       usage = addUsage(usage, event.usage);
     }
   }
-  yield* emit(think.flush());
+  const rest = shown(think.flush());
+  if (rest) yield rest;
   return { text, calls, usage };
 }
 
