@@ -249,12 +249,32 @@ describe("WriteScheduler", () => {
         }),
       ),
     );
-    expect(getEventListeners(stopping, "abort").length).toBe(30);
+    // One listener for all thirty: a listener each would be walked by every add (and warned of past ten).
+    expect(getEventListeners(stopping, "abort").length).toBe(1);
     await vi.advanceTimersByTimeAsync(30_000);
     const outcomes = await Promise.all(writes);
     expect(outcomes.some((o) => o instanceof WriteDropped)).toBe(true);
     expect(outcomes.some((o) => o instanceof Error && !(o instanceof WriteDropped))).toBe(true);
     expect(getEventListeners(stopping, "abort")).toEqual([]);
+  });
+
+  it("cancels every write waiting with a shared signal when it aborts, and lets go of the signal", async () => {
+    const s = scheduler({ b: { capacity: 1, windowMs: 10_000 } });
+    const stopping = new AbortController();
+    let ran = 0;
+    const writes = Array.from({ length: 20 }, () =>
+      settle(s.run({ lane: "update", buckets: ["b"], signal: stopping.signal, run: async () => void ran++ })),
+    );
+    await vi.advanceTimersByTimeAsync(100);
+    expect(ran).toBe(1);
+    stopping.abort();
+    const outcomes = await Promise.all(writes);
+    expect(outcomes.filter((o) => o instanceof WriteDropped)).toHaveLength(19);
+    expect(getEventListeners(stopping.signal, "abort")).toEqual([]);
+    // A write asked with the same signal afterwards is refused at once, as before.
+    expect(
+      await settle(s.run({ lane: "update", buckets: [], signal: stopping.signal, run: async () => 1 })),
+    ).toBeInstanceOf(WriteDropped);
   });
 
   it("lets platform calls made inside a granted write through, and places others in their caller's lane", async () => {

@@ -106,6 +106,8 @@ export interface WriteContext extends CallOptions {
 export class WriteScheduler {
   private readonly budgets: BudgetBook;
   private readonly waiting = new Set<Waiting>();
+  /** The writes waiting with each caller's signal (see `watch`). */
+  private readonly watched = new Map<AbortSignal, { writes: Set<Waiting>; cancel: () => void }>();
   private readonly context = new ContextSlot<WriteContext>("write");
   private pumpQueued = false;
   private timer: ReturnType<typeof setTimeout> | null = null;
@@ -185,19 +187,14 @@ export class WriteScheduler {
         return;
       }
       const signal = plan.signal;
-      // The signal often outlives the write (an adapter's "stopping"): its listener must go
-      // when the write settles, or every write ever made stays reachable from it.
-      const cancel = () => {
-        if (this.waiting.delete(w)) reject(new WriteDropped(plan.what ?? "write", "cancelled"));
-      };
       const w: Waiting = {
         plan: plan as WritePlan<unknown>,
         resolve: (v: unknown) => {
-          signal?.removeEventListener("abort", cancel);
+          if (signal) this.unwatch(signal, w);
           resolve(v as T);
         },
         reject: (err: unknown) => {
-          signal?.removeEventListener("abort", cancel);
+          if (signal) this.unwatch(signal, w);
           reject(err);
         },
         submitted: Date.now(),
@@ -206,9 +203,40 @@ export class WriteScheduler {
       };
       queued(w);
       this.waiting.add(w);
-      signal?.addEventListener("abort", cancel, { once: true });
+      if (signal) this.watch(signal, w);
       this.kick();
     });
+  }
+
+  /**
+   * One abort listener per signal, for all the writes waiting with it. The signal is often
+   * shared and outlives its writes (an adapter's "stopping"): a listener per write meant
+   * hundreds on it under a crowd, each added by walking the ones already there (and
+   * Node's leak warning past ten). The listener goes with the signal's last write.
+   */
+  private watch(signal: AbortSignal, w: Waiting): void {
+    let watched = this.watched.get(signal);
+    if (!watched) {
+      const writes = new Set<Waiting>();
+      const cancel = () => {
+        this.watched.delete(signal);
+        for (const x of writes) {
+          if (this.waiting.delete(x)) x.reject(new WriteDropped(x.plan.what ?? "write", "cancelled"));
+        }
+      };
+      watched = { writes, cancel };
+      this.watched.set(signal, watched);
+      signal.addEventListener("abort", cancel, { once: true });
+    }
+    watched.writes.add(w);
+  }
+
+  /** The write settled: its signal no longer needs to reach it. */
+  private unwatch(signal: AbortSignal, w: Waiting): void {
+    const watched = this.watched.get(signal);
+    if (!watched?.writes.delete(w) || watched.writes.size > 0) return;
+    signal.removeEventListener("abort", watched.cancel);
+    this.watched.delete(signal);
   }
 
   /**
