@@ -2,7 +2,6 @@ import type { WebClient } from "@slack/web-api";
 import type { Artifact } from "../../core/artifacts.js";
 import { log } from "../../log.js";
 import type { Question, Reply, ReplyAddress, ResumeFrom, TextSink } from "../../runtime/contract.js";
-import { interactionId } from "../../runtime/interaction-ids.js";
 import { WriteDropped, type WriteScheduler } from "../../runtime/scheduler/write-scheduler.js";
 import { StreamWriter } from "../../runtime/stream.js";
 import type { AgentSessions } from "./agent-sessions.js";
@@ -10,6 +9,7 @@ import { uploadArtifact } from "./files.js";
 import { feedbackBlock, slackMessageOps } from "./message-ops.js";
 import { toMrkdwn, toSlackMarkdown } from "./mrkdwn.js";
 import { NativeStream, type NativeStreamOptions } from "./native-stream.js";
+import { offerStopLater, questionActions, sectionBlock, showRatingButtons } from "./reply-offers.js";
 import { stopStream, ThreadSnapshot } from "./resume.js";
 
 /**
@@ -295,23 +295,7 @@ export class SlackReply implements Reply {
     if (!ref || this.native?.closedWith) return;
     const last = (this.native ?? this.writer)?.lastMessage;
     if (!last || last.text === "") return;
-    const { channel } = this.place;
-    await this.deps.scheduler
-      .as(
-        "background",
-        () =>
-          this.deps.web.chat.update({
-            channel,
-            ts: last.id,
-            // The notification text beside the blocks: the whole message (well under Slack's 40,000).
-            text: last.text,
-            blocks: [{ type: "markdown", text: last.text }, feedbackBlock(ref)],
-          }),
-        // Behind every answer (the background lane), briefly: a channel's edits are paced, and
-        // the final text has just used its budget. Late or met by a 429, it is dropped.
-        { dropAfterMs: RATING_LATE_MS, requeue: false },
-      )
-      .catch((err: unknown) => log.debug({ err }, "rating buttons not shown"));
+    await showRatingButtons(this.deps, this.place.channel, last, ref);
   }
 
   /**
@@ -320,33 +304,10 @@ export class SlackReply implements Reply {
    * buttons, and a quick answer needs none. A click after the end is told so.
    */
   offerStop(ref: string): void {
-    const { channel, threadTs, user } = this.place;
+    const { user } = this.place;
     // An agent session has Slack's own stop button, which comes to the same Stop.
     if (!user || this.deps.sessions?.on) return;
-    const timer = setTimeout(() => {
-      if (this.stopOffer.signal.aborted) return;
-      const text = "Still working on your answer. Stop it here if it is going the wrong way.";
-      // An offer, not an answer: it goes after every answer's writes, and not at all when late.
-      void this.deps.scheduler
-        .as(
-          "background",
-          () =>
-            this.deps.web.chat.postEphemeral({
-              channel,
-              user,
-              thread_ts: threadTs,
-              text,
-              blocks: [
-                sectionBlock(text),
-                questionActions({ ref, text, choices: [{ value: "stop", label: "Stop", style: "danger" }] }),
-              ],
-            }),
-          { dropAfterMs: STOP_OFFER_LATE_MS },
-        )
-        .catch((err: unknown) => log.debug({ err }, "Stop button not offered"));
-    }, STOP_OFFER_AFTER_MS);
-    timer.unref();
-    this.stopOffer.signal.addEventListener("abort", () => clearTimeout(timer), { once: true });
+    offerStopLater(this.deps, { ...this.place, user }, ref, this.stopOffer.signal);
   }
 
   async ask(question: Question): Promise<string> {
@@ -369,37 +330,4 @@ export class SlackReply implements Reply {
       blocks: [sectionBlock(text)],
     });
   }
-}
-
-/** Rating buttons that cannot be shown within this long after the answer are not shown. */
-const RATING_LATE_MS = 3_000;
-
-/** An answer still being written after this long gets its Stop button. */
-const STOP_OFFER_AFTER_MS = 2_000;
-/** A Stop offer that cannot go out within this long (the workspace's budget is spent) is not made. */
-const STOP_OFFER_LATE_MS = 3_000;
-
-/** Slack's section text holds at most 3,000 characters. */
-function sectionBlock(text: string) {
-  const mrkdwn = toMrkdwn(text);
-  return {
-    type: "section",
-    text: { type: "mrkdwn", text: mrkdwn.length > 3000 ? `${mrkdwn.slice(0, 2999)}…` : mrkdwn },
-  };
-}
-
-function questionActions(question: Question) {
-  return {
-    type: "actions",
-    block_id: `q-${question.ref}`.slice(0, 255),
-    elements: question.choices.map((c) => ({
-      type: "button",
-      action_id: interactionId(question.ref, c.value),
-      value: c.value,
-      text: { type: "plain_text", text: c.label.slice(0, 75) },
-      ...(c.style ? { style: c.style } : {}),
-      // A link button opens the page; Slack still tells the app about the click.
-      ...(c.url ? { url: c.url.slice(0, 3000) } : {}),
-    })),
-  };
 }

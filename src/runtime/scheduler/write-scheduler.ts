@@ -5,59 +5,23 @@ import { log } from "../../log.js";
 import { RateLimitedError } from "../message-ops.js";
 import { type BudgetBook, LocalBudgets, type WritePolicy } from "./budgets.js";
 
+import { SignalWatch } from "./signal-watch.js";
+import {
+  type CallOptions,
+  evaluated,
+  LANES,
+  type Lane,
+  type WriteContext,
+  WriteDropped,
+  type WritePlan,
+} from "./write-plan.js";
+
 export type { BucketLimit, BudgetBook, WritePolicy } from "./budgets.js";
-
-/**
- * Which writes go first when a platform's budget is short. A thread's first visible write
- * and an answer's final text before anything else; then intermediate edits and statuses;
- * typing, renames and acknowledgements last (and droppable).
- */
-export type Lane = "first" | "final" | "update" | "background";
-const LANES: readonly Lane[] = ["first", "final", "update", "background"];
-
-/** One write, run when its lane and budgets allow it. */
-export interface WritePlan<T> {
-  /** Evaluated at every pick: a write waiting as an update becomes final when the answer ends. */
-  lane: Lane | (() => Lane);
-  /**
-   * The budgets the write draws on, narrowest first (Slack: the method in this channel,
-   * then the method in the workspace). A 429 pauses the narrowest, and a wider one once
-   * two of its narrower buckets met a 429. Evaluated at pick time, like `lane`.
-   */
-  buckets: readonly string[] | (() => readonly string[]);
-  /** Within a lane the stalest thread goes first: when this one last wrote (default: when submitted). */
-  since?: () => number;
-  /** Given up (rejected with `WriteDropped`) when not started within this long. */
-  dropAfterMs?: number;
-  /** Rejected with `WriteDropped` unless it can start at once (a caller with a cheaper way out). */
-  now?: boolean;
-  /** Rejected with `WriteDropped` when aborted before it started. */
-  signal?: AbortSignal;
-  /**
-   * A 429 puts the write back in line (true, the default: a 429 wrote nothing), or rejects
-   * with the `RateLimitedError` so the caller can choose another way (the budget is paused either way).
-   */
-  requeue?: boolean;
-  /** For logs. */
-  what?: string;
-  run(): Promise<T>;
-}
+export type { CallOptions, Lane, WriteContext, WritePlan } from "./write-plan.js";
+export { WriteDropped } from "./write-plan.js";
 
 /** Why a write that must start at once did not. */
 const NO_ROOM = "the platform's budget for it is spent right now";
-
-/** A plan's lane or buckets, which it may give as a function evaluated at each pick. */
-function evaluated<T>(x: T | (() => T)): T {
-  return typeof x === "function" ? (x as () => T)() : x;
-}
-
-/** A write the scheduler gave up on before it started: nothing was written. */
-export class WriteDropped extends Error {
-  constructor(what: string, why: string) {
-    super(`${what} not written: ${why}`);
-    this.name = "WriteDropped";
-  }
-}
 
 /**
  * Share of a bucket each lane leaves to the lanes above it. Updates leave 40 %: on
@@ -87,15 +51,6 @@ export interface SchedulerStats {
   limited: number;
 }
 
-/** How a platform call made outside a granted write is to be scheduled (see `WriteScheduler.as`). */
-export type CallOptions = Pick<WritePlan<unknown>, "dropAfterMs" | "now" | "signal" | "requeue">;
-
-/** Calls made inside a granted write pass straight through; others say which lane they belong to. */
-export interface WriteContext extends CallOptions {
-  granted: boolean;
-  lane?: Lane;
-}
-
 /**
  * One per platform connection (a Slack workspace, a Discord bot): every write of every
  * thread goes through it. It runs the most urgent write whose budgets have room, the
@@ -106,8 +61,10 @@ export interface WriteContext extends CallOptions {
 export class WriteScheduler {
   private readonly budgets: BudgetBook;
   private readonly waiting = new Set<Waiting>();
-  /** The writes waiting with each caller's signal (see `watch`). */
-  private readonly watched = new Map<AbortSignal, { writes: Set<Waiting>; cancel: () => void }>();
+  /** The writes waiting with each caller's signal: cancelled when it aborts before they start. */
+  private readonly signals = new SignalWatch<Waiting>((w) => {
+    if (this.waiting.delete(w)) w.reject(new WriteDropped(w.plan.what ?? "write", "cancelled"));
+  });
   private readonly context = new ContextSlot<WriteContext>("write");
   private pumpQueued = false;
   private timer: ReturnType<typeof setTimeout> | null = null;
@@ -190,11 +147,11 @@ export class WriteScheduler {
       const w: Waiting = {
         plan: plan as WritePlan<unknown>,
         resolve: (v: unknown) => {
-          if (signal) this.unwatch(signal, w);
+          if (signal) this.signals.delete(signal, w);
           resolve(v as T);
         },
         reject: (err: unknown) => {
-          if (signal) this.unwatch(signal, w);
+          if (signal) this.signals.delete(signal, w);
           reject(err);
         },
         submitted: Date.now(),
@@ -203,40 +160,9 @@ export class WriteScheduler {
       };
       queued(w);
       this.waiting.add(w);
-      if (signal) this.watch(signal, w);
+      if (signal) this.signals.add(signal, w);
       this.kick();
     });
-  }
-
-  /**
-   * One abort listener per signal, for all the writes waiting with it. The signal is often
-   * shared and outlives its writes (an adapter's "stopping"): a listener per write meant
-   * hundreds on it under a crowd, each added by walking the ones already there (and
-   * Node's leak warning past ten). The listener goes with the signal's last write.
-   */
-  private watch(signal: AbortSignal, w: Waiting): void {
-    let watched = this.watched.get(signal);
-    if (!watched) {
-      const writes = new Set<Waiting>();
-      const cancel = () => {
-        this.watched.delete(signal);
-        for (const x of writes) {
-          if (this.waiting.delete(x)) x.reject(new WriteDropped(x.plan.what ?? "write", "cancelled"));
-        }
-      };
-      watched = { writes, cancel };
-      this.watched.set(signal, watched);
-      signal.addEventListener("abort", cancel, { once: true });
-    }
-    watched.writes.add(w);
-  }
-
-  /** The write settled: its signal no longer needs to reach it. */
-  private unwatch(signal: AbortSignal, w: Waiting): void {
-    const watched = this.watched.get(signal);
-    if (!watched?.writes.delete(w) || watched.writes.size > 0) return;
-    signal.removeEventListener("abort", watched.cancel);
-    this.watched.delete(signal);
   }
 
   /**

@@ -1,0 +1,113 @@
+import type { WebClient } from "@slack/web-api";
+import { log } from "../../log.js";
+import type { Question } from "../../runtime/contract.js";
+import { interactionId } from "../../runtime/interaction-ids.js";
+import type { WriteScheduler } from "../../runtime/scheduler/write-scheduler.js";
+import { feedbackBlock } from "./message-ops.js";
+import { toMrkdwn } from "./mrkdwn.js";
+
+/*
+ * What a Slack reply offers beside its answer: the rating buttons under a finished one,
+ * the asker's Stop button under a long one, and the blocks of a question with buttons.
+ * Offers are not answers: they go in the background lane, and not at all when late.
+ */
+
+interface OfferDeps {
+  web: WebClient;
+  scheduler: WriteScheduler;
+}
+
+/** Rating buttons that cannot be shown within this long after the answer are not shown. */
+const RATING_LATE_MS = 3_000;
+/** An answer still being written after this long gets its Stop button. */
+const STOP_OFFER_AFTER_MS = 2_000;
+/** A Stop offer that cannot go out within this long (the workspace's budget is spent) is not made. */
+const STOP_OFFER_LATE_MS = 3_000;
+
+/** The answer's last message rewritten with its text in a `markdown` block and the rating buttons under it. */
+export async function showRatingButtons(
+  deps: OfferDeps,
+  channel: string,
+  last: { id: string; text: string },
+  ref: string,
+): Promise<void> {
+  await deps.scheduler
+    .as(
+      "background",
+      () =>
+        deps.web.chat.update({
+          channel,
+          ts: last.id,
+          // The notification text beside the blocks: the whole message (well under Slack's 40,000).
+          text: last.text,
+          blocks: [{ type: "markdown", text: last.text }, feedbackBlock(ref)],
+        }),
+      // Behind every answer (the background lane), briefly: a channel's edits are paced, and
+      // the final text has just used its budget. Late or met by a 429, it is dropped.
+      { dropAfterMs: RATING_LATE_MS, requeue: false },
+    )
+    .catch((err: unknown) => log.debug({ err }, "rating buttons not shown"));
+}
+
+/**
+ * A Stop button for the asker, in a private message under the thread, once the answer
+ * has taken longer than a glance (unless `answered` aborted first): a message written
+ * with `markdown_text` cannot carry buttons, and a quick answer needs none.
+ */
+export function offerStopLater(
+  deps: OfferDeps,
+  place: { channel: string; threadTs: string; user: string },
+  ref: string,
+  answered: AbortSignal,
+): void {
+  const { channel, threadTs, user } = place;
+  const timer = setTimeout(() => {
+    if (answered.aborted) return;
+    const text = "Still working on your answer. Stop it here if it is going the wrong way.";
+    // An offer, not an answer: it goes after every answer's writes, and not at all when late.
+    void deps.scheduler
+      .as(
+        "background",
+        () =>
+          deps.web.chat.postEphemeral({
+            channel,
+            user,
+            thread_ts: threadTs,
+            text,
+            blocks: [
+              sectionBlock(text),
+              questionActions({ ref, text, choices: [{ value: "stop", label: "Stop", style: "danger" }] }),
+            ],
+          }),
+        { dropAfterMs: STOP_OFFER_LATE_MS },
+      )
+      .catch((err: unknown) => log.debug({ err }, "Stop button not offered"));
+  }, STOP_OFFER_AFTER_MS);
+  timer.unref();
+  answered.addEventListener("abort", () => clearTimeout(timer), { once: true });
+}
+
+/** Slack's section text holds at most 3,000 characters. */
+export function sectionBlock(text: string) {
+  const mrkdwn = toMrkdwn(text);
+  return {
+    type: "section",
+    text: { type: "mrkdwn", text: mrkdwn.length > 3000 ? `${mrkdwn.slice(0, 2999)}…` : mrkdwn },
+  };
+}
+
+export function questionActions(question: Question) {
+  return {
+    type: "actions",
+    block_id: `q-${question.ref}`.slice(0, 255),
+    elements: question.choices.map((c) => ({
+      type: "button",
+      action_id: interactionId(question.ref, c.value),
+      value: c.value,
+      text: { type: "plain_text", text: c.label.slice(0, 75) },
+      ...(c.style ? { style: c.style } : {}),
+      // A link button opens the page; Slack still tells the app about the click.
+      ...(c.url ? { url: c.url.slice(0, 3000) } : {}),
+    })),
+  };
+}

@@ -1,0 +1,62 @@
+/*
+ * What a write asks of the scheduler (its lane, its budgets, how long it may wait) and
+ * the error it gets when the scheduler gives up on it.
+ */
+
+/**
+ * Which writes go first when a platform's budget is short. A thread's first visible write
+ * and an answer's final text before anything else; then intermediate edits and statuses;
+ * typing, renames and acknowledgements last (and droppable).
+ */
+export type Lane = "first" | "final" | "update" | "background";
+export const LANES: readonly Lane[] = ["first", "final", "update", "background"];
+
+/** One write, run when its lane and budgets allow it. */
+export interface WritePlan<T> {
+  /** Evaluated at every pick: a write waiting as an update becomes final when the answer ends. */
+  lane: Lane | (() => Lane);
+  /**
+   * The budgets the write draws on, narrowest first (Slack: the method in this channel,
+   * then the method in the workspace). A 429 pauses the narrowest, and a wider one once
+   * two of its narrower buckets met a 429. Evaluated at pick time, like `lane`.
+   */
+  buckets: readonly string[] | (() => readonly string[]);
+  /** Within a lane the stalest thread goes first: when this one last wrote (default: when submitted). */
+  since?: () => number;
+  /** Given up (rejected with `WriteDropped`) when not started within this long. */
+  dropAfterMs?: number;
+  /** Rejected with `WriteDropped` unless it can start at once (a caller with a cheaper way out). */
+  now?: boolean;
+  /** Rejected with `WriteDropped` when aborted before it started. */
+  signal?: AbortSignal;
+  /**
+   * A 429 puts the write back in line (true, the default: a 429 wrote nothing), or rejects
+   * with the `RateLimitedError` so the caller can choose another way (the budget is paused either way).
+   */
+  requeue?: boolean;
+  /** For logs. */
+  what?: string;
+  run(): Promise<T>;
+}
+
+/** A plan's lane or buckets, which it may give as a export function evaluated at each pick. */
+export function evaluated<T>(x: T | (() => T)): T {
+  return typeof x === "function" ? (x as () => T)() : x;
+}
+
+/** A write the scheduler gave up on before it started: nothing was written. */
+export class WriteDropped extends Error {
+  constructor(what: string, why: string) {
+    super(`${what} not written: ${why}`);
+    this.name = "WriteDropped";
+  }
+}
+
+/** How a platform call made outside a granted write is to be scheduled (see `WriteScheduler.as`). */
+export type CallOptions = Pick<WritePlan<unknown>, "dropAfterMs" | "now" | "signal" | "requeue">;
+
+/** Calls made inside a granted write pass straight through; others say which lane they belong to. */
+export interface WriteContext extends CallOptions {
+  granted: boolean;
+  lane?: Lane;
+}
