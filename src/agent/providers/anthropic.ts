@@ -10,7 +10,7 @@ import type {
 } from "@anthropic-ai/sdk/resources/messages";
 import type { ChatMessage, Usage, UserMessage } from "../../core/messages.js";
 import { log } from "../../log.js";
-import { type EventSink, pushed } from "./coalesce.js";
+import type { EventSink } from "./coalesce.js";
 import { abortedError, isTransientStreamError, toProviderError } from "./errors.js";
 import type { ModelEvent, ModelRequest, Provider, StopReason, ToolSpec } from "./provider.js";
 import { StreamInterrupted, streamWithRetry } from "./retry.js";
@@ -50,8 +50,11 @@ export class AnthropicProvider implements Provider {
   }
 
   stream(req: ModelRequest, signal: AbortSignal): AsyncIterable<ModelEvent> {
-    const opts = { provider: this.name, maxRetries: this.maxRetries, signal };
-    return pushed((sink) => streamWithRetry((attempt) => this.attempt(req, signal, attempt), opts, sink));
+    return streamWithRetry((sink) => this.attempt(req, signal, sink), {
+      provider: this.name,
+      maxRetries: this.maxRetries,
+      signal,
+    });
   }
 
   async listModels(signal?: AbortSignal): Promise<string[]> {

@@ -1,4 +1,4 @@
-import type { ModelEvent, Provider } from "./provider.js";
+import type { ModelEvent } from "./provider.js";
 
 /*
  * A model's stream read as it arrives and handed on in batches: what came while the
@@ -29,15 +29,7 @@ export function pushed(produce: (sink: EventSink) => Promise<void>): AsyncGenera
   return arrivals.drain(() => undefined);
 }
 
-/** The provider with its stream handed on in batches (for providers that do not push). */
-export function coalescing(provider: Provider): Provider {
-  return {
-    name: provider.name,
-    listModels: (signal) => provider.listModels(signal),
-    stream: (req, signal) => coalesce(provider.stream(req, signal)),
-  };
-}
-
+/** An iterable source handed on in batches, as `pushed` hands on a pushing one. */
 export function coalesce(source: AsyncIterable<ModelEvent>): AsyncGenerator<ModelEvent> {
   const arrivals = new Arrivals();
   const iterator = source[Symbol.asyncIterator]();

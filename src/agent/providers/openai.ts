@@ -8,7 +8,7 @@ import type {
 } from "openai/resources/chat/completions";
 import type { ChatMessage, ToolCall, UserMessage } from "../../core/messages.js";
 import { log } from "../../log.js";
-import { type EventSink, pushed } from "./coalesce.js";
+import type { EventSink } from "./coalesce.js";
 import { abortedError, isTransientStreamError, toProviderError } from "./errors.js";
 import type { ModelEvent, ModelRequest, Provider, StopReason, ToolSpec } from "./provider.js";
 import { StreamInterrupted, streamWithRetry } from "./retry.js";
@@ -49,8 +49,11 @@ export class OpenAIProvider implements Provider {
   }
 
   stream(req: ModelRequest, signal: AbortSignal): AsyncIterable<ModelEvent> {
-    const opts = { provider: this.name, maxRetries: this.maxRetries, signal };
-    return pushed((sink) => streamWithRetry((attempt) => this.attempt(req, signal, attempt), opts, sink));
+    return streamWithRetry((sink) => this.attempt(req, signal, sink), {
+      provider: this.name,
+      maxRetries: this.maxRetries,
+      signal,
+    });
   }
 
   async listModels(signal?: AbortSignal): Promise<string[]> {

@@ -1,7 +1,7 @@
 import { log } from "../../log.js";
-import type { EventSink } from "./coalesce.js";
+import { type EventSink, pushed } from "./coalesce.js";
 import { abortedError, brokeOffError, unavailableError } from "./errors.js";
-import type { ProviderName } from "./provider.js";
+import type { ModelEvent, ProviderName } from "./provider.js";
 
 /**
  * Thrown by a provider when a stream's body fails or ends early after the HTTP response
@@ -27,12 +27,19 @@ export interface StreamRetryOptions {
 const MAX_DELAY_MS = 8_000;
 
 /**
- * Runs `attempt`, which hands its events to `sink` as it reads them. A `StreamInterrupted`
- * before the first event means a fresh request (after a back-off); after the first event
- * it is an `llm_unavailable` error, since repeating would show the person the start of
- * the answer twice.
+ * The events of `attempt`, which hands them to its sink as it reads them, handed on in
+ * batches (see `pushed`). A `StreamInterrupted` before the first event means a fresh
+ * request (after a back-off); after the first event it is an `llm_unavailable` error,
+ * since repeating would show the person the start of the answer twice.
  */
-export async function streamWithRetry(
+export function streamWithRetry(
+  attempt: (sink: EventSink) => Promise<void>,
+  opts: StreamRetryOptions,
+): AsyncIterable<ModelEvent> {
+  return pushed((sink) => retrying(attempt, opts, sink));
+}
+
+async function retrying(
   attempt: (sink: EventSink) => Promise<void>,
   opts: StreamRetryOptions,
   sink: EventSink,
