@@ -12,6 +12,7 @@ import { type OAuthSignIns, SHARED } from "./mcp/oauth/sign-ins.js";
 import { loadMcpConfig, type ServerConfig } from "./mcp/servers.js";
 import { type HealthServer, startHealthServer } from "./ops/health.js";
 import { Metrics } from "./ops/metrics.js";
+import { samplerFrom } from "./ops/trace-sampler.js";
 import { tracedProvider } from "./ops/traced-provider.js";
 import { startTracing, tracesProtocol } from "./ops/tracing.js";
 import { Budgets } from "./runtime/budgets.js";
@@ -108,9 +109,10 @@ export async function buildCore(opts: CoreOptions = {}): Promise<Core> {
     }
     return p;
   };
-  // Fail on a missing key now, not at the first message; and on a trace protocol we cannot send.
+  // Fail on a missing key now, not at the first message; and on a trace protocol or sampler we cannot honour.
   providerForModel(config.llm.model);
   tracesProtocol(env);
+  samplerFrom(env);
 
   const store = await openStore(loaded.storeUrl);
   // Sign-ins finish in the health server's /oauth/callback: its address is known once it listens.

@@ -34,16 +34,27 @@ export const GEN_AI = {
 
 export const VERSION = "0.1.0";
 
+let registered: Tracer | undefined;
 let cached: { provider: TracerProvider; tracer: Tracer } | undefined;
 
 /**
+ * The tracer `tracer()` returns from now on (ops/tracing.ts, when it registers an
+ * exporter; undefined when it shuts down): taken as is, where the API would look its
+ * global provider up (and check its version) on every span.
+ */
+export function useTracer(t: Tracer | undefined): void {
+  registered = t;
+}
+
+/**
  * Spans of Switchboard: a no-op until ops/tracing.ts registered an exporter (then nearly
- * free). Kept while the global provider is the same one: asking the provider for it
- * builds a key string each time, a cost on every write of a traced turn. A tracer taken
- * before registration follows the provider registered later; after `trace.disable()`
- * the global provider is a new object, so the next call takes a tracer from that one.
+ * free). Otherwise the global provider's, kept while the global provider is the same
+ * one: asking the provider for it builds a key string each time. A tracer taken before
+ * registration follows the provider registered later; after `trace.disable()` the global
+ * provider is a new object, so the next call takes a tracer from that one.
  */
 export function tracer(): Tracer {
+  if (registered) return registered;
   const provider = trace.getTracerProvider();
   if (cached?.provider !== provider)
     cached = { provider, tracer: provider.getTracer("switchboard", VERSION) };

@@ -3,6 +3,7 @@ import {
   type Attributes,
   type AttributeValue,
   type Context,
+  type ContextManager,
   context,
   type Exception,
   type HrTime,
@@ -18,11 +19,18 @@ import {
   type Tracer,
   type TracerOptions,
   type TracerProvider,
+  type TraceState,
   trace,
 } from "@opentelemetry/api";
 import { isAttributeValue, millisToHrTime, sanitizeAttributes } from "@opentelemetry/core";
 import type { Resource } from "@opentelemetry/resources";
-import type { ReadableSpan, SpanProcessor, TimedEvent } from "@opentelemetry/sdk-trace-node";
+import {
+  type ReadableSpan,
+  type Sampler,
+  SamplingDecision,
+  type SpanProcessor,
+  type TimedEvent,
+} from "@opentelemetry/sdk-trace-node";
 import {
   ATTR_EXCEPTION_MESSAGE,
   ATTR_EXCEPTION_STACKTRACE,
@@ -30,17 +38,18 @@ import {
 } from "@opentelemetry/semantic-conventions";
 
 /*
- * A turn's spans below its own are recorded as plain objects and handed, in batches, to
- * the SDK's span processor, each as the finished span it exports (a ReadableSpan): the
- * SDK still batches and exports every span, but the work of its Span class (sampling
- * again under a parent already sampled, time conversions, a processor call per span) is
- * not done among the turn's other work. Measured with perf in the tracing bench,
- * recording then making SDK spans in batches took the main thread's time in tracing code
- * from 6.1 % to 3.6 % of the bot's own; handing the recorded spans themselves instead of
+ * Spans are recorded as plain objects and handed, in batches, to the SDK's span
+ * processor, each as the finished span it exports (a ReadableSpan): the SDK still batches
+ * and exports every span, but the work of its Span class (sampling again under a parent
+ * already sampled, time conversions, span metrics, a processor call per span) is not
+ * done among the turn's other work. Measured with perf in the tracing bench, recording
+ * then making SDK spans in batches took the main thread's time in tracing code from
+ * 6.1 % to 3.6 % of the bot's own; handing the recorded spans themselves instead of
  * making SDK spans of them halved what is left (a turn of eleven spans, serialized for
- * OTLP, alone: 154-223 µs before, 65-122 µs after). A trace's root span (a turn's) is
- * the SDK's own: its sampling decision is the one its recorded children follow, as every
- * standard sampler's would.
+ * OTLP, alone: 154-223 µs before, 65-122 µs after). A trace's root (a turn's span) asks
+ * the configured sampler, as the SDK's tracer would; its children follow its decision,
+ * as every standard sampler's would. Left to the SDK's Span class, the root alone was
+ * about half of what tracing still cost a turn in the bot's V8 profile.
  */
 
 /** Spans handed to the processor at once when this many have ended, else after FLUSH_AFTER_MS. */
@@ -54,20 +63,23 @@ function now(): number {
   return performance.timeOrigin + performance.now();
 }
 
-/** Random bytes for span ids, drawn from the OS a few kilobytes at a time. */
+/** Random bytes for span and trace ids, drawn from the OS a few kilobytes at a time. */
 const idPool = Buffer.alloc(8 * 512);
 let idAt = idPool.length;
 
-/** 64 random bits in hex, never all zero (W3C). */
-function newSpanId(): string {
+/** `bytes` random bytes (8 or 16) in hex, never all zero (W3C's span and trace ids). */
+function randomId(bytes: 8 | 16): string {
   for (;;) {
-    if (idAt === idPool.length) {
+    if (idAt + bytes > idPool.length) {
       randomFillSync(idPool);
       idAt = 0;
     }
     const at = idAt;
-    idAt += 8;
-    if (idPool.readBigUInt64BE(at) !== 0n) return idPool.toString("hex", at, at + 8);
+    idAt += bytes;
+    // Zero is checked a word at a time: reading 64 bits at once would make a BigInt.
+    let any = 0;
+    for (let i = at; i < at + bytes; i += 4) any |= idPool.readUInt32LE(i);
+    if (any !== 0) return idPool.toString("hex", at, at + bytes);
   }
 }
 
@@ -98,7 +110,7 @@ type InstrumentationScope = ReadableSpan["instrumentationScope"];
 
 /** Where a tracer's finished spans go, and what they say of where they come from. */
 interface Scope {
-  sink: { batch: SpanBatch; resource: Resource };
+  sink: { batch: SpanBatch; resource: Resource; sampler: Sampler; contexts: Contexts };
   /** The tracer's name and version, one object shared by its spans. */
   instrumentation: InstrumentationScope;
 }
@@ -117,7 +129,8 @@ class RecordedSpan implements Span, ReadableSpan {
   private readonly startMs: number;
   /** Milliseconds since the epoch; 0 while the span is open. */
   private endMs = 0;
-  readonly attributes: Attributes = {};
+  /** No prototype: a key such as "constructor" is the span's own, new until set. */
+  readonly attributes: Attributes = Object.create(null);
   /** Attributes kept, for the limit. */
   private count = 0;
   droppedAttributesCount = 0;
@@ -128,18 +141,17 @@ class RecordedSpan implements Span, ReadableSpan {
   status: SpanStatus = UNSET;
   private noted: Event[] | undefined;
 
+  /** `parentSpanContext`: undefined for a trace's root. */
   constructor(
     private readonly scope: Scope,
     public name: string,
     options: SpanOptions,
-    readonly parentSpanContext: SpanContext,
+    readonly parentSpanContext: SpanContext | undefined,
+    traceId: string,
+    traceState: TraceState | undefined,
   ) {
-    this.context = {
-      traceId: parentSpanContext.traceId,
-      spanId: newSpanId(),
-      traceFlags: TraceFlags.SAMPLED,
-      ...(parentSpanContext.traceState && { traceState: parentSpanContext.traceState }),
-    };
+    // One shape for every span's context, as the SDK's (traceState undefined when none).
+    this.context = { traceId, spanId: randomId(8), traceFlags: TraceFlags.SAMPLED, traceState };
     this.startMs = timeOf(options.startTime);
     this.kind = options.kind ?? SpanKind.INTERNAL;
     if (options.attributes) this.setAttributes(options.attributes);
@@ -193,9 +205,14 @@ class RecordedSpan implements Span, ReadableSpan {
 
   /** Kept as the SDK keeps it: a valid value, within the count limit (a new key past it is dropped). */
   setAttribute(key: string, value: AttributeValue): this {
-    if (this.endMs !== 0 || !isKept(value)) return this;
-    if (this.count < ATTRIBUTE_COUNT_LIMIT || key in this.attributes) {
-      if (!(key in this.attributes)) this.count++;
+    if (this.endMs !== 0) return this;
+    const kind = typeof value;
+    // Strings, numbers and booleans (nearly every value) are kept without the array check.
+    if (kind !== "string" && kind !== "number" && kind !== "boolean" && !isKept(value)) return this;
+    // A kept value is never undefined, so undefined here means a new key.
+    if (this.attributes[key] !== undefined) this.attributes[key] = value;
+    else if (this.count < ATTRIBUTE_COUNT_LIMIT) {
+      this.count++;
       this.attributes[key] = value;
     } else this.droppedAttributesCount++;
     return this;
@@ -277,6 +294,7 @@ class SpanBatch {
   constructor(private readonly processor: SpanProcessor) {}
 
   add(span: RecordedSpan): void {
+    if (process.env.SWITCHBOARD_TRACE_DROP === "1") return;
     this.spans.push(span);
     if (this.spans.length >= FLUSH_AT) this.flush();
     else if (!this.timer) {
@@ -295,20 +313,54 @@ class SpanBatch {
   }
 }
 
-/** A tracer of the SDK's whose spans under a sampled parent are recorded, then handed over in batches. */
+/** A tracer whose spans are recorded, then handed to the SDK's processor in batches. */
 class BatchedTracer implements Tracer {
-  constructor(
-    private readonly sdk: Tracer,
-    private readonly scope: Scope,
-  ) {}
+  constructor(private readonly scope: Scope) {}
 
-  startSpan(name: string, options: SpanOptions = {}, ctx: Context = context.active()): Span {
+  startSpan(name: string, options: SpanOptions = {}, ctx: Context = this.scope.sink.contexts.active()): Span {
     const parent = options.root ? undefined : trace.getSpanContext(ctx);
-    // A root: the SDK's own span, sampled by the SDK's sampler.
-    if (!parent || !trace.isSpanContextValid(parent)) return this.sdk.startSpan(name, options, ctx);
-    // Under a parent the sampler dropped (or a remote one not sampled): nothing to record.
-    if ((parent.traceFlags & TraceFlags.SAMPLED) === 0) return trace.wrapSpanContext(parent);
-    return new RecordedSpan(this.scope, name, options, parent);
+    if (parent && trace.isSpanContextValid(parent)) {
+      // Under a parent the sampler dropped (or a remote one not sampled): nothing to record.
+      if ((parent.traceFlags & TraceFlags.SAMPLED) === 0) return trace.wrapSpanContext(parent);
+      return new RecordedSpan(this.scope, name, options, parent, parent.traceId, parent.traceState);
+    }
+    return this.root(name, options, options.root ? trace.deleteSpan(ctx) : ctx);
+  }
+
+  /**
+   * A new trace, sampled as the SDK's tracer samples one. A span the sampler would only
+   * record (RECORD, not sampled) is never exported by the batch processor, the one
+   * processor here, so it is not recorded either.
+   */
+  private root(name: string, options: SpanOptions, ctx: Context): Span {
+    const traceId = randomId(16);
+    const kind = options.kind ?? SpanKind.INTERNAL;
+    const sampled = this.scope.sink.sampler.shouldSample(
+      ctx,
+      traceId,
+      name,
+      kind,
+      options.attributes ?? {},
+      options.links ?? NO_LINKS,
+    );
+    if (sampled.decision !== SamplingDecision.RECORD_AND_SAMPLED)
+      return trace.wrapSpanContext({
+        traceId,
+        spanId: randomId(8),
+        traceFlags: TraceFlags.NONE,
+        ...(sampled.traceState && { traceState: sampled.traceState }),
+      });
+    const attributes = sampled.attributes
+      ? { ...options.attributes, ...sampled.attributes }
+      : options.attributes;
+    return new RecordedSpan(
+      this.scope,
+      name,
+      { ...options, kind, ...(attributes && { attributes }) },
+      undefined,
+      traceId,
+      sampled.traceState,
+    );
   }
 
   startActiveSpan<F extends (span: Span) => unknown>(name: string, fn: F): ReturnType<F>;
@@ -331,36 +383,44 @@ class BatchedTracer implements Tracer {
   ): ReturnType<F> {
     const fn = (c ?? (typeof b === "function" ? b : a)) as F;
     const options = typeof a === "function" ? {} : (a ?? {});
-    const parent = typeof b === "object" ? b : context.active();
+    const contexts = this.scope.sink.contexts;
+    const parent = typeof b === "object" ? b : contexts.active();
     const span = this.startSpan(name, options, parent);
-    return context.with(trace.setSpan(parent, span), fn as (span: Span) => ReturnType<F>, undefined, span);
+    return contexts.with(trace.setSpan(parent, span), fn as (span: Span) => ReturnType<F>, undefined, span);
   }
 }
 
-/** The processor the SDK's provider hands its ended spans to, and the provider's resource. */
+/**
+ * The context manager's two calls a tracer makes. Called on the manager itself, not
+ * through the API's global `context`, which looks the manager up (and checks its version)
+ * on every call: a turn's spans make dozens.
+ */
+type Contexts = Pick<ContextManager, "active" | "with">;
+
+/** Where spans go and how traces are chosen: the SDK's processor, resource and sampler. */
 export interface SpanSink {
   processor: SpanProcessor;
   resource: Resource;
+  /** Asked once per trace, at its root. */
+  sampler: Sampler;
+  /** The registered context manager (the API's global `context` when not given). */
+  contexts?: Contexts;
 }
 
-/** The SDK's provider, its tracers batched; `flush` hands over what has ended (before shutting down). */
+/** Tracers whose spans are recorded, then handed over in batches; `flush` hands over what has ended. */
 export class BatchedTracerProvider implements TracerProvider {
   private readonly sink: Scope["sink"];
   private readonly tracers = new Map<string, Tracer>();
 
-  constructor(
-    private readonly sdk: TracerProvider,
-    /** Where recorded spans go: the same processor and resource as the SDK's own spans. */
-    { processor, resource }: SpanSink,
-  ) {
-    this.sink = { batch: new SpanBatch(processor), resource };
+  constructor({ processor, resource, sampler, contexts = context }: SpanSink) {
+    this.sink = { batch: new SpanBatch(processor), resource, sampler, contexts };
   }
 
   getTracer(name: string, version?: string, options?: TracerOptions): Tracer {
     const scope = `${name}@${version ?? ""}`;
     let tracer = this.tracers.get(scope);
     if (!tracer) {
-      tracer = new BatchedTracer(this.sdk.getTracer(name, version, options), {
+      tracer = new BatchedTracer({
         sink: this.sink,
         instrumentation: {
           name,

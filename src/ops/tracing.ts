@@ -3,13 +3,14 @@ import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-ho
 import { OTLPTraceExporter as JsonTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
 import { OTLPTraceExporter as ProtobufTraceExporter } from "@opentelemetry/exporter-trace-otlp-proto";
 import { resourceFromAttributes } from "@opentelemetry/resources";
-import { BatchSpanProcessor, NodeTracerProvider } from "@opentelemetry/sdk-trace-node";
+import { BatchSpanProcessor } from "@opentelemetry/sdk-trace-node";
 import { ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from "@opentelemetry/semantic-conventions";
 import { ContextSlot } from "../core/async-context.js";
-import { VERSION } from "../core/spans.js";
+import { useTracer, VERSION } from "../core/spans.js";
 import { safeAddress } from "../core/unreachable.js";
 import { log, registerSecret } from "../log.js";
 import { BatchedTracerProvider } from "./batched-tracer.js";
+import { samplerFrom } from "./trace-sampler.js";
 
 export interface Tracing {
   /** Sends the spans still buffered, then stops. */
@@ -30,24 +31,26 @@ export function startTracing(env: NodeJS.ProcessEnv = process.env): Tracing | un
     [ATTR_SERVICE_NAME]: env.OTEL_SERVICE_NAME ?? "switchboard",
     [ATTR_SERVICE_VERSION]: VERSION,
   });
+  const sampler = samplerFrom(env);
   const processor = new BatchSpanProcessor(
     protocol === "http/json" ? new JsonTraceExporter(options) : new ProtobufTraceExporter(options),
   );
-  const provider = new NodeTracerProvider({ resource, spanProcessors: [processor] });
-  // Spans under a turn's are made in batches (ops/batched-tracer.ts); the context manager
-  // lets spans find their parents across awaits. Nothing here propagates trace context
-  // to other services, so no propagator is set.
-  const batched = new BatchedTracerProvider(provider, { processor, resource });
+  // Spans are recorded as plain objects and reach the SDK's batch processor in batches
+  // (ops/batched-tracer.ts); the context manager lets spans find their parents across
+  // awaits. Nothing here propagates trace context to other services, so no propagator is set.
+  const contexts = new SlotContextManager();
+  contexts.enable();
+  context.setGlobalContextManager(contexts);
+  const batched = new BatchedTracerProvider({ processor, resource, sampler, contexts });
   trace.setGlobalTracerProvider(batched);
-  const contextManager = new SlotContextManager();
-  contextManager.enable();
-  context.setGlobalContextManager(contextManager);
+  useTracer(batched.getTracer("switchboard", VERSION));
   log.info({ endpoint: safeAddress(endpoint), protocol }, "tracing: spans are exported over OTLP/HTTP");
   return {
     async shutdown() {
       batched.flush();
-      await provider.shutdown().catch((err: unknown) => log.warn({ err }, "tracing: last spans not sent"));
+      await processor.shutdown().catch((err: unknown) => log.warn({ err }, "tracing: last spans not sent"));
       // A process may start the app again (tests): the next provider registers afresh.
+      useTracer(undefined);
       trace.disable();
       context.disable();
     },

@@ -19,6 +19,8 @@ export interface TurnObserver {
 
 /** The one log line of a turn: how it ended, how long it took, its tool calls and tokens. */
 export function logTurn(key: ThreadKey, result: TurnResult, ms: number): void {
+  // A line that would not be written is not built (a busy bot may log errors only).
+  if (!log.isLevelEnabled("info")) return;
   const outcome = result.parked ? "waiting" : result.outcome;
   const traceId = currentTraceId();
   log.info({ key, outcome, ms, ...turnFigures(result.events), ...(traceId ? { traceId } : {}) }, "turn");
