@@ -98,6 +98,10 @@ describe("traces", () => {
       expect(w.attributes["switchboard.write.platform"]).toBe("discord");
       expect(w.attributes["switchboard.write.rate_limited"]).toBe(0);
     }
+    // The reply's writes are named by the REST call they made, not by the writer's wish.
+    const names = writes.map((w) => w.name);
+    expect(names).not.toContain("discord reply write");
+    expect(names, names.join(", ")).toContain("discord POST /api/v10/channels/:id/messages");
     // The title is made after the turn, and still belongs to it.
     const afterTurn = receiver.spans.find((s: ReceivedSpan) => s.name === "switchboard.after_turn");
     expect(afterTurn?.parentSpanId).toBe(turn!.spanId);

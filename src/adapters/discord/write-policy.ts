@@ -125,14 +125,18 @@ export function scheduledFetch(scheduler: WriteScheduler) {
       return res;
     };
     const ctx = scheduler.callContext();
-    if (ctx?.granted) return send();
+    const what = () => `${init.method ?? "GET"} ${new URL(url).pathname.replace(/\d{6,}/g, ":id")}`;
+    if (ctx?.granted) {
+      if (ctx.span) scheduler.passedThrough(ctx, what());
+      return send();
+    }
     return scheduler.run({
       lane: ctx?.lane ?? route.lane,
       buckets: route.buckets,
       ...route.options,
       ...(ctx?.dropAfterMs !== undefined ? { dropAfterMs: ctx.dropAfterMs } : {}),
       ...(ctx?.signal ? { signal: ctx.signal } : {}),
-      what: `${init.method ?? "GET"} ${new URL(url).pathname.replace(/\d{6,}/g, ":id")}`,
+      what: what(),
       run: send,
     });
   };

@@ -66,7 +66,10 @@ export class ReportingWebClient extends WebClient {
     // A read made inside a granted write (a reply taken over looks up what it posted) is
     // still paced: passing straight through, it spent the method's tier unseen and met 429s.
     const ctx = read ? undefined : this.scheduler.callContext();
-    if (ctx?.granted) return this.call(method, options);
+    if (ctx?.granted) {
+      this.scheduler.passedThrough(ctx, method);
+      return this.call(method, options);
+    }
     const { lane, ...defaults } = slackDefaults(method);
     try {
       return await this.scheduler.run({

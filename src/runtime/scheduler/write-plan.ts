@@ -1,3 +1,4 @@
+import type { Span } from "@opentelemetry/api";
 /*
  * What a write asks of the scheduler (its lane, its budgets, how long it may wait) and
  * the error it gets when the scheduler gives up on it.
@@ -59,4 +60,8 @@ export type CallOptions = Pick<WritePlan<unknown>, "dropAfterMs" | "now" | "sign
 export interface WriteContext extends CallOptions {
   granted: boolean;
   lane?: Lane;
+  /** A granted write's span (when traced), named after the platform calls made in it. */
+  span?: Span;
+  /** The platform calls made in a granted write so far. */
+  calls?: string[];
 }

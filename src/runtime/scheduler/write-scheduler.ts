@@ -1,4 +1,4 @@
-import { SpanKind, SpanStatusCode } from "@opentelemetry/api";
+import { type Span, SpanKind, SpanStatusCode } from "@opentelemetry/api";
 import { ContextSlot } from "../../core/async-context.js";
 import { tracer } from "../../core/spans.js";
 import { log } from "../../log.js";
@@ -43,6 +43,8 @@ interface Waiting {
   seq: number;
   /** Told when the write is granted (its span's wait ends there). */
   onGrant?: () => void;
+  /** The write's span, when traced. */
+  span?: Span;
 }
 
 export interface SchedulerStats {
@@ -116,6 +118,7 @@ export class WriteScheduler {
     let waiting: Waiting | undefined;
     return this.enqueue(plan, (w) => {
       waiting = w;
+      w.span = span;
       w.onGrant = () => {
         granted ??= Date.now();
       };
@@ -177,6 +180,22 @@ export class WriteScheduler {
   /** The lane a platform client's call was placed in, and whether it runs inside a granted write. */
   callContext(): WriteContext | undefined {
     return this.context.get();
+  }
+
+  /**
+   * A platform client's call that passes straight through the granted write it runs in
+   * (`ctx` from `callContext`): the write's span is named after its first call, so a
+   * reply's write shows as "slack chat.postMessage", not as what the writer asked for;
+   * a write of several calls lists them all.
+   */
+  passedThrough(ctx: WriteContext, method: string): void {
+    const { span, calls } = ctx;
+    if (!span || !calls) return;
+    calls.push(method);
+    if (calls.length === 1) {
+      span.updateName(`${this.name} ${method}`);
+      span.setAttribute("switchboard.write.method", method);
+    } else span.setAttribute("switchboard.write.calls", [...calls]);
   }
 
   /** How long a write in `lane` on `buckets` would wait at `now`, in ms (0: it could start). */
@@ -305,7 +324,8 @@ export class WriteScheduler {
     this.budgets.spend(buckets, now);
     this.stats.granted[lane] += 1;
     w.onGrant?.();
-    const done = this.context.run({ granted: true }, () => {
+    const granted: WriteContext = w.span ? { granted: true, span: w.span, calls: [] } : { granted: true };
+    const done = this.context.run(granted, () => {
       try {
         return Promise.resolve(w.plan.run());
       } catch (err) {
