@@ -111,43 +111,56 @@ describeEachStore("write budgets shared by replicas on %s", (kind) => {
 
   it("never grants more of a long window than it holds, however the replicas' syncs interleave", async () => {
     const [a, b, c] = await threeSynced();
-    let granted = 0;
-    const takers = new Set<SharedBudgets>();
-    // Each replica in turn syncs and then grants all it may: every other replica's grants
-    // since its own last publication are unknown to it.
-    for (let round = 0; round < 12; round++) {
-      for (const r of [a, b, c]) {
-        await r.sync();
-        while (r.wait("tier", 0, Date.now()) === 0) {
-          r.spend(["tier"], Date.now());
-          granted += 1;
-          takers.add(r);
+    // The clock stands still: a claim lasts a second, and 36 syncs on a busy database may
+    // take longer; the interleaving is what is tested here, not a claim's expiry.
+    vi.useFakeTimers({ toFake: ["Date"] });
+    try {
+      let granted = 0;
+      const takers = new Set<SharedBudgets>();
+      // Each replica in turn syncs and then grants all it may: every other replica's grants
+      // since its own last publication are unknown to it.
+      for (let round = 0; round < 12; round++) {
+        for (const r of [a, b, c]) {
+          await r.sync();
+          while (r.wait("tier", 0, Date.now()) === 0) {
+            r.spend(["tier"], Date.now());
+            granted += 1;
+            takers.add(r);
+          }
         }
       }
+      // All of the window is used, and none beyond it.
+      expect(granted).toBe(7);
+      expect(takers.size).toBeGreaterThan(1);
+    } finally {
+      vi.useRealTimers();
     }
-    // All of the window is used, and none beyond it.
-    expect(granted).toBe(7);
-    expect(takers.size).toBeGreaterThan(1);
   });
 
   it("withdraws its claims when it stops, so that the others may use them at once", async () => {
     const [a, b, c] = await threeSynced();
-    // Each in turn wants "tier" (7 a minute) and claims its share of what the others left: 2, 1, 1.
-    for (const r of [a, b, c]) {
-      r.wait("tier", 0, Date.now());
-      await r.sync();
+    // The clock stands still, as above: c's claim must not expire on a slow database.
+    vi.useFakeTimers({ toFake: ["Date"] });
+    try {
+      // Each in turn wants "tier" (7 a minute) and claims its share of what the others left: 2, 1, 1.
+      for (const r of [a, b, c]) {
+        r.wait("tier", 0, Date.now());
+        await r.sync();
+      }
+      await a.close();
+      open.splice(open.indexOf(a), 1);
+      b.wait("tier", 0, Date.now());
+      await b.sync();
+      // a's two are free again: b's share is half of the six that c's claim leaves.
+      let granted = 0;
+      while (b.wait("tier", 0, Date.now()) === 0 && granted < 10) {
+        b.spend(["tier"], Date.now());
+        granted += 1;
+      }
+      expect(granted).toBe(3);
+    } finally {
+      vi.useRealTimers();
     }
-    await a.close();
-    open.splice(open.indexOf(a), 1);
-    b.wait("tier", 0, Date.now());
-    await b.sync();
-    // a's two are free again: b's share is half of the six that c's claim leaves.
-    let granted = 0;
-    while (b.wait("tier", 0, Date.now()) === 0 && granted < 10) {
-      b.spend(["tier"], Date.now());
-      granted += 1;
-    }
-    expect(granted).toBe(3);
   });
 
   it("shares a pause and what a 429 taught about a limit", async () => {
