@@ -63,8 +63,47 @@ export function renderSystemPrompt(config: Config, vars: PromptVars): string {
  */
 export function countTokens(text: string): number {
   if (text.length === 0) return 0;
+  if (text.length < CACHED_FROM) return countUncached(text);
+  const hit = counted.get(text);
+  if (hit !== undefined) {
+    // The most recently used last: the oldest go first.
+    counted.delete(text);
+    counted.set(text, hit);
+    return hit;
+  }
+  const n = countUncached(text);
+  counted.set(text, n);
+  countedChars += text.length;
+  for (const old of counted.keys()) {
+    if (countedChars <= CACHED_CHARS) break;
+    counted.delete(old);
+    countedChars -= old.length;
+  }
+  return n;
+}
+
+function countUncached(text: string): number {
   // Text such as "<|endoftext|>" in a user message is plain text here, never a reason to throw.
   return countO200k(text, { disallowedSpecial: new Set() });
+}
+
+/*
+ * Counts of longer texts, by the text itself. A thread's history comes back from the
+ * store as new objects every turn, with the same texts: looking a text up (hashing and
+ * comparing it) is far cheaper than encoding it again. Bounded by characters held.
+ */
+const CACHED_FROM = 256;
+const CACHED_CHARS = 2_000_000;
+const counted = new Map<string, number>();
+let countedChars = 0;
+
+/**
+ * Tokens `text` takes at most, without encoding it: every token is at least one UTF-8
+ * byte, and a UTF-16 unit is at most three. Enough to know that a prompt fits when it
+ * fits three times over, which spares most turns any counting at all.
+ */
+export function tokensAtMost(text: string): number {
+  return 3 * text.length;
 }
 
 /** Role markers and separators that every chat format adds around a message. */
@@ -86,19 +125,27 @@ function cacheKey(m: ChatMessage): string {
   return `${m.content.length}:${calls}:${parts}`;
 }
 
-function countMessage(m: ChatMessage): number {
-  let n = MESSAGE_OVERHEAD + countTokens(m.content);
+/** A message's tokens, each of its texts measured by `count` (exactly, or at most). */
+function countMessage(m: ChatMessage, count: (text: string) => number = countTokens): number {
+  let n = MESSAGE_OVERHEAD + count(m.content);
   if (m.role === "user") {
-    if (m.author) n += countTokens(m.author) + 1;
-    for (const part of m.parts ?? []) n += part.type === "image" ? IMAGE_TOKENS : countTokens(part.text);
+    if (m.author) n += count(m.author) + 1;
+    for (const part of m.parts ?? []) n += part.type === "image" ? IMAGE_TOKENS : count(part.text);
   } else if (m.role === "assistant") {
     for (const call of m.toolCalls ?? []) {
-      n += TOOL_CALL_OVERHEAD + countTokens(call.name);
-      n += countTokens(call.invalidArguments ?? JSON.stringify(call.arguments));
+      n += TOOL_CALL_OVERHEAD + count(call.name);
+      n += count(call.invalidArguments ?? JSON.stringify(call.arguments));
     }
   } else {
-    n += countTokens(m.name) + countTokens(m.toolCallId);
+    n += count(m.name) + count(m.toolCallId);
   }
+  return n;
+}
+
+/** Tokens the messages take at most (see `tokensAtMost`), without encoding any. */
+export function messagesTokensAtMost(messages: readonly ChatMessage[]): number {
+  let n = 0;
+  for (const m of messages) n += countMessage(m, tokensAtMost);
   return n;
 }
 
@@ -199,6 +246,8 @@ export function groupMessages(history: readonly ChatMessage[]): { groups: Messag
  */
 export function buildPrompt(opts: BuildPromptOptions): BuiltPrompt {
   const system = composeSystem(opts.system, opts.summary, opts.pinned);
+  const whole = wholeIfItFits(system, opts);
+  if (whole) return whole;
   const systemTokens = countTokens(system) + MESSAGE_OVERHEAD;
   const toolsTokens = opts.toolsTokens ?? 0;
   const currentTokens = opts.current ? messageTokens(opts.current) : 0;
@@ -229,6 +278,36 @@ export function buildPrompt(opts: BuildPromptOptions): BuiltPrompt {
     system,
     messages: opts.current ? [...kept, opts.current] : kept,
     promptTokens: systemTokens + toolsTokens + used + currentTokens,
+    omitted: Math.max(0, opts.history.length - keptOriginals),
+  };
+}
+
+/**
+ * The prompt with the whole history, when the most its texts could take fits the budget:
+ * nothing is encoded. `promptTokens` is then counted only if someone reads it.
+ */
+function wholeIfItFits(system: string, opts: BuildPromptOptions): BuiltPrompt | undefined {
+  const toolsTokens = opts.toolsTokens ?? 0;
+  const current = opts.current ? [opts.current] : [];
+  const atMost =
+    tokensAtMost(system) +
+    MESSAGE_OVERHEAD +
+    toolsTokens +
+    messagesTokensAtMost(opts.history) +
+    messagesTokensAtMost(current);
+  if (atMost > opts.limits.contextWindow - opts.limits.maxOutputTokens) return undefined;
+  const { groups } = groupMessages(opts.history);
+  const kept = groups.flat();
+  const messages = [...kept, ...current];
+  const keptOriginals = kept.filter((m) => !synthesized.has(m)).length;
+  let promptTokens: number | undefined;
+  return {
+    system,
+    messages,
+    get promptTokens() {
+      promptTokens ??= countTokens(system) + MESSAGE_OVERHEAD + toolsTokens + messagesTokens(messages);
+      return promptTokens;
+    },
     omitted: Math.max(0, opts.history.length - keptOriginals),
   };
 }

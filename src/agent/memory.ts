@@ -6,7 +6,7 @@ import type { ChatMessage } from "../core/messages.js";
 import { log } from "../log.js";
 import { withTimeout } from "../signals.js";
 import type { Session, SessionRepository } from "../store/sessions.js";
-import { countTokens, messagesTokens } from "./context.js";
+import { countTokens, messagesTokens, messagesTokensAtMost, tokensAtMost } from "./context.js";
 import { type ModelLimits, modelLimits } from "./model-limits.js";
 import type { Provider } from "./providers/provider.js";
 
@@ -72,7 +72,10 @@ export function foldPoint(messages: readonly ChatMessage[], keep: number): numbe
 
 export function needsCompression(session: Session, config: Config, limits: ModelLimits): boolean {
   if (foldPoint(session.messages, config.memory.keepMessages) === 0) return false;
-  return activeTokens(session) > compressThreshold(config, limits);
+  const threshold = compressThreshold(config, limits);
+  // Far below the threshold (most threads, after most turns): known without encoding anything.
+  if (messagesTokensAtMost(session.messages) + tokensAtMost(session.summary ?? "") <= threshold) return false;
+  return activeTokens(session) > threshold;
 }
 
 /** Old tool outputs are often pages of JSON; their head and tail carry what a summary needs. */

@@ -1,5 +1,5 @@
 import type { ChatMessage, ToolMessage } from "../core/messages.js";
-import { countTokens, messagesTokens } from "./context.js";
+import { countTokens, messagesTokens, messagesTokensAtMost, tokensAtMost } from "./context.js";
 import { headAndTail } from "./memory.js";
 
 /**
@@ -9,6 +9,8 @@ import { headAndTail } from "./memory.js";
  * so one bulky tool output cannot make the model refuse the whole turn.
  */
 export function fitStep(system: string, convo: ChatMessage[], firstOfTurn: number, budget: number): number {
+  // Nearly every step fits with room to spare: known without encoding anything.
+  if (tokensAtMost(system) + messagesTokensAtMost(convo) <= budget) return 0;
   let total = countTokens(system) + messagesTokens(convo);
   let trimmed = 0;
   while (total > budget) {
