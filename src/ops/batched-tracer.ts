@@ -318,7 +318,13 @@ class BatchedTracer implements Tracer {
   constructor(private readonly scope: Scope) {}
 
   startSpan(name: string, options: SpanOptions = {}, ctx: Context = this.scope.sink.contexts.active()): Span {
-    const parent = options.root ? undefined : trace.getSpanContext(ctx);
+    const parentSpan = options.root ? undefined : trace.getSpan(ctx);
+    // A parent recorded here is valid and sampled: its ids need no checking.
+    if (parentSpan instanceof RecordedSpan) {
+      const parent = parentSpan.spanContext();
+      return new RecordedSpan(this.scope, name, options, parent, parent.traceId, parent.traceState);
+    }
+    const parent = parentSpan?.spanContext();
     if (parent && trace.isSpanContextValid(parent)) {
       // Under a parent the sampler dropped (or a remote one not sampled): nothing to record.
       if ((parent.traceFlags & TraceFlags.SAMPLED) === 0) return trace.wrapSpanContext(parent);
