@@ -294,7 +294,6 @@ class SpanBatch {
   constructor(private readonly processor: SpanProcessor) {}
 
   add(span: RecordedSpan): void {
-    if (process.env.SWITCHBOARD_TRACE_DROP === "1") return;
     this.spans.push(span);
     if (this.spans.length >= FLUSH_AT) this.flush();
     else if (!this.timer) {
