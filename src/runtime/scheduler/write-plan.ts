@@ -1,4 +1,5 @@
 import type { Span } from "@opentelemetry/api";
+
 /*
  * What a write asks of the scheduler (its lane, its budgets, how long it may wait) and
  * the error it gets when the scheduler gives up on it.
@@ -40,7 +41,7 @@ export interface WritePlan<T> {
   run(): Promise<T>;
 }
 
-/** A plan's lane or buckets, which it may give as a export function evaluated at each pick. */
+/** A plan's lane or buckets, which it may give as a function evaluated at each pick. */
 export function evaluated<T>(x: T | (() => T)): T {
   return typeof x === "function" ? (x as () => T)() : x;
 }

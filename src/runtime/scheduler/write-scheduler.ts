@@ -4,7 +4,6 @@ import { tracer } from "../../core/spans.js";
 import { log } from "../../log.js";
 import { RateLimitedError } from "../message-ops.js";
 import { type BudgetBook, LocalBudgets, type WritePolicy } from "./budgets.js";
-
 import { SignalWatch } from "./signal-watch.js";
 import {
   type CallOptions,
