@@ -106,6 +106,15 @@ export class SlackState implements ModalState {
   readonly channels = new Map<string, EmuChannel>();
   /** All messages of all channels, in the order they were written. */
   readonly messages: EmuMessage[] = [];
+  /**
+   * "channel ts" -> the message with that ts and the replies in the thread it roots, in
+   * the order written: a lookup is then as cheap in a workspace of thousands of
+   * messages as in a new one (a benchmark's thousands of turns polled, and the bot's
+   * updates found, by scanning them all made the emulator the machine's busiest process).
+   */
+  private readonly byThread = new Map<string, EmuMessage[]>();
+  /** Channel -> its messages, in the order written. */
+  private readonly byChannel = new Map<string, EmuMessage[]>();
   readonly ephemerals: EmuEphemeral[] = [];
   readonly assistant = new Map<string, AssistantThreadState>();
   readonly files = new Map<string, EmuFile>();
@@ -158,7 +167,7 @@ export class SlackState implements ModalState {
   }
 
   find(channel: string, ts: string): EmuMessage | undefined {
-    return this.messages.find((m) => m.channel === channel && m.ts === ts && !m.deleted);
+    return this.byThread.get(`${channel} ${ts}`)?.find((m) => m.ts === ts && !m.deleted);
   }
 
   addMessage(
@@ -175,20 +184,22 @@ export class SlackState implements ModalState {
       deleted: false,
     };
     this.messages.push(message);
+    listed(this.byChannel, message.channel, message);
+    listed(this.byThread, `${message.channel} ${message.ts}`, message);
+    if (message.thread_ts && message.thread_ts !== message.ts)
+      listed(this.byThread, `${message.channel} ${message.thread_ts}`, message);
     return message;
   }
 
   /** The root and its replies, oldest first, without deleted ones. */
   thread(channel: string, ts: string): EmuMessage[] {
-    return this.messages.filter(
-      (m) => m.channel === channel && !m.deleted && (m.ts === ts || m.thread_ts === ts),
-    );
+    return (this.byThread.get(`${channel} ${ts}`) ?? []).filter((m) => !m.deleted);
   }
 
   /** Top-level messages of a channel, oldest first. */
   history(channel: string): EmuMessage[] {
-    return this.messages.filter(
-      (m) => m.channel === channel && !m.deleted && (!m.thread_ts || m.thread_ts === m.ts),
+    return (this.byChannel.get(channel) ?? []).filter(
+      (m) => !m.deleted && (!m.thread_ts || m.thread_ts === m.ts),
     );
   }
 
@@ -241,4 +252,11 @@ export function fileJson(f: EmuFile, baseUrl: string): Record<string, unknown> {
     url_private: `${baseUrl}/files/${f.id}/${encodeURIComponent(f.name)}`,
     url_private_download: `${baseUrl}/files/${f.id}/${encodeURIComponent(f.name)}?download=1`,
   };
+}
+
+/** Adds `item` to the list under `key`, starting the list on first use. */
+function listed<T>(map: Map<string, T[]>, key: string, item: T): void {
+  const list = map.get(key);
+  if (list) list.push(item);
+  else map.set(key, [item]);
 }
