@@ -40,6 +40,14 @@ export interface BudgetBook {
   limitedWithin(wide: string, narrow: string, now: number): boolean;
 }
 
+/**
+ * How far back the writes of a bucket without a known limit are kept: a limit learned
+ * later (Slack's, at a bucket's first 429) counts them, and none is longer than Discord's
+ * renames' ten minutes. Kept for ever, a busy bot's every chat.update was a number held to
+ * the end of the process, and each of a shared book's syncs read them all again.
+ */
+export const UNKNOWN_LIMIT_HISTORY_MS = 600_000;
+
 /** A wider bucket counts as spent when this many of its narrower buckets met a 429 within this long. */
 const ESCALATE_AFTER = 2;
 const ESCALATE_WINDOW_MS = 60_000;
@@ -117,9 +125,10 @@ export class LocalBudgets implements BudgetBook {
     if (usable < 1) return Number.POSITIVE_INFINITY;
     if (!b && others === NOTHING) return 0;
     const paused = Math.max(0, (b?.pausedUntil ?? 0) - now, others.pausedUntil - now);
+    const history = limit?.windowMs ?? UNKNOWN_LIMIT_HISTORY_MS;
+    if (b) while (b.sent.length > 0 && b.sent[0]! + history <= now) b.sent.shift();
     if (!limit) return paused;
     const inWindow = (at: number) => at + limit.windowMs > now;
-    if (b) while (b.sent.length > 0 && !inWindow(b.sent[0] ?? 0)) b.sent.shift();
     const sent = mergeSorted(b?.sent ?? [], others.sent.filter(inWindow));
     if (sent.length < usable) return paused;
     // The write that must leave the window before there is room again.

@@ -1,0 +1,43 @@
+import { describe, expect, it } from "vitest";
+import { type BucketView, LocalBudgets, UNKNOWN_LIMIT_HISTORY_MS, type WritePolicy } from "./budgets.js";
+
+/** "edits": 2 per second, known only once a 429 taught it (as Slack's chat.update per channel). */
+const policy: WritePolicy = {
+  limitOf: (bucket, learned) =>
+    bucket === "edits" && learned ? { capacity: 2, windowMs: 1_000 } : undefined,
+};
+
+/** The book with its view of a bucket in sight. */
+class Book extends LocalBudgets {
+  view(key: string): BucketView | undefined {
+    return this.ownView(key);
+  }
+}
+
+describe("local write budgets", () => {
+  it("keeps a bucket without a known limit to its last ten minutes of writes, not every write ever", () => {
+    const book = new Book(policy);
+    const start = 1_000_000;
+    // Twenty minutes of one edit a second, each asked for first as the scheduler asks.
+    for (let s = 0; s < 1_200; s++) {
+      const now = start + s * 1_000;
+      expect(book.wait("edits", 0, now)).toBe(0);
+      book.spend(["edits"], now);
+    }
+    const kept = book.view("edits")?.sent ?? [];
+    expect(kept.length).toBe(UNKNOWN_LIMIT_HISTORY_MS / 1_000);
+    expect(kept[0]).toBe(start + 1_200_000 - UNKNOWN_LIMIT_HISTORY_MS);
+  });
+
+  it("counts the writes before a limit was learned against it", () => {
+    const book = new Book(policy);
+    book.spend(["edits"], 10_000);
+    book.spend(["edits"], 10_200);
+    // A 429 teaches the limit (2 per second) and pauses the bucket for 100 ms.
+    book.pause("edits", 100, 10_300);
+    // Paused until 10,400; after that the two earlier writes still fill the window until 11,000.
+    expect(book.wait("edits", 0, 10_350)).toBe(650);
+    expect(book.wait("edits", 0, 10_900)).toBe(100);
+    expect(book.wait("edits", 0, 11_000)).toBe(0);
+  });
+});
