@@ -23,6 +23,7 @@ describeEachStore("write budgets shared by replicas on %s", (kind) => {
   const open: SharedBudgets[] = [];
 
   afterEach(async () => {
+    vi.useRealTimers();
     await Promise.all(open.splice(0).map((b) => b.close()));
     await stores.dispose();
   });
@@ -33,6 +34,16 @@ describeEachStore("write budgets shared by replicas on %s", (kind) => {
     const b = new SharedBudgets(policy, createState(await stores.open()), "test");
     open.push(a, b);
     return [a, b];
+  }
+
+  /**
+   * The clock stands still, and the replicas sync only when the test says: a sync their own
+   * timers started just before the test's (on a busy database, still reading the others'
+   * records) would hand the test its stale reading, and the interleaving is what is tested.
+   * Before the replicas start, so that their timers are fake ones.
+   */
+  function inTurns(): void {
+    vi.useFakeTimers({ toFake: ["Date", "setInterval", "clearInterval"] });
   }
 
   /** Three replicas, each having published once, so that each knows there are three of them. */
@@ -82,8 +93,8 @@ describeEachStore("write budgets shared by replicas on %s", (kind) => {
   });
 
   it("gives what cannot be split of a long window to one replica at a time, in turns", async () => {
+    inTurns();
     const [a, b, c] = await threeSynced();
-    vi.useFakeTimers({ toFake: ["Date"] });
     try {
       const start = Math.ceil(Date.now() / 250) * 250 + 1_000;
       const takers: number[] = [];
@@ -110,10 +121,10 @@ describeEachStore("write budgets shared by replicas on %s", (kind) => {
   });
 
   it("never grants more of a long window than it holds, however the replicas' syncs interleave", async () => {
+    // A claim lasts a second, and 36 syncs on a busy database may take longer: the
+    // interleaving is what is tested here, not a claim's expiry.
+    inTurns();
     const [a, b, c] = await threeSynced();
-    // The clock stands still: a claim lasts a second, and 36 syncs on a busy database may
-    // take longer; the interleaving is what is tested here, not a claim's expiry.
-    vi.useFakeTimers({ toFake: ["Date"] });
     try {
       let granted = 0;
       const takers = new Set<SharedBudgets>();
@@ -138,9 +149,9 @@ describeEachStore("write budgets shared by replicas on %s", (kind) => {
   });
 
   it("withdraws its claims when it stops, so that the others may use them at once", async () => {
+    // As above: c's claim must not expire on a slow database.
+    inTurns();
     const [a, b, c] = await threeSynced();
-    // The clock stands still, as above: c's claim must not expire on a slow database.
-    vi.useFakeTimers({ toFake: ["Date"] });
     try {
       // Each in turn wants "tier" (7 a minute) and claims its share of what the others left: 2, 1, 1.
       for (const r of [a, b, c]) {
