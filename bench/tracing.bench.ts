@@ -1,23 +1,42 @@
 /**
  * Tracing's cost (issue: see and steer what it costs): the built app as its own process,
- * Socket Mode against the Slack emulator, the LLM emulator, SQLite. The same tool-using
- * turns (a model call, a tool call, the answer: three spans and the writes' under the
- * turn's) are answered by two processes side by side, each in a Slack workspace of its
- * own: one with tracing off, one exporting over OTLP/HTTP to a receiver on 127.0.0.1.
- * Side by side, the machine's moods weigh on both alike (run one after the other, the same
- * process measured 20 ms a turn one evening and 39 ms the next morning). The figure is the
- * on / off ratio of each process's CPU per turn (from /proc) in the median of the rounds,
- * once both are warm: after BENCH_TRACING_WARM_UP turns (default 300) and the traced side's
- * first export, whose one-time set-up (loading and compiling the encoder, the connection)
- * is reported apart. Warm means V8 too: it optimizes the bot's hot functions on background
- * threads for the first several hundred turns (--trace-opt: about 380, 440, 230, 170, 160,
- * 110, 90 functions in successive 4-second spans from the start), and the traced side has
- * more of them; measured after 60 turns, that one-time work weighed as per-turn cost.
- * Run alone: `npm run bench -- tracing` (BENCH_TRACING_ROUNDS, default 5;
- * BENCH_TRACING_TURNS per round, default 400).
- * BENCH_TRACING_CONTROL=1 leaves both sides untraced: an A/A run, the bench's own noise.
- * Spans go in OTLP/HTTP's default encoding, protobuf, unless BENCH_TRACING_PROTOCOL says otherwise. */
-import { rmSync } from "node:fs";
+ * Socket Mode against the Slack emulator, the LLM emulator, SQLite, answering the same
+ * tool-using turns (a model call, a tool call, the answer: the turn's span, its model,
+ * tool and write spans) in stretches of BENCH_TRACING_STRETCH turns (default 100), five
+ * threads at a time, with tracing switched on for every other stretch
+ * (bench/support/tracing-switch.ts: started and stopped as the app starts and stops it,
+ * exporting over OTLP/HTTP to a receiver on 127.0.0.1; a traced stretch ends with its
+ * last export).
+ *
+ * Why one process switched rather than a traced and an untraced process side by side, as
+ * this bench did before: each process keeps its own luck for its whole life (where V8
+ * placed and how it optimized its code, its heap's layout). Side by side, an untraced
+ * pair (the A/A run) differed by 0.958-1.030 from round to round, and five runs of nearly
+ * the same traced code gave medians from 1.002 to 1.075: one run could not tell 1 % from
+ * 5 %. In one process both sides share that luck, and alternating stretches share the
+ * machine's drift. Two processes run at once in opposite phase (one traced while the
+ * other is not), each with its own Slack workspace, so the machine's load is the same
+ * whichever side a stretch is on.
+ *
+ * Each process's CPU per turn (from /proc, every thread of it) in its traced stretches
+ * over its untraced ones cancels its luck, and their order (untraced, traced, traced,
+ * untraced, and so on) a steady drift; A is traced exactly when B is not, so the
+ * geometric mean of the two ratios cancels what weighed on the whole machine at a moment
+ * (a crossover design). Every stretch ends by collecting its garbage. Before them,
+ * BENCH_TRACING_WARM_UP turns (default 500) in alternating stretches of 50 warm both paths
+ * (V8 optimizes the bot's hot functions over its first several hundred turns) and make
+ * the exporter's first export, whose one-time set-up (loading and compiling the encoder)
+ * is no turn's cost.
+ *
+ * Run alone: `npm run bench -- tracing` (BENCH_TRACING_PAIRS, traced and untraced
+ * stretches per process, default 8). BENCH_TRACING_CONTROL=1 never switches tracing on:
+ * an A/A run, the bench's own noise. BENCH_TRACING_PROFILE_DIR=<dir>: each process writes a
+ * V8 CPU profile there when it exits.
+ */
+import { readFileSync, rmSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { createInterface } from "node:readline";
+import ts from "typescript";
 import { LlmEmulator, type RecordedRequest, type ScriptedTurn } from "../test/emulators/llm/index.js";
 import { SlackEmulator } from "../test/emulators/slack/index.js";
 import { SLACK_PER_CHANNEL_LIMITS } from "../test/emulators/slack/rate-limit.js";
@@ -26,17 +45,26 @@ import { everythingMcp, scratchConfig } from "../test/support/chat-process.js";
 import { isTitleRequest, lastUserText, toolResultsSinceUser } from "../test/support/llm-text.js";
 import { OtlpReceiver } from "../test/support/otlp-receiver.js";
 import { type AppBuild, buildApp, repoRoot } from "./support/load-build.js";
-import { cpuByThread, cpuSeconds, freePort, killAll, spawnBot, waitReady } from "./support/load-process.js";
-import { channels, until } from "./support/replicas.js";
+import { cpuSeconds, freePort, killAll, spawnBot, waitReady } from "./support/load-process.js";
+import { channels, sleep, until } from "./support/replicas.js";
 import { atMost, type BenchResult, fmt } from "./support/report.js";
 
-const TURNS = Number(process.env.BENCH_TRACING_TURNS ?? 400);
-const WARM_UP = Number(process.env.BENCH_TRACING_WARM_UP ?? 300);
-const ROUNDS = Number(process.env.BENCH_TRACING_ROUNDS ?? 5);
-/** Turns answered at once by each side. */
-const AT_ONCE = 5;
+const STRETCH = Number(process.env.BENCH_TRACING_STRETCH ?? 100);
+const PAIRS = Number(process.env.BENCH_TRACING_PAIRS ?? 8);
+const WARM_UP = Number(process.env.BENCH_TRACING_WARM_UP ?? 500);
+const WARM_UP_STRETCH = 50;
+/** Turns answered at once by each process. */
+const AT_ONCE = Number(process.env.BENCH_TRACING_AT_ONCE ?? 5);
+/**
+ * After a stretch's last answer, before its CPU is read: the turn's span ends after the
+ * reply's last write, and the after-turn work (the title) follows it.
+ */
+const SETTLE_MS = 500;
 /** Tracing may add at most 2 % CPU per turn. */
 const TARGET_RATIO = 1.02;
+const CONTROL = process.env.BENCH_TRACING_CONTROL === "1";
+/** Turns answered with tracing on, in this run. */
+let tracedTurns = 0;
 
 function responder(req: RecordedRequest): ScriptedTurn {
   if (isTitleRequest(req)) return { text: "Bench" };
@@ -45,31 +73,36 @@ function responder(req: RecordedRequest): ScriptedTurn {
   return { text: `Echoed for ${lastUserText(req).replace(/^\[[^\]]*\]\s*/, "")}.`, chunkSize: 40 };
 }
 
-/** The traced side's OpenTelemetry variables; BENCH_TRACING_PROTOCOL=http/json measures the JSON encoding. */
-function tracedEnv(receiver: OtlpReceiver): Record<string, string> {
-  const protocol = process.env.BENCH_TRACING_PROTOCOL;
-  return {
-    OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint,
-    ...(protocol && { OTEL_EXPORTER_OTLP_PROTOCOL: protocol }),
-  };
-}
-
-/** One bot process with its own Slack workspace, ready for turns. */
-interface Side {
+/** One bot process with its own Slack workspace, its tracing switched from the outside. */
+interface Bot {
   cpu(): number;
-  threads(): { main: number; others: number };
-  /** Answers `n` questions, five threads at a time, from question number `from`. */
-  batch(from: number, n: number): Promise<void>;
+  /** Switches tracing on or off (in the A/A run, "on" changes nothing) and waits until done. */
+  trace(on: boolean): Promise<void>;
+  /** Collects all garbage now. */
+  collect(): Promise<void>;
+  /** Answers `n` questions, five threads at a time, numbered on from the last batch's. */
+  batch(n: number): Promise<void>;
   stop(): Promise<void>;
 }
 
-async function startSide(
+/** bench/support/tracing-switch.ts compiled beside the build's files, to run with plain node. */
+function buildSwitch(build: AppBuild): string {
+  const source = readFileSync(join(repoRoot, "bench/support/tracing-switch.ts"), "utf8");
+  const { outputText } = ts.transpileModule(source, {
+    compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2023 },
+  });
+  const file = join(dirname(build.main), "tracing-switch.js");
+  writeFileSync(file, outputText);
+  return file;
+}
+
+async function startBot(
   build: AppBuild,
+  script: string,
   llm: LlmEmulator,
-  traced: OtlpReceiver | undefined,
-  round: number,
-): Promise<Side> {
-  // A workspace of its own: a round must not find the last one's minute of chat.update spent.
+  receiver: OtlpReceiver,
+  name: string,
+): Promise<Bot> {
   const slack = await SlackEmulator.start({ rateLimits: SLACK_PER_CHANNEL_LIMITS });
   const port = await freePort();
   const dir = scratchConfig(
@@ -78,18 +111,18 @@ async function startSide(
     everythingMcp,
   );
   const env = {
-    ...appEnv({
-      dir,
-      llm,
-      slack,
-      ...(traced ? { extra: tracedEnv(traced) } : {}),
-    }),
+    ...appEnv({ dir, llm, slack }),
     LOG_LEVEL: "error",
+    TRACING_SWITCH_ENDPOINT: receiver.endpoint,
   };
-  // BENCH_TRACING_PROFILE_DIR: each process writes a V8 CPU profile there (on/, off/) when it exits.
   const profiles = process.env.BENCH_TRACING_PROFILE_DIR;
-  const profile = profiles ? ["--cpu-prof", `--cpu-prof-dir=${profiles}/${traced ? "on" : "off"}`] : [];
-  const proc = spawnBot("Switchboard", [...profile, build.main, "start"], env, repoRoot);
+  const profile = profiles ? ["--cpu-prof", `--cpu-prof-dir=${profiles}`] : [];
+  const proc = spawnBot(
+    `Switchboard ${name}`,
+    [...profile, "--expose-gc", script, build.main, "start"],
+    env,
+    repoRoot,
+  );
   const stop = async () => {
     await proc.kill();
     await slack.stop();
@@ -101,8 +134,16 @@ async function startSide(
     await stop();
     throw err;
   }
-  // Five at a time over 25 channels: a long round must not spend a channel's minute of chat.update.
-  const places = channels(slack, 25, `T${traced ? "on" : "off"}${round}x`);
+  const answered: string[] = [];
+  createInterface({ input: proc.child.stdout }).on("line", (line) => answered.push(line));
+  const command = async (line: string) => {
+    const had = answered.filter((l) => l === line).length;
+    proc.child.stdin.write(`${line}\n`);
+    await until(() => answered.filter((l) => l === line).length > had, `"${line}" from ${name}`, 30_000);
+  };
+  // Five at a time over 50 channels: a long run must not spend a channel's minute of chat.update.
+  const places = channels(slack, 50, `T${name}x`);
+  let asked = 0;
   const ask = async (i: number) => {
     const channel = places[i % places.length]!;
     const q = `q${i}`;
@@ -111,114 +152,147 @@ async function startSide(
   };
   return {
     cpu: () => cpuSeconds(proc.pid),
-    threads: () => cpuByThread(proc.pid),
-    // Five threads at a time: a steady load, not one turn in a quiet process.
-    async batch(from, n) {
+    trace: (on) => command(on ? (CONTROL ? "stay" : "on") : "off"),
+    collect: () => command("gc"),
+    async batch(n) {
+      const from = asked;
+      asked += n;
       for (let i = from; i < from + n; i += AT_ONCE)
         await Promise.all(Array.from({ length: Math.min(AT_ONCE, from + n - i) }, (_, k) => ask(i + k)));
+      await sleep(SETTLE_MS);
     },
     stop,
   };
 }
 
-/** Waits until the receiver has taken one more export than it had (the exporter sends every 5 s). */
-async function firstExport(receiver: OtlpReceiver): Promise<void> {
-  const had = receiver.requests.length;
-  await until(() => receiver.requests.length > had, "the traced side's first export", 15_000);
+/**
+ * CPU seconds of one stretch of `turns` turns, traced or not. A traced stretch ends by
+ * switching tracing off, which exports what it has left: part of its cost. Every stretch
+ * ends by collecting its garbage, so that it pays for all of its own (and a major
+ * collection does not fall on whichever stretch happens to fill the heap). Switching
+ * tracing on (a new exporter object) happens before the stretch's CPU is first read.
+ */
+async function stretch(bot: Bot, traced: boolean, turns: number): Promise<Stretch> {
+  if (traced) {
+    await bot.trace(true);
+    if (!CONTROL) tracedTurns += turns;
+  }
+  const before = bot.cpu();
+  const started = performance.now();
+  await bot.batch(turns);
+  if (traced) await bot.trace(false);
+  await bot.collect();
+  return { traced, cpu: bot.cpu() - before, wallS: (performance.now() - started) / 1000 };
 }
 
 /**
- * CPU per turn of a process with tracing off and one with it on, side by side: both get
- * the same turns at the same moments, so the machine's moods (and the background work a
- * process does per second rather than per turn) weigh on both alike.
+ * At each moment one process is traced and the other not: the traced one's CPU over the
+ * other's, for every stretch of the run.
  */
-async function round(
-  build: AppBuild,
-  llm: LlmEmulator,
-  receiver: OtlpReceiver,
-  n: number,
-): Promise<{
-  off: number;
-  on: number;
-  offOthers: number;
-  onOthers: number;
-  warmUpOff: number;
-  warmUpOn: number;
-}> {
-  // BENCH_TRACING_CONTROL=1: both sides untraced, to read the bench's own bias (an A/A run).
-  const tracedOn = process.env.BENCH_TRACING_CONTROL !== "1";
-  const [off, on] = await Promise.all([
-    startSide(build, llm, undefined, n),
-    startSide(build, llm, tracedOn ? receiver : undefined, n),
-  ]);
-  try {
-    const start = { off: off.cpu(), on: on.cpu() };
-    await Promise.all([off.batch(0, WARM_UP), on.batch(0, WARM_UP)]);
-    // The exporter's first batch loads and compiles its encoder and opens its connection:
-    // once per process, not per turn. Measured turns begin after it (reported apart).
-    if (tracedOn) await firstExport(receiver);
-    const before = {
-      off: off.cpu(),
-      on: on.cpu(),
-      offOthers: off.threads().others,
-      onOthers: on.threads().others,
-    };
-    await Promise.all([off.batch(WARM_UP, TURNS), on.batch(WARM_UP, TURNS)]);
-    return {
-      warmUpOff: before.off - start.off,
-      warmUpOn: before.on - start.on,
-      off: (off.cpu() - before.off) / TURNS,
-      on: (on.cpu() - before.on) / TURNS,
-      offOthers: (off.threads().others - before.offOthers) / TURNS,
-      onOthers: (on.threads().others - before.onOthers) / TURNS,
-    };
-  } finally {
-    await Promise.all([off.stop(), on.stop()]);
-  }
+function momentRatios(runs: Stretch[][]): number[] {
+  const [a = [], b = []] = runs;
+  return a.map((s, k) => {
+    const other = b[k]!;
+    return s.traced ? s.cpu / other.cpu : other.cpu / s.cpu;
+  });
 }
+
+/** How many spans of each name a traced turn made, the most frequent first. */
+function spansPerTurn(receiver: OtlpReceiver, turns: number): string {
+  const counts = new Map<string, number>();
+  for (const s of receiver.spans) counts.set(s.name, (counts.get(s.name) ?? 0) + 1);
+  return [...counts]
+    .sort((a, b) => b[1] - a[1])
+    .map(([name, n]) => `${name} ${fmt(n / Math.max(1, turns), 2)}`)
+    .join(", ");
+}
+
+/** A stretch's CPU seconds and how long it took. */
+type Stretch = { traced: boolean; cpu: number; wallS: number };
+
+const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
 
 export async function run(): Promise<BenchResult> {
   const build = await buildApp();
   const llm = await LlmEmulator.start({ responder });
   const receiver = await OtlpReceiver.start();
   try {
-    const off: number[] = [];
-    const on: number[] = [];
-    const others: string[] = [];
-    const warmUps: string[] = [];
-    for (let r = 0; r < ROUNDS; r++) {
-      const pair = await round(build, llm, receiver, r);
-      off.push(pair.off);
-      on.push(pair.on);
-      others.push(`${fmt(pair.offOthers * 1000, 2)} / ${fmt(pair.onOthers * 1000, 2)}`);
-      warmUps.push(`${fmt(pair.warmUpOff * 1000, 0)} / ${fmt(pair.warmUpOn * 1000, 0)}`);
+    const script = buildSwitch(build);
+    const bots = await Promise.all(["A", "B"].map((name) => startBot(build, script, llm, receiver, name)));
+    try {
+      // Warm-up in the same alternation, so both paths are optimized and the first export is made.
+      const warmUpCpu = [0, 0];
+      for (let done = 0, k = 0; done < WARM_UP; done += WARM_UP_STRETCH, k++)
+        await Promise.all(
+          bots.map(async (bot, b) => {
+            warmUpCpu[b]! += (
+              await stretch(bot, (k + b) % 2 === 0, Math.min(WARM_UP_STRETCH, WARM_UP - done))
+            ).cpu;
+          }),
+        );
+      // A goes untraced, traced, traced, untraced (so that a drift in time weighs on both
+      // alike), B the other way round: at every moment one process is traced and the other not.
+      const runs: Stretch[][] = [[], []];
+      for (let k = 0; k < 2 * PAIRS; k++)
+        await Promise.all(
+          bots.map(async (bot, b) => {
+            const traced = (k % 4 === 1 || k % 4 === 2) !== (b === 1);
+            runs[b]!.push(await stretch(bot, traced, STRETCH));
+          }),
+        );
+      const perTurn = (traced: boolean) =>
+        runs.map(
+          (r) => (sum(r.filter((s) => s.traced === traced).map((s) => s.cpu)) / (PAIRS * STRETCH)) * 1000,
+        );
+      const [offMs, onMs] = [perTurn(false), perTurn(true)];
+      // Each process's own on / off cancels its luck; A is traced exactly when B is not, so a
+      // moment that weighed on the machine raises A's ratio as much as it lowers B's, and
+      // the two ratios' geometric mean cancels it.
+      const pooled = onMs.map((on, b) => on / offMs[b]!);
+      const figure = Math.sqrt(pooled[0]! * pooled[1]!);
+      const turnSpans = receiver.spans.filter((s) => s.name === "switchboard.turn").length;
+      const cpus = (b: number) =>
+        runs[b]!.map(
+          (s) => `${s.traced ? "on" : "off"} ${fmt((s.cpu / STRETCH) * 1000, 1)} (${fmt(s.wallS, 1)} s)`,
+        ).join(", ");
+      return {
+        about:
+          `Tracing on against off in the same process (OTLP/HTTP, http/protobuf, to a receiver on 127.0.0.1): two processes, each ${PAIRS} traced and ${PAIRS} untraced ` +
+          `stretches of ${STRETCH} tool-using turns in turn, in opposite phase, after ${WARM_UP} warm-up turns; five threads at a time; the built app on ` +
+          "SQLite, Socket Mode against the Slack emulator, the LLM emulator. CPU of the bot's process from /proc." +
+          (CONTROL ? " A/A run: tracing was never switched on." : ""),
+        figures: {
+          "CPU per turn, process A, each stretch (ms; the stretch's time)": cpus(0),
+          "CPU per turn, process B, each stretch (ms; the stretch's time)": cpus(1),
+          "CPU per turn, off / on, all stretches, A; B (ms)": `${fmt(offMs[0]!, 2)} / ${fmt(onMs[0]!, 2)}; ${fmt(offMs[1]!, 2)} / ${fmt(onMs[1]!, 2)}`,
+          "on / off, all stretches, A; B": `${fmt(pooled[0]!, 3)}; ${fmt(pooled[1]!, 3)}`,
+          "on / off, the geometric mean of A's and B's": fmt(figure, 3),
+          "at each moment, the traced process / the untraced one, sorted": momentRatios(runs)
+            .sort((a, b) => a - b)
+            .map((x) => fmt(x, 3))
+            .join(" / "),
+          [`CPU of the ${WARM_UP} warm-up turns, A / B (ms)`]: `${fmt(warmUpCpu[0]! * 1000, 0)} / ${fmt(warmUpCpu[1]! * 1000, 0)}`,
+          "traced turns / turn spans received / spans received": `${tracedTurns} / ${turnSpans} / ${receiver.spans.length}`,
+          "spans per traced turn, by name": spansPerTurn(receiver, tracedTurns),
+        },
+        checks: [
+          atMost(
+            "tracing on / off, CPU per turn (geometric mean of the two processes')",
+            figure,
+            TARGET_RATIO,
+            "×",
+          ),
+          atMost(
+            "traced turns without a turn span, or turn spans of untraced turns",
+            Math.abs(tracedTurns - turnSpans),
+            0,
+            "",
+          ),
+        ],
+      };
+    } finally {
+      await Promise.all(bots.map((b) => b.stop()));
     }
-    // The median round's ratio: one process's JIT or GC luck is not tracing's cost.
-    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
-    const ratios = on.map((x, i) => x / (off[i] ?? Number.NaN));
-    const [offMs, onMs] = [median(off) * 1000, median(on) * 1000];
-    const turnSpans = receiver.spans.filter((s) => s.name === "switchboard.turn").length;
-    return {
-      about:
-        `Tracing off against tracing on (OTLP/HTTP, ${process.env.BENCH_TRACING_PROTOCOL ?? "http/protobuf"}, to a receiver on 127.0.0.1), two processes side by side, ${ROUNDS} rounds of ` +
-        `${TURNS} tool-using turns each (after ${WARM_UP} to warm up and, on the traced side, its first export), five threads at a time; the built app on ` +
-        "SQLite, Socket Mode against the Slack emulator, the LLM emulator. CPU of the bot's process from /proc.",
-      figures: {
-        "CPU per turn, tracing off, each round (ms)": off.map((x) => fmt(x * 1000, 1)).join(" / "),
-        "CPU per turn, tracing on, each round (ms)": on.map((x) => fmt(x * 1000, 1)).join(" / "),
-        "CPU per turn, off / on, median of each (ms)": `${fmt(offMs, 1)} / ${fmt(onMs, 1)}`,
-        "on / off, each round": ratios.map((x) => fmt(x, 3)).join(" / "),
-        "of which threads other than the main one (GC helpers, libuv), off / on, each round (ms)":
-          others.join("; "),
-        [`CPU of the ${WARM_UP} warm-up turns, with the traced side's first export (its one-time set-up), off / on, each round (ms)`]:
-          warmUps.join("; "),
-        "spans received (all) / turn spans": `${receiver.spans.length} / ${turnSpans}`,
-      },
-      checks: [
-        atMost("tracing on / off, CPU per turn (median round)", median(ratios), TARGET_RATIO, "×"),
-        atMost("turns traced without a turn span", ROUNDS * (TURNS + WARM_UP) - turnSpans, 0, ""),
-      ],
-    };
   } finally {
     await killAll();
     await receiver.close();
