@@ -14,7 +14,7 @@ import { type HealthServer, startHealthServer } from "./ops/health.js";
 import { Metrics } from "./ops/metrics.js";
 import { samplerFrom } from "./ops/trace-sampler.js";
 import { tracedProvider } from "./ops/traced-provider.js";
-import { startTracing, tracesProtocol } from "./ops/tracing.js";
+import { startTracing, tracesProtocol, tracesUrl } from "./ops/tracing.js";
 import { Budgets } from "./runtime/budgets.js";
 import type { Adapter, AdapterDeps } from "./runtime/contract.js";
 import { Dispatcher } from "./runtime/dispatcher.js";
@@ -109,8 +109,9 @@ export async function buildCore(opts: CoreOptions = {}): Promise<Core> {
     }
     return p;
   };
-  // Fail on a missing key now, not at the first message; and on a trace protocol or sampler we cannot honour.
+  // Fail on a missing key now, not at the first message; and on a trace endpoint, protocol or sampler we cannot honour.
   providerForModel(config.llm.model);
+  if (env.OTEL_SDK_DISABLED !== "true") tracesUrl(env);
   tracesProtocol(env);
   samplerFrom(env);
 

@@ -2,7 +2,7 @@ import { trace } from "@opentelemetry/api";
 import { describe, expect, it } from "vitest";
 import { OtlpReceiver } from "../../test/support/otlp-receiver.js";
 import { currentTraceId, inSpan } from "../core/spans.js";
-import { startTracing, tracesProtocol } from "./tracing.js";
+import { startTracing, tracesProtocol, tracesUrl } from "./tracing.js";
 
 describe("tracing", () => {
   it("creates nothing without an OTLP endpoint: spans are the API's no-op and carry no trace id", async () => {
@@ -78,5 +78,28 @@ describe("tracing", () => {
       }),
     ).toThrow(/"grpc", which Switchboard cannot send: set it to http\/protobuf or http\/json/);
     expect(() => tracesProtocol({ OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: "http/protobuf" })).not.toThrow();
+  });
+
+  it("refuses an endpoint that is not an http(s) address with a sentence, never repeating its value", () => {
+    expect(() => tracesUrl({ OTEL_EXPORTER_OTLP_ENDPOINT: "127.0.0.1:4318" })).toThrow(
+      /^OTEL_EXPORTER_OTLP_ENDPOINT is not a URL: set it to your collector's OTLP\/HTTP endpoint \(for example http:\/\/127.0.0.1:4318\), or unset it/,
+    );
+    let refusal = "";
+    try {
+      tracesUrl({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "grpc://user:secret@collector:4317" });
+    } catch (err) {
+      refusal = (err as Error).message;
+    }
+    expect(refusal).toMatch(
+      /^OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is a "grpc:" address, not http:\/\/ or https:\/\//,
+    );
+    expect(refusal).not.toContain("secret");
+    expect(tracesUrl({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:4318/" })).toBe(
+      "http://127.0.0.1:4318/v1/traces",
+    );
+    expect(tracesUrl({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "https://c.example/otlp" })).toBe(
+      "https://c.example/otlp",
+    );
+    expect(tracesUrl({})).toBeUndefined();
   });
 });

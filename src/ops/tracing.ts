@@ -72,13 +72,40 @@ export function tracesProtocol(env: NodeJS.ProcessEnv): "http/protobuf" | "http/
 }
 
 /**
+ * Where spans are sent: `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` as is, or
+ * `OTEL_EXPORTER_OTLP_ENDPOINT` with `/v1/traces`; undefined when neither is set. A value
+ * that is not an http(s) address stops the start with a sentence: the exporter would
+ * otherwise fail only at its first export, as a warning in the log.
+ */
+export function tracesUrl(env: NodeJS.ProcessEnv): string | undefined {
+  const traces = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT;
+  const base = env.OTEL_EXPORTER_OTLP_ENDPOINT;
+  if (!traces && !base) return undefined;
+  const variable = traces ? "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT" : "OTEL_EXPORTER_OTLP_ENDPOINT";
+  const url = traces ?? `${(base ?? "").replace(/\/+$/, "")}/v1/traces`;
+  let protocol: string | undefined;
+  try {
+    protocol = new URL(url).protocol;
+  } catch {
+    protocol = undefined;
+  }
+  if (protocol !== "http:" && protocol !== "https:") {
+    // The value itself is not repeated: it may hold credentials.
+    const what = protocol ? `is a "${protocol}" address, not http:// or https://` : "is not a URL";
+    throw new Error(
+      `${variable} ${what}: set it to your collector's OTLP/HTTP endpoint (for example http://127.0.0.1:4318), or unset it to turn tracing off.`,
+    );
+  }
+  return url;
+}
+
+/**
  * OpenTelemetry's variables, read from the environment the app was given (not always
  * `process.env`): the traces endpoint as is, or the base endpoint with `/v1/traces`, and
  * `OTEL_EXPORTER_OTLP_HEADERS` ("key=value,…", values URL-encoded).
  */
 function exporterOptions(env: NodeJS.ProcessEnv): { url: string; headers: Record<string, string> } {
-  const traces = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT;
-  const url = traces ?? `${(env.OTEL_EXPORTER_OTLP_ENDPOINT ?? "").replace(/\/+$/, "")}/v1/traces`;
+  const url = tracesUrl(env) ?? "";
   const headers: Record<string, string> = {};
   for (const pair of (env.OTEL_EXPORTER_OTLP_TRACES_HEADERS ?? env.OTEL_EXPORTER_OTLP_HEADERS ?? "").split(
     ",",
