@@ -111,7 +111,7 @@ export async function buildCore(opts: CoreOptions = {}): Promise<Core> {
   };
   // Fail on a missing key now, not at the first message; and on a trace endpoint, protocol or sampler we cannot honour.
   providerForModel(config.llm.model);
-  if (env.OTEL_SDK_DISABLED !== "true") tracesUrl(env);
+  tracesUrl(env);
   tracesProtocol(env);
   samplerFrom(env);
 

@@ -89,6 +89,8 @@ export interface SpanOrigin {
   instrumentation: InstrumentationScope;
 }
 
+/** No events: one array shared by every span without any (the exporter only reads it). */
+const NO_EVENTS: TimedEvent[] = [];
 /** No links: one array shared by every span without any (only ever replaced, never changed). */
 export const NO_LINKS: Link[] = [];
 const UNSET: SpanStatus = { code: SpanStatusCode.UNSET };
@@ -162,8 +164,10 @@ export class RecordedSpan implements Span, ReadableSpan {
 
   /** The events as the SDK records them (an exception as its exception event). */
   get events(): TimedEvent[] {
+    // Most spans have none; the exporter reads this twice per span (sizing, then writing).
+    if (!this.noted) return NO_EVENTS;
     const events: TimedEvent[] = [];
-    for (const e of this.noted ?? []) {
+    for (const e of this.noted) {
       const event =
         "exception" in e
           ? exceptionEvent(e.exception, e.time)

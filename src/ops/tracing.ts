@@ -23,10 +23,10 @@ export interface Tracing {
  * Without one nothing is created and every span is the API's no-op.
  */
 export function startTracing(env: NodeJS.ProcessEnv = process.env): Tracing | undefined {
-  const endpoint = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? env.OTEL_EXPORTER_OTLP_ENDPOINT;
-  if (!endpoint || env.OTEL_SDK_DISABLED === "true") return undefined;
+  const url = tracesUrl(env);
+  if (!url) return undefined;
   const protocol = tracesProtocol(env);
-  const options = exporterOptions(env);
+  const options = { url, headers: exporterHeaders(env) };
   const resource = resourceFromAttributes({
     [ATTR_SERVICE_NAME]: env.OTEL_SERVICE_NAME ?? "switchboard",
     [ATTR_SERVICE_VERSION]: VERSION,
@@ -44,6 +44,7 @@ export function startTracing(env: NodeJS.ProcessEnv = process.env): Tracing | un
   const batched = new BatchedTracerProvider({ processor, resource, sampler, contexts });
   trace.setGlobalTracerProvider(batched);
   useTracer(batched.getTracer("switchboard", VERSION));
+  const endpoint = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? env.OTEL_EXPORTER_OTLP_ENDPOINT ?? url;
   log.info({ endpoint: safeAddress(endpoint), protocol }, "tracing: spans are exported over OTLP/HTTP");
   return {
     async shutdown() {
@@ -73,14 +74,15 @@ export function tracesProtocol(env: NodeJS.ProcessEnv): "http/protobuf" | "http/
 
 /**
  * Where spans are sent: `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` as is, or
- * `OTEL_EXPORTER_OTLP_ENDPOINT` with `/v1/traces`; undefined when neither is set. A value
+ * `OTEL_EXPORTER_OTLP_ENDPOINT` with `/v1/traces`; undefined when neither is set or
+ * `OTEL_SDK_DISABLED` is true (tracing off, whatever the endpoint). A value
  * that is not an http(s) address stops the start with a sentence: the exporter would
  * otherwise fail only at its first export, as a warning in the log.
  */
 export function tracesUrl(env: NodeJS.ProcessEnv): string | undefined {
   const traces = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT;
   const base = env.OTEL_EXPORTER_OTLP_ENDPOINT;
-  if (!traces && !base) return undefined;
+  if ((!traces && !base) || env.OTEL_SDK_DISABLED === "true") return undefined;
   const variable = traces ? "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT" : "OTEL_EXPORTER_OTLP_ENDPOINT";
   const url = traces ?? `${(base ?? "").replace(/\/+$/, "")}/v1/traces`;
   let protocol: string | undefined;
@@ -100,12 +102,11 @@ export function tracesUrl(env: NodeJS.ProcessEnv): string | undefined {
 }
 
 /**
- * OpenTelemetry's variables, read from the environment the app was given (not always
- * `process.env`): the traces endpoint as is, or the base endpoint with `/v1/traces`, and
- * `OTEL_EXPORTER_OTLP_HEADERS` ("key=value,…", values URL-encoded).
+ * `OTEL_EXPORTER_OTLP_TRACES_HEADERS` or `OTEL_EXPORTER_OTLP_HEADERS` ("key=value,…",
+ * values URL-encoded), read from the environment the app was given (not always
+ * `process.env`); each value is kept out of the logs.
  */
-function exporterOptions(env: NodeJS.ProcessEnv): { url: string; headers: Record<string, string> } {
-  const url = tracesUrl(env) ?? "";
+function exporterHeaders(env: NodeJS.ProcessEnv): Record<string, string> {
   const headers: Record<string, string> = {};
   for (const pair of (env.OTEL_EXPORTER_OTLP_TRACES_HEADERS ?? env.OTEL_EXPORTER_OTLP_HEADERS ?? "").split(
     ",",
@@ -116,7 +117,7 @@ function exporterOptions(env: NodeJS.ProcessEnv): { url: string; headers: Record
     headers[pair.slice(0, at).trim()] = value;
     registerSecret(value);
   }
-  return { url, headers };
+  return headers;
 }
 
 /**
