@@ -320,6 +320,43 @@ describe("WriteScheduler", () => {
     expect((await Promise.all(waiting)).every((r) => r instanceof WriteDropped)).toBe(true);
   });
 
+  it("starts a crowd's first or final write at once when nothing above it wants its budget, without waiting for the pick", async () => {
+    vi.useRealTimers();
+    const s = scheduler({ "post:C0": { capacity: 1, windowMs: 60_000 } });
+    // A crowd's edits waiting on their paused channels: picks wait for the event loop's next turn.
+    const edits = Array.from({ length: 20 }, (_, i) => {
+      s.pause(`edit:C${i}`, 60_000);
+      return settle(
+        s.run({ lane: "update", buckets: [`edit:C${i}`], dropAfterMs: 50, run: async () => undefined }),
+      );
+    });
+    // A final write waiting for a paused wide bucket wants C0's post budget too, which has room.
+    s.pause("wide", 60_000);
+    const blocked = settle(
+      s.run({ lane: "final", buckets: ["post:C0", "wide"], dropAfterMs: 50, run: async () => undefined }),
+    );
+    // Its pick made: none is pending when the writes below come.
+    for (let i = 0; i < 2; i++) await new Promise<void>((resolve) => setImmediate(resolve));
+    const ran: string[] = [];
+    const turned = new Promise<void>((resolve) =>
+      setImmediate(() => {
+        ran.push("next turn");
+        resolve();
+      }),
+    );
+    const free = s.run({ lane: "first", buckets: ["post:C1"], run: async () => void ran.push("C1") });
+    // An update with room waits for the pick: updates rank below what may still come in that turn.
+    const update = s.run({ lane: "update", buckets: ["post:C2"], run: async () => void ran.push("C2") });
+    // A final write on a budget the waiting final write wants: the pick decides, as it always did.
+    const shared = s.run({ lane: "final", buckets: ["post:C0"], run: async () => void ran.push("C0") });
+    await Promise.all([free, update, shared, turned]);
+    expect(ran.indexOf("C1")).toBe(0);
+    expect(ran.indexOf("C0")).toBeGreaterThan(ran.indexOf("next turn"));
+    expect(ran.indexOf("C2")).toBeGreaterThan(ran.indexOf("next turn"));
+    expect(await blocked).toBeInstanceOf(WriteDropped);
+    expect((await Promise.all(edits)).every((r) => r instanceof WriteDropped)).toBe(true);
+  });
+
   it("gives a write up after eight 429s in a row, with the last one", async () => {
     const s = scheduler({});
     let attempts = 0;

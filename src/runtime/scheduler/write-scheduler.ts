@@ -30,6 +30,8 @@ const NO_ROOM = "the platform's budget for it is spent right now";
 const RESERVE: Record<Lane, number> = { first: 0, final: 0, update: 0.4, background: 0.5 };
 /** Writes waiting from which picks are made once per turn of the event loop (see `kick`). */
 const BATCH_PICKS_FROM = 16;
+/** Lanes whose writes no other lane's write goes before: the first visible write and final text. */
+const TOP_LANES: ReadonlySet<Lane> = new Set(["first", "final"]);
 /** 429s in a row on one write before it is given up. */
 const MAX_LIMITED = 8;
 
@@ -68,6 +70,11 @@ export class WriteScheduler {
   });
   private readonly context = new ContextSlot<WriteContext>("write");
   private pumpQueued = false;
+  /**
+   * Buckets a waiting first or final write wants (as of the last pick, plus those asked
+   * for since): another such write on none of them need not wait for a pick (see `atOnce`).
+   */
+  private readonly contested = new Set<string>();
   private timer: ReturnType<typeof setTimeout> | null = null;
   private timerAt = Number.POSITIVE_INFINITY;
   private seq = 0;
@@ -163,7 +170,12 @@ export class WriteScheduler {
       queued(w);
       this.waiting.add(w);
       if (signal) this.signals.add(signal, w);
-      this.kick();
+      if (this.waiting.size >= BATCH_PICKS_FROM && TOP_LANES.has(evaluated(plan.lane))) {
+        queueMicrotask(() => this.atOnce(w));
+      } else {
+        this.contest(w);
+        this.kick();
+      }
     });
   }
 
@@ -220,6 +232,34 @@ export class WriteScheduler {
     return out;
   }
 
+  /**
+   * A first or final write while a crowd's picks wait for the event loop's next turn: it
+   * goes at once when its budgets have room and no other first or final write wants any of
+   * them, which is what that pick would do (nothing ranks above it there), a busy turn of
+   * the loop sooner. Else it waits for the pick like any write.
+   */
+  private atOnce(w: Waiting): void {
+    if (!this.waiting.has(w)) return;
+    const lane = this.laneOf(w);
+    const buckets = this.bucketsOf(w);
+    const now = Date.now();
+    if (
+      TOP_LANES.has(lane) &&
+      !buckets.some((key) => this.contested.has(key)) &&
+      this.waitFor(buckets, lane, now) <= 0
+    ) {
+      this.grant(w, lane, buckets, now);
+      return;
+    }
+    this.contest(w);
+    this.kick();
+  }
+
+  private contest(w: Waiting): void {
+    if (!TOP_LANES.has(this.laneOf(w))) return;
+    for (const key of this.bucketsOf(w)) this.contested.add(key);
+  }
+
   private laneOf(w: Waiting): Lane {
     return evaluated(w.plan.lane);
   }
@@ -247,6 +287,7 @@ export class WriteScheduler {
   private pump(): void {
     const now = Date.now();
     let next = Number.POSITIVE_INFINITY;
+    this.contested.clear();
     const byLane = new Map<Lane, Array<{ w: Waiting; since: number }>>();
     for (const w of this.waiting) {
       const lane = this.laneOf(w);
@@ -293,6 +334,7 @@ export class WriteScheduler {
           next = Math.min(next, deadline - now);
         }
         next = Math.min(next, wait);
+        if (TOP_LANES.has(lane)) for (const key of buckets) this.contested.add(key);
       }
     }
     this.schedule(next);
