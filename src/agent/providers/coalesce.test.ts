@@ -119,6 +119,43 @@ describe("coalesce", () => {
     await expect(out.next()).rejects.toBe(broken);
   });
 
+  it("hands on the first words and the end without waiting for the event loop's next turn, the words between after it", async () => {
+    let sink!: { emit(e: ModelEvent): void };
+    let finish!: () => void;
+    const out = pushed(
+      (s) =>
+        new Promise<void>((resolve) => {
+          sink = s;
+          finish = resolve;
+        }),
+    );
+    const order: string[] = [];
+    /** The next event or the end, raced against the event loop's next turn. */
+    const race = async () => {
+      const turned = new Promise<void>((resolve) =>
+        setImmediate(() => {
+          order.push("next turn");
+          resolve();
+        }),
+      );
+      const next = out
+        .next()
+        .then((r) => void order.push(r.done ? "end" : (r.value as { delta: string }).delta));
+      await Promise.all([turned, next]);
+    };
+    const first = race();
+    sink.emit(text("Hello"));
+    sink.emit(text(","));
+    await first;
+    const between = race();
+    sink.emit(text(" world"));
+    await between;
+    const end = race();
+    finish();
+    await end;
+    expect(order).toEqual(["Hello,", "next turn", "next turn", " world", "end", "next turn"]);
+  });
+
   it("tells a pushing producer when its consumer stops early", async () => {
     let resume!: () => void;
     const seen: boolean[] = [];

@@ -6,7 +6,9 @@ import type { ModelEvent } from "./provider.js";
  * process finds several chunks of each answer waiting whenever it gets to it, and every
  * layer above the provider (metering, tracing, the agent's loop, the reply's renderer)
  * then runs once per batch instead of once per chunk. A consumer that keeps up sees each
- * chunk as it came.
+ * chunk as it came. The first event and the end are handed on at once: under load a turn
+ * of the event loop lasts 100 ms and more, and they are the answer's first visible words
+ * and its final text.
  */
 
 /** Where a producer puts each event as it reads it; `stopped` says the consumer went away. */
@@ -57,25 +59,33 @@ class Arrivals {
   private failure: { error: unknown } | undefined;
   private wake: (() => void) | undefined;
   private waking = false;
+  /** Something was handed on: later arrivals wait for the end of this turn of the event loop. */
+  private started = false;
   /** The consumer stopped before the stream ended. */
   stopped = false;
 
   push(event: ModelEvent): void {
     this.events.push(event);
-    this.nudge();
+    this.nudge(!this.started);
   }
 
   end(failure?: { error: unknown }): void {
     this.ended = true;
     this.failure = failure;
-    this.nudge();
+    this.nudge(true);
   }
 
   /**
    * The consumer resumes after the chunks read in this turn of the event loop, not after
-   * each one: a network read holding several chunks becomes one batch.
+   * each one: a network read holding several chunks becomes one batch. `now`: once the
+   * code that pushed has run (what one chunk brings comes as one batch still).
    */
-  private nudge(): void {
+  private nudge(now: boolean): void {
+    if (now && this.wake) {
+      // A wake still pending from this turn finds the consumer waiting again, or busy: harmless.
+      this.wake();
+      return;
+    }
     if (this.waking || !this.wake) return;
     this.waking = true;
     setImmediate(() => {
@@ -101,6 +111,7 @@ class Arrivals {
         }
         const batch = this.events;
         this.events = [];
+        this.started = true;
         for (const event of joined(batch)) yield event;
       }
     } finally {
