@@ -1,6 +1,5 @@
-import { type Span, SpanKind, SpanStatusCode } from "@opentelemetry/api";
+import type { Span } from "@opentelemetry/api";
 import { ContextSlot } from "../../core/async-context.js";
-import { tracer } from "../../core/spans.js";
 import { log } from "../../log.js";
 import { RateLimitedError } from "../message-ops.js";
 import { type BudgetBook, LocalBudgets, type WritePolicy } from "./budgets.js";
@@ -14,6 +13,7 @@ import {
   WriteDropped,
   type WritePlan,
 } from "./write-plan.js";
+import { nameAfterCall, WriteSpan } from "./write-span.js";
 
 export type { BucketLimit, BudgetBook, WritePolicy } from "./budgets.js";
 export type { CallOptions, Lane, WriteContext, WritePlan } from "./write-plan.js";
@@ -98,43 +98,20 @@ export class WriteScheduler {
    * with its wait and the 429s it met.
    */
   run<T>(plan: WritePlan<T>): Promise<T> {
-    const what = plan.what ?? "write";
-    const span = tracer().startSpan(`${this.name} ${what}`, {
-      kind: SpanKind.CLIENT,
-      attributes: { "switchboard.write.platform": this.name, "switchboard.write.method": what },
-    });
-    // Tracing off (the API's no-op span): no bookkeeping on the hot path.
-    if (!span.isRecording()) return this.enqueue(plan, () => undefined);
-    const asked = Date.now();
-    let granted: number | undefined;
-    const end = (w: Waiting | undefined, err?: unknown) => {
-      span.setAttributes({
-        "switchboard.write.waited_ms": (granted ?? Date.now()) - asked,
-        "switchboard.write.rate_limited": w?.limited ?? 0,
-      });
-      if (err !== undefined) {
-        span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error)?.message });
-        span.setAttribute(
-          "error.type",
-          err instanceof WriteDropped ? "dropped" : ((err as Error)?.name ?? "error"),
-        );
-      }
-      span.end();
-    };
+    const span = WriteSpan.start(this.name, plan.what ?? "write");
+    if (!span) return this.enqueue(plan, () => undefined);
     let waiting: Waiting | undefined;
     return this.enqueue(plan, (w) => {
       waiting = w;
-      w.span = span;
-      w.onGrant = () => {
-        granted ??= Date.now();
-      };
+      w.span = span.span;
+      w.onGrant = () => span.granted();
     }).then(
       (value) => {
-        end(waiting);
+        span.end(waiting?.limited ?? 0);
         return value;
       },
       (err: unknown) => {
-        end(waiting, err);
+        span.end(waiting?.limited ?? 0, err);
         throw err;
       },
     );
@@ -170,10 +147,10 @@ export class WriteScheduler {
       queued(w);
       this.waiting.add(w);
       if (signal) this.signals.add(signal, w);
-      if (this.waiting.size >= BATCH_PICKS_FROM && TOP_LANES.has(evaluated(plan.lane))) {
-        queueMicrotask(() => this.atOnce(w));
-      } else {
-        this.contest(w);
+      const top = TOP_LANES.has(evaluated(plan.lane));
+      if (top && this.waiting.size >= BATCH_PICKS_FROM) queueMicrotask(() => this.atOnce(w));
+      else {
+        if (top) this.contest(this.bucketsOf(w));
         this.kick();
       }
     });
@@ -193,20 +170,9 @@ export class WriteScheduler {
     return this.context.get();
   }
 
-  /**
-   * A platform client's call that passes straight through the granted write it runs in
-   * (`ctx` from `callContext`): the write's span is named after its first call, so a
-   * reply's write shows as "slack chat.postMessage", not as what the writer asked for;
-   * a write of several calls lists them all.
-   */
+  /** A platform client's call that passes straight through the granted write it runs in (`ctx` from `callContext`). */
   passedThrough(ctx: WriteContext, method: string): void {
-    const { span, calls } = ctx;
-    if (!span || !calls) return;
-    calls.push(method);
-    if (calls.length === 1) {
-      span.updateName(`${this.name} ${method}`);
-      span.setAttribute("switchboard.write.method", method);
-    } else span.setAttribute("switchboard.write.calls", [...calls]);
+    nameAfterCall(ctx, this.name, method);
   }
 
   /** How long a write in `lane` on `buckets` would wait at `now`, in ms (0: it could start). */
@@ -251,13 +217,12 @@ export class WriteScheduler {
       this.grant(w, lane, buckets, now);
       return;
     }
-    this.contest(w);
+    if (TOP_LANES.has(lane)) this.contest(buckets);
     this.kick();
   }
 
-  private contest(w: Waiting): void {
-    if (!TOP_LANES.has(this.laneOf(w))) return;
-    for (const key of this.bucketsOf(w)) this.contested.add(key);
+  private contest(buckets: readonly string[]): void {
+    for (const key of buckets) this.contested.add(key);
   }
 
   private laneOf(w: Waiting): Lane {
@@ -334,7 +299,7 @@ export class WriteScheduler {
           next = Math.min(next, deadline - now);
         }
         next = Math.min(next, wait);
-        if (TOP_LANES.has(lane)) for (const key of buckets) this.contested.add(key);
+        if (TOP_LANES.has(lane)) this.contest(buckets);
       }
     }
     this.schedule(next);
