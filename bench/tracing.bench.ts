@@ -31,7 +31,8 @@
  * Run alone: `npm run bench -- tracing` (BENCH_TRACING_PAIRS, traced and untraced
  * stretches per process, default 8). BENCH_TRACING_CONTROL=1 never switches tracing on:
  * an A/A run, the bench's own noise. BENCH_TRACING_PROFILE_DIR=<dir>: each process writes a
- * V8 CPU profile there when it exits.
+ * V8 CPU profile there when it exits. BENCH_BOT_LOG_DIR and BENCH_BOT_LOG_LEVEL keep the
+ * bots' logs, as in the load bench.
  */
 import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
@@ -112,7 +113,7 @@ async function startBot(
   );
   const env = {
     ...appEnv({ dir, llm, slack }),
-    LOG_LEVEL: "error",
+    LOG_LEVEL: process.env.BENCH_BOT_LOG_LEVEL ?? "error",
     TRACING_SWITCH_ENDPOINT: receiver.endpoint,
   };
   const profiles = process.env.BENCH_TRACING_PROFILE_DIR;
@@ -141,8 +142,11 @@ async function startBot(
     proc.child.stdin.write(`${line}\n`);
     await until(() => answered.filter((l) => l === line).length > had, `"${line}" from ${name}`, 30_000);
   };
-  // Five at a time over 50 channels: a long run must not spend a channel's minute of chat.update.
-  const places = channels(slack, 50, `T${name}x`);
+  // A process answers ~30 turns a second here, two chat.updates each (the answer, its rating):
+  // over 200 channels ~20 a minute per channel, clear of the emulator's 60 per channel, so
+  // no turn waits out a 429's pause in a run that measures CPU. (Over 50, the channels
+  // met 429s after ~1,500 turns.)
+  const places = channels(slack, 200, `T${name}x`);
   let asked = 0;
   const ask = async (i: number) => {
     const channel = places[i % places.length]!;

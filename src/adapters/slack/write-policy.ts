@@ -38,7 +38,8 @@ const WORKSPACE_PER_MINUTE: Record<string, number> = {
  * them more loosely than documented (busy workspaces see chat.update and appendStream
  * limited per channel), so the scheduler starts optimistic, and a 429 pauses the method
  * for its Retry-After. chat.update and appendStream are limited for the whole workspace
- * only after 429s in two channels.
+ * only after 429s in two channels, each of which had sent fewer than the workspace's tier
+ * in its minute (a channel that sent more met its own limit).
  */
 const LEARNED_WORKSPACE_PER_MINUTE: Record<string, number> = {
   "chat.update": 50,

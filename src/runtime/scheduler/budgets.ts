@@ -35,7 +35,8 @@ export interface BudgetBook {
   pause(bucket: string, ms: number, now: number): void;
   /**
    * A 429 on `narrow`, a part of `wide`: true when enough of `wide`'s parts met one
-   * lately that `wide` itself is spent (Slack's workspace-wide tiers).
+   * lately that `wide` itself is spent (Slack's workspace-wide tiers). A part that alone
+   * sent as many writes as `wide` takes in its window met its own limit, and does not count.
    */
   limitedWithin(wide: string, narrow: string, now: number): boolean;
 }
@@ -148,12 +149,29 @@ export class LocalBudgets implements BudgetBook {
 
   limitedWithin(wide: string, narrow: string, now: number): boolean {
     const b = this.bucket(wide);
-    b.limitedBelow.set(narrow, now);
+    if (!this.spentAlone(wide, narrow, now)) b.limitedBelow.set(narrow, now);
     for (const [k, at] of b.limitedBelow) if (at + ESCALATE_WINDOW_MS <= now) b.limitedBelow.delete(k);
     // Counted with the other replicas' 429s: together they learn a workspace's tier as soon as one would.
     const parts = new Set(b.limitedBelow.keys());
     for (const [k, at] of this.extraBelow(wide)) if (at + ESCALATE_WINDOW_MS > now) parts.add(k);
     return parts.size >= ESCALATE_AFTER;
+  }
+
+  /**
+   * Whether `narrow` alone sent as many writes as `wide` takes in its window (counted
+   * while `narrow`'s own limit is unknown, so its history reaches that far back). Its
+   * 429 is then its own limit's (Slack's chat.update per channel), not a sign that the
+   * wide bucket is spent: the wide bucket had just taken that many without a 429. Taken
+   * for the workspace's, two busy channels' 429s held every channel to the documented
+   * tier, and at once behind the minute of writes taken at a higher rate before it: every
+   * answer's final text waited up to a minute.
+   */
+  private spentAlone(wide: string, narrow: string, now: number): boolean {
+    const limit = this.policy.limitOf(wide, true);
+    if (!limit) return false;
+    const inWindow = (at: number) => at + limit.windowMs > now;
+    const own = this.buckets.get(narrow)?.sent.filter(inWindow).length ?? 0;
+    return own + this.extra(narrow).sent.filter(inWindow).length >= limit.capacity;
   }
 }
 

@@ -173,6 +173,40 @@ describe("WriteScheduler", () => {
     ).toBe(2);
   });
 
+  it("takes 429s in two channels that each sent a whole workspace tier as their own limits, not the workspace's", async () => {
+    const s = scheduler({}, { "update:*": { capacity: 3, windowMs: 60_000 } });
+    const start = Date.now();
+    const ran: Array<[string, number]> = [];
+    const sent = new Map<string, number>();
+    // Each channel takes 3 writes, then answers its 4th with a 429 (Slack's chat.update per channel).
+    const write = (channel: string) =>
+      s.run({
+        lane: "final",
+        buckets: [`update:${channel}`, "update:*"],
+        run: async () => {
+          const n = (sent.get(channel) ?? 0) + 1;
+          sent.set(channel, n);
+          ran.push([channel, Date.now() - start]);
+          if (n === 4) throw new RateLimitedError(2_000);
+        },
+      });
+    const busy = ["C1", "C2"].flatMap((c) => [1, 2, 3, 4].map(() => write(c)));
+    await vi.advanceTimersByTimeAsync(10);
+    // The workspace took six writes at once and nothing more than two channels' 429s came back.
+    const c3 = write("C3");
+    await vi.advanceTimersByTimeAsync(10);
+    expect(ran.find(([c]) => c === "C3")?.[1]).toBeLessThan(20);
+    // C1's and C2's fourth writes wait out their own channel's pause only.
+    await vi.advanceTimersByTimeAsync(120_000);
+    await Promise.all([...busy, c3]);
+    expect(ran).toHaveLength(11);
+    for (const c of ["C1", "C2"]) {
+      const last = ran.filter(([d]) => d === c).at(-1)?.[1] ?? -1;
+      expect(last).toBeGreaterThanOrEqual(2_000);
+      expect(last).toBeLessThan(3_000);
+    }
+  });
+
   it("drops a background write that cannot start in time, without running it", async () => {
     const s = scheduler({ g: { capacity: 2, windowMs: 1_000 } });
     const ran: string[] = [];
