@@ -345,9 +345,10 @@ export class SlackEvents {
   }
 
   /**
-   * `reactions.remove` is Tier 2 (20/min): under load the scheduler holds it behind the
-   * answers and waits out its 429s (removing is idempotent). A stopping adapter stops
-   * waiting: a leftover :eyes: is not worth holding up a shutdown.
+   * `reactions.remove` is Tier 2 (20/min), spent when the :eyes: was added (an :eyes: is
+   * shown only while it can be taken away again), so it goes at once; a 429 (removals
+   * bunched by answers of different lengths) is waited out: removing is idempotent. A
+   * stopping adapter stops waiting: a leftover :eyes: is not worth holding up a shutdown.
    */
   private async release(reply: SlackReply, channel: string, ts: string): Promise<void> {
     if (reply.place.assistant) return;

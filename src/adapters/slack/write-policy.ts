@@ -14,9 +14,9 @@ const MINUTE_MS = 61_000;
  * and ephemeral messages (Stop offers, notices) come in bursts when many threads start at
  * once and the first ones are dropped when late: their documented tiers are kept from
  * the start, so two hundred threads at once (or three replicas, each starting afresh)
- * meet no 429 on them. Taking :eyes: away again (Tier 2) comes in the same bursts, as
- * their answers end: known too, or three replicas starting optimistic met three times the
- * 429s of one (the first 20 of each went out before any had heard of a 429).
+ * meet no 429 on them. Taking :eyes: away again (Tier 2, paid for as it is added) is known
+ * too: three replicas starting optimistic met three times the 429s of one (the first 20
+ * of each went out before any had heard of a 429).
  */
 const WORKSPACE_PER_MINUTE: Record<string, number> = {
   "chat.startStream": 20,
@@ -55,8 +55,8 @@ const LEARNED_WORKSPACE_PER_MINUTE: Record<string, number> = {
 };
 
 /**
- * Buckets only one kind of write spends from (see `BucketLimit.alone`): the :eyes: removal
- * waits in the update lane, behind answers, yet keeps nothing of its own Tier 2 minute back.
+ * Buckets only one kind of write spends from (see `BucketLimit.alone`): adding an :eyes:
+ * spends its removal's Tier 2 minute (see `slackBuckets`), and keeps none of it back.
  */
 const ALONE = new Set(["reactions.remove"]);
 
@@ -80,6 +80,11 @@ export function slackBuckets(method: string, params: Record<string, unknown> | u
   // also be stopped at once, and no answer waits for its stop behind other streams'.
   if (method === "chat.startStream") return ["slack:chat.startStream", "slack:chat.stopStream"];
   if (method === "chat.stopStream") return ["slack:chat.stopStream:paid"];
+  // So does an :eyes: pay for its removal (Tier 2, 20 a minute, against 50 for adding it):
+  // added faster than they could be taken away, under a steady load they stayed on
+  // answered messages for longer and longer, each removal in line behind the others'.
+  if (method === "reactions.add") return ["slack:reactions.add", "slack:reactions.remove"];
+  if (method === "reactions.remove") return ["slack:reactions.remove:paid"];
   const channel = params?.channel ?? params?.channel_id;
   const wide = `slack:${method}`;
   if (PER_CHANNEL[method] && typeof channel === "string" && channel !== "") {
