@@ -30,7 +30,12 @@ describe("Slack's write policy", () => {
     const s = new WriteScheduler(slackWritePolicy);
     const added: number[] = [];
     const start = Date.now();
-    const adds = calls(s, "reactions.add", 30, added).map((p) => p.then(() => "added", () => "dropped"));
+    const adds = calls(s, "reactions.add", 30, added).map((p) =>
+      p.then(
+        () => "added",
+        () => "dropped",
+      ),
+    );
     await vi.advanceTimersByTimeAsync(2_000);
     // reactions.add is Tier 3 (50 a minute), its removal Tier 2 (20): each :eyes: spends a
     // removal's place, all 20 of them (nothing else does), and the rest are dropped when late.
@@ -40,19 +45,44 @@ describe("Slack's write policy", () => {
     expect(removed).toHaveLength(20);
     expect(Math.max(...removed) - start).toBeLessThan(2_100);
     // The minute's places are spent: no :eyes: until the first of them leaves the window.
-    const late = calls(s, "reactions.add", 1, added).map((p) => p.then(() => "added", () => "dropped"));
+    const late = calls(s, "reactions.add", 1, added).map((p) =>
+      p.then(
+        () => "added",
+        () => "dropped",
+      ),
+    );
     await vi.advanceTimersByTimeAsync(1_500);
     expect(await Promise.all(late)).toEqual(["dropped"]);
   });
 
-  it("keeps part of a shared bucket back for answers: updates stop short of chat.update's minute", async () => {
+  it("starts an agent session only while half of Tier 3 has room, and ends every session it started at once", async () => {
     const s = new WriteScheduler(slackWritePolicy);
-    const at: number[] = [];
-    const { lane } = slackDefaults("agents.sessions.setStatus");
+    const { lane, ...options } = slackDefaults("agents.sessions.setStatus");
     expect(lane).toBe("update");
-    void Promise.all(calls(s, "agents.sessions.setStatus", 50, at));
-    await vi.advanceTimersByTimeAsync(1_000);
-    // Tier 3, 50 a minute, 40 % of it kept for more urgent writes.
-    expect(at).toHaveLength(30);
+    const status = (channel: string, value: string, at: number[]) =>
+      s
+        .run({
+          lane,
+          // agent-sessions.ts drops a start that could not go out within 3 s.
+          ...options,
+          ...(value === "processing" ? { dropAfterMs: 3_000 } : {}),
+          buckets: slackBuckets("agents.sessions.setStatus", { channel_id: channel, status: value }),
+          run: async () => void at.push(Date.now()),
+        })
+        .then(
+          () => "sent",
+          () => "dropped",
+        );
+    const started: number[] = [];
+    const starts = Array.from({ length: 40 }, (_, i) => status(`C${i}`, "processing", started));
+    await vi.advanceTimersByTimeAsync(4_000);
+    // Tier 3 is 50 a minute for starts and ends together: 25 starts, each leaving its end a place.
+    expect((await Promise.all(starts)).filter((r) => r === "sent")).toHaveLength(25);
+    const ended: number[] = [];
+    const start = Date.now();
+    const ends = Array.from({ length: 25 }, (_, i) => status(`C${i}`, i % 5 ? "active" : "suspended", ended));
+    await vi.advanceTimersByTimeAsync(10);
+    expect(await Promise.all(ends)).toEqual(Array(25).fill("sent"));
+    expect(Math.max(...ended) - start).toBeLessThan(10);
   });
 });

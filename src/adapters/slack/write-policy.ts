@@ -28,8 +28,9 @@ const WORKSPACE_PER_MINUTE: Record<string, number> = {
   "conversations.replies": 50,
   "conversations.history": 50,
   "users.info": 100,
-  // Agent sessions (Tier 3): many threads starting at once would meet 429s at once.
-  "agents.sessions.setStatus": 50,
+  // Agent sessions (Tier 3): many threads starting at once would meet 429s at once. Starts
+  // get half the minute and each pays for its session's end (see `slackBuckets`).
+  "agents.sessions.setStatus": 25,
   "agents.sessions.rename": 50,
 };
 
@@ -55,10 +56,11 @@ const LEARNED_WORKSPACE_PER_MINUTE: Record<string, number> = {
 };
 
 /**
- * Buckets only one kind of write spends from (see `BucketLimit.alone`): adding an :eyes:
- * spends its removal's Tier 2 minute (see `slackBuckets`), and keeps none of it back.
+ * Buckets only one kind of write spends from (see `BucketLimit.alone`), which keep none of
+ * their minute back: adding an :eyes: spends its removal's Tier 2 place, and only a
+ * session's start spends from the session statuses' (see `slackBuckets`).
  */
-const ALONE = new Set(["reactions.remove"]);
+const ALONE = new Set(["reactions.remove", "agents.sessions.setStatus"]);
 
 /** Per channel: known for chat.postMessage (bursts of 3 assumed), learned from a 429 for the others. */
 const PER_CHANNEL: Record<string, { known?: BucketLimit; learned: BucketLimit }> = {
@@ -85,6 +87,13 @@ export function slackBuckets(method: string, params: Record<string, unknown> | u
   // answered messages for longer and longer, each removal in line behind the others'.
   if (method === "reactions.add") return ["slack:reactions.add", "slack:reactions.remove"];
   if (method === "reactions.remove") return ["slack:reactions.remove:paid"];
+  // And a session's start (`processing`) for its end: a Tier 3 method, 50 a minute for both.
+  // Sharing it, the starts of new answers took the places the ends waited for, and a busy
+  // workspace's sessions showed as working, stop button and all, a minute after their answer.
+  if (method === "agents.sessions.setStatus")
+    return params?.status === "processing"
+      ? ["slack:agents.sessions.setStatus"]
+      : ["slack:agents.sessions.setStatus:paid"];
   const channel = params?.channel ?? params?.channel_id;
   const wide = `slack:${method}`;
   if (PER_CHANNEL[method] && typeof channel === "string" && channel !== "") {
