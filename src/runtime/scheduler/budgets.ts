@@ -164,7 +164,8 @@ export class LocalBudgets implements BudgetBook {
    * wide bucket is spent: the wide bucket had just taken that many without a 429. Taken
    * for the workspace's, two busy channels' 429s held every channel to the documented
    * tier, and at once behind the minute of writes taken at a higher rate before it: every
-   * answer's final text waited up to a minute.
+   * answer's final text waited up to a minute. (Replicas publish a channel's writes of
+   * its own window only, a second: among replicas this counts mostly this process's.)
    */
   private spentAlone(wide: string, narrow: string, now: number): boolean {
     const limit = this.policy.limitOf(wide, true);
