@@ -101,6 +101,7 @@ export class StreamWriter implements TextSink {
 
   /** See `TextSink.abandon`: no write starts after this, and the one in flight is waited for. */
   async abandon(): Promise<void> {
+    this.scheduler.streamEnded(this);
     this.abandoned = true;
     this.ended = true;
     this.waiting?.abort();
@@ -153,6 +154,7 @@ export class StreamWriter implements TextSink {
   }
 
   private async end(): Promise<void> {
+    this.scheduler.streamEnded(this);
     this.ended = true;
     this.statusText = "";
     // The final text goes at once: an update waiting for its turn or its interval is not worth waiting for.
@@ -189,6 +191,7 @@ export class StreamWriter implements TextSink {
         // write() starts the loop again, still paced from the last write.
         this.layout();
         if (this.abandoned || this.nextDirty() < 0) break;
+        if (!this.ended) this.scheduler.streaming(this);
         if (this.lane() === "update") {
           await this.pace();
           this.layout();
@@ -218,6 +221,7 @@ export class StreamWriter implements TextSink {
         }
       }
     } catch (error) {
+      this.scheduler.streamEnded(this);
       this.failed = { error };
       log.warn({ err: error }, "reply write failed");
     } finally {
@@ -241,9 +245,12 @@ export class StreamWriter implements TextSink {
     return this.ended ? "final" : "update";
   }
 
-  /** Waits out the reply's interval since its last write, unless the answer ends first. */
+  /**
+   * Waits out the reply's interval since its last write (longer under a crowd: see the
+   * scheduler's `editInterval`), unless the answer ends first.
+   */
   private async pace(): Promise<void> {
-    const wait = this.lastWrite + this.opts.intervalMs - Date.now();
+    const wait = this.lastWrite + this.scheduler.editInterval(this.opts.intervalMs) - Date.now();
     if (wait <= 0 || this.ended) return;
     await new Promise<void>((resolve) => {
       const timer = setTimeout(done, wait);

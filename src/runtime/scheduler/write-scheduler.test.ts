@@ -444,6 +444,51 @@ describe("StreamWriters sharing one scheduler", () => {
     for (const [k, c] of channels.entries()) expect(c.texts().join("")).toBe(answers[k]);
   });
 
+  it("spreads a crowd's intermediate edits to 50 a second in all, where one reply alone keeps its interval", async () => {
+    /** Streams `n` answers for 6 s through one scheduler; each channel's edits before the answer's end. */
+    const stream = async (n: number) => {
+      const s = scheduler({});
+      const channels = Array.from({ length: n }, (_, k) => scheduled(`e${k}-`, { post: [], edit: [] }));
+      const writers = channels.map(
+        (c) => new StreamWriter(c, { limit: 4000, intervalMs: 200, scheduler: s }),
+      );
+      const answers = channels.map((_, k) => `Answer ${k}: ${"word ".repeat(120)}`);
+      for (let i = 0; i < 60; i++) {
+        for (const [k, w] of writers.entries()) w.write(answers[k]!.slice(i * 10, i * 10 + 10));
+        await vi.advanceTimersByTimeAsync(100);
+      }
+      const ending = Date.now();
+      for (const [k, w] of writers.entries()) w.write(answers[k]!.slice(600));
+      const done = Promise.all(writers.map((w) => w.finish()));
+      await vi.advanceTimersByTimeAsync(10_000);
+      await done;
+      for (const [k, c] of channels.entries()) expect(c.texts().join("")).toBe(answers[k]);
+      return channels.map((c) => c.calls.filter((x) => x.ok && x.op === "edit" && x.at < ending).length);
+    };
+    // Alone: an edit every 200 ms of the 6 s.
+    const [alone = 0] = await stream(1);
+    expect(alone).toBeGreaterThanOrEqual(20);
+    // A hundred at once: 50 edits a second among them, an edit every 2 s each.
+    const crowd = await stream(100);
+    expect(Math.max(...crowd)).toBeLessThanOrEqual(3);
+    expect(Math.min(...crowd)).toBeGreaterThanOrEqual(2);
+  });
+
+  it("counts a reply as streaming only until its answer ends", () => {
+    const s = scheduler({});
+    const replies = Array.from({ length: 100 }, () => ({}));
+    for (const r of replies) s.streaming(r);
+    expect(s.editInterval(1_000)).toBe(2_000);
+    for (const r of replies.slice(50)) s.streamEnded(r);
+    expect(s.editInterval(1_000)).toBe(1_000);
+    // A reply that stopped without saying so stops counting once it has been quiet for 30 s.
+    const start = Date.now();
+    for (const r of replies) s.streaming(r, start);
+    expect(s.editInterval(200, start + 29_000)).toBe(2_000);
+    s.streaming(replies[0]!, start + 29_500);
+    expect(s.editInterval(200, start + 30_500)).toBe(200);
+  });
+
   it("shows every thread's first message before any thread's intermediate edits", async () => {
     const s = scheduler({ shared: { capacity: 4, windowMs: 1_000 } });
     const channels = Array.from({ length: 12 }, (_, k) =>
