@@ -67,3 +67,16 @@ export const OWN_BUCKET = ["reply"];
 
 /** A plain timer, not node:timers/promises: the writer's tests drive it with fake timers. */
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/** A `sleep` that `wake()` ends early. */
+export function nap(ms: number): { done: Promise<void>; wake: () => void } {
+  let wake = () => {};
+  const done = new Promise<void>((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    wake = () => {
+      clearTimeout(timer);
+      resolve();
+    };
+  });
+  return { done, wake };
+}

@@ -3,11 +3,12 @@ import type { TextSink } from "./contract.js";
 import { clearStale, KeyedMessages, NO_TEXT, type Slot, writeKind } from "./keyed-messages.js";
 import { endingFor, type MessageOps, RateLimitedError, type WriteInfo } from "./message-ops.js";
 import { type Lane, WriteDropped, WriteScheduler } from "./scheduler/write-scheduler.js";
-import { type Fence, type MessagePart, openFenceAtEnd, splitToFit } from "./split.js";
+import { type Fence, openFenceAtEnd, splitToFit } from "./split.js";
 import {
   CONTINUE_AFTER_MS,
   EDIT_ATTEMPTS,
   EDIT_RETRY_MS,
+  nap,
   OWN_BUCKET,
   type StreamWriterOptions,
   sleep,
@@ -101,7 +102,7 @@ export class StreamWriter implements TextSink {
 
   /** See `TextSink.abandon`: no write starts after this, and the one in flight is waited for. */
   async abandon(): Promise<void> {
-    this.scheduler.streamEnded(this);
+    this.scheduler.cadence.streamEnded(this);
     this.abandoned = true;
     this.ended = true;
     this.waiting?.abort();
@@ -154,7 +155,7 @@ export class StreamWriter implements TextSink {
   }
 
   private async end(): Promise<void> {
-    this.scheduler.streamEnded(this);
+    this.scheduler.cadence.streamEnded(this);
     this.ended = true;
     this.statusText = "";
     // The final text goes at once: an update waiting for its turn or its interval is not worth waiting for.
@@ -191,7 +192,7 @@ export class StreamWriter implements TextSink {
         // write() starts the loop again, still paced from the last write.
         this.layout();
         if (this.abandoned || this.nextDirty() < 0) break;
-        if (!this.ended) this.scheduler.streaming(this);
+        if (!this.ended) this.scheduler.cadence.streaming(this);
         if (this.lane() === "update") {
           await this.pace();
           this.layout();
@@ -221,7 +222,7 @@ export class StreamWriter implements TextSink {
         }
       }
     } catch (error) {
-      this.scheduler.streamEnded(this);
+      this.scheduler.cadence.streamEnded(this);
       this.failed = { error };
       log.warn({ err: error }, "reply write failed");
     } finally {
@@ -247,19 +248,14 @@ export class StreamWriter implements TextSink {
 
   /**
    * Waits out the reply's interval since its last write (longer under a crowd: see the
-   * scheduler's `editInterval`), unless the answer ends first.
+   * scheduler's `cadence`), unless the answer ends first.
    */
   private async pace(): Promise<void> {
-    const wait = this.lastWrite + this.scheduler.editInterval(this.opts.intervalMs) - Date.now();
+    const wait = this.lastWrite + this.scheduler.cadence.editInterval(this.opts.intervalMs) - Date.now();
     if (wait <= 0 || this.ended) return;
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(done, wait);
-      function done() {
-        clearTimeout(timer);
-        resolve();
-      }
-      this.wake = done;
-    });
+    const { done, wake } = nap(wait);
+    this.wake = wake;
+    await done;
     this.wake = null;
   }
 
@@ -366,7 +362,7 @@ export class StreamWriter implements TextSink {
   /** Brings every slot's `want` up to date with the text, freezing the parts that are full. */
   private layout(): void {
     const render = this.opts.render ?? ((md: string) => md);
-    const parts = this.split(this.text.slice(this.base), this.baseFence);
+    const parts = splitToFit(this.text.slice(this.base), this.opts.limit, this.baseFence, this.opts.render);
     for (const part of parts.slice(0, -1)) {
       this.slot(this.frozen).want = render(part.text);
       this.base += part.source.length;
@@ -399,9 +395,5 @@ export class StreamWriter implements TextSink {
       this.slots[index] = slot;
     }
     return slot;
-  }
-
-  private split(markdown: string, from: Fence | null): MessagePart[] {
-    return splitToFit(markdown, this.opts.limit, from, this.opts.render);
   }
 }

@@ -477,16 +477,16 @@ describe("StreamWriters sharing one scheduler", () => {
   it("counts a reply as streaming only until its answer ends", () => {
     const s = scheduler({});
     const replies = Array.from({ length: 100 }, () => ({}));
-    for (const r of replies) s.streaming(r);
-    expect(s.editInterval(1_000)).toBe(2_000);
-    for (const r of replies.slice(50)) s.streamEnded(r);
-    expect(s.editInterval(1_000)).toBe(1_000);
+    for (const r of replies) s.cadence.streaming(r);
+    expect(s.cadence.editInterval(1_000)).toBe(2_000);
+    for (const r of replies.slice(50)) s.cadence.streamEnded(r);
+    expect(s.cadence.editInterval(1_000)).toBe(1_000);
     // A reply that stopped without saying so stops counting once it has been quiet for 30 s.
     const start = Date.now();
-    for (const r of replies) s.streaming(r, start);
-    expect(s.editInterval(200, start + 29_000)).toBe(2_000);
-    s.streaming(replies[0]!, start + 29_500);
-    expect(s.editInterval(200, start + 30_500)).toBe(200);
+    for (const r of replies) s.cadence.streaming(r, start);
+    expect(s.cadence.editInterval(200, start + 29_000)).toBe(2_000);
+    s.cadence.streaming(replies[0]!, start + 29_500);
+    expect(s.cadence.editInterval(200, start + 30_500)).toBe(200);
   });
 
   it("shows every thread's first message before any thread's intermediate edits", async () => {

@@ -3,6 +3,7 @@ import { ContextSlot } from "../../core/async-context.js";
 import { log } from "../../log.js";
 import { RateLimitedError } from "../message-ops.js";
 import { type BudgetBook, LocalBudgets, type WritePolicy } from "./budgets.js";
+import { EditCadence } from "./edit-cadence.js";
 import { SignalWatch } from "./signal-watch.js";
 import {
   type CallOptions,
@@ -34,16 +35,6 @@ const BATCH_PICKS_FROM = 16;
 const TOP_LANES: ReadonlySet<Lane> = new Set(["first", "final"]);
 /** 429s in a row on one write before it is given up. */
 const MAX_LIMITED = 8;
-/**
- * Intermediate edits that a connection's streaming replies make together each second, at
- * most: under a crowd each reply's edits are spread further apart (its first message and
- * its final text are not). Every edit costs the bot and the platform a request; two
- * hundred Slack threads each edited once a second cost the bot about a sixth more CPU
- * than at this rate, with no text shown later at the end (bench/RESULTS.md).
- */
-const EDITS_PER_SECOND = 50;
-/** A reply that has not written for this long is no longer counted as streaming (it ended without saying). */
-const STREAM_STALE_MS = 30_000;
 
 interface Waiting {
   plan: WritePlan<unknown>;
@@ -85,9 +76,8 @@ export class WriteScheduler {
    * for since): another such write on none of them need not wait for a pick (see `atOnce`).
    */
   private readonly contested = new Set<string>();
-  /** Replies streaming on this connection, and when each last said so (see `editInterval`). */
-  private readonly streams = new Map<object, number>();
-  private streamsPrunedAt = 0;
+  /** How often the connection's streaming replies edit: more seldom under a crowd. */
+  readonly cadence = new EditCadence();
   private timer: ReturnType<typeof setTimeout> | null = null;
   private timerAt = Number.POSITIVE_INFINITY;
   private seq = 0;
@@ -202,27 +192,6 @@ export class WriteScheduler {
   pause(bucket: string, ms: number): void {
     this.budgets.pause(bucket, ms, Date.now());
     this.kick();
-  }
-
-  /** `reply` is streaming an answer: it counts in `editInterval` until `streamEnded` (or for STREAM_STALE_MS). */
-  streaming(reply: object, now = Date.now()): void {
-    this.streams.set(reply, now);
-  }
-
-  streamEnded(reply: object): void {
-    this.streams.delete(reply);
-  }
-
-  /**
-   * The interval between a streaming reply's intermediate edits: `base`, or longer when
-   * the connection's replies together would edit more than EDITS_PER_SECOND times a second.
-   */
-  editInterval(base: number, now = Date.now()): number {
-    if (now - this.streamsPrunedAt >= 1_000) {
-      this.streamsPrunedAt = now;
-      for (const [reply, at] of this.streams) if (at + STREAM_STALE_MS <= now) this.streams.delete(reply);
-    }
-    return Math.max(base, (this.streams.size * 1_000) / EDITS_PER_SECOND);
   }
 
   /** Writes waiting, by lane (for metrics and tests). */
