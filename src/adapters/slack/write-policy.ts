@@ -76,20 +76,32 @@ export function isSlackWrite(method: string): boolean {
   return !READS.test(method);
 }
 
+/**
+ * Writes that another must follow, each paying for its follower as it starts (spending
+ * from the follower's bucket, which nothing else spends from) so that the follower goes
+ * at once and never waits behind the next starts:
+ * - a native stream's start for its stop (both Tier 2): a stream is started only when it
+ *   can also be stopped at once;
+ * - an :eyes: for its removal (Tier 2, 20 a minute, against 50 for adding it): added
+ *   faster than they could be taken away, under a steady load they stayed on answered
+ *   messages for longer and longer.
+ * A session's start pays for its end too, within one method (see `slackBuckets`).
+ */
+const FOLLOWED_BY: Record<string, string> = {
+  "chat.startStream": "chat.stopStream",
+  "reactions.add": "reactions.remove",
+};
+const FOLLOWERS = new Set(Object.values(FOLLOWED_BY));
+
 /** Bucket keys: `slack:{method}` for the workspace, `slack:{method}:{channel}` per channel. */
 export function slackBuckets(method: string, params: Record<string, unknown> | undefined): string[] {
-  // A stream's start pays for its stop (both Tier 2): a stream is started only when it can
-  // also be stopped at once, and no answer waits for its stop behind other streams'.
-  if (method === "chat.startStream") return ["slack:chat.startStream", "slack:chat.stopStream"];
-  if (method === "chat.stopStream") return ["slack:chat.stopStream:paid"];
-  // So does an :eyes: pay for its removal (Tier 2, 20 a minute, against 50 for adding it):
-  // added faster than they could be taken away, under a steady load they stayed on
-  // answered messages for longer and longer, each removal in line behind the others'.
-  if (method === "reactions.add") return ["slack:reactions.add", "slack:reactions.remove"];
-  if (method === "reactions.remove") return ["slack:reactions.remove:paid"];
-  // And a session's start (`processing`) for its end: a Tier 3 method, 50 a minute for both.
-  // Sharing it, the starts of new answers took the places the ends waited for, and a busy
-  // workspace's sessions showed as working, stop button and all, a minute after their answer.
+  const follower = FOLLOWED_BY[method];
+  if (follower) return [`slack:${method}`, `slack:${follower}`];
+  if (FOLLOWERS.has(method)) return [`slack:${method}:paid`];
+  // A session's start (`processing`) pays for its end, both `agents.sessions.setStatus`
+  // (Tier 3): starts get half the minute. Sharing it, the starts of new answers took the
+  // places the ends waited for, and a busy workspace's sessions showed as working, stop
+  // button and all, a minute after their answer.
   if (method === "agents.sessions.setStatus")
     return params?.status === "processing"
       ? ["slack:agents.sessions.setStatus"]
