@@ -1,15 +1,21 @@
 import { type Context, context, ROOT_CONTEXT, trace } from "@opentelemetry/api";
 import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
 import { OTLPTraceExporter as JsonTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
-import { OTLPTraceExporter as ProtobufTraceExporter } from "@opentelemetry/exporter-trace-otlp-proto";
+import { OTLPExporterBase, type OTLPExporterNodeConfigBase } from "@opentelemetry/otlp-exporter-base";
+import {
+  convertLegacyHttpOptions,
+  createOtlpHttpExportDelegate,
+} from "@opentelemetry/otlp-exporter-base/node-http";
+import { ProtobufTraceSerializer, TraceExporterMetricsHelper } from "@opentelemetry/otlp-transformer";
 import { resourceFromAttributes } from "@opentelemetry/resources";
-import { BatchSpanProcessor } from "@opentelemetry/sdk-trace-node";
+import { BatchSpanProcessor, type ReadableSpan, type SpanExporter } from "@opentelemetry/sdk-trace-node";
 import { ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from "@opentelemetry/semantic-conventions";
 import { ContextSlot } from "../core/async-context.js";
 import { useTracer, VERSION } from "../core/spans.js";
 import { safeAddress } from "../core/unreachable.js";
 import { log, registerSecret } from "../log.js";
 import { BatchedTracerProvider } from "./batched-tracer.js";
+import { encodeTraceRequest } from "./otlp-span-encoder.js";
 import { samplerFrom } from "./trace-sampler.js";
 
 export interface Tracing {
@@ -33,7 +39,7 @@ export function startTracing(env: NodeJS.ProcessEnv = process.env): Tracing | un
   });
   const sampler = samplerFrom(env);
   const processor = new BatchSpanProcessor(
-    protocol === "http/json" ? new JsonTraceExporter(options) : new ProtobufTraceExporter(options),
+    protocol === "http/json" ? new JsonTraceExporter(options) : new ProtobufSpanExporter(options),
   );
   // Spans are recorded as plain objects and reach the SDK's batch processor in batches
   // (ops/batched-tracer.ts); the context manager lets spans find their parents across
@@ -56,6 +62,28 @@ export function startTracing(env: NodeJS.ProcessEnv = process.env): Tracing | un
       context.disable();
     },
   };
+}
+
+/**
+ * OTLP/HTTP in protobuf: OpenTelemetry's exporter (its transport, retries, timeouts and
+ * variables) as @opentelemetry/exporter-trace-otlp-proto builds it, with the request
+ * encoded by ops/otlp-span-encoder.ts (which says why) instead of the library's serializer.
+ */
+class ProtobufSpanExporter extends OTLPExporterBase<ReadableSpan[]> implements SpanExporter {
+  constructor(config: OTLPExporterNodeConfigBase) {
+    super(
+      createOtlpHttpExportDelegate(
+        convertLegacyHttpOptions(config, "TRACES", "v1/traces", { "Content-Type": "application/x-protobuf" }),
+        {
+          serializeRequest: encodeTraceRequest,
+          deserializeResponse: ProtobufTraceSerializer.deserializeResponse,
+        },
+        "otlp_http_span_exporter",
+        TraceExporterMetricsHelper,
+        undefined,
+      ),
+    );
+  }
 }
 
 /**
