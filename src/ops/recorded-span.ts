@@ -94,6 +94,12 @@ const NO_EVENTS: TimedEvent[] = [];
 /** No links: one array shared by every span without any (only ever replaced, never changed). */
 export const NO_LINKS: Link[] = [];
 const UNSET: SpanStatus = { code: SpanStatusCode.UNSET };
+/**
+ * The prototype of every span's attributes: it has no keys, not even Object's. An object
+ * made by Object.create(null) is a hash table in V8; one with a prototype keeps a fast
+ * shape, quicker to fill and to read for export.
+ */
+const NO_KEYS: object = Object.freeze(Object.create(null));
 
 /**
  * A span under a sampled parent, kept as data until its batch goes to the SDK; once
@@ -105,8 +111,8 @@ export class RecordedSpan implements Span, ReadableSpan {
   private readonly startMs: number;
   /** Milliseconds since the epoch; 0 while the span is open. */
   private endMs = 0;
-  /** No prototype: a key such as "constructor" is the span's own, new until set. */
-  readonly attributes: Attributes = Object.create(null);
+  /** No inherited keys: a key such as "constructor" is the span's own, new until set. */
+  readonly attributes: Attributes = Object.create(NO_KEYS);
   /** Attributes kept, for the limit. */
   private count = 0;
   droppedAttributesCount = 0;
