@@ -22,14 +22,20 @@
  * over its untraced ones cancels its luck, and their order (untraced, traced, traced,
  * untraced, and so on) a steady drift; A is traced exactly when B is not, so the
  * geometric mean of the two ratios cancels what weighed on the whole machine at a moment
- * (a crossover design). Every stretch ends by collecting its garbage. Before them,
+ * (a crossover design). No stretch forces a garbage collection. They once ended
+ * with one, and each forced full collection deoptimized about a hundred of the
+ * bot's hot functions at once (V8's "weak objects" dependencies; --log-deopt), so every
+ * stretch began by compiling them again: about 600 TurboFan compilations per 10 s, a fifth
+ * of the bots' CPU on V8's compiler threads, and 16 ms of CPU a turn where a bot left alone
+ * spends 10. A major collection now falls where the heap calls for it, in a traced
+ * stretch or an untraced one alike, and the alternation spreads it. Before them,
  * BENCH_TRACING_WARM_UP turns (default 500) in alternating stretches of 50 warm both paths
  * (V8 optimizes the bot's hot functions over its first several hundred turns) and make
  * the exporter's first export, whose one-time set-up (loading and compiling the encoder)
  * is no turn's cost.
  *
  * Run alone: `npm run bench -- tracing` (BENCH_TRACING_PAIRS, traced and untraced
- * stretches per process, default 8). BENCH_TRACING_CONTROL=1 never switches tracing on:
+ * stretches per process, default 16). BENCH_TRACING_CONTROL=1 never switches tracing on:
  * an A/A run, the bench's own noise. BENCH_TRACING_PROFILE_DIR=<dir>: each process writes a
  * V8 CPU profile there when it exits. BENCH_BOT_LOG_DIR and BENCH_BOT_LOG_LEVEL keep the
  * bots' logs, as in the load bench.
@@ -51,7 +57,7 @@ import { channels, sleep, until } from "./support/replicas.js";
 import { atMost, type BenchResult, fmt } from "./support/report.js";
 
 const STRETCH = Number(process.env.BENCH_TRACING_STRETCH ?? 100);
-const PAIRS = Number(process.env.BENCH_TRACING_PAIRS ?? 8);
+const PAIRS = Number(process.env.BENCH_TRACING_PAIRS ?? 16);
 const WARM_UP = Number(process.env.BENCH_TRACING_WARM_UP ?? 500);
 const WARM_UP_STRETCH = 50;
 /** Turns answered at once by each process. */
@@ -79,8 +85,6 @@ interface Bot {
   cpu(): number;
   /** Switches tracing on or off (in the A/A run, "on" changes nothing) and waits until done. */
   trace(on: boolean): Promise<void>;
-  /** Collects all garbage now. */
-  collect(): Promise<void>;
   /** Answers `n` questions, five threads at a time, numbered on from the last batch's. */
   batch(n: number): Promise<void>;
   stop(): Promise<void>;
@@ -118,12 +122,7 @@ async function startBot(
   };
   const profiles = process.env.BENCH_TRACING_PROFILE_DIR;
   const profile = profiles ? ["--cpu-prof", `--cpu-prof-dir=${profiles}`] : [];
-  const proc = spawnBot(
-    `Switchboard ${name}`,
-    [...profile, "--expose-gc", script, build.main, "start"],
-    env,
-    repoRoot,
-  );
+  const proc = spawnBot(`Switchboard ${name}`, [...profile, script, build.main, "start"], env, repoRoot);
   const stop = async () => {
     await proc.kill();
     await slack.stop();
@@ -157,7 +156,6 @@ async function startBot(
   return {
     cpu: () => cpuSeconds(proc.pid),
     trace: (on) => command(on ? (CONTROL ? "stay" : "on") : "off"),
-    collect: () => command("gc"),
     async batch(n) {
       const from = asked;
       asked += n;
@@ -171,9 +169,7 @@ async function startBot(
 
 /**
  * CPU seconds of one stretch of `turns` turns, traced or not. A traced stretch ends by
- * switching tracing off, which exports what it has left: part of its cost. Every stretch
- * ends by collecting its garbage, so that it pays for all of its own (and a major
- * collection does not fall on whichever stretch happens to fill the heap). Switching
+ * switching tracing off, which exports what it has left: part of its cost. Switching
  * tracing on (a new exporter object) happens before the stretch's CPU is first read.
  */
 async function stretch(bot: Bot, traced: boolean, turns: number): Promise<Stretch> {
@@ -185,7 +181,6 @@ async function stretch(bot: Bot, traced: boolean, turns: number): Promise<Stretc
   const started = performance.now();
   await bot.batch(turns);
   if (traced) await bot.trace(false);
-  await bot.collect();
   return { traced, cpu: bot.cpu() - before, wallS: (performance.now() - started) / 1000 };
 }
 

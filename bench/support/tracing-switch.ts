@@ -1,7 +1,7 @@
 /**
  * The built app with its tracing switched on and off while it runs, for the tracing
  * benchmark (bench/tracing.bench.ts), which compiles this file beside the build's own and
- * runs `node --expose-gc <build>/tracing-switch.js <build>/main.js start`, with
+ * runs `node <build>/tracing-switch.js <build>/main.js start`, with
  * TRACING_SWITCH_ENDPOINT set to the OTLP receiver. (Not through tsx's loader: it turns
  * source maps on for the whole process, which makes every error's stack dearer and would
  * weigh on the turns traced or not.)
@@ -11,8 +11,7 @@
  * it when an endpoint is set (ops/tracing.ts's `startTracing`, from the same build, so
  * the same modules the app's spans go through) and `off` shuts it down as the app does at
  * its stop: the spans still buffered are exported first, so a traced stretch pays for all
- * of its own exports. `gc` collects all garbage now, so a stretch of turns pays for its
- * own. Each line is answered with the same line once done (any other line changes
+ * of its own exports. Each line is answered with the same line once done (any other line changes
  * nothing: the A/A run's stand-in for `on`).
  */
 import { createInterface } from "node:readline";
@@ -20,8 +19,6 @@ import { pathToFileURL } from "node:url";
 
 const [main, ...args] = process.argv.slice(2);
 if (!main) throw new Error("usage: tracing-switch.js <build>/main.js start");
-const gc = (globalThis as { gc?: () => void }).gc;
-if (!gc) throw new Error("tracing-switch.js needs node --expose-gc.");
 const endpoint = process.env.TRACING_SWITCH_ENDPOINT;
 if (!endpoint) throw new Error("TRACING_SWITCH_ENDPOINT must name the OTLP receiver.");
 
@@ -40,7 +37,7 @@ createInterface({ input: process.stdin }).on("line", (line) => {
     else if (line === "off") {
       await tracing?.shutdown();
       tracing = undefined;
-    } else if (line === "gc") gc();
+    }
     process.stdout.write(`${line}\n`);
   });
 });
