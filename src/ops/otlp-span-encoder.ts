@@ -1,4 +1,4 @@
-import type { Attributes, HrTime, Link } from "@opentelemetry/api";
+import type { Attributes, HrTime, Link, SpanContext } from "@opentelemetry/api";
 import type { Resource } from "@opentelemetry/resources";
 import type { ReadableSpan, TimedEvent } from "@opentelemetry/sdk-trace-node";
 
@@ -251,6 +251,17 @@ function writeLink(w: ProtoWriter, link: Link): void {
   w.tag(13, LENGTH_DELIMITED);
   const at = w.open();
   const { context } = link;
+  writeIds(w, context);
+  if (link.attributes) writeAttributes(w, link.attributes, 4);
+  w.tag(5, VARINT);
+  w.varint32(link.droppedAttributesCount ?? 0);
+  w.tag(6, FIXED32);
+  w.fixed32(spanFlags(context.traceFlags, context.isRemote));
+  w.close(at);
+}
+
+/** A span's or a link's first three fields: trace id, span id and trace state. */
+function writeIds(w: ProtoWriter, context: SpanContext): void {
   w.tag(1, LENGTH_DELIMITED);
   w.hexBytes(context.traceId);
   w.tag(2, LENGTH_DELIMITED);
@@ -260,12 +271,6 @@ function writeLink(w: ProtoWriter, link: Link): void {
     w.tag(3, LENGTH_DELIMITED);
     w.string(state);
   }
-  if (link.attributes) writeAttributes(w, link.attributes, 4);
-  w.tag(5, VARINT);
-  w.varint32(link.droppedAttributesCount ?? 0);
-  w.tag(6, FIXED32);
-  w.fixed32(spanFlags(context.traceFlags, context.isRemote));
-  w.close(at);
 }
 
 function spanFlags(traceFlags: number, remote: boolean | undefined): number {
@@ -277,15 +282,7 @@ function writeSpan(w: ProtoWriter, span: ReadableSpan): void {
   const at = w.open();
   const context = span.spanContext();
   const parent = span.parentSpanContext;
-  w.tag(1, LENGTH_DELIMITED);
-  w.hexBytes(context.traceId);
-  w.tag(2, LENGTH_DELIMITED);
-  w.hexBytes(context.spanId);
-  const state = context.traceState?.serialize();
-  if (state) {
-    w.tag(3, LENGTH_DELIMITED);
-    w.string(state);
-  }
+  writeIds(w, context);
   if (parent?.spanId) {
     w.tag(4, LENGTH_DELIMITED);
     w.hexBytes(parent.spanId);
