@@ -140,6 +140,19 @@ describe("OTLP span encoder", () => {
     expect(encodeTraceRequest([])).toHaveLength(0);
   });
 
+  it("starts each request afresh when the last one failed half-way", () => {
+    const spans = recordedSpans();
+    const broken = Object.create(spans[0] as object, {
+      spanContext: {
+        value: () => {
+          throw new Error("not a span");
+        },
+      },
+    }) as ReadableSpan;
+    expect(() => encodeTraceRequest([spans[1] as ReadableSpan, broken])).toThrow("not a span");
+    expect(Buffer.from(encodeTraceRequest(spans)).equals(library(spans))).toBe(true);
+  });
+
   it("reads back as the spans it was given", () => {
     const spans = recordedSpans();
     const edges = spans.find((s) => s.name === "edges") as ReadableSpan;

@@ -41,6 +41,11 @@ class ProtoWriter {
     this.buf = bigger;
   }
 
+  /** Forgets what was written: a request that failed half-way leaves nothing behind. */
+  reset(): void {
+    this.pos = 0;
+  }
+
   /** The bytes written, in a buffer of their own (the writer is reused). */
   take(): Uint8Array {
     const out = Buffer.allocUnsafeSlow(this.pos);
@@ -385,6 +390,7 @@ export function encodeTraceRequest(spans: ReadableSpan[]): Uint8Array {
     if (group) group.push(span);
     else scopes.set(span.instrumentationScope, [span]);
   }
+  writer.reset();
   for (const [resource, scopes] of resources) writeResourceSpans(writer, resource, scopes);
   return writer.take();
 }
