@@ -196,6 +196,18 @@ function momentRatios(runs: Stretch[][]): number[] {
   });
 }
 
+/**
+ * The moments' ratios as a geometric mean with two standard errors either side: how far
+ * this run's figure may be from the cost itself (the moments vary by several points).
+ */
+function spread(ratios: number[]): string {
+  const logs = ratios.map(Math.log);
+  const mean = sum(logs) / logs.length;
+  const variance = sum(logs.map((x) => (x - mean) ** 2)) / Math.max(1, logs.length - 1);
+  const se = Math.sqrt(variance / logs.length);
+  return `${fmt(Math.exp(mean), 3)} (${fmt(Math.exp(mean - 2 * se), 3)} to ${fmt(Math.exp(mean + 2 * se), 3)})`;
+}
+
 /** How many spans of each name a traced turn made, the most frequent first. */
 function spansPerTurn(receiver: OtlpReceiver, turns: number): string {
   const counts = new Map<string, number>();
@@ -266,6 +278,8 @@ export async function run(): Promise<BenchResult> {
           "CPU per turn, off / on, all stretches, A; B (ms)": `${fmt(offMs[0]!, 2)} / ${fmt(onMs[0]!, 2)}; ${fmt(offMs[1]!, 2)} / ${fmt(onMs[1]!, 2)}`,
           "on / off, all stretches, A; B": `${fmt(pooled[0]!, 3)}; ${fmt(pooled[1]!, 3)}`,
           "on / off, the geometric mean of A's and B's": fmt(figure, 3),
+          "at each moment, the traced / the untraced: geometric mean, and two standard errors either side":
+            spread(momentRatios(runs)),
           "at each moment, the traced process / the untraced one, sorted": momentRatios(runs)
             .sort((a, b) => a - b)
             .map((x) => fmt(x, 3))
