@@ -140,6 +140,27 @@ describe("OTLP span encoder", () => {
     expect(encodeTraceRequest([])).toHaveLength(0);
   });
 
+  it("writes a request of megabytes, and the ones after it, exactly", () => {
+    const exporter = new InMemorySpanExporter();
+    const provider = new BatchedTracerProvider({
+      processor: new SimpleSpanProcessor(exporter),
+      resource: resourceFromAttributes({ "service.name": "switchboard" }),
+      sampler: new AlwaysOnSampler(),
+    });
+    // A tool's result kept as an attribute: 3 MB in one span, past what the writer keeps between requests.
+    provider
+      .getTracer("switchboard")
+      .startSpan("huge", { attributes: { result: "é".repeat(1_500_000) } })
+      .end();
+    provider.flush();
+    const huge = exporter.getFinishedSpans();
+    const bytes = Buffer.from(encodeTraceRequest(huge));
+    expect(bytes.length).toBeGreaterThan(3_000_000);
+    expect(bytes.equals(library(huge))).toBe(true);
+    const after = recordedSpans();
+    expect(Buffer.from(encodeTraceRequest(after)).equals(library(after))).toBe(true);
+  });
+
   it("starts each request afresh when the last one failed half-way", () => {
     const spans = recordedSpans();
     const broken = Object.create(spans[0] as object, {
