@@ -11,8 +11,8 @@
  * it when an endpoint is set (ops/tracing.ts's `startTracing`, from the same build, so
  * the same modules the app's spans go through) and `off` shuts it down as the app does at
  * its stop: the spans still buffered are exported first, so a traced stretch pays for all
- * of its own exports. Each line is answered with the same line once done (any other line changes
- * nothing: the A/A run's stand-in for `on`).
+ * of its own exports. Each line is answered with the same line once done (any other line
+ * changes nothing: the A/A run's stand-in for `on`).
  */
 import { createInterface } from "node:readline";
 import { pathToFileURL } from "node:url";
