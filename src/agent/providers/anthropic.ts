@@ -8,12 +8,14 @@ import type {
   RawMessageStreamEvent,
   Tool,
 } from "@anthropic-ai/sdk/resources/messages";
+import type { ErrorType } from "@anthropic-ai/sdk/resources/shared";
 import type { ChatMessage, Usage, UserMessage } from "../../core/messages.js";
 import { log } from "../../log.js";
 import type { EventSink } from "./coalesce.js";
 import { abortedError, isTransientStreamError, toProviderError } from "./errors.js";
 import type { ModelEvent, ModelRequest, Provider, StopReason, ToolSpec } from "./provider.js";
 import { StreamInterrupted, streamWithRetry } from "./retry.js";
+import { readSse } from "./sse.js";
 import { parseArguments, withAuthor } from "./wire.js";
 
 export interface AnthropicProviderOptions {
@@ -83,83 +85,115 @@ export class AnthropicProvider implements Provider {
     return body;
   }
 
-  /** One request, its events handed to `sink` event by event. */
+  /**
+   * One request, its events handed to `sink` event by event. The SDK makes the request
+   * (its retries, timeout and errors); the body's events are read by sse.ts (which says
+   * why), with the SDK stream's rules: `ping` and unnamed events skipped, an `error` event
+   * the SDK's APIError.
+   */
   private async attempt(req: ModelRequest, signal: AbortSignal, sink: EventSink): Promise<void> {
     const ctx = { provider: this.name, attempts: this.maxRetries + 1 };
-    let stream: AsyncIterable<RawMessageStreamEvent>;
+    let response: Response;
     try {
-      stream = await this.client.messages.create(this.body(req), { signal });
+      response = await this.client.messages.create(this.body(req), { signal }).asResponse();
     } catch (err) {
       throw toProviderError(err, ctx);
     }
-    // Thinking and server-tool blocks are skipped; only tool_use input is assembled.
-    const toolBlocks = new Map<number, ToolUseBlock>();
-    const usage: Usage = { inputTokens: 0, outputTokens: 0 };
-    let stop: AnthropicStopReason | null = null;
-    let stopped = false;
-    let calls = 0;
+    const answer = new AnswerReader(sink);
     try {
-      for await (const event of stream) {
-        switch (event.type) {
-          case "message_start": {
-            const u = event.message.usage;
-            // Cached prompt tokens are billed and counted apart from `input_tokens`.
-            usage.inputTokens =
-              u.input_tokens + (u.cache_creation_input_tokens ?? 0) + (u.cache_read_input_tokens ?? 0);
-            usage.outputTokens = u.output_tokens;
-            break;
-          }
-          case "content_block_start": {
-            const b = event.content_block;
-            if (b.type === "tool_use") toolBlocks.set(event.index, { id: b.id, name: b.name, json: "" });
-            else if (b.type === "text" && b.text) sink.emit({ type: "text", delta: b.text });
-            break;
-          }
-          case "content_block_delta": {
-            const d = event.delta;
-            if (d.type === "text_delta" && d.text) sink.emit({ type: "text", delta: d.text });
-            else if (d.type === "input_json_delta") {
-              const open = toolBlocks.get(event.index);
-              if (open) open.json += d.partial_json;
-            }
-            break;
-          }
-          case "content_block_stop": {
-            const open = toolBlocks.get(event.index);
-            if (!open) break;
-            toolBlocks.delete(event.index);
-            calls++;
-            sink.emit({
-              type: "tool_call",
-              call: { id: open.id, name: open.name, ...parseArguments(open.json) },
-            });
-            break;
-          }
-          case "message_delta": {
-            if (event.delta.stop_reason) stop = event.delta.stop_reason;
-            // Cumulative counts: the last delta wins.
-            usage.outputTokens = event.usage.output_tokens;
-            if (event.usage.input_tokens)
-              usage.inputTokens = Math.max(usage.inputTokens, event.usage.input_tokens);
-            break;
-          }
-          case "message_stop":
-            stopped = true;
-            break;
+      if (!response.body) throw new StreamInterrupted("the model's response has no body");
+      await readSse(response.body, (message) => {
+        if (message.event === null || message.event === "ping") return true;
+        if (message.event === "error") {
+          const body = parsedOrText(message.data);
+          const type = (body as { error?: { type?: ErrorType } })?.error?.type;
+          throw new Anthropic.APIError(undefined, body as object, undefined, response.headers, type);
         }
-        // Nobody reads on: leaving the loop lets the SDK close the response.
-        if (sink.stopped()) return;
-      }
+        if (!message.data) return true;
+        answer.read(JSON.parse(message.data) as RawMessageStreamEvent);
+        return !sink.stopped();
+      });
+      if (sink.stopped()) return;
     } catch (err) {
       if (signal.aborted) throw abortedError(err);
       if (isTransientStreamError(err)) throw new StreamInterrupted(describe(err), { cause: err });
       throw toProviderError(err, ctx);
     }
-    // The SDK ends iteration quietly when the signal aborts mid-body.
     if (signal.aborted) throw abortedError(signal.reason);
-    if (!stopped) throw new StreamInterrupted("the stream ended without message_stop");
-    sink.emit({ type: "usage", usage });
-    sink.emit({ type: "stop", reason: calls > 0 ? "tool_calls" : stopReason(stop) });
+    if (!answer.stopped) throw new StreamInterrupted("the stream ended without message_stop");
+    sink.emit({ type: "usage", usage: answer.usage });
+    sink.emit({ type: "stop", reason: answer.calls > 0 ? "tool_calls" : stopReason(answer.stop) });
+  }
+}
+
+/** A Messages stream's events read into text and tool calls (handed on) and its usage and stop. */
+class AnswerReader {
+  /** Thinking and server-tool blocks are skipped; only tool_use input is assembled. */
+  private readonly toolBlocks = new Map<number, ToolUseBlock>();
+  readonly usage: Usage = { inputTokens: 0, outputTokens: 0 };
+  stop: AnthropicStopReason | null = null;
+  stopped = false;
+  calls = 0;
+
+  constructor(private readonly sink: EventSink) {}
+
+  read(event: RawMessageStreamEvent): void {
+    switch (event.type) {
+      case "message_start": {
+        const u = event.message.usage;
+        // Cached prompt tokens are billed and counted apart from `input_tokens`.
+        this.usage.inputTokens =
+          u.input_tokens + (u.cache_creation_input_tokens ?? 0) + (u.cache_read_input_tokens ?? 0);
+        this.usage.outputTokens = u.output_tokens;
+        return;
+      }
+      case "content_block_start": {
+        const b = event.content_block;
+        if (b.type === "tool_use") this.toolBlocks.set(event.index, { id: b.id, name: b.name, json: "" });
+        else if (b.type === "text" && b.text) this.sink.emit({ type: "text", delta: b.text });
+        return;
+      }
+      case "content_block_delta": {
+        const d = event.delta;
+        if (d.type === "text_delta" && d.text) this.sink.emit({ type: "text", delta: d.text });
+        else if (d.type === "input_json_delta") {
+          const open = this.toolBlocks.get(event.index);
+          if (open) open.json += d.partial_json;
+        }
+        return;
+      }
+      case "content_block_stop": {
+        const open = this.toolBlocks.get(event.index);
+        if (!open) return;
+        this.toolBlocks.delete(event.index);
+        this.calls++;
+        this.sink.emit({
+          type: "tool_call",
+          call: { id: open.id, name: open.name, ...parseArguments(open.json) },
+        });
+        return;
+      }
+      case "message_delta": {
+        if (event.delta.stop_reason) this.stop = event.delta.stop_reason;
+        // Cumulative counts: the last delta wins.
+        this.usage.outputTokens = event.usage.output_tokens;
+        if (event.usage.input_tokens)
+          this.usage.inputTokens = Math.max(this.usage.inputTokens, event.usage.input_tokens);
+        return;
+      }
+      case "message_stop":
+        this.stopped = true;
+        return;
+    }
+  }
+}
+
+/** An error event's data as JSON, or as the text it is when it is not JSON (as the SDK reads it). */
+function parsedOrText(data: string): unknown {
+  try {
+    return JSON.parse(data);
+  } catch {
+    return data;
   }
 }
 

@@ -126,7 +126,9 @@ function fromApiError(err: OpenAIAPIError | AnthropicAPIError, ctx: ErrorContext
       cause: err,
     });
   }
-  if (status === undefined || status >= 500 || status === 408 || status === 409) {
+  // An error inside a stream has no status: only its type tells a refused request from a failing service.
+  const refused = status === undefined && /invalid_request/.test(type ?? "");
+  if (!refused && (status === undefined || status >= 500 || status === 408 || status === 409)) {
     return unavailableError(ctx, label, err);
   }
   if (status === 404) {

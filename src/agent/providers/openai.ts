@@ -12,6 +12,7 @@ import type { EventSink } from "./coalesce.js";
 import { abortedError, isTransientStreamError, toProviderError } from "./errors.js";
 import type { ModelEvent, ModelRequest, Provider, StopReason, ToolSpec } from "./provider.js";
 import { StreamInterrupted, streamWithRetry } from "./retry.js";
+import { readSse } from "./sse.js";
 import { newCallId, parseArguments, withAuthor } from "./wire.js";
 
 export interface OpenAIProviderOptions {
@@ -88,41 +89,61 @@ export class OpenAIProvider implements Provider {
     return body;
   }
 
-  /** One request, its events handed to `sink` chunk by chunk. */
+  /**
+   * One request, its events handed to `sink` chunk by chunk. The SDK makes the request
+   * (its retries, timeout and errors); the body's events are read by sse.ts (which says
+   * why), with the SDK stream's rules: `[DONE]` ends the answer, a chunk
+   * with an `error` (or an `error` event) is the SDK's APIError.
+   */
   private async attempt(req: ModelRequest, signal: AbortSignal, sink: EventSink): Promise<void> {
     const ctx = { provider: this.name, attempts: this.maxRetries + 1 };
-    let stream: AsyncIterable<ChatCompletionChunk>;
+    let response: Response;
     try {
-      stream = await this.client.chat.completions.create(this.body(req), { signal });
+      response = await this.client.chat.completions.create(this.body(req), { signal }).asResponse();
     } catch (err) {
       throw toProviderError(err, ctx);
     }
     const calls = new Map<number, PartialCall>();
     let finish: ChatCompletionChunk.Choice["finish_reason"] = null;
     let usage: ModelEvent | undefined;
-    try {
-      for await (const chunk of stream) {
-        if (chunk.usage) {
-          usage = {
-            type: "usage",
-            usage: { inputTokens: chunk.usage.prompt_tokens, outputTokens: chunk.usage.completion_tokens },
-          };
-        }
-        const choice = chunk.choices[0];
-        if (!choice) continue;
-        const text = choice.delta.content;
-        if (text) sink.emit({ type: "text", delta: text });
-        for (const delta of choice.delta.tool_calls ?? []) accumulate(calls, delta);
-        if (choice.finish_reason) finish = choice.finish_reason;
-        // Nobody reads on: leaving the loop lets the SDK close the response.
-        if (sink.stopped()) return;
+    let done = false;
+    const onChunk = (chunk: ChatCompletionChunk): boolean => {
+      if (chunk.usage) {
+        usage = {
+          type: "usage",
+          usage: { inputTokens: chunk.usage.prompt_tokens, outputTokens: chunk.usage.completion_tokens },
+        };
       }
+      const choice = chunk.choices?.[0];
+      if (!choice) return true;
+      const text = choice.delta?.content;
+      if (text) sink.emit({ type: "text", delta: text });
+      for (const delta of choice.delta?.tool_calls ?? []) accumulate(calls, delta);
+      if (choice.finish_reason) finish = choice.finish_reason;
+      // Nobody reads on: reading stops and the response is let go.
+      return !sink.stopped();
+    };
+    try {
+      if (!response.body) throw new StreamInterrupted("the model's response has no body");
+      await readSse(response.body, (message) => {
+        // After [DONE] the body is read to its end, unparsed, so that its connection is reused.
+        if (done) return true;
+        if (message.data.startsWith("[DONE]")) {
+          done = true;
+          return true;
+        }
+        const data = JSON.parse(message.data);
+        if (message.event === "error")
+          throw new OpenAI.APIError(undefined, data?.error, data?.message, undefined);
+        if (data?.error) throw new OpenAI.APIError(undefined, data.error, undefined, response.headers);
+        return onChunk(data as ChatCompletionChunk);
+      });
+      if (sink.stopped()) return;
     } catch (err) {
       if (signal.aborted) throw abortedError(err);
       if (isTransientStreamError(err)) throw new StreamInterrupted(describe(err), { cause: err });
       throw toProviderError(err, ctx);
     }
-    // The SDK ends iteration quietly when the signal aborts mid-body.
     if (signal.aborted) throw abortedError(signal.reason);
     if (finish === null) throw new StreamInterrupted("the stream ended without a finish_reason");
     for (const call of calls.values()) sink.emit({ type: "tool_call", call: finishCall(call) });

@@ -219,6 +219,38 @@ describe.each(kinds)("the $name provider", ({ model, make }) => {
     expect(emulator().requests).toHaveLength(2);
   });
 
+  it("asks again when the server reports an overload inside the stream before any text", async () => {
+    const overloaded = { type: "overloaded_error", message: "Overloaded" };
+    emulator().enqueue({ cut: { afterChars: 0, text: "lost", error: overloaded } }, { text: "Here it is." });
+    const { events, error } = await run(make(), request());
+    expect(error).toBeUndefined();
+    expect(textOf(events)).toBe("Here it is.");
+    expect(emulator().requests).toHaveLength(2);
+  });
+
+  it("reports a server error inside the stream after some text as broken off, and does not ask again", async () => {
+    const failed = { type: "server_error", message: "The server had an error." };
+    emulator().enqueue(
+      { cut: { afterChars: 12, text: "The answer is forty-two, because", error: failed } },
+      { text: "SECOND TRY" },
+    );
+    const { events, error } = await run(make(), request());
+    expect(textOf(events)).toBe("The answer i");
+    expect(error?.code).toBe("llm_unavailable");
+    expect(error?.userMessage).toMatch(/broke off midway/);
+    expect(emulator().requests).toHaveLength(1);
+  });
+
+  it("reports a request the server rejects inside the stream as llm_bad_request, with its reason", async () => {
+    const rejected = { type: "invalid_request_error", message: "Your message contains an invalid image." };
+    emulator().enqueue({ cut: { afterChars: 0, text: "never", error: rejected } });
+    const { events, error } = await run(make(), request());
+    expect(textOf(events)).toBe("");
+    expect(error?.code).toBe("llm_bad_request");
+    expect(error?.message).toMatch(/invalid image/);
+    expect(emulator().requests).toHaveLength(1);
+  });
+
   it("reports a server that cannot be reached as llm_unavailable, saying it could not reach it", async () => {
     const closed = await closedPort();
     const offline =

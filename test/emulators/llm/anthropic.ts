@@ -175,10 +175,13 @@ export async function writeAnthropicCut(
   req: RecordedRequest,
   plan: PlannedReply,
   afterChars: number,
+  error?: { type: string; message: string },
 ) {
   if (!req.stream) return cutJson(res, messageBody(req, plan), afterChars);
   const sse = new SseWriter(res, plan.delayMs);
   await startMessage(sse, req, plan);
   await streamTextBlock(sse, 0, plan.text.slice(0, afterChars), plan.chunkSize);
-  sse.cut();
+  if (!error) return sse.cut();
+  await sse.send({ type: "error", error: { type: error.type, message: error.message } }, "error");
+  sse.end();
 }

@@ -224,7 +224,7 @@ export class LlmEmulator {
     if (isCutTurn(turn)) {
       const plan = planReply({ text: turn.cut.text }, recorded, idPrefix);
       const write = protocol === "openai" ? writeOpenAiCut : writeAnthropicCut;
-      return write(res, recorded, plan, turn.cut.afterChars);
+      return write(res, recorded, plan, turn.cut.afterChars, turn.cut.error);
     }
     const plan = planReply(turn, recorded, idPrefix);
     recorded.reported = plan.usage;

@@ -173,11 +173,14 @@ export async function writeOpenAiCut(
   req: RecordedRequest,
   plan: PlannedReply,
   afterChars: number,
+  error?: { type: string; message: string },
 ) {
   if (!req.stream) return cutJson(res, completionBody(req, plan), afterChars);
   const sse = new SseWriter(res, plan.delayMs);
   const make = chunker(req);
   await sse.send(make.delta({ role: "assistant", content: "", refusal: null }));
   await streamText(sse, make, plan.text.slice(0, afterChars), plan.chunkSize);
-  sse.cut();
+  if (!error) return sse.cut();
+  await sse.send({ error: { message: error.message, type: error.type, param: null, code: null } });
+  sse.end();
 }

@@ -24,9 +24,13 @@ export interface ErrorTurn {
   };
 }
 
-/** The stream starts, `afterChars` of `text` are sent, then the connection is dropped. */
+/**
+ * The stream starts, `afterChars` of `text` are sent, then the connection is dropped; or,
+ * with `error`, the server reports that error in the stream and ends it, as OpenAI (a
+ * chunk holding `error`) and Anthropic (an `error` event, such as `overloaded_error`) do.
+ */
 export interface CutTurn {
-  cut: { afterChars: number; text: string };
+  cut: { afterChars: number; text: string; error?: { type: string; message: string } };
 }
 
 export type ScriptedTurn = ReplyTurn | ErrorTurn | CutTurn;
