@@ -11,7 +11,8 @@
  * conversations one at a time per answer length and bot (default 5); BENCH_LOAD_TIMEOUT_S:
  * how long a crowd's answers are waited for (default 60 s + 1.5 s per thread);
  * BENCH_CPU_PROFILE=<dir>: Switchboard's process writes a V8 CPU profile there when it
- * stops; BENCH_BOT_LOG_LEVEL: the bots' log level (default error); BENCH_LOAD_STAGES: a comma-separated
+ * stops; BENCH_NODE_FLAGS: flags for both bots' node (`--trace-gc`, `--heap-prof …`);
+ * BENCH_BOT_LOG_LEVEL: the bots' log level (default error); BENCH_LOAD_STAGES: a comma-separated
  * subset of the workloads ("per-channel", "workspace", "discord"), all by default.
  */
 import type { Arena } from "./support/arena.js";
@@ -231,6 +232,12 @@ function crowdTable(c: CrowdPair): Table {
   const wrong = (r: CrowdRun) => r.measured.filter((m) => m.wrongText).length;
   const rows: Row[] = [
     row("model stream time, probed beside the crowd", sb.modelMs, nv.modelMs, sec),
+    p50p99(
+      "model asked for the answer (the bot's intake)",
+      f(sb, (m) => m.modelAsked ?? Number.NaN),
+      f(nv, (m) => m.modelAsked ?? Number.NaN),
+      ms,
+    ),
     p50p99(
       "first visible",
       f(sb, (m) => m.visible),
@@ -522,7 +529,9 @@ function about(modelMs: number, shortModelMs: number): string {
     `utime + stime (/proc) from the first mention to a second after the last answer, peak RSS its VmHWM ` +
     `over its life. Clocks start when the person's message is sent to the emulator and stop at the write ` +
     `the emulator answered: first visible = the bot's first message (Discord: or its thread under the ` +
-    `message, when that came first), final text = the write that made the thread's text the whole answer.`
+    `message, when that came first), final text = the write that made the thread's text the whole answer, ` +
+    `model asked = when the LLM emulator received the request for that message's answer (what the bot ` +
+    `did before the model could start: the rest of first visible and final text is the model and the writes).`
   );
 }
 

@@ -49,6 +49,14 @@ export function metricSum(text: string, name: string, want: string[] = []): numb
   return total;
 }
 
+/**
+ * BENCH_NODE_FLAGS: flags for both bots' node (say `--heap-prof --heap-prof-dir=/tmp/heap`
+ * or `--trace-gc`), to look into the two the same way.
+ */
+function nodeFlags(): string[] {
+  return (process.env.BENCH_NODE_FLAGS ?? "").split(/\s+/).filter(Boolean);
+}
+
 export async function startSwitchboard(
   build: AppBuild,
   model: LoadModel,
@@ -65,7 +73,7 @@ export async function startSwitchboard(
   const profile = process.env.BENCH_CPU_PROFILE
     ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROFILE}`]
     : [];
-  const proc = spawnBot("Switchboard", [...profile, build.main, "start"], env, repoRoot);
+  const proc = spawnBot("Switchboard", [...nodeFlags(), ...profile, build.main, "start"], env, repoRoot);
   const url = `http://127.0.0.1:${port}`;
   const metrics = async () => (await fetch(`${url}/metrics`)).text();
   try {
@@ -133,7 +141,7 @@ export async function startNaive(model: LoadModel, link: PlatformLink): Promise<
     NAIVE_BOT: JSON.stringify(naiveSpec(model, link)),
     LOG_LEVEL: process.env.BENCH_BOT_LOG_LEVEL ?? "error",
   };
-  const proc = spawnBot("naive bot", ["--import", "tsx", script], env, repoRoot);
+  const proc = spawnBot("naive bot", [...nodeFlags(), "--import", "tsx", script], env, repoRoot);
   const next = lineReader(proc);
   try {
     const early = await Promise.race([

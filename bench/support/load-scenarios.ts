@@ -6,8 +6,10 @@
  */
 import { DiscordEmulator } from "../../test/emulators/discord/index.js";
 import { SLACK_PER_CHANNEL_LIMITS, SlackEmulator } from "../../test/emulators/slack/index.js";
+import { lastUserText } from "../../test/support/llm-text.js";
 import type { Arena, Asked } from "./arena.js";
 import { DiscordArena } from "./discord.js";
+import { kindOf } from "./llm.js";
 import { type BotName, type LoadBot, type PlatformLink, startNaive, startSwitchboard } from "./load-bots.js";
 import type { AppBuild } from "./load-build.js";
 import { answerFor, LONG_ANSWER, type LoadModel, SHORT_ASK } from "./load-model.js";
@@ -134,6 +136,8 @@ export interface Measured {
   partialEdits: number;
   /** The thread holds more or other text than the answer (an error note, a repeat) at the end. */
   wrongText: boolean;
+  /** Crowds: ms from the message to the model's request for its answer (NaN when none came). */
+  modelAsked?: number;
 }
 
 function measure(arena: Arena, asked: Asked, turn: Turn, expected: string): Measured {
@@ -199,6 +203,23 @@ export interface CrowdRun {
   failedTurns: number | undefined;
 }
 
+/**
+ * For each crowd message (`crowd <i>: …`), ms from it to the first request for its answer
+ * the model received: the bot's own intake, apart from the writes after it.
+ */
+function modelAskedAfter(model: LoadModel, asks: Asked[]): number[] {
+  const from = asks[0]?.at ?? 0;
+  const out: number[] = asks.map(() => Number.NaN);
+  for (const req of model.llm.requests) {
+    if (req.receivedAt === undefined || req.receivedAt < from || kindOf(req) !== "chat") continue;
+    const i = Number(/\bcrowd (\d+):/.exec(lastUserText(req))?.[1]);
+    const ask = asks[i];
+    if (!ask || !Number.isNaN(out[i] as number)) continue;
+    out[i] = req.receivedAt - ask.at;
+  }
+  return out;
+}
+
 /** `n` people at once (`perChannel` to a channel), after a warm-up answer; the bot's costs measured around it. */
 export async function crowdRun(
   arena: Arena,
@@ -217,9 +238,13 @@ export async function crowdRun(
   const c = await crowd(arena, n, timeoutMs, perChannel);
   const cpu1 = cpuSeconds(pid);
   const lagP99Ms = await bot.lagP99Ms();
+  const asked = modelAskedAfter(model, c.asked);
   return {
     n,
-    measured: c.turns.map((t, i) => measure(arena, c.asked[i] as Asked, t, LONG_ANSWER)),
+    measured: c.turns.map((t, i) => ({
+      ...measure(arena, c.asked[i] as Asked, t, LONG_ANSWER),
+      modelAsked: asked[i] ?? Number.NaN,
+    })),
     limited: c.limited,
     allDoneMs: c.allDoneMs,
     modelMs: await probe,
