@@ -199,47 +199,40 @@ describe.each(kinds)("the $name provider", ({ model, make }) => {
     expect(error?.code).toBe("llm_aborted");
   });
 
-  it("reports a stream cut after some text as llm_unavailable and does not ask again", async () => {
-    emulator().enqueue(
-      { cut: { afterChars: 12, text: "The answer is forty-two, because" } },
-      { text: "SECOND TRY" },
-    );
-    const { events, error } = await run(make(), request());
-    expect(textOf(events)).toBe("The answer i");
-    expect(error?.code).toBe("llm_unavailable");
-    expect(error?.userMessage).toMatch(/broke off midway/);
-    expect(emulator().requests).toHaveLength(1);
-  });
+  // A stream ends early either way: the connection drops, or the server reports an error in it.
+  const breaks = [
+    { how: "the connection drops", error: undefined },
+    {
+      how: "the server reports an overload in it",
+      error: { type: "overloaded_error", message: "Overloaded" },
+    },
+  ];
 
-  it("asks again when the stream breaks before anything was yielded", async () => {
-    emulator().enqueue({ cut: { afterChars: 0, text: "lost" } }, { text: "Here it is." });
-    const { events, error } = await run(make(), request());
-    expect(error).toBeUndefined();
-    expect(textOf(events)).toBe("Here it is.");
-    expect(emulator().requests).toHaveLength(2);
-  });
+  it.each(breaks)(
+    "reports a stream cut after some text ($how) as broken off, and does not ask again",
+    async ({ error: reported }) => {
+      emulator().enqueue(
+        { cut: { afterChars: 12, text: "The answer is forty-two, because", error: reported } },
+        { text: "SECOND TRY" },
+      );
+      const { events, error } = await run(make(), request());
+      expect(textOf(events)).toBe("The answer i");
+      expect(error?.code).toBe("llm_unavailable");
+      expect(error?.userMessage).toMatch(/broke off midway/);
+      expect(emulator().requests).toHaveLength(1);
+    },
+  );
 
-  it("asks again when the server reports an overload inside the stream before any text", async () => {
-    const overloaded = { type: "overloaded_error", message: "Overloaded" };
-    emulator().enqueue({ cut: { afterChars: 0, text: "lost", error: overloaded } }, { text: "Here it is." });
-    const { events, error } = await run(make(), request());
-    expect(error).toBeUndefined();
-    expect(textOf(events)).toBe("Here it is.");
-    expect(emulator().requests).toHaveLength(2);
-  });
-
-  it("reports a server error inside the stream after some text as broken off, and does not ask again", async () => {
-    const failed = { type: "server_error", message: "The server had an error." };
-    emulator().enqueue(
-      { cut: { afterChars: 12, text: "The answer is forty-two, because", error: failed } },
-      { text: "SECOND TRY" },
-    );
-    const { events, error } = await run(make(), request());
-    expect(textOf(events)).toBe("The answer i");
-    expect(error?.code).toBe("llm_unavailable");
-    expect(error?.userMessage).toMatch(/broke off midway/);
-    expect(emulator().requests).toHaveLength(1);
-  });
+  it.each(breaks)(
+    "asks again when the stream breaks before anything was yielded ($how)",
+    async ({ error: reported }) => {
+      emulator().enqueue({ cut: { afterChars: 0, text: "lost", error: reported } }, { text: "Here it is." });
+      const { events, error } = await run(make(), request());
+      expect(error).toBeUndefined();
+      expect(textOf(events)).toBe("Here it is.");
+      expect(emulator().requests).toHaveLength(2);
+    },
+  );
 
   it("reports a request the server rejects inside the stream as llm_bad_request, with its reason", async () => {
     const rejected = { type: "invalid_request_error", message: "Your message contains an invalid image." };
