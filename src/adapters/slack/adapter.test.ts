@@ -142,6 +142,8 @@ describe("Slack adapter: duplicates and rate limits", () => {
     await settled(h, "C1", m);
     await waitFor(() => h!.emu.delivery.deliveries.filter((d) => d.acked).length >= 6);
     expect(h.runner.inbounds).toHaveLength(1);
+    // The copies stop in the adapter: only the first reaches the runner's dedupe.
+    expect(h.runner.handled).toBe(1);
     expect(finalText(h, "C1", m.ts)).toEqual(["Hello from Switchboard."]);
     expect(h.emu.api.calls.filter((c) => c.method === "reactions.add")).toHaveLength(1);
   });

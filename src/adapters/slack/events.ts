@@ -10,6 +10,7 @@ import type { WriteScheduler } from "../../runtime/scheduler/write-scheduler.js"
 import type { StateStore } from "../../store/state.js";
 import { type AgentSessions, sessionStopped } from "./agent-sessions.js";
 import { type SlackFile, toInboundFiles } from "./files.js";
+import { MessageCopies } from "./message-copies.js";
 import { fromSlackText } from "./mrkdwn.js";
 import { UserNames } from "./names.js";
 import { type ReplyDeps, type SlackPlace, SlackReply } from "./reply.js";
@@ -123,6 +124,7 @@ export class SlackEvents {
   private readonly arriving = new Set<Promise<void>>();
 
   private readonly names: UserNames;
+  private readonly copies = new MessageCopies();
 
   constructor(private readonly deps: EventDeps) {
     this.names = new UserNames(deps.reads);
@@ -201,6 +203,11 @@ export class SlackEvents {
         (await this.deps.runner.knows(key, `${e.channel}:${r.threadRoot}`))
       )
     ) {
+      return;
+    }
+    // A copy of a message this process already took (app_mention and message): nothing to do.
+    if (!this.copies.first(`${e.channel}:${e.ts}`)) {
+      log.trace({ channel: e.channel, ts: e.ts }, "slack event is a copy of a message already taken");
       return;
     }
     // Remembered before the runner has the message: a slash command right after the answer

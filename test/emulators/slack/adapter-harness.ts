@@ -45,7 +45,11 @@ export class ScriptedRunner implements TurnRunner {
     while (this.running.size > 0) await Promise.allSettled([...this.running]);
   }
 
+  /** Messages the adapter handed over, copies included (the runner dedupes them after). */
+  handled = 0;
+
   handle(inbound: Inbound): Promise<void> {
+    this.handled += 1;
     const turn = this.turn(inbound);
     this.running.add(turn);
     return turn.finally(() => this.running.delete(turn));
