@@ -101,8 +101,7 @@ export class AnthropicProvider implements Provider {
     }
     const answer = new AnswerReader(sink);
     try {
-      if (!response.body) throw new StreamInterrupted("the model's response has no body");
-      await readSse(response.body, (message) => {
+      await readSse(response, (message) => {
         if (message.event === null || message.event === "ping") return true;
         if (message.event === "error") {
           const body = parsedOrText(message.data);

@@ -124,8 +124,7 @@ export class OpenAIProvider implements Provider {
       return !sink.stopped();
     };
     try {
-      if (!response.body) throw new StreamInterrupted("the model's response has no body");
-      await readSse(response.body, (message) => {
+      await readSse(response, (message) => {
         // After [DONE] the body is read to its end, unparsed, so that its connection is reused.
         if (done) return true;
         if (message.data.startsWith("[DONE]")) {

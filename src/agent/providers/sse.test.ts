@@ -22,7 +22,7 @@ function bodyOf(bytes: Uint8Array, cuts: number[] = []): ReadableStream<Uint8Arr
 
 async function ours(body: ReadableStream<Uint8Array>): Promise<SseMessage[]> {
   const messages: SseMessage[] = [];
-  await readSse(body, (m) => {
+  await readSse(new Response(body), (m) => {
     messages.push(m);
     return true;
   });
@@ -96,7 +96,7 @@ describe("server-sent events read from a body", () => {
       },
     });
     const seen: string[] = [];
-    await readSse(body, (m) => {
+    await readSse(new Response(body), (m) => {
       seen.push(m.data);
       return m.data !== "2";
     });
@@ -114,7 +114,7 @@ describe("server-sent events read from a body", () => {
         cancelled = true;
       },
     });
-    await expect(readSse(body, (m) => JSON.parse(m.data))).rejects.toThrow(SyntaxError);
+    await expect(readSse(new Response(body), (m) => JSON.parse(m.data))).rejects.toThrow(SyntaxError);
     expect(cancelled).toBe(true);
 
     let pulls = 0;
@@ -126,7 +126,7 @@ describe("server-sent events read from a body", () => {
     });
     const seen: string[] = [];
     await expect(
-      readSse(broken, (m) => {
+      readSse(new Response(broken), (m) => {
         seen.push(m.data);
         return true;
       }),

@@ -28,7 +28,8 @@ export class SseParser {
   private afterCR = false;
   private event: string | null = null;
   private data: string[] = [];
-  private stopped = false;
+  /** `onMessage` returned false: nothing more is handed on. */
+  stopped = false;
 
   /** `onMessage` returning false: no message is handed on after it. */
   constructor(private readonly onMessage: (message: SseMessage) => boolean | undefined) {}
@@ -88,21 +89,19 @@ export class SseParser {
 }
 
 /**
- * Reads `body` to its end, handing each message to `onMessage` as its bytes arrive; stops
- * early (and cancels the body) when `onMessage` returns false. What `onMessage` throws
- * ends the reading and is thrown here, as is a failed read.
+ * Reads the response's body to its end, handing each message to `onMessage` as its bytes
+ * arrive; stops early (and cancels the body) when `onMessage` returns false. What
+ * `onMessage` throws ends the reading and is thrown here, as is a failed read or a
+ * response without a body.
  */
 export async function readSse(
-  body: ReadableStream<Uint8Array>,
+  response: Response,
   onMessage: (message: SseMessage) => boolean | undefined,
 ): Promise<void> {
-  let stop = false;
-  const parser = new SseParser((message) => {
-    if (onMessage(message) === false) stop = true;
-    return !stop;
-  });
+  if (!response.body) throw new Error("the model's response has no body");
+  const parser = new SseParser(onMessage);
   const decoder = new TextDecoder();
-  const reader = body.getReader();
+  const reader = response.body.getReader();
   let finished = false;
   try {
     for (;;) {
@@ -113,7 +112,7 @@ export async function readSse(
         return;
       }
       parser.push(decoder.decode(value, { stream: true }));
-      if (stop) return;
+      if (parser.stopped) return;
     }
   } finally {
     // Left early (stopped, or a message or a read failed): the connection is let go.
