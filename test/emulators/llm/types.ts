@@ -11,7 +11,7 @@ export interface ReplyTurn {
   usage?: { input: number; output: number };
   /** Characters per text (and tool-argument) delta; default 8. */
   chunkSize?: number;
-  /** Pause between streamed chunks. */
+  /** Pace of streamed chunks: one every `delayMs`, kept whatever the emulator's own lateness (see Pace). */
   delayMs?: number;
 }
 

@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { Pace } from "./pace.js";
 import { randomId, sleep } from "./script.js";
 
 export async function readBody(req: IncomingMessage): Promise<string> {
@@ -39,6 +40,8 @@ export function retryHeaders(retryAfter: number | undefined): Record<string, str
 
 /** Server-sent events onto one response, with an optional pause between content chunks. */
 export class SseWriter {
+  private pace: Pace | undefined;
+
   constructor(
     private readonly res: ServerResponse,
     private readonly delayMs: number,
@@ -67,9 +70,12 @@ export class SseWriter {
     });
   }
 
-  /** Pause used between content chunks (text and tool-argument deltas). */
+  /** Pause used between content chunks (text and tool-argument deltas), at the model's pace. */
   async pause(): Promise<void> {
-    if (this.delayMs > 0) await sleep(this.delayMs);
+    if (this.delayMs <= 0) return;
+    this.pace ??= new Pace(this.delayMs);
+    const wait = this.pace.next();
+    if (wait > 0) await sleep(wait);
   }
 
   end(): void {
