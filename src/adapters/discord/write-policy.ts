@@ -137,7 +137,12 @@ export function scheduledFetch(scheduler: WriteScheduler) {
       ...(ctx?.dropAfterMs !== undefined ? { dropAfterMs: ctx.dropAfterMs } : {}),
       ...(ctx?.signal ? { signal: ctx.signal } : {}),
       what: what(),
-      run: send,
+      run: async () => {
+        const res = await send();
+        // discord.js asks again itself, as a new write: this one's grant was not spent.
+        if (res.status === 429) scheduler.callContext()?.refused?.();
+        return res;
+      },
     });
   };
 }

@@ -40,4 +40,16 @@ describe("local write budgets", () => {
     expect(book.wait("edits", 0, 10_900)).toBe(100);
     expect(book.wait("edits", 0, 11_000)).toBe(0);
   });
+
+  it("takes a refunded write out of its buckets' windows, once, and leaves the others' writes counted", () => {
+    const book = new Book({ limitOf: () => ({ capacity: 2, windowMs: 1_000 }) });
+    book.spend(["narrow", "wide"], 100);
+    book.spend(["narrow", "wide"], 200);
+    expect(book.wait("wide", 0, 300)).toBe(800);
+    book.refund(["narrow", "wide"], 200);
+    book.refund(["narrow", "wide"], 200);
+    expect(book.wait("wide", 0, 300)).toBe(0);
+    expect(book.view("narrow")?.sent).toEqual([100]);
+    expect(book.view("wide")?.sent).toEqual([100]);
+  });
 });

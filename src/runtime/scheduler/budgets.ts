@@ -31,6 +31,13 @@ export interface BudgetBook {
   wait(bucket: string, reserve: number, now: number): number;
   /** A write was granted on these buckets. */
   spend(buckets: readonly string[], now: number): void;
+  /**
+   * A write granted at `grantedAt` on these buckets was refused with a 429, which the
+   * platform does not count: it leaves their windows. Kept there, each refused write held
+   * a place for a whole window that the platform had left free, and its retry waited for
+   * the places it had taken itself to age out.
+   */
+  refund(buckets: readonly string[], grantedAt: number): void;
   /** Nobody spends from `bucket` for `ms`; its limit is known from now on. */
   pause(bucket: string, ms: number, now: number): void;
   /**
@@ -139,6 +146,14 @@ export class LocalBudgets implements BudgetBook {
 
   spend(buckets: readonly string[], now: number): void {
     for (const key of buckets) this.bucket(key).sent.push(now);
+  }
+
+  refund(buckets: readonly string[], grantedAt: number): void {
+    for (const key of buckets) {
+      const sent = this.buckets.get(key)?.sent;
+      const at = sent?.lastIndexOf(grantedAt) ?? -1;
+      if (at >= 0) sent?.splice(at, 1);
+    }
   }
 
   pause(key: string, ms: number, now: number): void {

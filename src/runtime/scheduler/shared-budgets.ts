@@ -112,6 +112,12 @@ export class SharedBudgets extends LocalBudgets {
     this.dirty = true;
   }
 
+  /** Published at the next sync; the share it used stays used until then (the others may have counted it). */
+  override refund(buckets: readonly string[], grantedAt: number): void {
+    super.refund(buckets, grantedAt);
+    this.dirty = true;
+  }
+
   /**
    * Between two syncs each process grants at most its share of what a known budget has
    * left: a burst that reaches three replicas at once (two hundred threads starting) then

@@ -65,4 +65,10 @@ export interface WriteContext extends CallOptions {
   span?: Span;
   /** The platform calls made in a granted write so far. */
   calls?: string[];
+  /**
+   * A granted write's call was refused with a 429 that its client waits out and asks
+   * again by itself (discord.js, for a global limit): the grant leaves its buckets'
+   * windows, as a write that fails with a RateLimitedError does.
+   */
+  refused?: () => void;
 }

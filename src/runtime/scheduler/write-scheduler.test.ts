@@ -139,11 +139,60 @@ describe("WriteScheduler", () => {
     expect(other).toEqual([10]);
   });
 
+  it("gives a refused write's place in the window back: its retry waits out the 429's pause, not its own grant", async () => {
+    // The platform's window was still full by its clock when these writes arrived.
+    const s = scheduler({ global: { capacity: 5, windowMs: 1_000 } });
+    const start = Date.now();
+    const times: number[] = [];
+    let refusals = 2;
+    const write = (k: number) =>
+      s.run({
+        lane: "first",
+        buckets: ["global"],
+        run: async () => {
+          times.push(Date.now() - start);
+          if (k >= 5 && refusals > 0) {
+            refusals -= 1;
+            throw new RateLimitedError(10);
+          }
+        },
+      });
+    const all = Array.from({ length: 10 }, (_, k) => write(k));
+    await vi.advanceTimersByTimeAsync(3_000);
+    await Promise.all(all);
+    // Five at once, five a window later (two refused), and the two again after the 10 ms pause.
+    expect(times).toEqual([0, 0, 0, 0, 0, 1_000, 1_000, 1_000, 1_000, 1_000, 1_010, 1_010]);
+  });
+
+  it("gives a grant back once when a client waits out a 429 itself and asks again as a new write", async () => {
+    const s = scheduler({ b: { capacity: 2, windowMs: 1_000 } });
+    const start = Date.now();
+    const times: number[] = [];
+    const refusedTwice = s.run({
+      lane: "final",
+      buckets: ["b"],
+      run: async () => {
+        times.push(Date.now() - start);
+        s.callContext()?.refused?.();
+        s.callContext()?.refused?.();
+      },
+    });
+    const others = Array.from({ length: 3 }, () =>
+      s.run({ lane: "final", buckets: ["b"], run: async () => void times.push(Date.now() - start) }),
+    );
+    await vi.advanceTimersByTimeAsync(2_000);
+    await Promise.all([refusedTwice, ...others]);
+    // The refused one's place goes to the next write; saying so twice frees no second place.
+    expect(times).toEqual([0, 0, 0, 1_000]);
+  });
+
   it("pauses a workspace-wide bucket once 429s hit two of its channels, and learns its limit then", async () => {
     const s = scheduler({}, { "update:*": { capacity: 2, windowMs: 60_000 } });
     const start = Date.now();
     const limitedOnce = new Set(["C1", "C2"]);
     const ran: Array<[string, number]> = [];
+    /** The writes the platform took (a refused one does not count against its limit). */
+    const taken: number[] = [];
     const write = (channel: string) =>
       s.run({
         lane: "final",
@@ -151,6 +200,7 @@ describe("WriteScheduler", () => {
         run: async () => {
           ran.push([channel, Date.now() - start]);
           if (limitedOnce.delete(channel)) throw new RateLimitedError(2_000);
+          taken.push(Date.now() - start);
         },
       });
     const c1 = write("C1");
@@ -165,12 +215,8 @@ describe("WriteScheduler", () => {
     const c3At = ran.find(([c]) => c === "C3")?.[1] ?? -1;
     expect(c3At).toBeGreaterThanOrEqual(2_010);
     expect(ran).toHaveLength(5);
-    expect(
-      busiestWindow(
-        ran.map(([, t]) => t),
-        60_000,
-      ),
-    ).toBe(2);
+    expect(taken).toHaveLength(3);
+    expect(busiestWindow(taken, 60_000)).toBe(2);
   });
 
   it("takes 429s in two channels that each sent a whole workspace tier as their own limits, not the workspace's", async () => {

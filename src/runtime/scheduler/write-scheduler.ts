@@ -43,6 +43,8 @@ interface Waiting {
   submitted: number;
   limited: number;
   seq: number;
+  /** When it was last granted; -1 while waiting, or once that grant was refunded. */
+  grantedAt: number;
   /** Told when the write is granted (its span's wait ends there). */
   onGrant?: () => void;
   /** The write's span, when traced. */
@@ -146,6 +148,7 @@ export class WriteScheduler {
         submitted: Date.now(),
         limited: 0,
         seq: this.seq++,
+        grantedAt: -1,
       };
       queued(w);
       this.waiting.add(w);
@@ -331,9 +334,15 @@ export class WriteScheduler {
   private grant(w: Waiting, lane: Lane, buckets: readonly string[], now: number): void {
     this.waiting.delete(w);
     this.budgets.spend(buckets, now);
+    w.grantedAt = now;
     this.stats.granted[lane] += 1;
     w.onGrant?.();
-    const granted: WriteContext = w.span ? { granted: true, span: w.span, calls: [] } : { granted: true };
+    const refused = () => {
+      if (w.grantedAt === now) this.refund(w, buckets);
+    };
+    const granted: WriteContext = w.span
+      ? { granted: true, span: w.span, calls: [], refused }
+      : { granted: true, refused };
     const done = this.context.run(granted, () => {
       try {
         return Promise.resolve(w.plan.run());
@@ -354,9 +363,17 @@ export class WriteScheduler {
     );
   }
 
+  /** A 429 refused the write's grant: the platform did not count it, so neither do its buckets. */
+  private refund(w: Waiting, buckets: readonly string[]): void {
+    if (w.grantedAt < 0) return;
+    this.budgets.refund(buckets, w.grantedAt);
+    w.grantedAt = -1;
+  }
+
   /** A 429: pause the bucket it concerns; the write goes back in line (or to its caller). */
   private limited(w: Waiting, buckets: readonly string[], err: RateLimitedError): void {
     this.stats.limited += 1;
+    this.refund(w, buckets);
     const now = Date.now();
     const narrow = err.bucket ?? buckets[0];
     if (narrow !== undefined) {
