@@ -13,6 +13,7 @@ import type { ChatMessage, Usage, UserMessage } from "../../core/messages.js";
 import { log } from "../../log.js";
 import type { EventSink } from "./coalesce.js";
 import { abortedError, isTransientStreamError, toProviderError } from "./errors.js";
+import { modelFetch } from "./model-fetch.js";
 import type { ModelEvent, ModelRequest, Provider, StopReason, ToolSpec } from "./provider.js";
 import { StreamInterrupted, streamWithRetry } from "./retry.js";
 import { readSse } from "./sse.js";
@@ -45,6 +46,7 @@ export class AnthropicProvider implements Provider {
       baseURL: opts.baseURL,
       maxRetries: opts.maxRetries,
       timeout: opts.timeoutMs,
+      fetch: modelFetch,
       logger: log.child({ sdk: "anthropic" }),
       logLevel: "warn",
     });

@@ -10,6 +10,7 @@ import type { ChatMessage, ToolCall, UserMessage } from "../../core/messages.js"
 import { log } from "../../log.js";
 import type { EventSink } from "./coalesce.js";
 import { abortedError, isTransientStreamError, toProviderError } from "./errors.js";
+import { modelFetch } from "./model-fetch.js";
 import type { ModelEvent, ModelRequest, Provider, StopReason, ToolSpec } from "./provider.js";
 import { StreamInterrupted, streamWithRetry } from "./retry.js";
 import { readSse } from "./sse.js";
@@ -42,6 +43,7 @@ export class OpenAIProvider implements Provider {
       baseURL: opts.baseURL,
       maxRetries: opts.maxRetries,
       timeout: opts.timeoutMs,
+      fetch: modelFetch,
       logger: log.child({ sdk: "openai" }),
       logLevel: "warn",
     });

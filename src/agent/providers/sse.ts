@@ -1,3 +1,5 @@
+import { bodyStreamOf } from "./model-fetch.js";
+
 /*
  * Server-sent events read straight from a response body, parsed as the OpenAI and
  * Anthropic SDKs parse them (their SSEDecoder: `event` and `data` fields, comments, lines
@@ -98,9 +100,21 @@ export async function readSse(
   response: Response,
   onMessage: (message: SseMessage) => boolean | undefined,
 ): Promise<void> {
-  if (!response.body) throw new Error("the model's response has no body");
   const parser = new SseParser(onMessage);
   const decoder = new TextDecoder();
+  const direct = bodyStreamOf(response);
+  if (direct) {
+    // Leaving the loop early (stopped, or a message failed) destroys the body: the
+    // connection is let go. Read as an async iterator, so each chunk's work runs in the
+    // reader's async context, not the socket's.
+    for await (const chunk of direct as AsyncIterable<Uint8Array>) {
+      parser.push(decoder.decode(chunk, { stream: true }));
+      if (parser.stopped) return;
+    }
+    parser.push(decoder.decode());
+    return;
+  }
+  if (!response.body) throw new Error("the model's response has no body");
   const reader = response.body.getReader();
   let finished = false;
   try {
