@@ -38,6 +38,9 @@ async function answer(req: IncomingMessage, res: ServerResponse): Promise<void> 
     res.writeHead(200, { "content-type": "text/event-stream" });
     const timer = setInterval(() => res.write("data: more\n\n"), 5);
     res.on("close", () => clearInterval(timer));
+  } else if (req.url === "/moved") {
+    res.writeHead(307, { location: "/sse" });
+    res.end();
   } else if (req.url === "/cookies") {
     res.setHeader("set-cookie", ["a=1", "b=2"]);
     res.writeHead(200, { "content-type": "application/json" });
@@ -122,6 +125,13 @@ describe("the fetch the model SDKs are given", () => {
     // request after it is answered.
     const next = await modelFetch(`${base}/echo`, { method: "POST", body: "after" });
     expect(await next.text()).toBe("echo after");
+  });
+
+  it("follows a redirect, as fetch does, with the method and body kept on a 307", async () => {
+    const response = await modelFetch(`${base}/moved`, { method: "POST", body: '{"again":true}' });
+    expect(response.status).toBe(200);
+    expect(await messagesOf(response)).toEqual(["one", "two", "three", "[DONE]"]);
+    expect(seen.at(-1)).toMatchObject({ method: "POST", url: "/sse", body: '{"again":true}' });
   });
 
   it("keeps every value of a repeated header, and answers a 204 without a body", async () => {

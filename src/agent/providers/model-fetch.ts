@@ -1,4 +1,4 @@
-import { Agent, type Dispatcher, request } from "undici";
+import { Agent, type Dispatcher, interceptors, request } from "undici";
 
 /*
  * The fetch the OpenAI and Anthropic SDKs are given. The SDK still builds each request,
@@ -15,8 +15,12 @@ import { Agent, type Dispatcher, request } from "undici";
  * the SDKs' file uploads) goes to the global fetch, and so does its answer.
  */
 
-/** Keep-alive connections per origin, as fetch's global dispatcher keeps them. */
-const dispatcher = new Agent();
+/**
+ * Keep-alive connections per origin, as fetch's global dispatcher keeps them, and
+ * redirects followed as fetch follows them (at most 20): a server behind a proxy that
+ * moves its address still answers.
+ */
+const dispatcher = new Agent().compose(interceptors.redirect({ maxRedirections: 20 }));
 
 /** Each answer's body as undici hands it, for the SSE reader. */
 const bodies = new WeakMap<Response, Body>();
