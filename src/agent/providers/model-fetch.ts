@@ -7,8 +7,8 @@ import { Agent, type Dispatcher, interceptors, request } from "undici";
  * body as undici hands it, without the WHATWG stream and the fetch algorithm that fetch()
  * puts over the same client. A streamed answer is a chunk a word, and every chunk went
  * through them. Measured in a scratch client, 200 streams of the load benchmark's answer
- * (184 chunks each) read at once from the LLM emulator: 1.26-1.44 s of CPU through the
- * SDK with fetch(), 0.89-0.92 s through the SDK with this, 0.85-0.86 s with undici's
+ * (184 chunks each) read at once from the LLM emulator: 1.26-1.45 s of CPU through the
+ * SDK with fetch(), 0.89-0.92 s through the SDK with this, 0.84-0.90 s with undici's
  * request() alone. (undici's own fetch(), newer than Node 20's: 1.35-1.39 s.)
  *
  * Anything this does not send as is (a request object, a body other than text or bytes:
