@@ -17,7 +17,7 @@ interface Seen {
 let server: Server;
 let base: string;
 const seen: Seen[] = [];
-/** Sockets the server accepted: a body let go early must not cost the next request a new one. */
+/** Sockets the server accepted: the SDK's retries after an error answer go on the same one. */
 let connections = 0;
 
 const EVENTS = ["data: one\n\n", "data: two\n\n", "data: three\n\n", "data: [DONE]\n\n"];

@@ -100,37 +100,17 @@ export async function readSse(
   response: Response,
   onMessage: (message: SseMessage) => boolean | undefined,
 ): Promise<void> {
+  // The body as undici hands it when modelFetch made the response, else its web stream.
+  const body: AsyncIterable<Uint8Array> | null = bodyStreamOf(response) ?? response.body;
+  if (!body) throw new Error("the model's response has no body");
   const parser = new SseParser(onMessage);
   const decoder = new TextDecoder();
-  const direct = bodyStreamOf(response);
-  if (direct) {
-    // Leaving the loop early (stopped, or a message failed) destroys the body: the
-    // connection is let go. Read as an async iterator, so each chunk's work runs in the
-    // reader's async context, not the socket's.
-    for await (const chunk of direct as AsyncIterable<Uint8Array>) {
-      parser.push(decoder.decode(chunk, { stream: true }));
-      if (parser.stopped) return;
-    }
-    parser.push(decoder.decode());
-    return;
+  // Leaving the loop early (stopped, or a message or a read failed) destroys or cancels
+  // the body: the connection is let go. Read as an async iterator, so each chunk's work
+  // runs in the reader's async context, not the socket's.
+  for await (const chunk of body) {
+    parser.push(decoder.decode(chunk, { stream: true }));
+    if (parser.stopped) return;
   }
-  if (!response.body) throw new Error("the model's response has no body");
-  const reader = response.body.getReader();
-  let finished = false;
-  try {
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) {
-        finished = true;
-        parser.push(decoder.decode());
-        return;
-      }
-      parser.push(decoder.decode(value, { stream: true }));
-      if (parser.stopped) return;
-    }
-  } finally {
-    // Left early (stopped, or a message or a read failed): the connection is let go.
-    if (!finished) reader.cancel().catch(() => undefined);
-    else reader.releaseLock();
-  }
+  parser.push(decoder.decode());
 }
