@@ -4,9 +4,9 @@
  * tool-using turns (a model call, a tool call, the answer: the turn's span, its model,
  * tool and write spans) in stretches of BENCH_TRACING_STRETCH turns (default 100), five
  * threads at a time, with tracing switched on for every other stretch
- * (bench/support/tracing-switch.ts: started and stopped as the app starts and stops it,
- * exporting over OTLP/HTTP to a receiver on 127.0.0.1; a traced stretch ends with its
- * last export).
+ * (bench/support/tracing-switch.ts: started once as the app starts it, its tracer given
+ * and taken away; exporting over OTLP/HTTP to a receiver on 127.0.0.1; a traced stretch
+ * ends by flushing, with its last export).
  *
  * Why one process switched rather than a traced and an untraced process side by side, as
  * this bench did before: each process keeps its own luck for its whole life (where V8
@@ -179,8 +179,9 @@ async function startBot(
 
 /**
  * CPU seconds of one stretch of `turns` turns, traced or not. A traced stretch ends by
- * switching tracing off, which exports what it has left: part of its cost. Switching
- * tracing on (a new exporter object) happens before the stretch's CPU is first read.
+ * switching tracing off, which exports what it has left and waits for the receiver's
+ * answer: part of its cost. Switching tracing on happens before the stretch's CPU is
+ * first read.
  */
 async function stretch(bot: Bot, traced: boolean, turns: number): Promise<Stretch> {
   if (traced) {
@@ -195,7 +196,14 @@ async function stretch(bot: Bot, traced: boolean, turns: number): Promise<Stretc
   const cpu = bot.cpu() - before;
   const wallS = (performance.now() - started) / 1000;
   const after = await bot.collections();
-  return { traced, cpu, wallS, majors: after.count - collected.count, majorMs: after.ms - collected.ms };
+  return {
+    traced,
+    cpu,
+    wallS,
+    majors: after.count - collected.count,
+    majorMs: after.ms - collected.ms,
+    minorMs: after.minorMs - collected.minorMs,
+  };
 }
 
 /**
@@ -249,17 +257,26 @@ function spansPerTurn(receiver: OtlpReceiver, turns: number): string {
 }
 
 /** A stretch's CPU seconds and how long it took. */
-type Stretch = { traced: boolean; cpu: number; wallS: number; majors: number; majorMs: number };
+type Stretch = {
+  traced: boolean;
+  cpu: number;
+  wallS: number;
+  majors: number;
+  majorMs: number;
+  /** The young generation's collections' pauses (scavenges), ms. */
+  minorMs: number;
+};
 
-type Collections = { count: number; ms: number };
+type Collections = { count: number; ms: number; minorMs: number };
 
 /** prom-client's count and sum of the process's major collections, from Prometheus text. */
 function majorCollections(text: string): Collections {
-  const value = (name: string) =>
-    Number(new RegExp(`^${name}\\{kind="major"\\} (\\S+)$`, "m").exec(text)?.[1] ?? Number.NaN);
+  const value = (name: string, kind = "major") =>
+    Number(new RegExp(`^${name}\\{kind="${kind}"\\} (\\S+)$`, "m").exec(text)?.[1] ?? Number.NaN);
   return {
     count: value("nodejs_gc_duration_seconds_count"),
     ms: value("nodejs_gc_duration_seconds_sum") * 1000,
+    minorMs: value("nodejs_gc_duration_seconds_sum", "minor") * 1000,
   };
 }
 
@@ -309,6 +326,8 @@ export async function run(): Promise<BenchResult> {
       const stretchesOf = (traced: boolean) => runs.flat().filter((s) => s.traced === traced);
       const collectionsOf = (xs: Stretch[]) =>
         `${sum(xs.map((s) => s.majors))} (${fmt(sum(xs.map((s) => s.majorMs)), 0)} ms)`;
+      const minorPerTurn = (traced: boolean) =>
+        sum(stretchesOf(traced).map((s) => s.minorMs)) / (2 * PAIRS * STRETCH);
       const turnSpans = receiver.spans.filter((s) => s.name === "switchboard.turn").length;
       const cpus = (b: number) =>
         runs[b]!.map(
@@ -332,6 +351,7 @@ export async function run(): Promise<BenchResult> {
             3,
           ),
           "major collections (and their pauses) in traced stretches; in untraced ones": `${collectionsOf(stretchesOf(true))}; ${collectionsOf(stretchesOf(false))}`,
+          "young-generation collections' pauses per turn, traced; untraced stretches (ms)": `${fmt(minorPerTurn(true), 3)}; ${fmt(minorPerTurn(false), 3)}`,
           "pairs kept (no major collection in either stretch), A; B": `${kept[0]!.length} of ${PAIRS}; ${kept[1]!.length} of ${PAIRS}`,
           "on / off, pairs kept, A; B": `${fmt(cleanRatio[0]!, 3)}; ${fmt(cleanRatio[1]!, 3)}`,
           "on / off, pairs kept, the geometric mean of A's and B's": fmt(figure, 3),

@@ -65,20 +65,28 @@ function writeAnyValue(w: ProtoWriter, value: unknown): void {
   }
 }
 
+/** One attribute as a KeyValue in field `field`. */
+function writeKeyValue(w: ProtoWriter, field: number, key: string, value: unknown): void {
+  w.tag(field, LENGTH_DELIMITED);
+  const pair = w.open();
+  w.tag(1, LENGTH_DELIMITED);
+  w.string(key);
+  w.tag(2, LENGTH_DELIMITED);
+  const at = w.open();
+  writeAnyValue(w, value);
+  w.close(at);
+  w.close(pair);
+}
+
 /** Attributes as repeated KeyValue in field `field`. */
 function writeAttributes(w: ProtoWriter, attributes: Attributes, field: number): void {
-  for (const key in attributes) {
-    if (!Object.hasOwn(attributes, key)) continue;
-    w.tag(field, LENGTH_DELIMITED);
-    const pair = w.open();
-    w.tag(1, LENGTH_DELIMITED);
-    w.string(key);
-    w.tag(2, LENGTH_DELIMITED);
-    const value = w.open();
-    writeAnyValue(w, attributes[key]);
-    w.close(value);
-    w.close(pair);
-  }
+  for (const key in attributes)
+    if (Object.hasOwn(attributes, key)) writeKeyValue(w, field, key, attributes[key]);
+}
+
+/** Attributes given as key and value in turn (a recorded span's), as repeated KeyValue in field `field`. */
+function writeAttributePairs(w: ProtoWriter, pairs: ReadonlyArray<unknown>, field: number): void {
+  for (let i = 0; i < pairs.length; i += 2) writeKeyValue(w, field, pairs[i] as string, pairs[i + 1]);
 }
 
 function writeEvent(w: ProtoWriter, event: TimedEvent): void {
@@ -145,7 +153,10 @@ function writeSpan(w: ProtoWriter, span: ReadableSpan): void {
   w.time(span.startTime);
   w.tag(8, FIXED64);
   w.time(span.endTime);
-  writeAttributes(w, span.attributes, 9);
+  // A recorded span's pairs are read as they are: its `attributes` would make an object.
+  const pairs = (span as { attributePairs?: ReadonlyArray<unknown> }).attributePairs;
+  if (pairs) writeAttributePairs(w, pairs, 9);
+  else writeAttributes(w, span.attributes, 9);
   w.tag(10, VARINT);
   w.varint32(span.droppedAttributesCount);
   for (const event of span.events) writeEvent(w, event);

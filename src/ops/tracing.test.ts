@@ -43,6 +43,26 @@ describe("tracing", () => {
     expect(startTracing({})).toBeUndefined();
   });
 
+  it("flushes every span ended so far to the receiver and goes on tracing after it", async () => {
+    const receiver = await OtlpReceiver.start();
+    const tracing = startTracing({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint });
+    try {
+      await inSpan("first", {}, async () => {});
+      // Without the flush the span waits for the batch's timer (half a second) and the processor's (five).
+      expect(receiver.spans).toEqual([]);
+      await tracing?.flush();
+      expect(receiver.spans.map((s) => s.name)).toEqual(["first"]);
+      await inSpan("second", {}, async () => {});
+      await tracing?.flush();
+      expect(receiver.spans.map((s) => s.name)).toEqual(["first", "second"]);
+    } finally {
+      await tracing?.shutdown();
+      await receiver.close();
+    }
+    // One export per flush, none left for the shutdown.
+    expect(receiver.requests).toHaveLength(2);
+  });
+
   it("sends JSON when OTEL_EXPORTER_OTLP_PROTOCOL asks for it, with the same spans and attributes", async () => {
     const receiver = await OtlpReceiver.start();
     const tracing = startTracing({

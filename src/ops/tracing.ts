@@ -19,6 +19,8 @@ import { encodeTraceRequest } from "./otlp-span-encoder.js";
 import { samplerFrom } from "./trace-sampler.js";
 
 export interface Tracing {
+  /** Sends every span ended so far, and resolves once the receiver has them (or the export failed). */
+  flush(): Promise<void>;
   /** Sends the spans still buffered, then stops. */
   shutdown(): Promise<void>;
 }
@@ -53,6 +55,10 @@ export function startTracing(env: NodeJS.ProcessEnv = process.env): Tracing | un
   const endpoint = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? env.OTEL_EXPORTER_OTLP_ENDPOINT ?? url;
   log.info({ endpoint: safeAddress(endpoint), protocol }, "tracing: spans are exported over OTLP/HTTP");
   return {
+    async flush() {
+      batched.flush();
+      await processor.forceFlush().catch((err: unknown) => log.warn({ err }, "tracing: spans not sent"));
+    },
     async shutdown() {
       batched.flush();
       await processor.shutdown().catch((err: unknown) => log.warn({ err }, "tracing: last spans not sent"));

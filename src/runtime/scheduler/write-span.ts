@@ -27,10 +27,8 @@ export class WriteSpan {
 
   end(rateLimited: number, err?: unknown): void {
     const { span } = this;
-    span.setAttributes({
-      "switchboard.write.waited_ms": (this.grantedAt ?? Date.now()) - this.asked,
-      "switchboard.write.rate_limited": rateLimited,
-    });
+    span.setAttribute("switchboard.write.waited_ms", (this.grantedAt ?? Date.now()) - this.asked);
+    span.setAttribute("switchboard.write.rate_limited", rateLimited);
     if (err !== undefined) {
       span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error)?.message });
       span.setAttribute(
