@@ -32,9 +32,12 @@ import {
 /** OpenTelemetry's default limit of attributes per span (OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT). */
 const ATTRIBUTE_COUNT_LIMIT = 128;
 
+/** When the process's monotonic clock started: fixed, where `performance.timeOrigin` is a getter into Node's internals each time. */
+const TIME_ORIGIN = performance.timeOrigin;
+
 /** Milliseconds since the epoch with the monotonic clock's precision, as the SDK takes them. */
 function now(): number {
-  return performance.timeOrigin + performance.now();
+  return TIME_ORIGIN + performance.now();
 }
 
 /*
@@ -283,7 +286,7 @@ function isTime(x: unknown): x is TimeInput {
 /** A time the SDK would take, as milliseconds since the epoch. */
 function timeOf(t: TimeInput | undefined): number {
   if (t === undefined) return now();
-  if (typeof t === "number") return t < performance.now() + 1 ? performance.timeOrigin + t : t;
+  if (typeof t === "number") return t < performance.now() + 1 ? TIME_ORIGIN + t : t;
   if (t instanceof Date) return t.getTime();
   return t[0] * 1000 + t[1] / 1e6;
 }
