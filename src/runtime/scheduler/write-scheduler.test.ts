@@ -311,7 +311,13 @@ describe("WriteScheduler", () => {
     await vi.advanceTimersByTimeAsync(100);
     abort.abort();
     await vi.advanceTimersByTimeAsync(20_000);
-    expect(await waiting).toBeInstanceOf(WriteDropped);
+    const dropped = await waiting;
+    expect(dropped).toBeInstanceOf(WriteDropped);
+    // Made without a stack (a dropped write is no fault), and the stack limit is left as it was.
+    expect((dropped as Error).message).toBe("write not written: cancelled");
+    expect((dropped as Error).stack).not.toMatch(/\n\s+at /);
+    expect(Error.stackTraceLimit).toBeGreaterThan(0);
+    expect(new Error("x").stack).toMatch(/\n\s+at /);
     expect(ran).toBe(false);
   });
 
