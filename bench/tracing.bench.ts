@@ -90,7 +90,7 @@ function responder(req: RecordedRequest): ScriptedTurn {
 /** One bot process with its own Slack workspace, its tracing switched from the outside. */
 interface Bot {
   cpu(): number;
-  /** The process's major garbage collections so far: count and ms (its /metrics). */
+  /** The process's garbage collections so far: the major ones' count and ms, the minor ones' ms (its /metrics). */
   collections(): Promise<Collections>;
   /** Switches tracing on or off (in the A/A run, "on" changes nothing) and waits until done. */
   trace(on: boolean): Promise<void>;
@@ -164,7 +164,7 @@ async function startBot(
   };
   return {
     cpu: () => cpuSeconds(proc.pid),
-    collections: async () => majorCollections(await (await fetch(`http://127.0.0.1:${port}/metrics`)).text()),
+    collections: async () => collectionsIn(await (await fetch(`http://127.0.0.1:${port}/metrics`)).text()),
     trace: (on) => command(on ? (CONTROL ? "stay" : "on") : "off"),
     async batch(n) {
       const from = asked;
@@ -269,8 +269,8 @@ type Stretch = {
 
 type Collections = { count: number; ms: number; minorMs: number };
 
-/** prom-client's count and sum of the process's major collections, from Prometheus text. */
-function majorCollections(text: string): Collections {
+/** prom-client's count and sum of the process's major collections, and sum of its minor ones, from Prometheus text. */
+function collectionsIn(text: string): Collections {
   const value = (name: string, kind = "major") =>
     Number(new RegExp(`^${name}\\{kind="${kind}"\\} (\\S+)$`, "m").exec(text)?.[1] ?? Number.NaN);
   return {

@@ -2,6 +2,7 @@ import type { Attributes, Link, SpanContext } from "@opentelemetry/api";
 import type { Resource } from "@opentelemetry/resources";
 import type { ReadableSpan, TimedEvent } from "@opentelemetry/sdk-trace-node";
 import { FIXED32, FIXED64, LENGTH_DELIMITED, ProtoWriter, VARINT } from "./proto-writer.js";
+import { RecordedSpan } from "./recorded-span.js";
 
 /*
  * OTLP's ExportTraceServiceRequest in protobuf, written from finished spans in one pass
@@ -154,8 +155,7 @@ function writeSpan(w: ProtoWriter, span: ReadableSpan): void {
   w.tag(8, FIXED64);
   w.time(span.endTime);
   // A recorded span's pairs are read as they are: its `attributes` would make an object.
-  const pairs = (span as { attributePairs?: ReadonlyArray<unknown> }).attributePairs;
-  if (pairs) writeAttributePairs(w, pairs, 9);
+  if (span instanceof RecordedSpan) writeAttributePairs(w, span.attributePairs, 9);
   else writeAttributes(w, span.attributes, 9);
   w.tag(10, VARINT);
   w.varint32(span.droppedAttributesCount);

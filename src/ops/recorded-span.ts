@@ -43,10 +43,10 @@ function now(): number {
 /*
  * Span and trace ids: random bytes from the OS 4 KiB at a time, turned into hex in one
  * call, each id a slice of that hex. A slice of 13 characters or more is V8's sliced
- * string, a view that copies nothing (and keeps its 8 KiB string alive while it lives:
- * ids live as long as their spans, seconds, or are copied when logged or stored). In the tracing benchmark's V8 profiles, turning each
- * id into hex on its own (a call into Node for 8 or 16 bytes) was about a tenth of
- * tracing's time.
+ * string, a view that copies nothing; it keeps its 8 KiB string alive while it lives,
+ * and ids live as long as their spans (seconds) or are copied when logged or stored. In
+ * the tracing benchmark's V8 profiles, turning each id into hex on its own (a call into
+ * Node for 8 or 16 bytes) was about a tenth of tracing's time.
  */
 const ID_POOL_BYTES = 4096;
 let idHex = "";
