@@ -34,6 +34,10 @@ for (const native of [true, false]) {
     });
 
     it("adds 👍 / 👎 under the finished answer and records a click as the person's vote", async () => {
+      // Streamed after the first post (one chunk every 20 ms, inside the 250 ms between
+      // edits), so that the answer's final text needs a write after it has finished.
+      const answer = "Here is an answer that streams in several chunks, to be rated.";
+      llm.enqueue({ text: answer, chunkSize: 8, delayMs: 20 });
       const m = slack.mention("C1", "U_ALICE", "rate this");
       const rated = await waitFor(
         () =>
@@ -44,7 +48,7 @@ for (const native of [true, false]) {
       );
       const blocks = rated.blocks as Block[];
       const actions = blocks.at(-1);
-      expect(rated.text).toContain("rate this");
+      expect(rated.text).toBe(answer);
       if (native) {
         // Carried by the stream's last chat.stopStream: no call of its own.
         expect(blocks).toHaveLength(1);
@@ -52,8 +56,16 @@ for (const native of [true, false]) {
         expect(stops.length).toBeGreaterThan(0);
         expect(slack.api.calls.filter((c) => c.method === "chat.update")).toEqual([]);
       } else {
-        // One more update: the text moves into a markdown block beside the buttons.
+        // The final write carries them: the text in a markdown block beside the buttons.
         expect(blocks[0]).toEqual({ type: "markdown", text: rated.text });
+        const writes = slack.api.calls.filter(
+          (c) => c.ok && (c.method === "chat.update" || c.method === "chat.postMessage"),
+        );
+        const carries = (c: (typeof writes)[number]) =>
+          JSON.stringify(c.params.blocks ?? "").includes("feedback_buttons");
+        expect(writes.filter(carries)).toHaveLength(1);
+        // No write of their own: the final text never showed without them.
+        expect(writes.filter((c) => !carries(c) && c.params.markdown_text === rated.text)).toEqual([]);
       }
       const buttons = actions?.elements?.[0] as {
         type: string;
@@ -81,5 +93,28 @@ for (const native of [true, false]) {
       expect(await vote("bad", 2)).toBe(CHANGED);
       expect(slack.botReplies("C1", m.ts)).toHaveLength(1);
     });
+
+    // Only post and update: a native stream carries them on its last chat.stopStream whatever came before.
+    if (!native)
+      it("gives an answer posted whole before it finished its buttons in one update of their own", async () => {
+        const m = slack.mention("C1", "U_ALICE", "short one");
+        const rated = await waitFor(
+          () =>
+            slack
+              .botReplies("C1", m.ts)
+              .find((r) => (r.blocks as Block[] | undefined)?.some((b) => b.type === "context_actions")),
+          { timeoutMs: 15_000 },
+        );
+        const writes = slack.api.calls.filter(
+          (c) =>
+            c.ok &&
+            ((c.method === "chat.postMessage" && c.params.thread_ts === m.ts) ||
+              (c.method === "chat.update" && c.params.ts === rated.ts)),
+        );
+        // The echo comes in one chunk: its first post is already the whole answer.
+        expect(writes.map((c) => c.method)).toEqual(["chat.postMessage", "chat.update"]);
+        expect(writes[0]?.params.markdown_text).toBe(rated.text);
+        expect((rated.blocks as Block[])[0]).toEqual({ type: "markdown", text: rated.text });
+      });
   });
 }

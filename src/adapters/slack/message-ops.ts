@@ -19,14 +19,35 @@ export function asWriteError(err: unknown): unknown {
 }
 
 /**
+ * Blocks a reply's final write carries under its text (the rating buttons): asked for at
+ * that write, told once a write has shown them.
+ */
+export interface ClosingBlocks {
+  blocks(): unknown[] | undefined;
+  shown(): void;
+}
+
+/**
+ * A message's text as `markdown_text`, or, when blocks go under it, in a `markdown` block
+ * beside them (a message written with `markdown_text` cannot carry blocks), the same text
+ * as its notification.
+ */
+function body(text: string, closing: unknown[] | undefined) {
+  if (!closing) return { markdown_text: text };
+  return { text, blocks: [{ type: "markdown", text }, ...closing] };
+}
+
+/**
  * `reads`: the client that looks up a keyed message (one that retries); `web` when not
  * given. `taken`: the thread as a takeover found it, for the lookups of a retaken reply.
+ * `closing`: what the reply's final write carries under its text.
  */
 export function slackMessageOps(
   web: WebClient,
   place: { channel: string; threadTs: string },
   reads: WebClient = web,
   taken?: ThreadSnapshot,
+  closing?: ClosingBlocks,
 ): MessageOps {
   const buckets = {
     post: slackBuckets("chat.postMessage", { channel: place.channel }),
@@ -36,13 +57,15 @@ export function slackMessageOps(
   return {
     buckets: (kind) => buckets[kind],
     async post(text, write) {
+      const blocks = write?.final ? closing?.blocks() : undefined;
       try {
         const res = await web.chat.postMessage({
           channel: place.channel,
           thread_ts: place.threadTs,
-          markdown_text: text,
+          ...body(text, blocks),
           ...(write?.key ? { metadata: replyMetadata(write.key) } : {}),
         });
+        if (blocks) closing?.shown();
         return res.ts ?? "";
       } catch (err) {
         throw asWriteError(err);
@@ -50,9 +73,11 @@ export function slackMessageOps(
     },
     find: (key, why) =>
       why === "retaken" && taken ? taken.posted(key) : findPosted(reads, place.channel, place.threadTs, key),
-    async edit(ts, text) {
+    async edit(ts, text, write) {
+      const blocks = write?.final ? closing?.blocks() : undefined;
       try {
-        await web.chat.update({ channel: place.channel, ts, markdown_text: text });
+        await web.chat.update({ channel: place.channel, ts, ...body(text, blocks) });
+        if (blocks) closing?.shown();
       } catch (err) {
         throw asWriteError(err);
       }

@@ -66,6 +66,9 @@ export class SlackReply implements Reply {
   private keys: ((index: number) => string) | undefined;
   /** The answer's rating ref: its buttons go under it once it has finished (see offerFeedback). */
   private rating: string | undefined;
+  /** The answer is finishing (not failing): its final write carries the rating; `rated` once one has. */
+  private finishing = false;
+  private rated = false;
   /** Aborted when the answer ends: a Stop offer not yet shown is never shown. */
   private readonly stopOffer = new AbortController();
   /** A resumed reply's thread, read once (after an open stream is stopped) for all it needs to know. */
@@ -114,7 +117,12 @@ export class SlackReply implements Reply {
    * `onMessages` is told when it posts or removes a message (default: record its own).
    */
   private postWriter(rendered = false, onMessages?: () => Promise<void>): StreamWriter {
-    const ops = slackMessageOps(this.deps.web, this.place, this.deps.reads, this.taken);
+    const ops = slackMessageOps(this.deps.web, this.place, this.deps.reads, this.taken, {
+      blocks: () => (this.finishing && this.rating ? [feedbackBlock(this.rating)] : undefined),
+      shown: () => {
+        this.rated = true;
+      },
+    });
     // A native stream's segments are not numbered as the reply's messages: only a whole reply is keyed.
     const keys = onMessages === undefined ? this.keys : undefined;
     const writer: StreamWriter = new StreamWriter(ops, {
@@ -203,6 +211,7 @@ export class SlackReply implements Reply {
       write: (delta) => writer.write(delta),
       finish: async (how) => {
         const rated = how?.answered === true && this.rating !== undefined;
+        this.finishing = rated;
         if (rated && this.native) this.native.closing = [feedbackBlock(this.rating!)];
         await writer.finish().finally(clear);
         // Never awaited: a session's status has its own budget (Tier 3), and the turn, its
@@ -280,8 +289,9 @@ export class SlackReply implements Reply {
   /**
    * 👍 / 👎 under the answer once it has finished, as Slack's AI apps show them: a
    * `context_actions` block with `feedback_buttons`. A native stream takes it with its last
-   * `chat.stopStream` (no call of its own). An answer posted and updated gets it in one more
-   * update (its text moved into a `markdown` block, the Markdown it was written with) only
+   * `chat.stopStream`, an answer posted and updated with its final write (its text in a
+   * `markdown` block beside it, the Markdown it was written with): no call of its own.
+   * Only when the final text needed no new write does it take one more update, and only
    * when the workspace's `chat.update` budget has room at that moment: Tier 3 is shared by
    * every answer, and a rating is worth less than anyone's text.
    */
@@ -292,7 +302,7 @@ export class SlackReply implements Reply {
   /** After a finished answer: the buttons, when the native stream did not carry them. */
   private async showRating(): Promise<void> {
     const ref = this.rating;
-    if (!ref || this.native?.closedWith) return;
+    if (!ref || this.rated || this.native?.closedWith) return;
     const last = (this.native ?? this.writer)?.lastMessage;
     if (!last || last.text === "") return;
     await showRatingButtons(this.deps, this.place.channel, last, ref);
