@@ -15,7 +15,7 @@ import type { Session, SessionRepository } from "../store/sessions.js";
 import { codeBlockArtifacts } from "./artifacts.js";
 import { buildPrompt, countTokens, modelLimits, renderSystemPrompt } from "./context.js";
 import { type CallGate, type ResumedStep, runToolLoop } from "./loop.js";
-import { compress, type FoldPlan, planCompression } from "./memory.js";
+import { compress, type FoldPlan, needsCompression, planCompression } from "./memory.js";
 import type { Provider } from "./providers/provider.js";
 import { makeTitle } from "./title.js";
 import { recentAsks, ToolOffer, usedTools } from "./tool-offer.js";
@@ -265,6 +265,12 @@ export class Agent {
   async makeTitle(session: Session): Promise<string> {
     const model = this.deps.config.models.title ?? this.modelFor(session);
     return makeTitle(firstExchange(session.messages), { provider: this.deps.providerFor(model), model });
+  }
+
+  /** Whether the thread's window is over its budget: a fold is due (the check `planCompaction` begins with). */
+  needsCompaction(session: Session): boolean {
+    const { config } = this.deps;
+    return needsCompression(session, config, modelLimits(config, this.modelFor(session)));
   }
 
   /** A fold of the oldest messages when the window is over budget (or always with `force`); changes nothing. */

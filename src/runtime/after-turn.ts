@@ -12,6 +12,15 @@ export interface AfterTurnDeps {
 }
 
 /**
+ * Whether a thread has anything to do after its turn: a title to make (where the reply
+ * shows one) or a fold that is due. Most turns have neither, and then no after-turn work
+ * (nor its span, which would show nothing done) is started.
+ */
+export function hasWorkAfter(session: Session, reply: Reply, agent: Agent): boolean {
+  return (agent.needsTitle(session) && reply.takesTitle !== false) || agent.needsCompaction(session);
+}
+
+/**
  * The title and the compression of a thread, after its turn has released the lock: the
  * model calls run on the turn's copy of the session while the thread's next message is
  * already being answered (with the summary as it was). What they produce is then applied

@@ -8,7 +8,7 @@ import type { Session } from "../store/sessions.js";
 import type { TurnRecord } from "../store/turns.js";
 import type { Payer } from "../store/usage.js";
 import { Access, commandOrigin, originOf, REFUSED_NOTE } from "./access.js";
-import { runAfterTurn } from "./after-turn.js";
+import { hasWorkAfter, runAfterTurn } from "./after-turn.js";
 import { ApprovalDesk } from "./approvals/desk.js";
 import { runCommand } from "./commands.js";
 import type {
@@ -392,7 +392,7 @@ export class Dispatcher implements TurnRunner {
 
   /** Title and compression run outside the lock: the thread's next message never waits for them. */
   private afterTurn(session: Session, reply: Reply, payer: Payer): void {
-    if (this.stopping) return;
+    if (this.stopping || !hasWorkAfter(session, reply, this.deps.agent)) return;
     this.work.afterTurn(session.key, (signal) =>
       this.accounts.run(payer, "after_turn", () => runAfterTurn(session, reply, this.deps, signal)),
     );
