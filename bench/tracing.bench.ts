@@ -36,10 +36,13 @@
  * answered where seven collections landed more than what tracing costs. The collections
  * on each side are counted and shown, so that a tracing that made them more frequent
  * would still show. Before them,
- * BENCH_TRACING_WARM_UP turns (default 500) in alternating stretches of 50 warm both paths
- * (V8 optimizes the bot's hot functions over its first several hundred turns) and make
- * the exporter's first export, whose one-time set-up (loading and compiling the encoder)
- * is no turn's cost.
+ * BENCH_TRACING_WARM_UP turns (default 2,000) in alternating stretches of 50 warm both
+ * paths (V8 optimizes the bot's hot functions over its first turns) and make the
+ * exporter's first export, whose one-time set-up (loading and compiling the encoder) is
+ * no turn's cost. After 500, on a 2-core AMD EPYC, the first four measured stretches
+ * still cost 12-18 ms a turn, falling to about 9 by the tenth: a drift the stretches'
+ * order cancels only on average, with every moment's ratio off by its slope. After
+ * 2,000 the first stretch is already at 9 ms.
  *
  * Run alone: `npm run bench -- tracing` (BENCH_TRACING_PAIRS, traced and untraced
  * stretches per process, default 24). BENCH_TRACING_CONTROL=1 never switches tracing on:
@@ -65,7 +68,7 @@ import { atMost, type BenchResult, fmt } from "./support/report.js";
 
 const STRETCH = Number(process.env.BENCH_TRACING_STRETCH ?? 100);
 const PAIRS = Number(process.env.BENCH_TRACING_PAIRS ?? 24);
-const WARM_UP = Number(process.env.BENCH_TRACING_WARM_UP ?? 500);
+const WARM_UP = Number(process.env.BENCH_TRACING_WARM_UP ?? 2_000);
 const WARM_UP_STRETCH = 50;
 /** Turns answered at once by each process. */
 const AT_ONCE = Number(process.env.BENCH_TRACING_AT_ONCE ?? 5);
