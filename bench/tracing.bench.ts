@@ -62,7 +62,7 @@ import { everythingMcp, scratchConfig } from "../test/support/chat-process.js";
 import { isTitleRequest, lastUserText, toolResultsSinceUser } from "../test/support/llm-text.js";
 import { OtlpReceiver } from "../test/support/otlp-receiver.js";
 import { type AppBuild, buildApp, repoRoot } from "./support/load-build.js";
-import { cpuSeconds, freePort, killAll, spawnBot, waitReady } from "./support/load-process.js";
+import { cpuByThread, cpuSeconds, freePort, killAll, spawnBot, waitReady } from "./support/load-process.js";
 import { channels, sleep, until } from "./support/replicas.js";
 import { atMost, type BenchResult, fmt } from "./support/report.js";
 
@@ -93,6 +93,8 @@ function responder(req: RecordedRequest): ScriptedTurn {
 /** One bot process with its own Slack workspace, its tracing switched from the outside. */
 interface Bot {
   cpu(): number;
+  /** CPU seconds of the main thread, and of all other threads (V8's compiler and GC helpers, libuv's pool). */
+  threads(): { main: number; others: number };
   /** The process's garbage collections so far: the major ones' count and ms, the minor ones' ms (its /metrics). */
   collections(): Promise<Collections>;
   /** Switches tracing on or off (in the A/A run, "on" changes nothing) and waits until done. */
@@ -167,6 +169,7 @@ async function startBot(
   };
   return {
     cpu: () => cpuSeconds(proc.pid),
+    threads: () => cpuByThread(proc.pid),
     collections: async () => collectionsIn(await (await fetch(`http://127.0.0.1:${port}/metrics`)).text()),
     trace: (on) => command(on ? (CONTROL ? "stay" : "on") : "off"),
     async batch(n) {
@@ -192,16 +195,20 @@ async function stretch(bot: Bot, traced: boolean, turns: number): Promise<Stretc
     if (!CONTROL) tracedTurns += turns;
   }
   const collected = await bot.collections();
+  const threads = bot.threads();
   const before = bot.cpu();
   const started = performance.now();
   await bot.batch(turns);
   if (traced) await bot.trace(false);
   const cpu = bot.cpu() - before;
+  const threadsAfter = bot.threads();
   const wallS = (performance.now() - started) / 1000;
   const after = await bot.collections();
   return {
     traced,
     cpu,
+    main: threadsAfter.main - threads.main,
+    others: threadsAfter.others - threads.others,
     wallS,
     majors: after.count - collected.count,
     majorMs: after.ms - collected.ms,
@@ -263,6 +270,9 @@ function spansPerTurn(receiver: OtlpReceiver, turns: number): string {
 type Stretch = {
   traced: boolean;
   cpu: number;
+  /** The main thread's CPU seconds, and the other threads'. */
+  main: number;
+  others: number;
   wallS: number;
   majors: number;
   majorMs: number;
@@ -284,6 +294,35 @@ function collectionsIn(text: string): Collections {
 }
 
 const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
+
+/**
+ * Where the pairs' CPU went, both processes together: the main thread (the bot's own
+ * JavaScript, and the collector's pauses) or the others (V8's compiler and collector
+ * helpers, libuv's pool), untraced and traced.
+ */
+function threadSplit(kept: Array<Array<{ on: Stretch; off: Stretch }>>): string {
+  const pairs = kept.flat();
+  const perTurn = (xs: Stretch[], pick: (s: Stretch) => number) =>
+    (sum(xs.map(pick)) / (xs.length * STRETCH)) * 1000;
+  const offs = pairs.map((p) => p.off);
+  const ons = pairs.map((p) => p.on);
+  return (
+    `${fmt(
+      perTurn(offs, (s) => s.main),
+      2,
+    )} / ${fmt(
+      perTurn(ons, (s) => s.main),
+      2,
+    )}; ` +
+    `${fmt(
+      perTurn(offs, (s) => s.others),
+      2,
+    )} / ${fmt(
+      perTurn(ons, (s) => s.others),
+      2,
+    )}`
+  );
+}
 
 export async function run(): Promise<BenchResult> {
   const build = await buildApp();
@@ -358,6 +397,8 @@ export async function run(): Promise<BenchResult> {
           "pairs kept (no major collection in either stretch), A; B": `${kept[0]!.length} of ${PAIRS}; ${kept[1]!.length} of ${PAIRS}`,
           "on / off, pairs kept, A; B": `${fmt(cleanRatio[0]!, 3)}; ${fmt(cleanRatio[1]!, 3)}`,
           "on / off, pairs kept, the geometric mean of A's and B's": fmt(figure, 3),
+          "CPU per turn in the pairs kept, off / on, the main thread; the other threads (ms)":
+            threadSplit(kept),
           "at each moment, the traced / the untraced (both stretches without a major collection): geometric mean, and two standard errors either side":
             spread(momentRatios(runs)),
           "at each moment, the traced process / the untraced one, sorted": momentRatios(runs)
