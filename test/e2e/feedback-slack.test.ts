@@ -94,6 +94,34 @@ for (const native of [true, false]) {
       expect(slack.botReplies("C1", m.ts)).toHaveLength(1);
     });
 
+    if (!native)
+      it("writes the answer's text without the buttons when Slack refuses its last write with them", async () => {
+        // Streamed as above: the answer's one chat.update is its final write, and Slack refuses it.
+        const answer = "An answer whose last write Slack refuses with the rating buttons.";
+        llm.enqueue({ text: answer, chunkSize: 8, delayMs: 20 });
+        // A workspace that refuses the buttons, every time.
+        slack.api.refuse("chat.update", "invalid_blocks", Number.POSITIVE_INFINITY, (params) =>
+          JSON.stringify(params.blocks ?? "").includes("feedback_buttons"),
+        );
+        try {
+          const m = slack.mention("C1", "U_ALICE", "refused buttons");
+          const reply = await waitFor(() => slack.botReplies("C1", m.ts).find((r) => r.text === answer), {
+            timeoutMs: 15_000,
+          });
+          const updates = slack.api.calls.filter(
+            (c) => c.method === "chat.update" && c.params.ts === reply.ts,
+          );
+          const carries = (c: (typeof updates)[number]) =>
+            JSON.stringify(c.params.blocks ?? "").includes("feedback_buttons");
+          expect(updates[0]).toMatchObject({ ok: false, error: "invalid_blocks" });
+          expect(carries(updates[0]!)).toBe(true);
+          expect(updates[1]).toMatchObject({ ok: true, params: { markdown_text: answer } });
+          expect(slack.botReplies("C1", m.ts)).toHaveLength(1);
+        } finally {
+          slack.api.allow("chat.update");
+        }
+      });
+
     // Only post and update: a native stream carries them on its last chat.stopStream whatever came before.
     if (!native)
       it("gives an answer posted whole before it finished its buttons in one update of their own", async () => {

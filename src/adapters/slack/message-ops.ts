@@ -1,4 +1,5 @@
 import { ErrorCode, type WebClient } from "@slack/web-api";
+import { log } from "../../log.js";
 import { interactionId } from "../../runtime/interaction-ids.js";
 import { type MessageOps, RateLimitedError } from "../../runtime/stream.js";
 import { findPosted, replyMetadata, type ThreadSnapshot } from "./resume.js";
@@ -38,6 +39,33 @@ function body(text: string, closing: unknown[] | undefined) {
 }
 
 /**
+ * A write of the reply's text with `closing`'s blocks when it carries them. Should Slack
+ * refuse it (an error it answered, such as `invalid_blocks`: nothing was written), the
+ * text goes again without them: the buttons are worth less than the answer, which must
+ * never be lost for them.
+ */
+async function withClosing<T>(
+  closing: ClosingBlocks | undefined,
+  final: boolean | undefined,
+  write: (blocks: unknown[] | undefined) => Promise<T>,
+): Promise<T> {
+  const blocks = final ? closing?.blocks() : undefined;
+  if (!blocks) return write(undefined);
+  try {
+    const result = await write(blocks);
+    closing?.shown();
+    return result;
+  } catch (err) {
+    if ((err as { code?: string })?.code !== ErrorCode.PlatformError) throw err;
+    log.warn(
+      { error: (err as { data?: { error?: string } }).data?.error },
+      "Slack refused the answer's last write with its rating buttons; writing its text without them",
+    );
+    return write(undefined);
+  }
+}
+
+/**
  * `reads`: the client that looks up a keyed message (one that retries); `web` when not
  * given. `taken`: the thread as a takeover found it, for the lookups of a retaken reply.
  * `closing`: what the reply's final write carries under its text.
@@ -57,15 +85,15 @@ export function slackMessageOps(
   return {
     buckets: (kind) => buckets[kind],
     async post(text, write) {
-      const blocks = write?.final ? closing?.blocks() : undefined;
       try {
-        const res = await web.chat.postMessage({
-          channel: place.channel,
-          thread_ts: place.threadTs,
-          ...body(text, blocks),
-          ...(write?.key ? { metadata: replyMetadata(write.key) } : {}),
-        });
-        if (blocks) closing?.shown();
+        const res = await withClosing(closing, write?.final, (blocks) =>
+          web.chat.postMessage({
+            channel: place.channel,
+            thread_ts: place.threadTs,
+            ...body(text, blocks),
+            ...(write?.key ? { metadata: replyMetadata(write.key) } : {}),
+          }),
+        );
         return res.ts ?? "";
       } catch (err) {
         throw asWriteError(err);
@@ -74,10 +102,10 @@ export function slackMessageOps(
     find: (key, why) =>
       why === "retaken" && taken ? taken.posted(key) : findPosted(reads, place.channel, place.threadTs, key),
     async edit(ts, text, write) {
-      const blocks = write?.final ? closing?.blocks() : undefined;
       try {
-        await web.chat.update({ channel: place.channel, ts, ...body(text, blocks) });
-        if (blocks) closing?.shown();
+        await withClosing(closing, write?.final, (blocks) =>
+          web.chat.update({ channel: place.channel, ts, ...body(text, blocks) }),
+        );
       } catch (err) {
         throw asWriteError(err);
       }

@@ -40,7 +40,10 @@ export class WebApi {
   appToken = "xapp-emulator";
   /** Every call, in order, for tests and benchmarks. */
   readonly calls: WebApiCall[] = [];
-  private readonly refusals = new Map<string, { error: string; times: number }>();
+  private readonly refusals = new Map<
+    string,
+    { error: string; times: number; when: ((params: Params) => boolean) | undefined }
+  >();
   private readonly files: FileApi;
   private readonly handlers: Record<string, Handler>;
   /** Agent sessions by `channel:thread_ts` (agents.sessions.*). */
@@ -76,9 +79,16 @@ export class WebApi {
    * Answers `method` with `ok:false, error` (e.g. `not_allowed_token_type` for
    * chat.startStream) the next `times` calls (default: until `allow`), as a workspace
    * whose plan or token does not allow it would. Nothing changes on a refused call.
+   * `when`: only the calls it picks are refused (and counted), as a workspace refuses a
+   * kind of block it does not allow.
    */
-  refuse(method: string, error: string, times = Number.POSITIVE_INFINITY): void {
-    this.refusals.set(method, { error, times });
+  refuse(
+    method: string,
+    error: string,
+    times = Number.POSITIVE_INFINITY,
+    when?: (params: Params) => boolean,
+  ): void {
+    this.refusals.set(method, { error, times, when });
   }
 
   allow(method: string): void {
@@ -107,7 +117,7 @@ export class WebApi {
       };
     }
     const refusal = this.refusals.get(method);
-    if (refusal && refusal.times > 0) {
+    if (refusal && refusal.times > 0 && (!refusal.when || refusal.when(params))) {
       refusal.times -= 1;
       return this.error(call, refusal.error);
     }
