@@ -8,9 +8,13 @@ import { CHANGED, THANKS } from "../../src/runtime/feedback.js";
 import { LlmEmulator } from "../emulators/llm/index.js";
 import { SlackEmulator, waitFor } from "../emulators/slack/index.js";
 import { clickAction } from "../emulators/slack/interactive.js";
+import type { WebApiCall } from "../emulators/slack/web-api.js";
 import { type RunningApp, startWithEverything } from "../support/app-env.js";
 
 type Block = { type: string; text?: string; elements?: Array<Record<string, unknown>> };
+
+/** A write that carries the rating buttons. */
+const carriesRating = (c: WebApiCall) => JSON.stringify(c.params.blocks ?? "").includes("feedback_buttons");
 
 for (const native of [true, false]) {
   describe(`feedback buttons in Slack (${native ? "native stream" : "post and update"})`, () => {
@@ -27,6 +31,16 @@ for (const native of [true, false]) {
       );
     }, 60_000);
 
+    /** The bot's reply under `ts` once it shows the rating buttons. */
+    const ratedReply = (ts: string) =>
+      waitFor(
+        () =>
+          slack
+            .botReplies("C1", ts)
+            .find((r) => (r.blocks as Block[] | undefined)?.some((b) => b.type === "context_actions")),
+        { timeoutMs: 15_000 },
+      );
+
     afterAll(async () => {
       await running?.stop();
       await slack?.stop();
@@ -39,13 +53,7 @@ for (const native of [true, false]) {
       const answer = "Here is an answer that streams in several chunks, to be rated.";
       llm.enqueue({ text: answer, chunkSize: 8, delayMs: 20 });
       const m = slack.mention("C1", "U_ALICE", "rate this");
-      const rated = await waitFor(
-        () =>
-          slack
-            .botReplies("C1", m.ts)
-            .find((r) => (r.blocks as Block[] | undefined)?.some((b) => b.type === "context_actions")),
-        { timeoutMs: 15_000 },
-      );
+      const rated = await ratedReply(m.ts);
       const blocks = rated.blocks as Block[];
       const actions = blocks.at(-1);
       expect(rated.text).toBe(answer);
@@ -61,11 +69,9 @@ for (const native of [true, false]) {
         const writes = slack.api.calls.filter(
           (c) => c.ok && (c.method === "chat.update" || c.method === "chat.postMessage"),
         );
-        const carries = (c: (typeof writes)[number]) =>
-          JSON.stringify(c.params.blocks ?? "").includes("feedback_buttons");
-        expect(writes.filter(carries)).toHaveLength(1);
+        expect(writes.filter(carriesRating)).toHaveLength(1);
         // No write of their own: the final text never showed without them.
-        expect(writes.filter((c) => !carries(c) && c.params.markdown_text === rated.text)).toEqual([]);
+        expect(writes.filter((c) => !carriesRating(c) && c.params.markdown_text === rated.text)).toEqual([]);
       }
       const buttons = actions?.elements?.[0] as {
         type: string;
@@ -111,10 +117,8 @@ for (const native of [true, false]) {
           const updates = slack.api.calls.filter(
             (c) => c.method === "chat.update" && c.params.ts === reply.ts,
           );
-          const carries = (c: (typeof updates)[number]) =>
-            JSON.stringify(c.params.blocks ?? "").includes("feedback_buttons");
           expect(updates[0]).toMatchObject({ ok: false, error: "invalid_blocks" });
-          expect(carries(updates[0]!)).toBe(true);
+          expect(carriesRating(updates[0]!)).toBe(true);
           expect(updates[1]).toMatchObject({ ok: true, params: { markdown_text: answer } });
           expect(slack.botReplies("C1", m.ts)).toHaveLength(1);
         } finally {
@@ -126,13 +130,7 @@ for (const native of [true, false]) {
     if (!native)
       it("gives an answer posted whole before it finished its buttons in one update of their own", async () => {
         const m = slack.mention("C1", "U_ALICE", "short one");
-        const rated = await waitFor(
-          () =>
-            slack
-              .botReplies("C1", m.ts)
-              .find((r) => (r.blocks as Block[] | undefined)?.some((b) => b.type === "context_actions")),
-          { timeoutMs: 15_000 },
-        );
+        const rated = await ratedReply(m.ts);
         const writes = slack.api.calls.filter(
           (c) =>
             c.ok &&
