@@ -306,22 +306,9 @@ function threadSplit(kept: Array<Array<{ on: Stretch; off: Stretch }>>): string 
     (sum(xs.map(pick)) / (xs.length * STRETCH)) * 1000;
   const offs = pairs.map((p) => p.off);
   const ons = pairs.map((p) => p.on);
-  return (
-    `${fmt(
-      perTurn(offs, (s) => s.main),
-      2,
-    )} / ${fmt(
-      perTurn(ons, (s) => s.main),
-      2,
-    )}; ` +
-    `${fmt(
-      perTurn(offs, (s) => s.others),
-      2,
-    )} / ${fmt(
-      perTurn(ons, (s) => s.others),
-      2,
-    )}`
-  );
+  const both = (pick: (s: Stretch) => number) =>
+    `${fmt(perTurn(offs, pick), 2)} / ${fmt(perTurn(ons, pick), 2)}`;
+  return `${both((s) => s.main)}; ${both((s) => s.others)}`;
 }
 
 export async function run(): Promise<BenchResult> {

@@ -269,8 +269,7 @@ export class Agent {
 
   /** Whether the thread's window is over its budget: a fold is due (the check `planCompaction` begins with). */
   needsCompaction(session: Session): boolean {
-    const { config } = this.deps;
-    return needsCompression(session, config, modelLimits(config, this.modelFor(session)));
+    return needsCompression(session, this.deps.config, this.limitsFor(session));
   }
 
   /** A fold of the oldest messages when the window is over budget (or always with `force`); changes nothing. */
@@ -297,8 +296,12 @@ export class Agent {
   private compressDeps(session: Session) {
     const { config } = this.deps;
     const model = config.models.summary ?? this.modelFor(session);
-    const limits = modelLimits(config, this.modelFor(session));
-    return { provider: this.deps.providerFor(model), model, config, limits };
+    return { provider: this.deps.providerFor(model), model, config, limits: this.limitsFor(session) };
+  }
+
+  /** The limits of the thread's own model, whose window the thread must fit (planCompression reads the summariser's itself). */
+  private limitsFor(session: Session) {
+    return modelLimits(this.deps.config, this.modelFor(session));
   }
 }
 

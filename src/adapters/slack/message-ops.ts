@@ -31,9 +31,9 @@ export interface ClosingBlocks {
 /**
  * A message's text as `markdown_text`, or, when blocks go under it, in a `markdown` block
  * beside them (a message written with `markdown_text` cannot carry blocks), the same text
- * as its notification.
+ * as its notification (the whole message, well under Slack's 40,000 characters).
  */
-function body(text: string, closing: unknown[] | undefined) {
+export function messageBody(text: string, closing: unknown[] | undefined) {
   if (!closing) return { markdown_text: text };
   return { text, blocks: [{ type: "markdown", text }, ...closing] };
 }
@@ -90,7 +90,7 @@ export function slackMessageOps(
           web.chat.postMessage({
             channel: place.channel,
             thread_ts: place.threadTs,
-            ...body(text, blocks),
+            ...messageBody(text, blocks),
             ...(write?.key ? { metadata: replyMetadata(write.key) } : {}),
           }),
         );
@@ -104,7 +104,7 @@ export function slackMessageOps(
     async edit(ts, text, write) {
       try {
         await withClosing(closing, write?.final, (blocks) =>
-          web.chat.update({ channel: place.channel, ts, ...body(text, blocks) }),
+          web.chat.update({ channel: place.channel, ts, ...messageBody(text, blocks) }),
         );
       } catch (err) {
         throw asWriteError(err);

@@ -3,7 +3,7 @@ import { log } from "../../log.js";
 import type { Question } from "../../runtime/contract.js";
 import { interactionId } from "../../runtime/interaction-ids.js";
 import type { WriteScheduler } from "../../runtime/scheduler/write-scheduler.js";
-import { feedbackBlock } from "./message-ops.js";
+import { feedbackBlock, messageBody } from "./message-ops.js";
 import { toMrkdwn } from "./mrkdwn.js";
 
 /*
@@ -38,9 +38,7 @@ export async function showRatingButtons(
         deps.web.chat.update({
           channel,
           ts: last.id,
-          // The notification text beside the blocks: the whole message (well under Slack's 40,000).
-          text: last.text,
-          blocks: [{ type: "markdown", text: last.text }, feedbackBlock(ref)],
+          ...messageBody(last.text, [feedbackBlock(ref)]),
         }),
       // Behind every answer (the background lane), briefly: a channel's edits are paced, and
       // the final text has just used its budget. Late or met by a 429, it is dropped.
