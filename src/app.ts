@@ -2,6 +2,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { Agent } from "./agent/agent.js";
 import { providerFor } from "./agent/providers/index.js";
 import type { Provider } from "./agent/providers/provider.js";
+import { tapProvider } from "./agent/providers/tap.js";
 import { allowedModels, type LoadedConfig, loadConfig } from "./config.js";
 import type { Platform } from "./core/thread.js";
 import { urlCredentials } from "./core/unreachable.js";
@@ -13,7 +14,7 @@ import { loadMcpConfig, type ServerConfig } from "./mcp/servers.js";
 import { type HealthServer, startHealthServer } from "./ops/health.js";
 import { Metrics } from "./ops/metrics.js";
 import { samplerFrom } from "./ops/trace-sampler.js";
-import { tracedProvider } from "./ops/traced-provider.js";
+import { tracedCall } from "./ops/traced-provider.js";
 import { startTracing, tracesProtocol, tracesUrl } from "./ops/tracing.js";
 import { Budgets } from "./runtime/budgets.js";
 import type { Adapter, AdapterDeps } from "./runtime/contract.js";
@@ -103,7 +104,7 @@ export async function buildCore(opts: CoreOptions = {}): Promise<Core> {
   const providerForModel = (model: string): Provider => {
     let p = providers.get(model);
     if (!p) {
-      p = meter.wrap(tracedProvider(providerFor(config, secrets, model)));
+      p = tapProvider(providerFor(config, secrets, model), tracedCall, meter.tap);
       if (opts.wrapProvider) p = opts.wrapProvider(p);
       providers.set(model, p);
     }

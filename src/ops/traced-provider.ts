@@ -1,50 +1,46 @@
 import { SpanKind, SpanStatusCode } from "@opentelemetry/api";
-import type { ModelEvent, ModelRequest, Provider } from "../agent/providers/provider.js";
+import type { StreamTap, TapFor } from "../agent/providers/tap.js";
 import { GEN_AI, tracer } from "../core/spans.js";
 
 /**
- * The provider, each model call a client span named as the GenAI conventions ask
- * ("chat gpt-4o"): model, provider, tokens, time to the first chunk, finish reason. With
- * tracing off the span is the API's no-op and costs a few property writes.
+ * Each model call a client span named as the GenAI conventions ask ("chat gpt-4o"):
+ * model, provider, tokens, time to the first chunk, finish reason. With tracing off there
+ * is no span to fill and the call is not watched at all.
  */
-export function tracedProvider(provider: Provider): Provider {
+export const tracedCall: TapFor = (req, provider): StreamTap | undefined => {
+  const span = tracer().startSpan(`chat ${req.model}`, {
+    kind: SpanKind.CLIENT,
+    attributes: {
+      [GEN_AI.operation]: "chat",
+      [GEN_AI.provider]: provider,
+      [GEN_AI.requestModel]: req.model,
+    },
+  });
+  if (!span.isRecording()) return undefined;
+  const started = performance.now();
+  let first = true;
+  let input = 0;
+  let output = 0;
   return {
-    name: provider.name,
-    listModels: (signal) => provider.listModels(signal),
-    async *stream(req: ModelRequest, signal: AbortSignal): AsyncIterable<ModelEvent> {
-      const span = tracer().startSpan(`chat ${req.model}`, {
-        kind: SpanKind.CLIENT,
-        attributes: {
-          [GEN_AI.operation]: "chat",
-          [GEN_AI.provider]: provider.name,
-          [GEN_AI.requestModel]: req.model,
-        },
-      });
-      const started = performance.now();
-      let first = true;
-      let input = 0;
-      let output = 0;
-      try {
-        for await (const event of provider.stream(req, signal)) {
-          if (first) {
-            first = false;
-            span.setAttribute(GEN_AI.timeToFirstChunk, (performance.now() - started) / 1000);
-          }
-          if (event.type === "usage") {
-            input += event.usage.inputTokens;
-            output += event.usage.outputTokens;
-          } else if (event.type === "stop") span.setAttribute(GEN_AI.finishReasons, [event.reason]);
-          yield event;
-        }
+    event(event) {
+      if (first) {
+        first = false;
+        span.setAttribute(GEN_AI.timeToFirstChunk, (performance.now() - started) / 1000);
+      }
+      if (event.type === "usage") {
+        input += event.usage.inputTokens;
+        output += event.usage.outputTokens;
+      } else if (event.type === "stop") span.setAttribute(GEN_AI.finishReasons, [event.reason]);
+    },
+    end(err) {
+      if (err === undefined)
         span.setAttributes({ [GEN_AI.inputTokens]: input, [GEN_AI.outputTokens]: output });
-      } catch (err) {
+      else {
         span.recordException(err as Error);
         span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error)?.message });
         span.setAttribute("error.type", (err as { code?: string })?.code ?? "error");
-        throw err;
-      } finally {
-        span.end();
       }
+      span.end();
     },
   };
-}
+};

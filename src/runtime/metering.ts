@@ -1,5 +1,6 @@
 import { costOf, DEFAULT_PRICES, type Price, priceOf } from "../agent/prices.js";
-import type { ModelEvent, ModelRequest, Provider } from "../agent/providers/provider.js";
+import type { Provider } from "../agent/providers/provider.js";
+import { type TapFor, tapProvider } from "../agent/providers/tap.js";
 import { ContextSlot } from "../core/async-context.js";
 import type { Usage } from "../core/messages.js";
 import { log } from "../log.js";
@@ -55,19 +56,17 @@ export class Meter {
     return priceOf(model, this.prices);
   }
 
-  /** The provider, its usage reported as it streams (before the usage event reaches the caller). */
+  /** Each model call's usage reported as it streams (before the usage event reaches the caller). */
+  readonly tap: TapFor = (req) => ({
+    event: (event) => {
+      if (event.type === "usage") this.count(req.model, event.usage);
+    },
+    end: () => undefined,
+  });
+
+  /** The provider, its usage reported as it streams (see `tap`). */
   wrap(provider: Provider): Provider {
-    const meter = this;
-    return {
-      name: provider.name,
-      listModels: (signal) => provider.listModels(signal),
-      async *stream(req: ModelRequest, signal: AbortSignal): AsyncIterable<ModelEvent> {
-        for await (const event of provider.stream(req, signal)) {
-          if (event.type === "usage") meter.count(req.model, event.usage);
-          yield event;
-        }
-      },
-    };
+    return tapProvider(provider, this.tap);
   }
 
   /**
