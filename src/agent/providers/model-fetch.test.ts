@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from "node:async_hooks";
 import { once } from "node:events";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -38,6 +39,11 @@ async function answer(req: IncomingMessage, res: ServerResponse): Promise<void> 
     res.writeHead(200, { "content-type": "text/event-stream" });
     const timer = setInterval(() => res.write("data: more\n\n"), 5);
     res.on("close", () => clearInterval(timer));
+  } else if (req.url === "/cut") {
+    // The server goes away in the middle of the answer.
+    res.writeHead(200, { "content-type": "text/event-stream" });
+    res.write("data: 1\n\ndata: half");
+    setTimeout(() => res.socket?.destroy(), 10);
   } else if (req.url === "/moved") {
     res.writeHead(307, { location: "/sse" });
     res.end();
@@ -125,6 +131,34 @@ describe("the fetch the model SDKs are given", () => {
     // request after it is answered.
     const next = await modelFetch(`${base}/echo`, { method: "POST", body: "after" });
     expect(await next.text()).toBe("echo after");
+  });
+
+  it("fails a stream whose connection closes before its end, with what came before it handed on", async () => {
+    const response = await modelFetch(`${base}/cut`, { method: "POST", body: "{}" });
+    const got: string[] = [];
+    const reading = readSse(response, (m) => {
+      got.push(m.data);
+      return true;
+    });
+    await expect(reading).rejects.toBeInstanceOf(Error);
+    expect(got).toEqual(["1"]);
+  });
+
+  it("hands each message on in the reader's async context, not the one the connection was opened in", async () => {
+    const context = new AsyncLocalStorage<string>();
+    // The first answer opens the connection under "opener"; the second reuses it under "reader".
+    await context.run("opener", async () => {
+      await messagesOf(await modelFetch(`${base}/sse`, { method: "POST", body: "{}" }));
+    });
+    const seenIn: Array<string | undefined> = [];
+    await context.run("reader", async () => {
+      const response = await modelFetch(`${base}/sse`, { method: "POST", body: "{}" });
+      await readSse(response, () => {
+        seenIn.push(context.getStore());
+        return true;
+      });
+    });
+    expect(seenIn).toEqual(["reader", "reader", "reader", "reader"]);
   });
 
   it("follows a redirect, as fetch does, with the method and body kept on a 307", async () => {

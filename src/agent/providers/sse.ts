@@ -1,3 +1,5 @@
+import { AsyncResource } from "node:async_hooks";
+import { finished, type Readable } from "node:stream";
 import { bodyStreamOf } from "./model-fetch.js";
 
 /*
@@ -100,17 +102,72 @@ export async function readSse(
   response: Response,
   onMessage: (message: SseMessage) => boolean | undefined,
 ): Promise<void> {
-  // The body as undici hands it when modelFetch made the response, else its web stream.
-  const body: AsyncIterable<Uint8Array> | null = bodyStreamOf(response) ?? response.body;
-  if (!body) throw new Error("the model's response has no body");
   const parser = new SseParser(onMessage);
   const decoder = new TextDecoder();
-  // Leaving the loop early (stopped, or a message or a read failed) destroys or cancels
-  // the body: the connection is let go. Read as an async iterator, so each chunk's work
-  // runs in the reader's async context, not the socket's.
+  // The body as undici hands it when modelFetch made the response, else its web stream.
+  const node = bodyStreamOf(response);
+  if (node) return readNodeBody(node, parser, decoder);
+  const body = response.body;
+  if (!body) throw new Error("the model's response has no body");
+  // Leaving the loop early (stopped, or a message or a read failed) cancels the body.
   for await (const chunk of body) {
     parser.push(decoder.decode(chunk, { stream: true }));
     if (parser.stopped) return;
   }
   parser.push(decoder.decode());
+}
+
+/**
+ * Undici's body read with its `data` events, not its async iterator: the iterator makes
+ * several promises a chunk, and a streamed answer is a chunk a word, each promise paying
+ * the process's AsyncLocalStorage hook (with two hundred answers at once, one promise in
+ * eight of the process's was made here). Each chunk's work still runs in the reader's
+ * async context, not the socket's. Stopping early, or a message that throws, destroys
+ * the body, which lets the connection go; a body that closes before its end fails as the
+ * iterator failed (Node's premature-close error), and so does a failed read.
+ */
+function readNodeBody(
+  body: Readable,
+  parser: SseParser,
+  decoder: InstanceType<typeof TextDecoder>,
+): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    let settled = false;
+    const settle = (error?: unknown) => {
+      if (settled) return;
+      settled = true;
+      body.off("data", onData);
+      if (error === undefined) resolve();
+      else reject(error);
+    };
+    const onData = AsyncResource.bind((chunk: Buffer) => {
+      if (settled) return;
+      try {
+        parser.push(decoder.decode(chunk, { stream: true }));
+      } catch (err) {
+        settle(err);
+        body.destroy();
+        return;
+      }
+      if (parser.stopped) {
+        settle();
+        body.destroy();
+      }
+    });
+    const onEnd = AsyncResource.bind((error?: Error | null) => {
+      if (settled) return;
+      if (error) {
+        settle(error);
+        return;
+      }
+      try {
+        parser.push(decoder.decode());
+        settle();
+      } catch (err) {
+        settle(err);
+      }
+    });
+    body.on("data", onData);
+    finished(body, { writable: false }, onEnd);
+  });
 }
