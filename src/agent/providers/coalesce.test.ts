@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { coalesce, pushed } from "./coalesce.js";
+import { CROWD_STREAMS, coalesce, pushed } from "./coalesce.js";
 import type { ModelEvent } from "./provider.js";
 
 /** A source the test feeds by hand, the way chunks arrive from the network. */
@@ -154,6 +154,59 @@ describe("coalesce", () => {
     finish();
     await end;
     expect(order).toEqual(["Hello,", "next turn", "next turn", " world", "end", "next turn"]);
+  });
+
+  it("with a crowd of streams, hands on the words between the first and the end in batches a tenth of a second apart", async () => {
+    // Streams open beside this one: more than CROWD_STREAMS in all.
+    const others = Array.from({ length: CROWD_STREAMS }, () => {
+      let finish!: () => void;
+      const out = pushed(() => new Promise<void>((resolve) => (finish = resolve)));
+      return { out, finish };
+    });
+    let sink!: { emit(e: ModelEvent): void };
+    let finish!: () => void;
+    const out = pushed(
+      (s) =>
+        new Promise<void>((resolve) => {
+          sink = s;
+          finish = resolve;
+        }),
+    );
+    const order: string[] = [];
+    const next = () =>
+      out.next().then((r) => void order.push(r.done ? "end" : (r.value as { delta: string }).delta));
+    const mark = (ms: number) =>
+      new Promise<void>((r) => setTimeout(() => r(void order.push(`${ms} ms`)), ms));
+
+    let got = next();
+    sink.emit(text("Hello"));
+    await got;
+    got = next();
+    sink.emit(text(" wor"));
+    await mark(10);
+    sink.emit(text("ld"));
+    // Both words wait for the batch: the consumer is not woken chunk by chunk.
+    await Promise.race([got, mark(40)]);
+    await got;
+    got = next();
+    finish();
+    await Promise.race([got, mark(40)]);
+    await got;
+    // The end went at once, before its race's timer (which comes after, not awaited here).
+    expect(order.slice(0, 5)).toEqual(["Hello", "10 ms", "40 ms", " world", "end"]);
+
+    // The crowd gone, a stream is handed on chunk by chunk again.
+    for (const o of others) {
+      o.finish();
+      await o.out.next();
+    }
+    const alone = feed();
+    const single = coalesce(alone.source);
+    alone.send(text("a"));
+    expect(await single.next()).toEqual({ value: text("a"), done: false });
+    alone.send(text("b"));
+    expect(await single.next()).toEqual({ value: text("b"), done: false });
+    alone.end();
   });
 
   it("tells a pushing producer when its consumer stops early", async () => {

@@ -52,6 +52,19 @@ export function coalesce(source: AsyncIterable<ModelEvent>): AsyncGenerator<Mode
   return arrivals.drain(() => void (async () => iterator.return?.())().catch(() => undefined));
 }
 
+/**
+ * Streams read at once in this process beyond which the words between the first and the
+ * end are handed on at most every CROWD_HANDOFF_MS: each handing-on runs every layer above
+ * (the agent's loop and its generators, the renderer, the meter), about a dozen promises
+ * and their work, and with two hundred answers at once a chunk a word made that a large
+ * part of the process's work. A reply's writes are a second or more apart under a crowd,
+ * so words handed on a tenth of a second later show no later; the first words and the end
+ * still go at once. Alone or with a few others, a stream is handed on chunk by chunk.
+ */
+export const CROWD_STREAMS = 8;
+export const CROWD_HANDOFF_MS = 100;
+let streaming = 0;
+
 /** Events read and not yet handed on, and the consumer waiting for them. */
 class Arrivals {
   private events: ModelEvent[] = [];
@@ -63,6 +76,20 @@ class Arrivals {
   private started = false;
   /** The consumer stopped before the stream ended. */
   stopped = false;
+  /** When the last batch was handed on (performance.now()). */
+  private handedAt = 0;
+  /** Counted among the streams being read until it ends or its consumer stops. */
+  private counted = true;
+
+  constructor() {
+    streaming += 1;
+  }
+
+  private uncount(): void {
+    if (!this.counted) return;
+    this.counted = false;
+    streaming -= 1;
+  }
 
   push(event: ModelEvent): void {
     this.events.push(event);
@@ -71,6 +98,7 @@ class Arrivals {
 
   end(failure?: { error: unknown }): void {
     this.ended = true;
+    this.uncount();
     this.failure = failure;
     this.nudge(true);
   }
@@ -88,10 +116,13 @@ class Arrivals {
     }
     if (this.waking || !this.wake) return;
     this.waking = true;
-    setImmediate(() => {
+    const wake = () => {
       this.waking = false;
       this.wake?.();
-    });
+    };
+    const wait = streaming > CROWD_STREAMS ? this.handedAt + CROWD_HANDOFF_MS - performance.now() : 0;
+    if (wait > 0) setTimeout(wake, wait);
+    else setImmediate(wake);
   }
 
   async *drain(onStop: () => void): AsyncGenerator<ModelEvent> {
@@ -112,9 +143,11 @@ class Arrivals {
         const batch = this.events;
         this.events = [];
         this.started = true;
+        this.handedAt = performance.now();
         for (const event of joined(batch)) yield event;
       }
     } finally {
+      this.uncount();
       if (!this.ended) {
         this.stopped = true;
         onStop();
