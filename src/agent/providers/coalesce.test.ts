@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { CROWD_STREAMS, coalesce, pushed } from "./coalesce.js";
+import { CROWD_STREAMS, coalesce, type EventSink, pushed } from "./coalesce.js";
 import type { ModelEvent } from "./provider.js";
 
 /** A source the test feeds by hand, the way chunks arrive from the network. */
@@ -46,6 +46,20 @@ function feed() {
 }
 
 const text = (delta: string): ModelEvent => ({ type: "text", delta });
+
+/** A pushing producer the test drives: what it emits through `sink`, and `finish` to end it. */
+function byHand() {
+  let sink!: EventSink;
+  let finish!: () => void;
+  const out = pushed(
+    (s) =>
+      new Promise<void>((resolve) => {
+        sink = s;
+        finish = resolve;
+      }),
+  );
+  return { out, sink, finish };
+}
 const tick = () => new Promise((r) => setTimeout(r, 5));
 
 describe("coalesce", () => {
@@ -120,15 +134,7 @@ describe("coalesce", () => {
   });
 
   it("hands on the first words and the end without waiting for the event loop's next turn, the words between after it", async () => {
-    let sink!: { emit(e: ModelEvent): void };
-    let finish!: () => void;
-    const out = pushed(
-      (s) =>
-        new Promise<void>((resolve) => {
-          sink = s;
-          finish = resolve;
-        }),
-    );
+    const { out, sink, finish } = byHand();
     const order: string[] = [];
     /** The next event or the end, raced against the event loop's next turn. */
     const race = async () => {
@@ -158,20 +164,8 @@ describe("coalesce", () => {
 
   it("with a crowd of streams, hands on the words between the first and the end in batches a tenth of a second apart", async () => {
     // Streams open beside this one: more than CROWD_STREAMS in all.
-    const others = Array.from({ length: CROWD_STREAMS }, () => {
-      let finish!: () => void;
-      const out = pushed(() => new Promise<void>((resolve) => (finish = resolve)));
-      return { out, finish };
-    });
-    let sink!: { emit(e: ModelEvent): void };
-    let finish!: () => void;
-    const out = pushed(
-      (s) =>
-        new Promise<void>((resolve) => {
-          sink = s;
-          finish = resolve;
-        }),
-    );
+    const others = Array.from({ length: CROWD_STREAMS }, byHand);
+    const { out, sink, finish } = byHand();
     const order: string[] = [];
     const next = () =>
       out.next().then((r) => void order.push(r.done ? "end" : (r.value as { delta: string }).delta));

@@ -1,8 +1,6 @@
-import { resourceFromAttributes } from "@opentelemetry/resources";
-import { AlwaysOnSampler, InMemorySpanExporter, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-node";
 import { afterEach, describe, expect, it } from "vitest";
 import { useTracer } from "../../core/spans.js";
-import { BatchedTracerProvider } from "../../ops/batched-tracer.js";
+import { traceInMemory } from "../../ops/traced.test-helper.js";
 import { tracedCall } from "../../ops/traced-provider.js";
 import type { ModelEvent, ModelRequest, Provider } from "./provider.js";
 import { type StreamTap, tapProvider } from "./tap.js";
@@ -106,19 +104,7 @@ describe("tapped model streams", () => {
 });
 
 describe("model call spans", () => {
-  function traced() {
-    const exporter = new InMemorySpanExporter();
-    const tracing = new BatchedTracerProvider({
-      processor: new SimpleSpanProcessor(exporter),
-      resource: resourceFromAttributes({ "service.name": "model calls" }),
-      sampler: new AlwaysOnSampler(),
-    });
-    useTracer(tracing.getTracer("switchboard"));
-    return () => {
-      tracing.flush();
-      return exporter.getFinishedSpans();
-    };
-  }
+  const traced = () => traceInMemory("model calls");
 
   it("records the model, the tokens, the time to the first chunk and the finish reason", async () => {
     const spans = traced();

@@ -1,25 +1,11 @@
-import { resourceFromAttributes } from "@opentelemetry/resources";
-import { AlwaysOnSampler, InMemorySpanExporter, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-node";
 import { afterEach, describe, expect, it } from "vitest";
 import { useTracer } from "../../core/spans.js";
-import { BatchedTracerProvider } from "../../ops/batched-tracer.js";
+import { traceInMemory } from "../../ops/traced.test-helper.js";
 import { WriteScheduler } from "./write-scheduler.js";
 
 afterEach(() => useTracer(undefined));
 
-function traced() {
-  const exporter = new InMemorySpanExporter();
-  const provider = new BatchedTracerProvider({
-    processor: new SimpleSpanProcessor(exporter),
-    resource: resourceFromAttributes({ "service.name": "writes" }),
-    sampler: new AlwaysOnSampler(),
-  });
-  useTracer(provider.getTracer("switchboard"));
-  return () => {
-    provider.flush();
-    return exporter.getFinishedSpans();
-  };
-}
+const traced = () => traceInMemory("writes");
 
 describe("write spans", () => {
   it("names a granted write's span after the platform calls made in it", async () => {
