@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { ModelEvent, ModelRequest, Provider } from "../agent/providers/provider.js";
+import { tapProvider } from "../agent/providers/tap.js";
 import type { UsageEntry, UsageLedger } from "../store/usage.js";
 import { Meter } from "./metering.js";
 
@@ -37,7 +38,7 @@ describe("Meter", () => {
     const { ledger, written, land } = slowLedger();
     const meter = new Meter();
     meter.keepIn(ledger);
-    const provider = meter.wrap(answering);
+    const provider = tapProvider(answering, meter.tap);
     const seen: string[] = [];
     let workEnded = false;
     const work = meter
@@ -63,7 +64,7 @@ describe("Meter", () => {
   it("tells the listener at once, also for a call no one pays for", async () => {
     const told: Array<[string, number]> = [];
     const meter = new Meter({}, (model, usage) => told.push([model, usage.inputTokens]));
-    for await (const _ of meter.wrap(answering).stream(request, new AbortController().signal)) {
+    for await (const _ of tapProvider(answering, meter.tap).stream(request, new AbortController().signal)) {
       // drained
     }
     expect(told).toEqual([["gpt-4o-mini", 12]]);

@@ -1,6 +1,5 @@
 import { costOf, DEFAULT_PRICES, type Price, priceOf } from "../agent/prices.js";
-import type { Provider } from "../agent/providers/provider.js";
-import { type TapFor, tapProvider } from "../agent/providers/tap.js";
+import type { TapFor } from "../agent/providers/tap.js";
 import { ContextSlot } from "../core/async-context.js";
 import type { Usage } from "../core/messages.js";
 import { log } from "../log.js";
@@ -63,11 +62,6 @@ export class Meter {
     },
     end: () => undefined,
   });
-
-  /** The provider, its usage reported as it streams (see `tap`). */
-  wrap(provider: Provider): Provider {
-    return tapProvider(provider, this.tap);
-  }
 
   /**
    * The metrics at once; the record is written beside the answer, not in front of it (the

@@ -140,32 +140,28 @@ function readNodeBody(
       if (error === undefined) resolve();
       else reject(error);
     };
-    const onData = AsyncResource.bind((chunk: Buffer) => {
-      if (settled) return;
+    /** Parses `text`; false once what `onMessage` threw ended the reading. */
+    const push = (text: string): boolean => {
       try {
-        parser.push(decoder.decode(chunk, { stream: true }));
+        parser.push(text);
+        return true;
       } catch (err) {
         settle(err);
-        body.destroy();
-        return;
+        return false;
       }
-      if (parser.stopped) {
+    };
+    const onData = AsyncResource.bind((chunk: Buffer) => {
+      if (settled) return;
+      if (!push(decoder.decode(chunk, { stream: true }))) body.destroy();
+      else if (parser.stopped) {
         settle();
         body.destroy();
       }
     });
     const onEnd = AsyncResource.bind((error?: Error | null) => {
       if (settled) return;
-      if (error) {
-        settle(error);
-        return;
-      }
-      try {
-        parser.push(decoder.decode());
-        settle();
-      } catch (err) {
-        settle(err);
-      }
+      if (error) settle(error);
+      else if (push(decoder.decode())) settle();
     });
     body.on("data", onData);
     finished(body, { writable: false }, onEnd);

@@ -50,7 +50,7 @@ function both(taps: StreamTap[]): StreamTap {
 }
 
 /** `source` handed on as it comes, `tap` told of each event and of the end. */
-export function tapped(source: AsyncIterable<ModelEvent>, tap: StreamTap): AsyncIterable<ModelEvent> {
+function tapped(source: AsyncIterable<ModelEvent>, tap: StreamTap): AsyncIterable<ModelEvent> {
   return {
     [Symbol.asyncIterator](): AsyncIterator<ModelEvent> {
       const inner = source[Symbol.asyncIterator]();
