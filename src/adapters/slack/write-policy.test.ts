@@ -1,4 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { LocalBudgets } from "../../runtime/scheduler/budgets.js";
 import { WriteScheduler } from "../../runtime/scheduler/write-scheduler.js";
 import { slackBuckets, slackDefaults, slackWritePolicy } from "./write-policy.js";
 
@@ -84,5 +85,38 @@ describe("Slack's write policy", () => {
     await vi.advanceTimersByTimeAsync(10);
     expect(await Promise.all(ends)).toEqual(Array(25).fill("sent"));
     expect(Math.max(...ended) - start).toBeLessThan(10);
+  });
+
+  it("holds sessions' ends to Tier 3's minute when more than half of it went to starts (replicas' crossed claims)", async () => {
+    const book = new LocalBudgets(slackWritePolicy);
+    const s = new WriteScheduler(book);
+    const status = (channel: string, value: string, at: number[]) =>
+      s.run({
+        lane: "update",
+        buckets: slackBuckets("agents.sessions.setStatus", { channel_id: channel, status: value }),
+        run: async () => void at.push(Date.now()),
+      });
+    const started: number[] = [];
+    await Promise.all(Array.from({ length: 25 }, (_, i) => status(`C${i}`, "processing", started)));
+    // Three starts more, granted by another replica from a claim this one had not yet counted.
+    for (let i = 0; i < 3; i++)
+      book.spend(
+        slackBuckets("agents.sessions.setStatus", { channel_id: `R${i}`, status: "processing" }),
+        Date.now(),
+      );
+    const ended: number[] = [];
+    const start = Date.now();
+    const ends = Array.from({ length: 28 }, (_, i) =>
+      status(i < 25 ? `C${i}` : `R${i - 25}`, "active", ended),
+    );
+    await vi.advanceTimersByTimeAsync(10);
+    // 28 starts and 22 ends fill the minute's 50; the last three ends wait for the first starts to leave it.
+    expect(ended).toHaveLength(22);
+    await vi.advanceTimersByTimeAsync(61_000);
+    await Promise.all(ends);
+    expect(ended).toHaveLength(28);
+    const all = [...started, ...Array(3).fill(start), ...ended].sort((a, b) => a - b);
+    for (const at of all)
+      expect(all.filter((t) => t >= at && t < at + 60_000).length).toBeLessThanOrEqual(50);
   });
 });

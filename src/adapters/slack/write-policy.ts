@@ -29,8 +29,8 @@ const WORKSPACE_PER_MINUTE: Record<string, number> = {
   "conversations.history": 50,
   "users.info": 100,
   // Agent sessions (Tier 3): many threads starting at once would meet 429s at once. Starts
-  // get half the minute and each pays for its session's end (see `slackBuckets`).
-  "agents.sessions.setStatus": 25,
+  // and ends share the minute; starts also have half of it to themselves (see `slackBuckets`).
+  "agents.sessions.setStatus": 50,
   "agents.sessions.rename": 50,
 };
 
@@ -57,10 +57,14 @@ const LEARNED_WORKSPACE_PER_MINUTE: Record<string, number> = {
 
 /**
  * Buckets only one kind of write spends from (see `BucketLimit.alone`), which keep none of
- * their minute back: adding an :eyes: spends its removal's Tier 2 place, and only a
- * session's start spends from the session statuses' (see `slackBuckets`).
+ * their minute back: adding an :eyes: spends its removal's Tier 2 place, and only agent
+ * sessions' statuses spend from theirs (see `slackBuckets`).
  */
 const ALONE = new Set(["reactions.remove", "agents.sessions.setStatus"]);
+
+/** Agent sessions' starts: half of `agents.sessions.setStatus`'s minute, the other half left to their ends. */
+const SESSION_STARTS = "slack:agents.sessions.setStatus:starts";
+const SESSION_STARTS_LIMIT: BucketLimit = { capacity: 25, windowMs: MINUTE_MS, alone: true };
 
 /** Per channel: known for chat.postMessage (bursts of 3 assumed), learned from a 429 for the others. */
 const PER_CHANNEL: Record<string, { known?: BucketLimit; learned: BucketLimit }> = {
@@ -98,14 +102,17 @@ export function slackBuckets(method: string, params: Record<string, unknown> | u
   const follower = FOLLOWED_BY[method];
   if (follower) return [`slack:${method}`, `slack:${follower}`];
   if (FOLLOWERS.has(method)) return [`slack:${method}:paid`];
-  // A session's start (`processing`) pays for its end, both `agents.sessions.setStatus`
-  // (Tier 3): starts get half the minute. Sharing it, the starts of new answers took the
-  // places the ends waited for, and a busy workspace's sessions showed as working, stop
-  // button and all, a minute after their answer.
+  // A session's start (`processing`) and its end are both `agents.sessions.setStatus`
+  // (Tier 3). Starts get half the minute to themselves: sharing all of it, the starts of new
+  // answers took the places the ends waited for, and a busy workspace's sessions showed as
+  // working, stop button and all, a minute after their answer. Ends still count in the
+  // method's minute: replicas sharing a workspace may start a few sessions more than half
+  // (each grants from its claim on the minute, and claims can cross), and their ends then
+  // wait for the minute instead of meeting 429s (8 of them, three replicas, 200 threads).
   if (method === "agents.sessions.setStatus")
     return params?.status === "processing"
-      ? ["slack:agents.sessions.setStatus"]
-      : ["slack:agents.sessions.setStatus:paid"];
+      ? [SESSION_STARTS, "slack:agents.sessions.setStatus"]
+      : ["slack:agents.sessions.setStatus"];
   const channel = params?.channel ?? params?.channel_id;
   const wide = `slack:${method}`;
   if (PER_CHANNEL[method] && typeof channel === "string" && channel !== "") {
@@ -117,6 +124,7 @@ export function slackBuckets(method: string, params: Record<string, unknown> | u
 
 export const slackWritePolicy: WritePolicy = {
   limitOf(bucket, learned) {
+    if (bucket === SESSION_STARTS) return SESSION_STARTS_LIMIT;
     const [, method = "", channel] = bucket.split(":");
     if (channel !== undefined) {
       const c = PER_CHANNEL[method];
