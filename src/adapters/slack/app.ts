@@ -6,6 +6,7 @@ import { SwitchboardError } from "../../core/errors.js";
 import { log } from "../../log.js";
 import { RateLimitedError } from "../../runtime/message-ops.js";
 import { type BudgetBook, WriteScheduler } from "../../runtime/scheduler/write-scheduler.js";
+import { webApiFetch } from "./web-api-fetch.js";
 import { isSlackWrite, slackBuckets, slackDefaults, slackWritePolicy } from "./write-policy.js";
 
 export interface SlackAppOptions {
@@ -149,7 +150,8 @@ export function createSlackConnection(
   if (!token) throw new SwitchboardError("config_invalid", "SLACK_BOT_TOKEN is not set.");
   const slackApiUrl = secrets.slackApiUrl ?? "https://slack.com/api/";
   const logger = boltLogger();
-  const clientOptions = { slackApiUrl, logger };
+  // Every client's calls through web-api-fetch.ts (which says why), Bolt's and Socket Mode's too.
+  const clientOptions = { slackApiUrl, logger, fetch: webApiFetch };
   // Initialised in start(): Bolt's own auth.test would otherwise run at construction, and a
   // refused token would surface as an unhandled rejection instead of our sentence. No
   // conversation store: sessions are ours, and Bolt's in-memory one made and threw away an
@@ -159,6 +161,7 @@ export function createSlackConnection(
     token,
     {
       slackApiUrl,
+      fetch: webApiFetch,
       logger: boltLogger("slack-writes"),
       retryConfig: { retries: 0 },
       rejectRateLimitedCalls: true,
@@ -171,6 +174,7 @@ export function createSlackConnection(
     token,
     {
       slackApiUrl,
+      fetch: webApiFetch,
       logger: boltLogger("slack-reads"),
       retryConfig: { retries: 0 },
       rejectRateLimitedCalls: true,
