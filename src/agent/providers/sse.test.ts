@@ -1,7 +1,7 @@
 import { _iterSSEMessages as anthropicMessages } from "@anthropic-ai/sdk/core/streaming";
 import { _iterSSEMessages } from "openai/core/streaming";
 import { describe, expect, it } from "vitest";
-import { readSse, type SseMessage } from "./sse.js";
+import { readSse, type SseMessage, Utf8Pieces } from "./sse.js";
 
 /** A body that hands on `bytes` in the pieces that `cuts` (offsets) make. */
 function bodyOf(bytes: Uint8Array, cuts: number[] = []): ReadableStream<Uint8Array> {
@@ -132,5 +132,55 @@ describe("server-sent events read from a body", () => {
       }),
     ).rejects.toThrow("terminated");
     expect(seen).toEqual(["1"]);
+  });
+});
+
+describe("the body's bytes as text", () => {
+  /** The text a streaming TextDecoder makes of `bytes` cut at `cuts`, and ours. */
+  function both(bytes: Uint8Array, cuts: number[]): [string, string] {
+    const theirs = new TextDecoder();
+    const mine = new Utf8Pieces();
+    let a = "";
+    let b = "";
+    let at = 0;
+    for (const cut of [...cuts, bytes.length]) {
+      a += theirs.decode(bytes.slice(at, cut), { stream: true });
+      b += mine.write(bytes.slice(at, cut));
+      at = cut;
+    }
+    return [a + theirs.decode(), b + mine.end()];
+  }
+
+  it("is TextDecoder's text wherever the bytes are cut: a leading BOM dropped, later ones kept, bad bytes replaced", () => {
+    const bom = [0xef, 0xbb, 0xbf];
+    const bytes = new Uint8Array([
+      ...bom,
+      ...encoder.encode("data: é 漢字 🎉\n"),
+      ...bom,
+      0xff,
+      0xc3,
+      0x28,
+      ...encoder.encode(" end "),
+      0xe6,
+      0xbc,
+    ]);
+    const [whole] = both(bytes, []);
+    expect(whole.startsWith("data: é")).toBe(true);
+    expect(whole).toContain("\ufeff");
+    expect(whole).toContain("\ufffd");
+    for (let cut = 0; cut <= bytes.length; cut++) {
+      const [theirs, mine] = both(bytes, [cut]);
+      expect(mine, `cut at byte ${cut}`).toBe(theirs);
+    }
+    const [theirs, mine] = both(
+      bytes,
+      Array.from({ length: bytes.length }, (_, i) => i),
+    );
+    expect(mine, "byte by byte").toBe(theirs);
+  });
+
+  it("drops a byte-order mark split over the first pieces, and an empty first piece changes nothing", () => {
+    const bytes = new Uint8Array([0xef, 0xbb, 0xbf, ...encoder.encode("data: x\n")]);
+    expect(both(bytes, [0, 1, 2])).toEqual(["data: x\n", "data: x\n"]);
   });
 });
