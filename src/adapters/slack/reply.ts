@@ -57,6 +57,12 @@ function withoutStatusLine(text: string): string {
 }
 
 /** One turn's way back into its Slack thread. */
+/**
+ * Why a Stop offer is called off: one shared reason, since `abort()` without one makes a
+ * DOMException with its stack for every answer (nothing reads it).
+ */
+const ANSWER_ENDED = new Error("the answer ended before its Stop offer was shown");
+
 export class SlackReply implements Reply {
   private writer: StreamWriter | undefined;
   private native: NativeStream | undefined;
@@ -204,7 +210,7 @@ export class SlackReply implements Reply {
     void this.startSession();
     const writer = this.sink();
     const clear = async () => {
-      this.stopOffer.abort();
+      this.stopOffer.abort(ANSWER_ENDED);
       if (this.statusInThread && this.lastStatus !== "") await this.setAssistantStatus("");
     };
     return {
@@ -226,7 +232,7 @@ export class SlackReply implements Reply {
           .finally(clear)
           .finally(() => void this.endSession()),
       abandon: async () => {
-        this.stopOffer.abort();
+        this.stopOffer.abort(ANSWER_ENDED);
         await writer.abandon?.();
       },
     };
