@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { ErrorCode, WebClient } from "@slack/web-api";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { webApiFetch } from "./web-api-fetch.js";
 
 /** What the server last received, and how it answers each path. */
@@ -63,7 +63,9 @@ describe("webApiFetch", () => {
       method: "POST",
       headers: { "Content-Type": "application/x-www-form-urlencoded", Authorization: "Bearer xoxb-1" },
       body: "channel=C1&text=hi%20there",
+      redirect: "error",
     });
+    expect(res).not.toBeInstanceOf(Response);
     expect(last.method).toBe("POST");
     expect(last.headers.authorization).toBe("Bearer xoxb-1");
     expect(last.body).toBe("channel=C1&text=hi%20there");
@@ -90,7 +92,12 @@ describe("webApiFetch", () => {
     });
     expect(last.headers["x-one"]).toBe("1");
     expect(last.body).toBe("hi");
-    const res = await webApiFetch(`${base}chat.postMessage`, { method: "POST", headers: [["X-Two", "2"]] });
+    const res = await webApiFetch(`${base}chat.postMessage`, {
+      method: "POST",
+      headers: [["X-Two", "2"]],
+      redirect: "error",
+    });
+    expect(res).not.toBeInstanceOf(Response);
     expect(last.headers["x-two"]).toBe("2");
     const bytes = new Uint8Array(await res.arrayBuffer());
     expect(JSON.parse(Buffer.from(bytes).toString("utf8")).ok).toBe(true);
@@ -104,18 +111,31 @@ describe("webApiFetch", () => {
 
   it("stops when its signal is aborted", async () => {
     const controller = new AbortController();
-    const pending = webApiFetch(`${base}slow`, { method: "POST", body: "", signal: controller.signal });
+    const pending = webApiFetch(`${base}slow`, {
+      method: "POST",
+      body: "",
+      redirect: "error",
+      signal: controller.signal,
+    });
     setTimeout(() => controller.abort(), 50);
     await expect(pending).rejects.toThrow(/abort/i);
   });
 
-  it("leaves what is not a plain request to the global fetch", async () => {
+  it("leaves what is not a plain request that must not follow redirects to the global fetch", async () => {
     const form = new FormData();
     form.append("channel", "C9");
-    const res = await webApiFetch(`${base}chat.postMessage`, { method: "POST", body: form });
+    const res = await webApiFetch(`${base}chat.postMessage`, {
+      method: "POST",
+      body: form,
+      redirect: "error",
+    });
     expect(res).toBeInstanceOf(Response);
     expect(last.headers["content-type"]).toMatch(/^multipart\/form-data/);
     expect(last.body).toContain("C9");
+    // Bolt's respond() posts without saying: fetch's default, redirects followed.
+    const followed = await webApiFetch(`${base}chat.postMessage`, { method: "POST", body: "{}" });
+    expect(followed).toBeInstanceOf(Response);
+    expect(await followed.json()).toMatchObject({ ok: true });
   });
 });
 
@@ -128,8 +148,11 @@ describe("WebClient through webApiFetch", () => {
       rejectRateLimitedCalls: true,
     });
 
-  it("gets the call's result with its scopes", async () => {
+  it("gets the call's result with its scopes, without the global fetch", async () => {
+    const global = vi.spyOn(globalThis, "fetch");
     const result = await client().chat.postMessage({ channel: "C1", text: "hello" });
+    expect(global).not.toHaveBeenCalled();
+    global.mockRestore();
     expect(result.ok).toBe(true);
     expect(result.ts).toBe("1.000100");
     expect(result.response_metadata?.scopes).toEqual(["chat:write"]);
