@@ -56,13 +56,13 @@ function withoutStatusLine(text: string): string {
   return text.replace(/(?:^|\n\n)_[^\n]*_$/, "");
 }
 
-/** One turn's way back into its Slack thread. */
 /**
  * Why a Stop offer is called off: one shared reason, since `abort()` without one makes a
  * DOMException with its stack for every answer (nothing reads it).
  */
 const ANSWER_ENDED = new Error("the answer ended before its Stop offer was shown");
 
+/** One turn's way back into its Slack thread. */
 export class SlackReply implements Reply {
   private writer: StreamWriter | undefined;
   private native: NativeStream | undefined;

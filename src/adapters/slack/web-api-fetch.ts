@@ -54,8 +54,9 @@ function headerRecord(headers: RequestInit["headers"]): Record<string, string> {
 type RawHeaders = Record<string, string | string[] | undefined>;
 
 /**
- * The answer's headers as fetch's `Headers` reads them (names without case, repeated
- * values joined), over the object undici hands back, without copying them.
+ * The answer's headers as WebClient reads them from fetch's `Headers` (`get`, `entries`:
+ * names without case, repeated values joined), over the object undici hands back,
+ * without copying them.
  */
 class PlainHeaders {
   constructor(private readonly raw: RawHeaders) {}
@@ -66,27 +67,11 @@ class PlainHeaders {
     return Array.isArray(value) ? value.join(", ") : value;
   }
 
-  has(name: string): boolean {
-    return this.raw[name.toLowerCase()] !== undefined;
-  }
-
   *entries(): IterableIterator<[string, string]> {
     for (const name of Object.keys(this.raw).sort()) {
       const value = this.get(name);
       if (value !== null) yield [name, value];
     }
-  }
-
-  *keys(): IterableIterator<string> {
-    for (const [name] of this.entries()) yield name;
-  }
-
-  *values(): IterableIterator<string> {
-    for (const [, value] of this.entries()) yield value;
-  }
-
-  forEach(fn: (value: string, name: string, headers: this) => void): void {
-    for (const [name, value] of this.entries()) fn(value, name, this);
   }
 
   [Symbol.iterator](): IterableIterator<[string, string]> {
