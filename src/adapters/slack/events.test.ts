@@ -1,8 +1,10 @@
+import { performance } from "node:perf_hooks";
 import { afterEach, describe, expect, it } from "vitest";
 import { ScriptedRunner } from "../../../test/emulators/slack/adapter-harness.js";
 import { BOT_ID, BOT_USER_ID, SlackEmulator, TEAM_ID, waitFor } from "../../../test/emulators/slack/index.js";
 import { adapterState } from "../../../test/support/adapter-state.js";
 import { configSchema } from "../../config.js";
+import type { Inbound } from "../../runtime/contract.js";
 import { ReportingWebClient } from "./app.js";
 import { SlackEvents, threadKey } from "./events.js";
 
@@ -90,5 +92,62 @@ describe("Slack events: a stopping adapter", () => {
     await events.handedOver();
     expect(runner.inbounds.map((i) => i.text)).toEqual(["and then?"]);
     await delivered;
+  });
+});
+
+describe("Slack events: a burst of messages", () => {
+  it("hands them to the runner in the order they came, the event loop turning in between", async () => {
+    emu = await SlackEmulator.start();
+    const web = new ReportingWebClient(emu.botToken, {
+      slackApiUrl: emu.apiUrl,
+      retryConfig: { retries: 0 },
+    });
+    let ticks = 0;
+    const runner = new (class extends ScriptedRunner {
+      readonly ticksAt: number[] = [];
+      override handle(inbound: Inbound): Promise<void> {
+        this.ticksAt.push(ticks);
+        // A message's intake under load (the store's queries, the lock, the turn's record) before its first I/O.
+        const until = performance.now() + 2;
+        while (performance.now() < until) {
+          // spinning on purpose
+        }
+        return super.handle(inbound);
+      }
+    })();
+    runner.script = async () => undefined;
+    const events = new SlackEvents({
+      runner,
+      config: configSchema.parse({}),
+      token: emu.botToken,
+      identity: () => ({ teamId: TEAM_ID, botUserId: BOT_USER_ID, botId: BOT_ID }),
+      writes: web,
+      reads: web,
+      scheduler: web.scheduler,
+      state: (await adapterState()).state,
+    });
+    const mention = (i: number) => {
+      const text = `<@${BOT_USER_ID}> question ${i}`;
+      const m = emu!.state.addMessage({ channel: `C${i}`, user: "U_ALICE", text });
+      return events.onMessage(
+        { type: "app_mention", channel: `C${i}`, user: "U_ALICE", text, ts: m.ts },
+        `Ev${i}`,
+      );
+    };
+    // The asker's name is looked up once; the burst then runs on the store alone, as under load.
+    emu.state.user("U_ALICE");
+    await mention(0);
+    expect(runner.inbounds[0]?.user.name).toBe("alice");
+    let ticking = true;
+    const tick = () => {
+      ticks += 1;
+      if (ticking) setTimeout(tick, 0);
+    };
+    setTimeout(tick, 0);
+    await Promise.all(Array.from({ length: 30 }, (_, i) => mention(i + 1)));
+    ticking = false;
+    expect(runner.inbounds.map((i) => i.text)).toEqual(Array.from({ length: 31 }, (_, i) => `question ${i}`));
+    // Handed over all in one turn of the loop, no timer would have run before the last one.
+    expect(runner.ticksAt.at(-1)! - runner.ticksAt[1]!).toBeGreaterThanOrEqual(5);
   });
 });

@@ -1,6 +1,7 @@
 import type { App } from "@slack/bolt";
 import type { WebClient } from "@slack/web-api";
 import type { Config } from "../../config.js";
+import { nextSlice } from "../../core/loop-slices.js";
 import type { ThreadKey } from "../../core/thread.js";
 import { encodeThread } from "../../core/thread.js";
 import { log } from "../../log.js";
@@ -210,6 +211,8 @@ export class SlackEvents {
       log.trace({ channel: e.channel, ts: e.ts }, "slack event is a copy of a message already taken");
       return;
     }
+    // A burst of messages (a socket read can hold hundreds) is taken in arrival order, a few per turn of the loop.
+    await nextSlice();
     // Remembered before the runner has the message: a slash command right after the answer
     // must find the thread. Written while the turn's own lookups run, not before them.
     const before = e.user

@@ -1,0 +1,79 @@
+import { performance } from "node:perf_hooks";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { nextSlice, SLICE_MS } from "./loop-slices.js";
+
+/** Keeps the thread busy for `ms`, as a message's intake does between its awaits. */
+function busy(ms: number): void {
+  const until = performance.now() + ms;
+  while (performance.now() < until) {
+    // spinning on purpose
+  }
+}
+
+/** A burst of `n` messages at once, each busy for `ms` once its turn comes; resolves with their order. */
+async function burst(n: number, ms: number, onTurn: (i: number) => void): Promise<void> {
+  await Promise.all(
+    Array.from({ length: n }, async (_, i) => {
+      await nextSlice();
+      onTurn(i);
+      busy(ms);
+    }),
+  );
+}
+
+describe("nextSlice", () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it("lets a message alone go in the same turn of the event loop", async () => {
+    const order: string[] = [];
+    setTimeout(() => order.push("next turn"), 0);
+    await nextSlice();
+    order.push("message");
+    expect(order).toEqual(["message"]);
+  });
+
+  it("takes a burst a slice at a time, the event loop turning in between", async () => {
+    let ticks = 0;
+    let ticking = true;
+    const tick = () => {
+      ticks += 1;
+      if (ticking) setTimeout(tick, 0);
+    };
+    setTimeout(tick, 0);
+    const ticksAt: number[] = [];
+    // 30 messages of 2 ms: at most three fit a slice, so the burst spans ten turns or more.
+    await burst(30, 2, () => ticksAt.push(ticks));
+    ticking = false;
+    expect(ticksAt[0]).toBe(0);
+    // Taken all in one turn, no timer would have run before the last message.
+    expect(ticksAt.at(-1)).toBeGreaterThanOrEqual(5);
+    // No slice ran more than its budget's worth of messages in one turn: three of 2 ms.
+    const perTurn = new Map<number, number>();
+    for (const t of ticksAt) perTurn.set(t, (perTurn.get(t) ?? 0) + 1);
+    expect(Math.max(...perTurn.values())).toBeLessThanOrEqual(Math.ceil(SLICE_MS / 2) + 1);
+  });
+
+  it("keeps the order the messages came in, across slices", async () => {
+    const order: number[] = [];
+    const first = burst(12, 2, (i) => order.push(i));
+    // Later arrivals, while the first burst is still being taken, queue behind it.
+    await new Promise((resolve) => setImmediate(resolve));
+    const second = burst(6, 2, (i) => order.push(100 + i));
+    await Promise.all([first, second]);
+    expect(order).toEqual([
+      ...Array.from({ length: 12 }, (_, i) => i),
+      ...[0, 1, 2, 3, 4, 5].map((i) => 100 + i),
+    ]);
+  });
+
+  it("still lets messages through where a test fakes the timers", async () => {
+    vi.useFakeTimers();
+    let through = 0;
+    await burst(5, 2, () => {
+      through += 1;
+    });
+    expect(through).toBe(5);
+  });
+});
