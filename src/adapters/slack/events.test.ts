@@ -14,6 +14,26 @@ afterEach(async () => {
   emu = undefined;
 });
 
+/** The adapter's event handling on the emulator, with its state on a SQLite file of its own. */
+async function slackEvents(
+  on: SlackEmulator,
+  runner: ScriptedRunner,
+  web: ReportingWebClient,
+  stopping?: AbortSignal,
+): Promise<SlackEvents> {
+  return new SlackEvents({
+    runner,
+    config: configSchema.parse({}),
+    token: on.botToken,
+    identity: () => ({ teamId: TEAM_ID, botUserId: BOT_USER_ID, botId: BOT_ID }),
+    writes: web,
+    reads: web,
+    scheduler: web.scheduler,
+    ...(stopping ? { stopping } : {}),
+    state: (await adapterState()).state,
+  });
+}
+
 describe("Slack events: the :eyes: acknowledgement", () => {
   it("stops waiting out a rate-limited :eyes: removal when the adapter stops", async () => {
     // No reactions.remove allowed this minute: Slack answers 429 with Retry-After 60.
@@ -26,17 +46,7 @@ describe("Slack events: the :eyes: acknowledgement", () => {
     const runner = new ScriptedRunner();
     runner.script = async () => undefined;
     const stopping = new AbortController();
-    const events = new SlackEvents({
-      runner,
-      config: configSchema.parse({}),
-      token: emu.botToken,
-      identity: () => ({ teamId: TEAM_ID, botUserId: BOT_USER_ID, botId: BOT_ID }),
-      writes: web,
-      reads: web,
-      scheduler: web.scheduler,
-      stopping: stopping.signal,
-      state: (await adapterState()).state,
-    });
+    const events = await slackEvents(emu, runner, web, stopping.signal);
     const m = emu.state.addMessage({ channel: "C1", user: "U_ALICE", text: "hello" });
     const turn = events.turn({
       eventId: "Ev1",
@@ -73,16 +83,7 @@ describe("Slack events: a stopping adapter", () => {
       }
     })();
     runner.script = async () => undefined;
-    const events = new SlackEvents({
-      runner,
-      config: configSchema.parse({}),
-      token: emu.botToken,
-      identity: () => ({ teamId: TEAM_ID, botUserId: BOT_USER_ID, botId: BOT_ID }),
-      writes: web,
-      reads: web,
-      scheduler: web.scheduler,
-      state: (await adapterState()).state,
-    });
+    const events = await slackEvents(emu, runner, web);
     const root = emu.state.addMessage({ channel: "C1", user: "U_ALICE", text: "hello" });
     const m = emu.state.addMessage({ channel: "C1", user: "U_ALICE", text: "and then?", thread_ts: root.ts });
     const delivered = events.onMessage(
@@ -116,16 +117,7 @@ describe("Slack events: a burst of messages", () => {
       }
     })();
     runner.script = async () => undefined;
-    const events = new SlackEvents({
-      runner,
-      config: configSchema.parse({}),
-      token: emu.botToken,
-      identity: () => ({ teamId: TEAM_ID, botUserId: BOT_USER_ID, botId: BOT_ID }),
-      writes: web,
-      reads: web,
-      scheduler: web.scheduler,
-      state: (await adapterState()).state,
-    });
+    const events = await slackEvents(emu, runner, web);
     const mention = (i: number) => {
       const text = `<@${BOT_USER_ID}> question ${i}`;
       const m = emu!.state.addMessage({ channel: `C${i}`, user: "U_ALICE", text });
