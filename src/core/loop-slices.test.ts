@@ -1,22 +1,14 @@
-import { performance } from "node:perf_hooks";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { blockFor, TurnCounter } from "../../test/support/event-loop.js";
 import { nextSlice, SLICE_MS } from "./loop-slices.js";
 
-/** Keeps the thread busy for `ms`, as a message's intake does between its awaits. */
-function busy(ms: number): void {
-  const until = performance.now() + ms;
-  while (performance.now() < until) {
-    // spinning on purpose
-  }
-}
-
-/** A burst of `n` messages at once, each busy for `ms` once its turn comes; resolves with their order. */
+/** A burst of `n` messages at once, each busy for `ms` (its intake) once its turn comes. */
 async function burst(n: number, ms: number, onTurn: (i: number) => void): Promise<void> {
   await Promise.all(
     Array.from({ length: n }, async (_, i) => {
       await nextSlice();
       onTurn(i);
-      busy(ms);
+      blockFor(ms);
     }),
   );
 }
@@ -45,17 +37,11 @@ describe("nextSlice", () => {
 
   it("takes a burst a slice at a time, the event loop turning in between", async () => {
     await timersPhase();
-    let ticks = 0;
-    let ticking = true;
-    const tick = () => {
-      ticks += 1;
-      if (ticking) setTimeout(tick, 0);
-    };
-    setTimeout(tick, 0);
+    const turns = new TurnCounter();
     const ticksAt: number[] = [];
     // 30 messages of 2 ms: at most three fit a slice, so the burst spans ten turns or more.
-    await burst(30, 2, () => ticksAt.push(ticks));
-    ticking = false;
+    await burst(30, 2, () => ticksAt.push(turns.count));
+    turns.stop();
     expect(ticksAt[0]).toBe(0);
     // Taken all in one turn, no timer would have run before the last message.
     expect(ticksAt.at(-1)).toBeGreaterThanOrEqual(5);

@@ -1,4 +1,5 @@
 import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { blockFor } from "../../test/support/event-loop.js";
 import type { Store } from "./index.js";
 import {
   createThreadLock,
@@ -302,8 +303,7 @@ describeEachStore("the thread lock across processes on %s", (kind) => {
       await other.releaseLock(lease!);
       await other.acquireLock("stalled", 60_000);
       // The event loop blocked, as in a long GC pause.
-      const until = Date.now() + 2_500;
-      while (Date.now() < until) {}
+      blockFor(2_500);
       const aborted = new Promise<boolean>((r) =>
         lost.addEventListener("abort", () => r(true), { once: true }),
       );

@@ -1,8 +1,8 @@
-import { performance } from "node:perf_hooks";
 import { afterEach, describe, expect, it } from "vitest";
 import { ScriptedRunner } from "../../../test/emulators/slack/adapter-harness.js";
 import { BOT_ID, BOT_USER_ID, SlackEmulator, TEAM_ID, waitFor } from "../../../test/emulators/slack/index.js";
 import { adapterState } from "../../../test/support/adapter-state.js";
+import { blockFor, TurnCounter } from "../../../test/support/event-loop.js";
 import { configSchema } from "../../config.js";
 import type { Inbound } from "../../runtime/contract.js";
 import { ReportingWebClient } from "./app.js";
@@ -103,16 +103,13 @@ describe("Slack events: a burst of messages", () => {
       slackApiUrl: emu.apiUrl,
       retryConfig: { retries: 0 },
     });
-    let ticks = 0;
+    let turns: TurnCounter | undefined;
     const runner = new (class extends ScriptedRunner {
       readonly ticksAt: number[] = [];
       override handle(inbound: Inbound): Promise<void> {
-        this.ticksAt.push(ticks);
+        this.ticksAt.push(turns?.count ?? 0);
         // A message's intake under load (the store's queries, the lock, the turn's record) before its first I/O.
-        const until = performance.now() + 2;
-        while (performance.now() < until) {
-          // spinning on purpose
-        }
+        blockFor(2);
         return super.handle(inbound);
       }
     })();
@@ -130,14 +127,9 @@ describe("Slack events: a burst of messages", () => {
     emu.state.user("U_ALICE");
     await mention(0);
     expect(runner.inbounds[0]?.user.name).toBe("alice");
-    let ticking = true;
-    const tick = () => {
-      ticks += 1;
-      if (ticking) setTimeout(tick, 0);
-    };
-    setTimeout(tick, 0);
+    turns = new TurnCounter();
     await Promise.all(Array.from({ length: 30 }, (_, i) => mention(i + 1)));
-    ticking = false;
+    turns.stop();
     expect(runner.inbounds.map((i) => i.text)).toEqual(Array.from({ length: 31 }, (_, i) => `question ${i}`));
     // Handed over all in one turn of the loop, no timer would have run before the last one.
     expect(runner.ticksAt.at(-1)! - runner.ticksAt[1]!).toBeGreaterThanOrEqual(5);
