@@ -73,6 +73,8 @@ export interface CommandSpec {
    * thread, so it must then know the user's latest one. "argument": only when one is given.
    */
   thread: "always" | "never" | "argument";
+  /** Whether it asks the model (and so is refused, as a turn is, once a daily budget is spent). */
+  asksModel?: true;
   run(cmd: Command, deps: CommandDeps): Promise<string>;
 }
 
@@ -255,6 +257,7 @@ const CATALOG = [
     name: "compact",
     help: "fold the older part of this conversation into a summary now",
     thread: "always",
+    asksModel: true,
     run: (cmd, { lock, sessions, agent }) =>
       lock.run(cmd.key, async () => {
         const session = await sessions.getOrCreate(cmd.key);
@@ -283,6 +286,7 @@ const CATALOG = [
     name: "title",
     help: "make a new title for this thread",
     thread: "always",
+    asksModel: true,
     run: (cmd, { lock, sessions, agent }) =>
       lock.run(cmd.key, async () => {
         const session = await sessions.getOrCreate(cmd.key);

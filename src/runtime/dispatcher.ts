@@ -10,7 +10,7 @@ import type { Payer } from "../store/usage.js";
 import { Access, commandOrigin, originOf, REFUSED_NOTE } from "./access.js";
 import { hasWorkAfter, runAfterTurn } from "./after-turn.js";
 import { ApprovalDesk } from "./approvals/desk.js";
-import { runCommand } from "./commands.js";
+import { findCommand, runCommand } from "./commands.js";
 import type {
   Adapter,
   Command,
@@ -197,7 +197,11 @@ export class Dispatcher implements TurnRunner {
     );
   }
 
-  /** A turn run from its record, not from an event: Stop offered, and logged, as any turn. */
+  /**
+   * A turn run from its record, not from an event: Stop offered, and logged, as any turn.
+   * No budget is checked: the turn was admitted when it began, and one stopped past a cap
+   * would leave its answer half written.
+   */
   private async stored(
     kind: WorkKind,
     key: ThreadKey,
@@ -212,8 +216,9 @@ export class Dispatcher implements TurnRunner {
     const running = this.running.track(key, turn);
     reply.offerStop?.(running.ref);
     const payer = { platform: place.platform, user: asked.user.id, channel: asked.channel, key };
-    this.ratings?.offer(payer, reply);
     await this.accounts.run(payer, kind, async (span) => {
+      // Inside the turn's span, so that the answer's rating is stored with its trace id.
+      this.ratings?.offer(payer, reply);
       const result = await run(controller.signal, this.hooksFor(turn, controller)).finally(running.done);
       span.setAttribute("switchboard.outcome", result.parked ? "waiting" : result.outcome);
       this.finished(payer, reply, result, Date.now() - started);
@@ -281,6 +286,10 @@ export class Dispatcher implements TurnRunner {
   async command(cmd: Command): Promise<string> {
     if (cmd.platform !== "console" && !this.access.admits(commandOrigin(cmd))) return REFUSED_NOTE;
     const payer = { platform: cmd.platform, user: cmd.user.id, channel: cmd.channel ?? "", key: cmd.key };
+    if (findCommand(cmd.name)?.asksModel) {
+      const refusal = await this.accounts.refusal(payer);
+      if (refusal) return refusal;
+    }
     return this.accounts.run(payer, "command", () =>
       runCommand(cmd, {
         ...this.deps,
@@ -366,8 +375,8 @@ export class Dispatcher implements TurnRunner {
     }
     const running = this.running.track(inbound.key, turn);
     inbound.reply.offerStop?.(running.ref);
-    this.ratings?.offer(payer, inbound.reply);
     await this.accounts.run(payer, "turn", async (span) => {
+      this.ratings?.offer(payer, inbound.reply);
       const result = await runTurn(
         inbound,
         this.turnDeps,
@@ -386,7 +395,7 @@ export class Dispatcher implements TurnRunner {
   }
 
   private finished(payer: Payer, reply: Reply, result: TurnResult, ms: number): void {
-    logTurn(payer.key, result, ms);
+    logTurn(payer.key, result, ms, this.accounts.spent());
     if (result.session && result.outcome === "ok") this.afterTurn(result.session, reply, payer);
   }
 

@@ -61,6 +61,33 @@ describe("Meter", () => {
     ]);
   });
 
+  it("sums what each piece of work's calls used, apart from any other's, with the cost of the priced ones", async () => {
+    const meter = new Meter({ "house-model": { input: 1, output: 2 } });
+    const provider = tapProvider(answering, meter.tap);
+    const ask = async (model: string) => {
+      for await (const _ of provider.stream({ ...request, model }, new AbortController().signal)) {
+        // drained
+      }
+    };
+    const [mine, theirs] = await Promise.all([
+      meter.within(payer, async () => {
+        await ask("gpt-4o-mini");
+        await ask("house-model");
+        await ask("unknown-model");
+        return { ...meter.spent()! };
+      }),
+      meter.within({ ...payer, user: "U2" }, async () => {
+        await ask("house-model");
+        return { ...meter.spent()! };
+      }),
+    ]);
+    // gpt-4o-mini at the default table's $0.15 / $0.60, house-model at $1 / $2 per million tokens.
+    expect(mine).toMatchObject({ calls: 3, inputTokens: 36, outputTokens: 9, unpriced: 1 });
+    expect(mine.cost).toBeCloseTo((12 * 0.15 + 3 * 0.6 + 12 * 1 + 3 * 2) / 1e6, 15);
+    expect(theirs).toEqual({ calls: 1, inputTokens: 12, outputTokens: 3, cost: (12 + 6) / 1e6, unpriced: 0 });
+    expect(meter.spent()).toBeUndefined();
+  });
+
   it("tells the listener at once, also for a call no one pays for", async () => {
     const told: Array<[string, number]> = [];
     const meter = new Meter({}, (model, usage) => told.push([model, usage.inputTokens]));

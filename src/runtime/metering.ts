@@ -8,9 +8,20 @@ import type { Payer, UsageLedger } from "../store/usage.js";
 /** Told of every model call's usage (Prometheus counters); must not throw. */
 export type UsageListener = (model: string, usage: Usage, cost: number | undefined) => void;
 
-/** The work a payer's calls are charged in, and the records of them still being written. */
+/** What one piece of work's model calls used so far: its tokens, and the cost of those priced. */
+export interface Spent {
+  calls: number;
+  inputTokens: number;
+  outputTokens: number;
+  cost: number;
+  /** Calls to a model without a price: their tokens are counted, their cost is not in `cost`. */
+  unpriced: number;
+}
+
+/** The work a payer's calls are charged in, what they used, and the records of them still being written. */
 interface Charging {
   payer: Payer;
+  spent: Spent;
   writing: Set<Promise<void>>;
 }
 
@@ -43,12 +54,21 @@ export class Meter {
    * resolves once their records are written too, so the next turn's budget sees them.
    */
   async within<T>(payer: Payer, work: () => Promise<T>): Promise<T> {
-    const charging: Charging = { payer, writing: new Set() };
+    const charging: Charging = {
+      payer,
+      spent: { calls: 0, inputTokens: 0, outputTokens: 0, cost: 0, unpriced: 0 },
+      writing: new Set(),
+    };
     try {
       return await this.charging.run(charging, work);
     } finally {
       await Promise.all(charging.writing);
     }
+  }
+
+  /** What the model calls of the work this runs in have used so far (undefined outside any). */
+  spent(): Readonly<Spent> | undefined {
+    return this.charging.get()?.spent;
   }
 
   price(model: string): Price | undefined {
@@ -75,7 +95,14 @@ export class Meter {
       // Counting must never change the answer.
     }
     const charging = this.charging.get();
-    if (!charging || !this.ledger) return;
+    if (!charging) return;
+    const { spent } = charging;
+    spent.calls += 1;
+    spent.inputTokens += usage.inputTokens;
+    spent.outputTokens += usage.outputTokens;
+    if (cost === undefined) spent.unpriced += 1;
+    else spent.cost += cost;
+    if (!this.ledger) return;
     const writing = this.record(this.ledger, charging.payer, model, usage, cost);
     charging.writing.add(writing);
     void writing.then(() => charging.writing.delete(writing));

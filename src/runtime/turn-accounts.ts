@@ -1,8 +1,8 @@
-import type { Span } from "@opentelemetry/api";
-import { inSpan } from "../core/spans.js";
+import type { Attributes, Span } from "@opentelemetry/api";
+import { GEN_AI, inSpan } from "../core/spans.js";
 import type { Payer } from "../store/usage.js";
 import type { Budgets } from "./budgets.js";
-import type { Meter } from "./metering.js";
+import type { Meter, Spent } from "./metering.js";
 
 /** What a piece of work is, as its span is named. */
 export type WorkKind = "turn" | "takeover" | "resume" | "after_turn" | "command";
@@ -20,13 +20,43 @@ export class TurnAccounts {
     return this.deps.budgets?.refusal(payer);
   }
 
+  /** What the model calls of the work this runs in (see `run`) have used so far. */
+  spent(): Readonly<Spent> | undefined {
+    return this.deps.meter?.spent();
+  }
+
+  /**
+   * Runs `work` charged to `payer`, in its span; the span ends with what its model calls
+   * used (tokens, and the cost of those with a price).
+   */
   run<T>(payer: Payer, kind: WorkKind, work: (span: Span) => Promise<T>): Promise<T> {
     const attributes = {
       "switchboard.platform": payer.platform,
       "switchboard.channel": payer.channel,
       "switchboard.thread": payer.key,
     };
-    const traced = () => inSpan(`switchboard.${kind}`, attributes, work);
-    return this.deps.meter ? this.deps.meter.within(payer, traced) : traced();
+    const { meter } = this.deps;
+    if (!meter) return inSpan(`switchboard.${kind}`, attributes, work);
+    return meter.within(payer, () =>
+      inSpan(`switchboard.${kind}`, attributes, async (span) => {
+        try {
+          return await work(span);
+        } finally {
+          const spent = meter.spent();
+          if (spent?.calls && span.isRecording()) span.setAttributes(spentAttributes(spent));
+        }
+      }),
+    );
   }
+}
+
+/** A piece of work's usage as its span shows it (the GenAI conventions' token names, summed over its calls). */
+function spentAttributes(spent: Spent): Attributes {
+  return {
+    [GEN_AI.inputTokens]: spent.inputTokens,
+    [GEN_AI.outputTokens]: spent.outputTokens,
+    "switchboard.usage.model_calls": spent.calls,
+    "switchboard.usage.cost_usd": spent.cost,
+    ...(spent.unpriced ? { "switchboard.usage.unpriced_calls": spent.unpriced } : {}),
+  };
 }

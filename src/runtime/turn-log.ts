@@ -3,6 +3,7 @@ import { currentTraceId } from "../core/spans.js";
 import type { ThreadKey } from "../core/thread.js";
 import { log } from "../log.js";
 import type { Inbound } from "./contract.js";
+import type { Spent } from "./metering.js";
 import type { TurnResult } from "./turn.js";
 
 /** Hooks for metrics and logs (issue: operations); all optional. */
@@ -17,13 +18,27 @@ export interface TurnObserver {
   ): void;
 }
 
-/** The one log line of a turn: how it ended, how long it took, its tool calls and tokens. */
-export function logTurn(key: ThreadKey, result: TurnResult, ms: number): void {
+/**
+ * The one log line of a turn: how it ended, how long it took, its tool calls and tokens,
+ * what its model calls cost (`spent`: those with a price), and its trace.
+ */
+export function logTurn(key: ThreadKey, result: TurnResult, ms: number, spent?: Readonly<Spent>): void {
   // A line that would not be written is not built (a busy bot may log errors only).
   if (!log.isLevelEnabled("info")) return;
   const outcome = result.parked ? "waiting" : result.outcome;
   const traceId = currentTraceId();
-  log.info({ key, outcome, ms, ...turnFigures(result.events), ...(traceId ? { traceId } : {}) }, "turn");
+  log.info(
+    {
+      key,
+      outcome,
+      ms,
+      ...turnFigures(result.events),
+      ...(spent?.calls ? { costUsd: spent.cost } : {}),
+      ...(spent?.unpriced ? { unpricedCalls: spent.unpriced } : {}),
+      ...(traceId ? { traceId } : {}),
+    },
+    "turn",
+  );
 }
 
 /** The figures of one turn for its log line: tool calls with outcome, and token usage. */

@@ -100,8 +100,17 @@ describe("usage, cost and budgets", () => {
     );
     await settled();
     expect(llm.requests.length).toBe(asked);
+    // Commands that ask the model are refused the same way; the others still answer.
+    for (const name of ["compact", "title"])
+      expect(await slash(name, {}, m.id, s.alice.id)).toMatch(
+        /^You have used your daily budget of 4,000 tokens/,
+      );
+    expect(await slash("summary", {}, m.id, s.alice.id)).toMatch(/^There is no summary yet/);
+    expect(llm.requests.length).toBe(asked);
 
     const metrics = await running!.app.metrics.render();
+    const dollars = /^switchboard_llm_cost_dollars_total\{model="gpt-4o-mini"\} (\S+)$/m.exec(metrics);
+    expect(Number(dollars?.[1])).toBeCloseTo(cost, 12);
     expect(metrics).toContain(
       `switchboard_llm_model_tokens_total{model="gpt-4o-mini",direction="in"} ${input}`,
     );

@@ -338,6 +338,8 @@ export class WriteScheduler {
     this.stats.granted[lane] += 1;
     w.onGrant?.();
     const refused = () => {
+      // Counted as the write's 429 (its span shows it), though its client is the one that waits.
+      w.limited += 1;
       if (w.grantedAt === now) this.refund(w, buckets);
     };
     const granted: WriteContext = w.span
