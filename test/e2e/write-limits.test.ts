@@ -121,4 +121,32 @@ describe("Discord at its real limits", () => {
       }
     }, 60_000);
   }
+
+  it("answers in the channel when Discord will open no thread there for minutes", async () => {
+    llm = await LlmEmulator.start({ responder: scenario });
+    // The emulator's own guess at Discord's unpublished limit: 5 threads per channel per 5 min.
+    discord = await DiscordEmulator.start({ rateLimits: { threads: 5 } });
+    running = await startWithEverything("llm:\n  maxRetries: 0\n", { llm, discord });
+    const { general } = discord.state;
+    const asked = Array.from({ length: 7 }, (_, i) =>
+      discord!.userMessage(general, `question ${i}`, { mentionsBot: true }),
+    );
+    const started = Date.now();
+    const inThread = (i: number) =>
+      bare(
+        discord!
+          .botMessages(asked[i]!.id)
+          .map((m) => m.content)
+          .join(""),
+      ) === bare(answerTo(String(i)));
+    const inChannel = (i: number) =>
+      discord!.botMessages(general).some((m) => bare(m.content) === bare(answerTo(String(i))));
+    await waitForDiscord(() => asked.every((_, i) => inThread(i) || inChannel(i)), { timeoutMs: 30_000 });
+    // Nobody waited out the 5 minutes; five answers have their thread, the others the channel.
+    expect(Date.now() - started).toBeLessThan(30_000);
+    expect(asked.filter((_, i) => inThread(i))).toHaveLength(5);
+    expect(asked.filter((_, i) => inChannel(i))).toHaveLength(2);
+    expect(discord.limiter.hits.filter((h) => h.kind === "thread").length).toBeLessThanOrEqual(2);
+    await running.app.dispatcher.settled();
+  }, 60_000);
 });

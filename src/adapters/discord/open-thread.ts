@@ -9,6 +9,12 @@ interface ThreadCreateAction {
 }
 
 /**
+ * Longer than this before Discord takes another thread in a channel, and the answer goes
+ * to the channel instead (see `openThread`).
+ */
+export const THREAD_WAIT_MS = 5_000;
+
+/**
  * Opens a thread under a person's message: the request `message.startThread` makes, but
  * sent through the bot's write scheduler instead of discord.js's queue. That queue sends
  * the requests of one route in one channel one after another, each after the last one's
@@ -35,6 +41,11 @@ export async function openThread(
     },
     body: JSON.stringify({ name }),
   };
+  // Discord publishes no limit for threads, and its 429s for them can ask for minutes: a
+  // person does not wait that long for the answer to start, so it goes to the channel.
+  const threads = route.buckets[0] ?? "";
+  const paused = scheduler.waitFor([threads], route.lane);
+  if (paused > THREAD_WAIT_MS) throw threadsPaused(paused);
   const data = await scheduler.run({
     lane: route.lane,
     buckets: route.buckets,
@@ -42,6 +53,7 @@ export async function openThread(
     run: async () => {
       const res = await fetch(url, init);
       const limited = await learnFrom(scheduler, route, res);
+      if (limited?.bucket === threads && limited.waitMs > THREAD_WAIT_MS) throw threadsPaused(limited.waitMs);
       if (limited)
         throw new RateLimitedError(limited.waitMs, limited.bucket ? { bucket: limited.bucket } : {});
       const body = (await res.json().catch(() => undefined)) as { message?: string } | undefined;
@@ -54,4 +66,8 @@ export async function openThread(
   const thread = (client as unknown as ThreadCreateAction).actions.ThreadCreate.handle(data).thread;
   if (!thread) throw new Error("Discord answered the thread's creation with something that is not a thread");
   return thread;
+}
+
+function threadsPaused(ms: number): Error {
+  return new Error(`Discord will open no thread in this channel for ${Math.ceil(ms / 1000)} s`);
 }
