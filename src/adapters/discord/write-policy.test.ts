@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { DiscordEmulator } from "../../../test/emulators/discord/index.js";
 import { WriteScheduler } from "../../runtime/scheduler/write-scheduler.js";
-import { GLOBAL, scheduledFetch } from "./write-policy.js";
+import { discordRoute, discordWritePolicy, GLOBAL, learnFrom, scheduledFetch } from "./write-policy.js";
 
 let emulator: DiscordEmulator;
 
@@ -36,5 +36,66 @@ describe("Discord requests through the write scheduler", () => {
     const wait = scheduler.waitFor([GLOBAL], "final");
     expect(wait).toBeGreaterThan(0);
     expect(wait).toBeLessThanOrEqual(1_000);
+  });
+});
+
+describe("what Discord's answers teach the scheduler", () => {
+  const post = discordRoute("POST", "https://discord.com/api/v10/channels/111111111/messages");
+  const other = "discord:channel:222222222";
+  const json = (body: unknown, status: number, headers: Record<string, string> = {}) =>
+    new Response(JSON.stringify(body), {
+      status,
+      headers: { "content-type": "application/json", ...headers },
+    });
+  const scheduler = () => new WriteScheduler(discordWritePolicy);
+  // A pause of `ms` leaves a wait of about `ms` (the clock moved a little since).
+  const near = (ms: number) => [ms - 200, ms] as const;
+
+  it("pauses only the call's own bucket for a 429 without rate-limit headers, for the body's retry_after", async () => {
+    const s = scheduler();
+    const paused = await learnFrom(
+      s,
+      post,
+      json({ message: "You are being rate limited.", retry_after: 2.5, global: false }, 429),
+    );
+    expect(paused).toEqual({ bucket: "discord:channel:111111111", waitMs: 2_500 });
+    const wait = s.waitFor(["discord:channel:111111111"], "final");
+    expect(wait).toBeGreaterThan(near(2_500)[0]);
+    expect(wait).toBeLessThanOrEqual(near(2_500)[1]);
+    // Nothing else stops: another channel, and the rest of the bot.
+    expect(s.waitFor([other], "final")).toBe(0);
+    expect(s.waitFor([GLOBAL], "final")).toBe(0);
+  });
+
+  it("pauses the whole bot for a global 429, said in the body alone", async () => {
+    const s = scheduler();
+    expect(await learnFrom(s, post, json({ retry_after: 0.8, global: true }, 429))).toEqual({
+      bucket: GLOBAL,
+      waitMs: 800,
+    });
+    expect(s.waitFor([other, GLOBAL], "final")).toBeGreaterThan(near(800)[0]);
+  });
+
+  it("takes the headers' reset over the body's retry_after, and waits a second when neither says", async () => {
+    const s = scheduler();
+    const headed = await learnFrom(
+      s,
+      post,
+      json({ retry_after: 9 }, 429, { "x-ratelimit-reset-after": "1.25", "x-ratelimit-bucket": "abc" }),
+    );
+    expect(headed?.waitMs).toBe(1_250);
+    const bare = await learnFrom(s, post, new Response("busy", { status: 429 }));
+    expect(bare?.waitMs).toBe(1_000);
+  });
+
+  it("pauses a bucket a success says is spent until it resets, and nothing for one with room left", async () => {
+    const s = scheduler();
+    const ok = (remaining: string) =>
+      json({ id: "1" }, 200, { "x-ratelimit-remaining": remaining, "x-ratelimit-reset-after": "3" });
+    expect(await learnFrom(s, post, ok("2"))).toBeUndefined();
+    expect(s.waitFor(["discord:channel:111111111"], "final")).toBe(0);
+    await learnFrom(s, post, ok("0"));
+    expect(s.waitFor(["discord:channel:111111111"], "final")).toBeGreaterThan(near(3_000)[0]);
+    expect(s.waitFor([other, GLOBAL], "final")).toBe(0);
   });
 });
