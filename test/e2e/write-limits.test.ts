@@ -25,6 +25,15 @@ function scenario(req: RecordedRequest): ScriptedTurn {
 /** Text without whitespace: splitting into messages may move spaces, never words. */
 const bare = (s: string) => s.replace(/\s+/g, "");
 
+/** Whether the bot's messages in a Discord channel (or thread), joined, are question `n`'s whole answer. */
+const wholeIn = (emulator: DiscordEmulator, channelId: string, n: number) =>
+  bare(
+    emulator
+      .botMessages(channelId)
+      .map((m) => m.content)
+      .join(""),
+  ) === bare(answerTo(String(n)));
+
 let llm: LlmEmulator | undefined;
 let running: RunningApp | undefined;
 let slack: SlackEmulator | undefined;
@@ -96,13 +105,7 @@ describe("Discord at its real limits", () => {
       const asked = Array.from({ length: 10 }, (_, i) =>
         discord!.userMessage(discord!.state.general, `question ${i}`, { mentionsBot: true }),
       );
-      const whole = (i: number) =>
-        bare(
-          discord!
-            .botMessages(asked[i]!.id)
-            .map((m) => m.content)
-            .join(""),
-        ) === bare(answerTo(String(i)));
+      const whole = (i: number) => wholeIn(discord!, asked[i]!.id, i);
       await waitForDiscord(() => asked.every((_, i) => whole(i)), { timeoutMs: 30_000 });
       await running.app.dispatcher.settled();
       expect(discord.limiter.hits).toEqual([]);
@@ -132,13 +135,7 @@ describe("Discord at its real limits", () => {
       discord!.userMessage(general, `question ${i}`, { mentionsBot: true }),
     );
     const started = Date.now();
-    const inThread = (i: number) =>
-      bare(
-        discord!
-          .botMessages(asked[i]!.id)
-          .map((m) => m.content)
-          .join(""),
-      ) === bare(answerTo(String(i)));
+    const inThread = (i: number) => wholeIn(discord!, asked[i]!.id, i);
     const inChannel = (i: number) =>
       discord!.botMessages(general).some((m) => bare(m.content) === bare(answerTo(String(i))));
     await waitForDiscord(() => asked.every((_, i) => inThread(i) || inChannel(i)), { timeoutMs: 30_000 });
