@@ -1,12 +1,13 @@
 import type { App, RespondFn, ViewSubmitAction } from "@slack/bolt";
-import type { WebClient } from "@slack/web-api";
 import type { Config } from "../../config.js";
 import { log } from "../../log.js";
 import { type CatalogCommand, type CommandSpec, findCommand, helpText } from "../../runtime/commands.js";
 import type { TurnRunner } from "../../runtime/contract.js";
 import { INTERACTION_PREFIX, parseInteractionId } from "../../runtime/interaction-ids.js";
 import { PROMPT_FORM } from "../../runtime/prompts.js";
+import type { WriteScheduler } from "../../runtime/scheduler/write-scheduler.js";
 import { formMetadata, originOf, registerActions } from "./actions.js";
+import type { ReportingWebClient } from "./app.js";
 import { type SlackEvents, type SlackIdentity, threadKey } from "./events.js";
 import { slackModal, submittedValues } from "./modals.js";
 import { escapeMrkdwn, fromSlackText, toMrkdwn } from "./mrkdwn.js";
@@ -26,7 +27,7 @@ export interface CommandDeps {
   runner: TurnRunner;
   config: Config;
   identity: () => SlackIdentity;
-  writes: WebClient;
+  writes: ReportingWebClient;
   events: SlackEvents;
 }
 
@@ -76,7 +77,7 @@ export function registerCommands(app: App, deps: CommandDeps): void {
     await ack();
     const me = deps.identity();
     const sub = resolveSubcommand(command.text ?? "");
-    const say = (text: string) => respondEphemeral(respond, text);
+    const say = (text: string) => respondEphemeral(deps.writes.scheduler, respond, text);
     try {
       if (sub.kind === "ask") {
         if (!sub.arg) return await say(`Ask me something: \`${name} ask <question>\`.`);
@@ -167,8 +168,18 @@ export function registerCommands(app: App, deps: CommandDeps): void {
 /** The callback id of a prompt's form (`sb:{ref}:prompt`); other forms go to the runner's interactions. */
 export const PROMPT_FORM_ID = new RegExp(`^${INTERACTION_PREFIX}[^:]+:${PROMPT_FORM}$`);
 
-async function respondEphemeral(respond: RespondFn, text: string): Promise<void> {
-  await respond({ response_type: "ephemeral", text: toMrkdwn(text) });
+/**
+ * An answer through the command's `response_url`, a write like any other: it goes through
+ * the workspace's scheduler, first in line. The URL is not a Web API method and takes five
+ * answers in 30 minutes, far more than a command gives, so it spends no bucket.
+ */
+async function respondEphemeral(scheduler: WriteScheduler, respond: RespondFn, text: string): Promise<void> {
+  await scheduler.run({
+    lane: "final",
+    buckets: [],
+    what: "response_url",
+    run: () => respond({ response_type: "ephemeral", text: toMrkdwn(text) }),
+  });
 }
 
 /** `ask`: the question is posted in the channel (slash commands leave no message), answered in its thread. */

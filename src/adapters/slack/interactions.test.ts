@@ -1,6 +1,8 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { type Harness, startHarness } from "../../../test/emulators/slack/adapter-harness.js";
 import { waitFor } from "../../../test/emulators/slack/index.js";
+import { useTracer } from "../../core/spans.js";
+import { traceInMemory } from "../../ops/traced.test-helper.js";
 import { NO_THREAD } from "./commands.js";
 import { toMrkdwn } from "./mrkdwn.js";
 import { DEFAULT_PROMPTS } from "./suggested-prompts.js";
@@ -65,6 +67,19 @@ describe("Slack adapter: the slash command", () => {
     expect(e.via).toBe("response_url");
     expect(e.text).toContain("/switchboard ask &lt;question&gt;");
     expect(h.runner.commands).toHaveLength(0);
+  });
+
+  it("answers through the workspace's write scheduler, as every write goes", async () => {
+    const spans = traceInMemory("slack");
+    try {
+      h = await startHarness();
+      h.emu.slash("/switchboard", "help", "U_ALICE", "C1");
+      await lastEphemeral(h);
+      const span = await waitFor(() => spans().find((x) => x.name === "slack response_url"));
+      expect(span.attributes["switchboard.write.platform"]).toBe("slack");
+    } finally {
+      useTracer(undefined);
+    }
   });
 
   it("explains itself when the subcommand is unknown or missing", async () => {
