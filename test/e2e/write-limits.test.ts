@@ -143,6 +143,11 @@ describe("Discord at its real limits", () => {
     expect(Date.now() - started).toBeLessThan(30_000);
     expect(asked.filter((_, i) => inThread(i))).toHaveLength(5);
     expect(asked.filter((_, i) => inChannel(i))).toHaveLength(2);
+    // Each answer in the channel replies to its question, so a busy channel shows whose it is.
+    for (const [i, m] of asked.entries()) {
+      const answer = discord.botMessages(general).find((b) => bare(b.content) === bare(answerTo(String(i))));
+      if (answer) expect(answer.replyTo, `answer ${i}`).toBe(m.id);
+    }
     expect(discord.limiter.hits.filter((h) => h.kind === "thread").length).toBeLessThanOrEqual(2);
     await running.app.dispatcher.settled();
   }, 60_000);

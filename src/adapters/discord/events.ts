@@ -94,7 +94,12 @@ export async function onMessage(ctx: DiscordContext, message: Message): Promise<
     log.warn({ err, channel: channel.id }, "could not open a thread; answering in the channel");
     return null;
   });
-  const place = openingPlace(opening, channel as SendableChannels, (thread) => ctx.renamer(thread));
+  const place = openingPlace(
+    opening,
+    channel as SendableChannels,
+    (thread) => ctx.renamer(thread),
+    message.id,
+  );
   await dispatch(ctx, message, guildKey(message.guildId, message.id), place);
 }
 

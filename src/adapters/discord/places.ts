@@ -23,10 +23,20 @@ function unknownMessage(err: unknown): boolean {
   return err instanceof DiscordAPIError && err.code === RESTJSONErrorCodes.UnknownMessage;
 }
 
+/**
+ * The person's message an answer in the channel replies to (see `openingPlace`): `next`
+ * names it while the answer's first message is still to be posted, `used` once it is.
+ */
+interface ReplyReference {
+  next(): string | undefined;
+  used(): void;
+}
+
 /** Writes to a channel that may have to be fetched first (a reply rebuilt in a fresh process). */
 export function channelOps(
   channelOf: WritableChannel | (() => Promise<WritableChannel>),
   channelId: string | (() => string),
+  reference?: ReplyReference,
 ): PlaceOps {
   const get = typeof channelOf === "function" ? channelOf : async () => channelOf;
   const idOf = typeof channelId === "function" ? channelId : () => channelId;
@@ -37,13 +47,19 @@ export function channelOps(
       try {
         const components = controls === undefined ? {} : { components: controls };
         const nonce = key ? { nonce: key, enforceNonce: true } : {};
-        const message = await (await get()).send({
+        const channel = await get();
+        const replyTo = reference?.next();
+        // A deleted question leaves the answer without a reference, not unsent.
+        const reply = replyTo ? { reply: { messageReference: replyTo, failIfNotExists: false } } : {};
+        const message = await channel.send({
           content: text,
           files,
           ...components,
           ...nonce,
+          ...reply,
           allowedMentions: NO_PINGS,
         });
+        if (replyTo) reference?.used();
         // The nonce was seen: Discord returned the message posted before, as it was then.
         if (key && message.content !== text) {
           await message.edit({ content: text, files, ...components, allowedMentions: NO_PINGS });
@@ -127,14 +143,16 @@ export function channelPlace(
 }
 
 /**
- * The thread the bot is opening under a person's message: the turn starts at once and its
- * writes wait for the thread (whose id is the message's, as on Discord); if Discord
- * refuses the thread, the answer goes to the message's channel instead.
+ * The thread the bot is opening under a person's message (`question`): the turn starts at
+ * once and its writes wait for the thread (whose id is the message's, as on Discord); if
+ * Discord refuses the thread, the answer goes to the message's channel instead, its first
+ * message a reply to the question, so that a busy channel shows which answer is whose.
  */
 export function openingPlace(
   opening: Promise<ThreadChannel | null>,
   channel: SendableChannels,
   rename: (thread: ThreadChannel) => ((title: string) => Promise<void>) | undefined,
+  question: string,
 ): Place {
   let thread: ThreadChannel | null | undefined;
   const ready = opening.then((t) => {
@@ -144,7 +162,14 @@ export function openingPlace(
     await ready;
     return thread ?? channel;
   };
-  const ops = channelOps(get, () => (thread ?? channel).id);
+  let replied = false;
+  const reference: ReplyReference = {
+    next: () => (thread || replied ? undefined : question),
+    used: () => {
+      replied = true;
+    },
+  };
+  const ops = channelOps(get, () => (thread ?? channel).id, reference);
   return {
     ops,
     get channel() {

@@ -141,6 +141,43 @@ describe("Discord emulator with the real discord.js client", () => {
     await waitFor(() => messages.find((x) => x.id === sent.id && x.author.bot));
   });
 
+  it("sends a reply to a message of the channel, and refuses one to a message that is not there unless told not to fail", async () => {
+    // A naive client: raw requests, no discord.js.
+    const post = async (channel: string, body: Record<string, unknown>) => {
+      const res = await fetch(`${emulator.apiUrl}/v10/channels/${channel}/messages`, {
+        method: "POST",
+        headers: { authorization: `Bot ${emulator.token}`, "content-type": "application/json" },
+        body: JSON.stringify(body),
+      });
+      return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+    };
+    const { general, random } = emulator.state;
+    const asked = emulator.userMessage(general, "a question");
+    const reply = await post(general, { content: "an answer", message_reference: { message_id: asked.id } });
+    expect(reply.status).toBe(200);
+    expect(reply.body).toMatchObject({
+      type: 19,
+      message_reference: { message_id: asked.id, channel_id: general },
+    });
+    // Another channel's message, and one that never was: refused, nothing sent.
+    for (const ref of [{ message_id: asked.id, channel_id: random }, { message_id: "1234" }]) {
+      const refused = await post(random, { content: "lost", message_reference: ref });
+      expect(refused.status).toBe(400);
+      expect(refused.body).toMatchObject({
+        code: 50035,
+        errors: { message_reference: { _errors: [{ code: "REPLIES_UNKNOWN_MESSAGE" }] } },
+      });
+    }
+    expect(emulator.botMessages(random)).toEqual([]);
+    const plain = await post(general, {
+      content: "still sent",
+      message_reference: { message_id: "1234", fail_if_not_exists: false },
+    });
+    expect(plain.status).toBe(200);
+    expect(plain.body.type).toBe(0);
+    expect(plain.body.message_reference).toBeUndefined();
+  });
+
   it("rejects content over 2,000 characters with error 50035", async () => {
     await expect(general().send("x".repeat(2001))).rejects.toMatchObject({ code: 50035, status: 400 });
     await general().send("x".repeat(2000));

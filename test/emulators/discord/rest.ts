@@ -327,6 +327,7 @@ export function writeMessage(
     throw new HttpError(400, { message: "Cannot send an empty message", code: 50006 });
   }
   const flags = extra.flags ?? (typeof body.json.flags === "number" ? body.json.flags : 0);
+  const replyTo = replyTarget(s, channelId, body.json.message_reference);
   const msg = s.addMessage({
     channelId,
     guildId,
@@ -339,10 +340,29 @@ export function writeMessage(
     ...(extra.nonce ? { nonce: extra.nonce } : {}),
     allowedMentions: body.json.allowed_mentions,
     ...(components?.length ? { components } : {}),
+    ...(replyTo ? { replyTo } : {}),
   });
   // The bot receives its own messages on the gateway, as on Discord; ephemeral ones stay private.
   if ((flags & 64) === 0) ctx.dispatch("MESSAGE_CREATE", s.messageJson(msg), intent);
   return msg;
+}
+
+/**
+ * The message a new one replies to, as Discord checks a `message_reference`: a message of
+ * the same channel. One that is not there (deleted, another channel's) fails the send,
+ * unless `fail_if_not_exists` is false, which sends it as a plain message.
+ */
+function replyTarget(s: RestContext["state"], channelId: string, value: unknown): string | undefined {
+  if (value === undefined || value === null) return undefined;
+  const ref = value as { message_id?: unknown; channel_id?: unknown; fail_if_not_exists?: unknown };
+  if (typeof ref.message_id !== "string" && typeof ref.message_id !== "number")
+    throw invalidForm("message_reference", "MODEL_TYPE_CONVERT", "Must be a reply's message_id.");
+  const id = String(ref.message_id);
+  const sameChannel = ref.channel_id === undefined || String(ref.channel_id) === channelId;
+  const there = sameChannel && s.messages.get(channelId)?.some((m) => m.id === id && !m.deleted);
+  if (there) return id;
+  if (ref.fail_if_not_exists === false) return undefined;
+  throw invalidForm("message_reference", "REPLIES_UNKNOWN_MESSAGE", "Unknown message");
 }
 
 /**

@@ -221,10 +221,19 @@ export class DiscordState {
       })),
       embeds: [],
       pinned: false,
-      type: 0,
+      // 19: a reply, with the message it answers.
+      type: m.replyTo ? 19 : 0,
       flags: m.flags,
       components: m.components ?? [],
     };
+    if (m.replyTo) {
+      json.message_reference = {
+        type: 0,
+        message_id: m.replyTo,
+        channel_id: m.channelId,
+        ...(m.guildId ? { guild_id: m.guildId } : {}),
+      };
+    }
     // Gateway MESSAGE_CREATE carries channel_type; discord.js needs it to build an uncached DM channel.
     const channelType = this.channels.get(m.channelId)?.type;
     if (channelType !== undefined) json.channel_type = channelType;

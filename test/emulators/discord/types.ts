@@ -70,6 +70,8 @@ export interface StoredMessage {
   deleted?: boolean;
   /** Action rows of buttons and selects, as the bot last sent them. */
   components?: unknown[];
+  /** The message this one replies to (`message_reference`), in the same channel. */
+  replyTo?: string;
 }
 
 export interface StoredInteraction {
