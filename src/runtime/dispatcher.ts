@@ -1,4 +1,5 @@
 import { setTimeout as sleep } from "node:timers/promises";
+import type { Span } from "@opentelemetry/api";
 import { SwitchboardError, toUserFacing } from "../core/errors.js";
 import type { FormValues } from "../core/forms.js";
 import { platformOf, type ThreadKey } from "../core/thread.js";
@@ -217,8 +218,8 @@ export class Dispatcher implements TurnRunner {
     reply.offerStop?.(running.ref);
     const payer = { platform: place.platform, user: asked.user.id, channel: asked.channel, key };
     await this.accounts.run(payer, kind, async (span) => {
-      // Inside the turn's span, so that the answer's rating is stored with its trace id.
-      this.ratings?.offer(payer, reply);
+      // The answer's rating is stored with the turn's trace id.
+      this.ratings?.offer(payer, reply, traceIdOf(span));
       const result = await run(controller.signal, this.hooksFor(turn, controller)).finally(running.done);
       span.setAttribute("switchboard.outcome", result.parked ? "waiting" : result.outcome);
       this.finished(payer, reply, result, Date.now() - started);
@@ -376,7 +377,7 @@ export class Dispatcher implements TurnRunner {
     const running = this.running.track(inbound.key, turn);
     inbound.reply.offerStop?.(running.ref);
     await this.accounts.run(payer, "turn", async (span) => {
-      this.ratings?.offer(payer, inbound.reply);
+      this.ratings?.offer(payer, inbound.reply, traceIdOf(span));
       const result = await runTurn(
         inbound,
         this.turnDeps,
@@ -406,4 +407,9 @@ export class Dispatcher implements TurnRunner {
       this.accounts.run(payer, "after_turn", () => runAfterTurn(session, reply, this.deps, signal)),
     );
   }
+}
+
+/** The trace a turn's span belongs to; undefined with tracing off (its span records nothing). */
+function traceIdOf(span: Span): string | undefined {
+  return span.isRecording() ? span.spanContext().traceId : undefined;
 }

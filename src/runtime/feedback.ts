@@ -1,5 +1,4 @@
 import { randomUUID } from "node:crypto";
-import { currentTraceId } from "../core/spans.js";
 import { log } from "../log.js";
 import type { FeedbackBook, Vote } from "../store/feedback.js";
 import type { Payer } from "../store/usage.js";
@@ -25,13 +24,13 @@ export class FeedbackDesk {
   ) {}
 
   /**
-   * Before a turn: the reply puts the buttons under the answer if it finishes. The answer
-   * is stored as ratable in the background (it is written long before anyone can click).
+   * As a turn starts: the reply puts the buttons under the answer if it finishes. The answer
+   * is stored as ratable (with the turn's trace id, when traced) in the background: it is
+   * written long before anyone can click.
    */
-  offer(payer: Payer, reply: Reply): void {
+  offer(payer: Payer, reply: Reply, traceId?: string): void {
     if (!reply.offerFeedback || payer.platform === "console") return;
     const ref = `f${randomUUID().replace(/-/g, "").slice(0, 20)}`;
-    const traceId = currentTraceId();
     reply.offerFeedback(ref);
     void this.book
       .open(ref, {
