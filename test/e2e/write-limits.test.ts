@@ -150,5 +150,7 @@ describe("Discord at its real limits", () => {
     }
     expect(discord.limiter.hits.filter((h) => h.kind === "thread").length).toBeLessThanOrEqual(2);
     await running.app.dispatcher.settled();
+    // Titles are made for the threads only: an answer in the channel has none to rename.
+    expect(llm.requests.filter(isTitleRequest)).toHaveLength(5);
   }, 60_000);
 });

@@ -345,9 +345,12 @@ export class DiscordReply implements Reply {
     return this.files.add(a);
   }
 
-  /** Only a thread the bot opened is renamed with its title. */
+  /**
+   * Only a thread the bot opened is renamed with its title: not an answer that went to
+   * the channel because the thread could not be opened (no model call for a title nobody sees).
+   */
   get takesTitle(): boolean {
-    return this.place.rename !== undefined;
+    return this.place.rename !== undefined && (this.place.opened?.() ?? true);
   }
 
   async title(t: string): Promise<void> {
