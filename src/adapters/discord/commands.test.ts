@@ -1,12 +1,16 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { waitFor } from "../../../test/emulators/discord/index.js";
+import { DiscordEmulator, waitFor } from "../../../test/emulators/discord/index.js";
 import { COMMAND_FAILED } from "./commands.js";
 import { answer, type Harness, ScriptedRunner, startHarness } from "./harness.test-helper.js";
 
 let h: Harness;
+/** An emulator a test started itself: the harness leaves it running. */
+let own: DiscordEmulator | undefined;
 
 afterEach(async () => {
   await h?.close();
+  await own?.stop();
+  own = undefined;
 });
 
 const EPHEMERAL = 64;
@@ -58,6 +62,21 @@ describe("Discord adapter: slash commands", () => {
     });
     expect(h.emulator.botMessages(thread.id).map((m) => m.content)).toEqual(["Because of physics."]);
     await waitFor(() => h.emulator.renames.length === 1);
+  });
+
+  it("answers /ask in place at once when Discord would hold the channel's next thread back", async () => {
+    // One thread per channel per window (30 s at this speed): the second /ask's thread is refused for longer than a person waits.
+    own = await DiscordEmulator.start({ rateLimits: { speed: 10, threads: 1 } });
+    h = await startHarness({ emulator: own, runner: new ScriptedRunner(answer("Here it is.")) });
+    const s = h.emulator.state;
+    h.emulator.slash("ask", { question: "first?" }, s.general, s.alice.id);
+    await waitFor(() => h.runner.done.length === 1);
+    const rec = h.emulator.slash("ask", { question: "second?" }, s.general, s.bob.id);
+    // Within waitFor's 10 s, where waiting for the thread would take 30.
+    await waitFor(() => h.runner.done.length === 2);
+    expect(h.emulator.threads(s.general)).toHaveLength(1);
+    expect(h.runner.inbounds[1]?.key).toBe(`discord:${s.guildId}:${s.general}`);
+    expect(s.findMessage(rec.originalId!)?.content).toBe("Here it is.");
   });
 
   it("answers /ask inside a thread or DM through the interaction itself", async () => {

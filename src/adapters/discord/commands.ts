@@ -5,6 +5,7 @@ import {
   type ChatInputCommandInteraction,
   type Client,
   type Interaction,
+  type Message,
   MessageFlags,
   type ModalSubmitInteraction,
   type RESTPostAPIChatInputApplicationCommandsJSONBody,
@@ -26,6 +27,7 @@ import {
   provisionalName,
 } from "./context.js";
 import { discordModal, modalValues } from "./modals.js";
+import { openThread } from "./open-thread.js";
 import { channelPlace, interactionPlace } from "./places.js";
 import { DISCORD_MESSAGE_LIMIT, DiscordReply, type Place } from "./reply.js";
 
@@ -229,7 +231,14 @@ async function ask(
           shown.length > DISCORD_MESSAGE_LIMIT ? `${shown.slice(0, DISCORD_MESSAGE_LIMIT - 1)}…` : shown,
         allowedMentions: { parse: [] },
       });
-      const thread = await opener.startThread({ name: provisionalName(question) });
+      // Through the bot's scheduler, as a mention's thread: one Discord would hold back for
+      // minutes is not waited for, and the answer comes here instead.
+      const thread = await openThread(
+        ctx.client,
+        ctx.scheduler,
+        opener as Message<true>,
+        provisionalName(question),
+      );
       key = guildKey(interaction.guildId, thread.id);
       place = channelPlace(thread, {
         rename: ctx.renamer(thread),
