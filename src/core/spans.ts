@@ -74,6 +74,11 @@ export function tracer(): Tracer {
   return registered ?? NOOP;
 }
 
+/** The trace a span belongs to; undefined with tracing off (its span records nothing). */
+export function traceIdOf(span: Span): string | undefined {
+  return span.isRecording() ? span.spanContext().traceId : undefined;
+}
+
 /** The trace id of the span in effect, for log lines; undefined when tracing is off. */
 export function currentTraceId(): string | undefined {
   if (!registered) return undefined;

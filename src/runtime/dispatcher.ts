@@ -1,15 +1,12 @@
 import { setTimeout as sleep } from "node:timers/promises";
-import type { Span } from "@opentelemetry/api";
 import { SwitchboardError, toUserFacing } from "../core/errors.js";
 import type { FormValues } from "../core/forms.js";
 import { platformOf, type ThreadKey } from "../core/thread.js";
 import { log } from "../log.js";
 import type { Held } from "../store/locks.js";
-import type { Session } from "../store/sessions.js";
 import type { TurnRecord } from "../store/turns.js";
-import type { Payer } from "../store/usage.js";
 import { Access, commandOrigin, originOf, REFUSED_NOTE } from "./access.js";
-import { hasWorkAfter, runAfterTurn } from "./after-turn.js";
+import { Answering } from "./answering.js";
 import { ApprovalDesk } from "./approvals/desk.js";
 import { findCommand, runCommand } from "./commands.js";
 import type {
@@ -31,7 +28,6 @@ import { type RunningTurn, RunningTurns } from "./stops.js";
 import { Takeovers } from "./takeover.js";
 import { resumeTurn, runTurn, type TurnDeps, type TurnHooks, type TurnResult, takeOverTurn } from "./turn.js";
 import { TurnAccounts, type WorkKind } from "./turn-accounts.js";
-import { logTurn } from "./turn-log.js";
 import { type InFlight, WorkInFlight } from "./work-in-flight.js";
 
 export const INTERRUPTED_NOTE = "Interrupted by a restart; ask again.";
@@ -47,6 +43,7 @@ export class Dispatcher implements TurnRunner {
   private readonly takeovers: Takeovers;
   private readonly accounts: TurnAccounts;
   private readonly ratings: FeedbackDesk | undefined;
+  private readonly answering: Answering;
   /** MCP elicitation: servers' questions to people during tool calls. */
   private readonly forms: FormDesk | undefined;
   /** Other replicas were alive when this one began to stop: its unfinished turns go to them. */
@@ -69,6 +66,15 @@ export class Dispatcher implements TurnRunner {
     this.accounts = new TurnAccounts(deps);
     this.ratings = deps.feedback ? new FeedbackDesk(deps.feedback, deps.onVote) : undefined;
     this.running = new RunningTurns(deps.config);
+    this.answering = new Answering({
+      running: this.running,
+      accounts: this.accounts,
+      ratings: this.ratings,
+      hooksFor: (turn) => this.hooksFor(turn),
+      work: this.work,
+      after: deps,
+      stopping: () => this.stopping,
+    });
     this.takeovers = new Takeovers({
       ledger: deps.ledger,
       lock: deps.lock,
@@ -214,16 +220,8 @@ export class Dispatcher implements TurnRunner {
     const started = Date.now();
     const place = { platform: platformOf(key) ?? "console", channel: asked.channel };
     const turn: RunningTurn = { controller, asker: asked.user, place };
-    const running = this.running.track(key, turn);
-    reply.offerStop?.(running.ref);
     const payer = { platform: place.platform, user: asked.user.id, channel: asked.channel, key };
-    await this.accounts.run(payer, kind, async (span) => {
-      // The answer's rating is stored with the turn's trace id.
-      this.ratings?.offer(payer, reply, traceIdOf(span));
-      const result = await run(controller.signal, this.hooksFor(turn, controller)).finally(running.done);
-      span.setAttribute("switchboard.outcome", result.parked ? "waiting" : result.outcome);
-      this.finished(payer, reply, result, Date.now() - started);
-    });
+    await this.answering.run(kind, payer, turn, reply, started, (hooks) => run(controller.signal, hooks));
   }
 
   /** Runs `work` under the thread's lock as one of this process's turns (drained with them); undefined when stopping. */
@@ -251,7 +249,8 @@ export class Dispatcher implements TurnRunner {
     held.lost.addEventListener("abort", () => controller.abort(held.lost.reason), { once: true });
   }
 
-  private hooksFor(turn: RunningTurn, controller: AbortController): TurnHooks {
+  private hooksFor(turn: RunningTurn): TurnHooks {
+    const { controller } = turn;
     const held = this.held.get(controller);
     return {
       ...(held ? { held } : {}),
@@ -374,42 +373,21 @@ export class Dispatcher implements TurnRunner {
       await inbound.reply.notice(refusal).catch(() => undefined);
       return;
     }
-    const running = this.running.track(inbound.key, turn);
-    inbound.reply.offerStop?.(running.ref);
-    await this.accounts.run(payer, "turn", async (span) => {
-      this.ratings?.offer(payer, inbound.reply, traceIdOf(span));
-      const result = await runTurn(
-        inbound,
-        this.turnDeps,
-        controller.signal,
-        {
-          firstVisible: (ms) => observer?.firstVisible?.(inbound, ms),
-          ...this.hooksFor(turn, controller),
-        },
-        known,
-      ).finally(running.done);
-      span.setAttribute("switchboard.outcome", result.parked ? "waiting" : result.outcome);
-      const ms = Date.now() - started;
-      observer?.turnEnded?.(inbound, result.outcome, ms, result.events);
-      this.finished(payer, inbound.reply, result, ms);
-    });
-  }
-
-  private finished(payer: Payer, reply: Reply, result: TurnResult, ms: number): void {
-    logTurn(payer.key, result, ms, this.accounts.spent());
-    if (result.session && result.outcome === "ok") this.afterTurn(result.session, reply, payer);
-  }
-
-  /** Title and compression run outside the lock: the thread's next message never waits for them. */
-  private afterTurn(session: Session, reply: Reply, payer: Payer): void {
-    if (this.stopping || !hasWorkAfter(session, reply, this.deps.agent)) return;
-    this.work.afterTurn(session.key, (signal) =>
-      this.accounts.run(payer, "after_turn", () => runAfterTurn(session, reply, this.deps, signal)),
+    await this.answering.run(
+      "turn",
+      payer,
+      turn,
+      inbound.reply,
+      started,
+      (hooks) =>
+        runTurn(
+          inbound,
+          this.turnDeps,
+          controller.signal,
+          { firstVisible: (ms) => observer?.firstVisible?.(inbound, ms), ...hooks },
+          known,
+        ),
+      (result, ms) => observer?.turnEnded?.(inbound, result.outcome, ms, result.events),
     );
   }
-}
-
-/** The trace a turn's span belongs to; undefined with tracing off (its span records nothing). */
-function traceIdOf(span: Span): string | undefined {
-  return span.isRecording() ? span.spanContext().traceId : undefined;
 }

@@ -3,25 +3,16 @@ import type { TapFor } from "../agent/providers/tap.js";
 import { ContextSlot } from "../core/async-context.js";
 import type { Usage } from "../core/messages.js";
 import { log } from "../log.js";
-import type { Payer, UsageLedger } from "../store/usage.js";
+import type { Payer, UsageLedger, UsageTotals } from "../store/usage.js";
 
 /** Told of every model call's usage (Prometheus counters); must not throw. */
 export type UsageListener = (model: string, usage: Usage, cost: number | undefined) => void;
 
-/** What one piece of work's model calls used so far: its tokens, and the cost of those priced. */
-export interface Spent {
-  calls: number;
-  inputTokens: number;
-  outputTokens: number;
-  cost: number;
-  /** Calls to a model without a price: their tokens are counted, their cost is not in `cost`. */
-  unpriced: number;
-}
-
 /** The work a payer's calls are charged in, what they used, and the records of them still being written. */
 interface Charging {
   payer: Payer;
-  spent: Spent;
+  /** What its model calls used so far. */
+  spent: UsageTotals;
   writing: Set<Promise<void>>;
 }
 
@@ -67,7 +58,7 @@ export class Meter {
   }
 
   /** What the model calls of the work this runs in have used so far (undefined outside any). */
-  spent(): Readonly<Spent> | undefined {
+  spent(): Readonly<UsageTotals> | undefined {
     return this.charging.get()?.spent;
   }
 

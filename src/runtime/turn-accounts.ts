@@ -1,8 +1,8 @@
 import type { Attributes, Span } from "@opentelemetry/api";
 import { GEN_AI, inSpan } from "../core/spans.js";
-import type { Payer } from "../store/usage.js";
+import type { Payer, UsageTotals } from "../store/usage.js";
 import type { Budgets } from "./budgets.js";
-import type { Meter, Spent } from "./metering.js";
+import type { Meter } from "./metering.js";
 
 /** What a piece of work is, as its span is named. */
 export type WorkKind = "turn" | "takeover" | "resume" | "after_turn" | "command";
@@ -21,7 +21,7 @@ export class TurnAccounts {
   }
 
   /** What the model calls of the work this runs in (see `run`) have used so far. */
-  spent(): Readonly<Spent> | undefined {
+  spent(): Readonly<UsageTotals> | undefined {
     return this.deps.meter?.spent();
   }
 
@@ -51,7 +51,7 @@ export class TurnAccounts {
 }
 
 /** A piece of work's usage as its span shows it (the GenAI conventions' token names, summed over its calls). */
-function spentAttributes(spent: Spent): Attributes {
+function spentAttributes(spent: UsageTotals): Attributes {
   return {
     [GEN_AI.inputTokens]: spent.inputTokens,
     [GEN_AI.outputTokens]: spent.outputTokens,

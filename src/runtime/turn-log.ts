@@ -2,8 +2,8 @@ import type { AgentEvent } from "../core/events.js";
 import { currentTraceId } from "../core/spans.js";
 import type { ThreadKey } from "../core/thread.js";
 import { log } from "../log.js";
+import type { UsageTotals } from "../store/usage.js";
 import type { Inbound } from "./contract.js";
-import type { Spent } from "./metering.js";
 import type { TurnResult } from "./turn.js";
 
 /** Hooks for metrics and logs (issue: operations); all optional. */
@@ -22,7 +22,7 @@ export interface TurnObserver {
  * The one log line of a turn: how it ended, how long it took, its tool calls and tokens,
  * what its model calls cost (`spent`: those with a price), and its trace.
  */
-export function logTurn(key: ThreadKey, result: TurnResult, ms: number, spent?: Readonly<Spent>): void {
+export function logTurn(key: ThreadKey, result: TurnResult, ms: number, spent?: Readonly<UsageTotals>): void {
   // A line that would not be written is not built (a busy bot may log errors only).
   if (!log.isLevelEnabled("info")) return;
   const outcome = result.parked ? "waiting" : result.outcome;

@@ -1,4 +1,3 @@
-import type { Span } from "@opentelemetry/api";
 import { ContextSlot } from "../../core/async-context.js";
 import { log } from "../../log.js";
 import { RateLimitedError } from "../message-ops.js";
@@ -14,7 +13,7 @@ import {
   WriteDropped,
   type WritePlan,
 } from "./write-plan.js";
-import { nameAfterCall, WriteSpan } from "./write-span.js";
+import { inWriteSpan, nameAfterCall, type SpannedWrite } from "./write-span.js";
 
 export type { BucketLimit, BudgetBook, WritePolicy } from "./budgets.js";
 export type { CallOptions, Lane, WriteContext, WritePlan } from "./write-plan.js";
@@ -36,19 +35,14 @@ const TOP_LANES: ReadonlySet<Lane> = new Set(["first", "final"]);
 /** 429s in a row on one write before it is given up. */
 const MAX_LIMITED = 8;
 
-interface Waiting {
+interface Waiting extends SpannedWrite {
   plan: WritePlan<unknown>;
   resolve(value: unknown): void;
   reject(err: unknown): void;
   submitted: number;
-  limited: number;
   seq: number;
   /** When it was last granted; -1 while waiting, or once that grant was refunded. */
   grantedAt: number;
-  /** Told when the write is granted (its span's wait ends there). */
-  onGrant?: () => void;
-  /** The write's span, when traced. */
-  span?: Span;
 }
 
 export interface SchedulerStats {
@@ -103,26 +97,10 @@ export class WriteScheduler {
    * with its wait and the 429s it met.
    */
   run<T>(plan: WritePlan<T>): Promise<T> {
-    const span = WriteSpan.start(this.name, plan.what ?? "write");
-    if (!span) return this.enqueue(plan, () => undefined);
-    let waiting: Waiting | undefined;
-    return this.enqueue(plan, (w) => {
-      waiting = w;
-      w.span = span.span;
-      w.onGrant = () => span.granted();
-    }).then(
-      (value) => {
-        span.end(waiting?.limited ?? 0);
-        return value;
-      },
-      (err: unknown) => {
-        span.end(waiting?.limited ?? 0, err);
-        throw err;
-      },
-    );
+    return inWriteSpan(this.name, plan.what ?? "write", (queued) => this.enqueue(plan, queued));
   }
 
-  private enqueue<T>(plan: WritePlan<T>, queued: (w: Waiting) => void): Promise<T> {
+  private enqueue<T>(plan: WritePlan<T>, queued: (w: SpannedWrite) => void): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       if (plan.signal?.aborted) {
         reject(new WriteDropped(plan.what ?? "write", "cancelled"));

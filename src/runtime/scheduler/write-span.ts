@@ -55,3 +55,39 @@ export function nameAfterCall(ctx: WriteContext, platform: string, method: strin
     span.setAttribute("switchboard.write.method", method);
   } else span.setAttribute("switchboard.write.calls", [...calls]);
 }
+
+/** Where a write in line keeps its span's part: the span, what to tell at its grant, the 429s it met. */
+export interface SpannedWrite {
+  span?: Span;
+  onGrant?: () => void;
+  limited: number;
+}
+
+/**
+ * A write, enqueued by `enqueue`, inside its span (tracing on): `queued` hands the span to
+ * the write in line, and the span ends with the write, its wait and its 429s. With tracing
+ * off, the write as is, with no bookkeeping.
+ */
+export function inWriteSpan<T>(
+  platform: string,
+  what: string,
+  enqueue: (queued: (w: SpannedWrite) => void) => Promise<T>,
+): Promise<T> {
+  const span = WriteSpan.start(platform, what);
+  if (!span) return enqueue(() => undefined);
+  let write: SpannedWrite | undefined;
+  return enqueue((w) => {
+    write = w;
+    w.span = span.span;
+    w.onGrant = () => span.granted();
+  }).then(
+    (value) => {
+      span.end(write?.limited ?? 0);
+      return value;
+    },
+    (err: unknown) => {
+      span.end(write?.limited ?? 0, err);
+      throw err;
+    },
+  );
+}
