@@ -1,6 +1,6 @@
-import { randomBytes } from "node:crypto";
 import type { Tool } from "@modelcontextprotocol/sdk/types.js";
 import { SwitchboardError } from "../core/errors.js";
+import { randomRef } from "../core/random-ref.js";
 import { log } from "../log.js";
 import { type ConnectionOptions, ServerConnection } from "./connection.js";
 import type { ServerAuth } from "./oauth/sign-ins.js";
@@ -195,7 +195,7 @@ export class PerUserServer {
           server: this.name,
           message: `${this.name} works with each person's own account: sign in to it, and I go on.`,
           url: url.href,
-          elicitationId: randomBytes(9).toString("base64url"),
+          elicitationId: randomRef(),
           completed: this.signedInAfter(owner, since, stop.signal),
           mustComplete: true,
           private: true,

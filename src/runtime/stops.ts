@@ -1,6 +1,6 @@
-import { randomBytes } from "node:crypto";
 import type { Config } from "../config.js";
 import { SwitchboardError } from "../core/errors.js";
+import { randomRef } from "../core/random-ref.js";
 import type { ThreadKey } from "../core/thread.js";
 import { log } from "../log.js";
 import { type CallPlace, mayDecide } from "./approvals/policy.js";
@@ -30,7 +30,7 @@ export class RunningTurns {
 
   /** Registers a turn as its thread's running answer; `done` forgets it. */
   track(key: ThreadKey, turn: RunningTurn): { ref: string; done: () => void } {
-    const ref = `st${randomBytes(9).toString("base64url")}`;
+    const ref = `st${randomRef()}`;
     this.byKey.set(key, turn);
     this.refs.set(ref, key);
     return {

@@ -13,6 +13,17 @@ afterEach(async () => {
   await emulator.stop();
 });
 
+describe("Discord's write policy", () => {
+  it("knows the bot's global limit, a channel's message writes and a thread's renames; other buckets are learned", () => {
+    const limit = (bucket: string) => discordWritePolicy.limitOf(bucket, false);
+    expect(limit(GLOBAL)).toEqual({ capacity: 50, windowMs: 1_050 });
+    expect(limit("discord:channel:123")).toEqual({ capacity: 5, windowMs: 5_500 });
+    expect(limit("discord:rename:456")).toEqual({ capacity: 2, windowMs: 600_000 });
+    for (const bucket of ["discord:threads:123", "discord:typing:123", "discord:webhook:abc"])
+      expect(limit(bucket)).toBeUndefined();
+  });
+});
+
 describe("Discord requests through the write scheduler", () => {
   it("gives back the place of a request refused with a global 429: discord.js's retry waits out the 429, not a whole window", async () => {
     // The emulator's second feels busier than the bot's book: requests that left a window

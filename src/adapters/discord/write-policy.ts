@@ -23,7 +23,10 @@ const LIMITS: Record<string, BucketLimit> = {
 
 export const discordWritePolicy: WritePolicy = {
   limitOf(bucket) {
-    return LIMITS[bucket.split(":")[1] ?? ""];
+    // `discord:{kind}` or `discord:{kind}:{id}`, read without splitting (asked at every pick).
+    const from = bucket.indexOf(":") + 1;
+    const to = bucket.indexOf(":", from);
+    return LIMITS[to === -1 ? bucket.slice(from) : bucket.slice(from, to)];
   },
 };
 

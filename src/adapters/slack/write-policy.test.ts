@@ -27,6 +27,36 @@ function calls(s: WriteScheduler, method: string, n: number, at: number[]): Prom
 }
 
 describe("Slack's write policy", () => {
+  it("knows each bucket's limit: per channel, for the workspace, known from the start or once a 429 showed it", () => {
+    const limit = (method: string, params: Record<string, unknown> | undefined, learned: boolean) =>
+      slackBuckets(method, params).map((b) => slackWritePolicy.limitOf(b, learned));
+    const minute = (capacity: number, alone?: true) => ({
+      capacity,
+      windowMs: 61_000,
+      ...(alone && { alone }),
+    });
+    expect(limit("chat.postMessage", { channel: "C1" }, false)).toEqual([{ capacity: 3, windowMs: 3_150 }]);
+    expect(limit("chat.update", { channel: "C1" }, false)).toEqual([undefined, undefined]);
+    expect(limit("chat.update", { channel: "C1" }, true)).toEqual([
+      { capacity: 1, windowMs: 1_050 },
+      minute(50),
+    ]);
+    expect(limit("chat.appendStream", { channel: "C1" }, true)).toEqual([
+      { capacity: 2, windowMs: 1_050 },
+      minute(100),
+    ]);
+    expect(limit("chat.startStream", {}, false)).toEqual([minute(20), minute(20)]);
+    expect(limit("reactions.add", { channel: "C1" }, false)).toEqual([minute(50), minute(20, true)]);
+    expect(limit("reactions.remove", { channel: "C1" }, true)).toEqual([undefined]);
+    expect(limit("agents.sessions.setStatus", { status: "processing" }, false)).toEqual([
+      { capacity: 25, windowMs: 61_000, alone: true },
+      minute(50, true),
+    ]);
+    expect(limit("views.open", {}, false)).toEqual([undefined]);
+    expect(limit("views.open", {}, true)).toEqual([minute(100)]);
+    expect(limit("chat.meMessage", { channel: "C1" }, true)).toEqual([undefined]);
+  });
+
   it("shows :eyes: only while Tier 2 can take it away again, and then takes it away at once", async () => {
     const s = new WriteScheduler(slackWritePolicy);
     const added: number[] = [];

@@ -62,6 +62,18 @@ const LEARNED_WORKSPACE_PER_MINUTE: Record<string, number> = {
  */
 const ALONE = new Set(["reactions.remove", "agents.sessions.setStatus"]);
 
+/** Each method's limit for the whole workspace, one object per method, made once. */
+function perMinuteLimits(perMinute: Record<string, number>): Map<string, BucketLimit> {
+  return new Map(
+    Object.entries(perMinute).map(([method, capacity]) => [
+      method,
+      { capacity, windowMs: MINUTE_MS, ...(ALONE.has(method) && { alone: true }) },
+    ]),
+  );
+}
+const WORKSPACE_LIMITS = perMinuteLimits(WORKSPACE_PER_MINUTE);
+const LEARNED_WORKSPACE_LIMITS = perMinuteLimits(LEARNED_WORKSPACE_PER_MINUTE);
+
 /** Agent sessions' starts: half of `agents.sessions.setStatus`'s minute, the other half left to their ends. */
 const SESSION_STARTS = "slack:agents.sessions.setStatus:starts";
 const SESSION_STARTS_LIMIT: BucketLimit = { capacity: 25, windowMs: MINUTE_MS, alone: true };
@@ -125,15 +137,16 @@ export function slackBuckets(method: string, params: Record<string, unknown> | u
 export const slackWritePolicy: WritePolicy = {
   limitOf(bucket, learned) {
     if (bucket === SESSION_STARTS) return SESSION_STARTS_LIMIT;
-    const [, method = "", channel] = bucket.split(":");
-    if (channel !== undefined) {
-      const c = PER_CHANNEL[method];
+    // `slack:{method}` or `slack:{method}:{channel}`, read without splitting: the
+    // scheduler asks at every pick, several times a write.
+    const from = bucket.indexOf(":") + 1;
+    const to = bucket.indexOf(":", from);
+    if (to !== -1) {
+      const c = PER_CHANNEL[bucket.slice(from, to)];
       return learned ? c?.learned : c?.known;
     }
-    const known = WORKSPACE_PER_MINUTE[method];
-    const perMinute = known ?? (learned ? LEARNED_WORKSPACE_PER_MINUTE[method] : undefined);
-    if (perMinute === undefined) return undefined;
-    return { capacity: perMinute, windowMs: MINUTE_MS, ...(ALONE.has(method) && { alone: true }) };
+    const method = bucket.slice(from);
+    return WORKSPACE_LIMITS.get(method) ?? (learned ? LEARNED_WORKSPACE_LIMITS.get(method) : undefined);
   },
 };
 

@@ -172,19 +172,25 @@ function readNodeBody(body: Readable, parser: SseParser, decoder: Utf8Pieces): P
         return false;
       }
     };
-    const onData = AsyncResource.bind((chunk: Buffer) => {
+    // One resource for both handlers, entered at each call: AsyncResource.bind makes a
+    // resource per function and, on Node 20, two deprecation wrappers for its
+    // `asyncResource` property, 10 µs a call in a loop and 60 µs amid other work.
+    const reader = new AsyncResource("SseReader");
+    const read = (chunk: Buffer) => {
       if (settled) return;
       if (!push(decoder.write(chunk))) body.destroy();
       else if (parser.stopped) {
         settle();
         body.destroy();
       }
-    });
-    const onEnd = AsyncResource.bind((error?: Error | null) => {
+    };
+    const ended = (error?: Error | null) => {
       if (settled) return;
       if (error) settle(error);
       else if (push(decoder.end())) settle();
-    });
+    };
+    const onData = (chunk: Buffer) => reader.runInAsyncScope(read, undefined, chunk);
+    const onEnd = (error?: Error | null) => reader.runInAsyncScope(ended, undefined, error);
     body.on("data", onData);
     finished(body, { writable: false }, onEnd);
   });

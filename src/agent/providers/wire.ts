@@ -1,5 +1,5 @@
-import { randomBytes } from "node:crypto";
 import type { ToolCall, UserMessage } from "../../core/messages.js";
+import { randomRef } from "../../core/random-ref.js";
 
 /** Small pieces of wire translation that every provider shares. */
 
@@ -19,7 +19,7 @@ export function parseArguments(raw: string): Pick<ToolCall, "arguments" | "inval
 
 /** For calls whose id the model or server did not supply. */
 export function newCallId(): string {
-  return `call_${randomBytes(9).toString("base64url")}`;
+  return `call_${randomRef()}`;
 }
 
 /**

@@ -1,6 +1,6 @@
-import { randomBytes } from "node:crypto";
 import type { Config } from "../../config.js";
 import type { PendingStep, Verdict } from "../../core/messages.js";
+import { randomRef } from "../../core/random-ref.js";
 import type { ThreadKey } from "../../core/thread.js";
 import { log } from "../../log.js";
 import type { ApprovalBook, ApprovalRecord, Decision, DecisionKind } from "../../store/approvals.js";
@@ -67,7 +67,7 @@ export class ApprovalDesk {
       const call = calls.get(callId);
       const { server, tool } = ctx.toolOf(call?.name ?? "unknown");
       return {
-        ref: `ap${randomBytes(9).toString("base64url")}`,
+        ref: `ap${randomRef()}`,
         key: record.key,
         callId,
         server,

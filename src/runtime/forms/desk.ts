@@ -1,6 +1,6 @@
-import { randomBytes } from "node:crypto";
 import type { Config } from "../../config.js";
 import { checkForm, type FormField, type FormValues, type FormView, formParts } from "../../core/forms.js";
+import { randomRef } from "../../core/random-ref.js";
 import type { Platform, ThreadKey } from "../../core/thread.js";
 import { log } from "../../log.js";
 import type { Elicit, ElicitationAnswer, ElicitationRequest } from "../../mcp/types.js";
@@ -71,7 +71,7 @@ export class FormDesk {
     const { book } = this.deps;
     const now = Date.now();
     const record: FormRecord = {
-      ref: `fm${randomBytes(9).toString("base64url")}`,
+      ref: `fm${randomRef()}`,
       key: place.key,
       server: request.server,
       mode: request.mode,
