@@ -33,9 +33,12 @@ export const tracedCall: TapFor = (req, provider): StreamTap | undefined => {
       } else if (event.type === "stop") span.setAttribute(GEN_AI.finishReasons, [event.reason]);
     },
     end(err) {
-      if (err === undefined)
-        span.setAttributes({ [GEN_AI.inputTokens]: input, [GEN_AI.outputTokens]: output });
-      else {
+      // Set one by one: an object with computed keys, made to be read once, was the
+      // dearest line of tracing's own code in the tracing benchmark's V8 profile.
+      if (err === undefined) {
+        span.setAttribute(GEN_AI.inputTokens, input);
+        span.setAttribute(GEN_AI.outputTokens, output);
+      } else {
         span.recordException(err as Error);
         span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error)?.message });
         span.setAttribute("error.type", (err as { code?: string })?.code ?? "error");
