@@ -1,4 +1,4 @@
-import { type Context, context, ROOT_CONTEXT, trace } from "@opentelemetry/api";
+import { type Context, context, trace } from "@opentelemetry/api";
 import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
 import { OTLPTraceExporter as JsonTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
 import { OTLPExporterBase, type OTLPExporterNodeConfigBase } from "@opentelemetry/otlp-exporter-base";
@@ -15,6 +15,7 @@ import { useTracer, VERSION } from "../core/spans.js";
 import { safeAddress } from "../core/unreachable.js";
 import { log, registerSecret } from "../log.js";
 import { BatchedTracerProvider } from "./batched-tracer.js";
+import { LinkedContext } from "./linked-context.js";
 import { encodeTraceRequest } from "./otlp-span-encoder.js";
 import { samplerFrom } from "./trace-sampler.js";
 
@@ -163,7 +164,7 @@ class SlotContextManager extends AsyncLocalStorageContextManager {
   private readonly slot = new ContextSlot<Context>("opentelemetry");
 
   override active(): Context {
-    return this.slot.get() ?? ROOT_CONTEXT;
+    return this.slot.get() ?? LinkedContext.ROOT;
   }
 
   override with<A extends unknown[], F extends (...args: A) => ReturnType<F>>(
