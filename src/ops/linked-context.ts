@@ -15,7 +15,7 @@ const MAX_DEPTH = 32;
 
 export class LinkedContext implements Context {
   /** The empty context: what is active when nothing set one. */
-  static readonly ROOT: Context = new LinkedContext(undefined, undefined, undefined, 0);
+  static readonly ROOT = new LinkedContext(undefined, undefined, undefined, 0);
 
   private constructor(
     private readonly parent: LinkedContext | undefined,
@@ -43,7 +43,7 @@ export class LinkedContext implements Context {
     const latest = new Map<symbol, unknown>([[key, value]]);
     for (let at: LinkedContext | undefined = this; at; at = at.parent)
       if (at.key !== undefined && !latest.has(at.key)) latest.set(at.key, at.value);
-    let flat = LinkedContext.ROOT as LinkedContext;
+    let flat = LinkedContext.ROOT;
     for (const [k, v] of latest) if (v !== undefined) flat = new LinkedContext(flat, k, v, flat.depth + 1);
     return flat;
   }
