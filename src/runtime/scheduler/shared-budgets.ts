@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
+import { setTimeout as sleep } from "node:timers/promises";
 import { log } from "../../log.js";
-import type { StateStore } from "../../store/state.js";
+import type { Lease, StateStore } from "../../store/state.js";
 import {
   type BucketLimit,
   type BucketView,
@@ -26,6 +27,15 @@ const CLAIM_TTL_MS = 4 * BUDGET_SYNC_MS;
 const CLAIM_RETRY_MS = 10;
 /** A long window asked for within this long is still wanted: claimed at each sync. */
 const WANTED_MS = 2 * BUDGET_SYNC_MS;
+/**
+ * How long the claim lock is held at most: a read, a few sums and a write take
+ * milliseconds, so only a process that stopped while holding it makes the others wait
+ * this long, and only for their claims.
+ */
+const CLAIM_LOCK_MS = 2_000;
+/** Tries for the claim lock per sync, a few ms apart; then this sync claims nothing. */
+const CLAIM_LOCK_TRIES = 5;
+const CLAIM_LOCK_RETRY_MS = 4;
 
 /** What one process spent and paused lately, as the others read it. */
 interface BudgetRecord {
@@ -54,7 +64,10 @@ interface BudgetRecord {
  * sync, and the platform's 429 then pauses the bucket for both. A long window's slot (a
  * Slack tier's minute) does not come back for a minute, so there a process grants only
  * what it claimed: at each sync it reads the others' records, takes its share of what
- * their writes and their claims leave, and publishes that claim with its own writes.
+ * their writes and their claims leave, and publishes that claim with its own writes,
+ * holding the store's claim lock from the read to the write. Without it, replicas syncing
+ * at the same moment each read the others' records before the others' new writes and
+ * claims were in them, and together granted more of a minute than it holds.
  */
 export class SharedBudgets extends LocalBudgets {
   private readonly owner = randomUUID();
@@ -146,9 +159,10 @@ export class SharedBudgets extends LocalBudgets {
   private waitForClaim(key: string, limit: BucketLimit, mine: number, now: number): number {
     const since = this.wanted.get(key);
     this.wanted.set(key, now);
-    // Newly wanted: claimed now rather than at the next tick.
+    // Newly wanted: claimed now rather than at the next tick; a sync already under way
+    // may have decided not to claim before this write wanted anything, so one follows it.
     const fresh = since === undefined || since < now - WANTED_MS;
-    if (fresh) void this.sync();
+    if (fresh) void (this.syncing ? this.syncing.then(() => this.sync()) : this.sync());
     if (mine < (this.claimed.get(key) ?? 0)) return 0;
     if (mine === 0 && this.left(key, limit, now) >= 2 * this.sharing) return 0;
     if (fresh || this.syncing) return CLAIM_RETRY_MS;
@@ -213,10 +227,29 @@ export class SharedBudgets extends LocalBudgets {
 
   /**
    * Reads the others' records, computes this process's shares from them, then publishes
-   * its own record with its claims: in that order, a claim is counted by every process
-   * that reads after it, and nobody's share counts on slots another has claimed.
+   * its own record with its claims: in that order, and under the claim lock while it
+   * claims, a claim is counted by every process that reads after it, and nobody's share
+   * counts on slots another has claimed.
    */
   private async exchange(): Promise<void> {
+    const lease = this.stillWanted(Date.now()) ? await this.claimLock() : undefined;
+    try {
+      await this.readAndPublish(lease !== undefined);
+    } finally {
+      if (lease) await this.state.releaseLock(lease).catch(() => undefined);
+    }
+  }
+
+  /** The claim lock, or undefined when another process kept it through every try. */
+  private async claimLock(): Promise<Lease | undefined> {
+    for (let attempt = 1; ; attempt++) {
+      const lease = await this.state.acquireLock(`budget-claims:${this.name}`, CLAIM_LOCK_MS, this.owner);
+      if (lease || attempt === CLAIM_LOCK_TRIES) return lease;
+      await sleep(CLAIM_LOCK_RETRY_MS * attempt);
+    }
+  }
+
+  private async readAndPublish(mayClaim: boolean): Promise<void> {
     const list = `budgets:${this.name}`;
     const members = (await this.state.listMembers(list)).filter((m) => m !== this.owner);
     const records = await Promise.all(members.map((m) => this.state.get<BudgetRecord>(this.recordKey(m))));
@@ -256,7 +289,8 @@ export class SharedBudgets extends LocalBudgets {
     // writes the record lists are one moment's.
     this.granted = new Map();
     this.allowance = this.allowances(now);
-    this.claimed = this.claims(now);
+    // Without the lock, whatever this process claimed before is withdrawn, not renewed.
+    this.claimed = mayClaim ? this.claims(now) : new Map();
     const claiming = this.claimed.size > 0;
     // Also published now and then while idle, so that its record (and its place in the shares) lives on.
     if (this.dirty || claiming || this.publishedClaims || now - this.publishedAt > RECORD_TTL_MS / 2) {
@@ -287,14 +321,16 @@ export class SharedBudgets extends LocalBudgets {
     return out;
   }
 
+  /** Whether a write here wanted a long window lately (those no longer wanted are forgotten). */
+  private stillWanted(now: number): boolean {
+    for (const [key, at] of this.wanted) if (at < now - WANTED_MS) this.wanted.delete(key);
+    return this.wanted.size > 0;
+  }
+
   /** Each long window that a write here wanted lately: its share of what the others left unclaimed. */
   private claims(now: number): Map<string, number> {
     const out = new Map<string, number>();
-    for (const [key, at] of this.wanted) {
-      if (at < now - WANTED_MS) {
-        this.wanted.delete(key);
-        continue;
-      }
+    for (const key of this.wanted.keys()) {
       const limit = this.limitFor(key);
       if (!limit) continue;
       const share = this.share(limit, this.left(key, limit, now), now);
