@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { openAiToolRefusal } from "../../test/emulators/llm/tools.js";
 import { checkArguments, toProviderSchema } from "./schema.js";
 
 const item = {
@@ -78,6 +79,40 @@ describe("provider schemas", () => {
       properties: { $schema: { type: "string" }, definitions: { type: "number" } },
     });
     expect(out.properties).toEqual({ $schema: { type: "string" }, definitions: { type: "number" } });
+  });
+
+  it("gives every array items, which OpenAI refuses a tool without, and keeps data as it is", () => {
+    const schema = {
+      $schema: "https://json-schema.org/draft/2020-12/schema",
+      type: "object",
+      properties: {
+        command: { type: "array", description: "argv" },
+        either: { type: ["string", "array"] },
+        pair: { type: "array", prefixItems: [{ type: "string" }, { type: "integer" }] },
+        nested: { type: "object", properties: { tags: { $ref: "#/$defs/Tags" } } },
+        listed: { type: "array", items: { type: "array" } },
+        choice: { anyOf: [{ type: "array" }, { type: "null" }] },
+        data: { type: "object", default: { type: "array" }, examples: [{ type: "array" }] },
+      },
+      $defs: { Tags: { type: "array", description: "tags" } },
+    };
+    const tool = (parameters: unknown) => [{ type: "function", function: { name: "k8s__exec", parameters } }];
+    // What the server sent, as it is, is refused; the provider copy is not.
+    expect(openAiToolRefusal(tool(schema))?.code).toBe("invalid_function_parameters");
+    const out = toProviderSchema(schema);
+    expect(openAiToolRefusal(tool(out))).toBeUndefined();
+    const props = out.properties as Record<string, Record<string, unknown>>;
+    expect(props.command).toEqual({ type: "array", description: "argv", items: {} });
+    expect(props.either).toEqual({ type: ["string", "array"], items: {} });
+    expect(props.pair?.items).toEqual({ anyOf: [{ type: "string" }, { type: "integer" }] });
+    expect(props.nested).toEqual({
+      type: "object",
+      properties: { tags: { type: "array", description: "tags", items: {} } },
+    });
+    expect(props.listed).toEqual({ type: "array", items: { type: "array", items: {} } });
+    expect(props.choice).toEqual({ anyOf: [{ type: "array", items: {} }, { type: "null" }] });
+    // Defaults and examples are values, not schemas.
+    expect(props.data).toEqual(schema.properties.data);
   });
 
   it("does not change the schema it was given", () => {

@@ -19,6 +19,8 @@ interface Walk {
 /** Keywords whose values are sub-schemas, so that `properties` names are never taken for keywords. */
 const SCHEMA_MAPS = new Set(["properties", "patternProperties", "dependentSchemas"]);
 const DROPPED = new Set(["$schema", "$defs", "definitions", "$id", "$anchor", "$comment"]);
+/** Keywords whose values are data, not schemas: copied as they are. */
+const LITERALS = new Set(["enum", "const", "default", "examples"]);
 
 function pointer(root: Json, ref: string): unknown {
   if (ref === "#") return root;
@@ -62,7 +64,9 @@ function stripped(node: Json, walk: Walk, seen: readonly string[], depth: number
   const out: Json = {};
   for (const [key, value] of Object.entries(node)) {
     if (DROPPED.has(key)) continue;
-    if (SCHEMA_MAPS.has(key) && isObject(value)) {
+    if (LITERALS.has(key)) {
+      out[key] = value;
+    } else if (SCHEMA_MAPS.has(key) && isObject(value)) {
       out[key] = Object.fromEntries(
         Object.entries(value).map(([k, v]) => [k, inline(v, walk, seen, depth + 1)]),
       );
@@ -72,7 +76,21 @@ function stripped(node: Json, walk: Walk, seen: readonly string[], depth: number
       out[key] = value;
     }
   }
-  return out;
+  return withItems(out);
+}
+
+/**
+ * An array schema with `items`: OpenAI refuses a tool whose schema has an array without
+ * them anywhere ("array schema missing items"), and MCP servers ship such schemas (a bare
+ * `{"type": "array"}`, or a 2020-12 tuple of `prefixItems` alone). Any item, or any of
+ * the tuple's, is what those schemas allow.
+ */
+function withItems(node: Json): Json {
+  const { type } = node;
+  const array = type === "array" || (Array.isArray(type) && type.includes("array"));
+  if (!array || "items" in node) return node;
+  const tuple = Array.isArray(node.prefixItems) ? node.prefixItems.filter(isObject) : [];
+  return { ...node, items: tuple.length > 0 ? { anyOf: tuple } : {} };
 }
 
 /** `anyOf`/`oneOf`/`allOf` at the top level: OpenAI refuses them, so their properties are merged. */

@@ -27,6 +27,7 @@ import {
   writeOpenAiReply,
 } from "./openai.js";
 import { echoTurn, planReply } from "./script.js";
+import { anthropicToolRefusal, openAiToolRefusal } from "./tools.js";
 import { isCutTurn, isErrorTurn, type RecordedRequest, type Responder, type ScriptedTurn } from "./types.js";
 import { readBody } from "./wire.js";
 
@@ -190,6 +191,13 @@ export class LlmEmulator {
         ? recordOpenAi(bodyRecord, req.headers)
         : recordAnthropic(bodyRecord, req.headers);
     if (typeof recorded === "string") return sendError(res, protocol, 400, recorded);
+    const refusal =
+      protocol === "openai" ? openAiToolRefusal(bodyRecord.tools) : anthropicToolRefusal(bodyRecord.tools);
+    if (refusal) {
+      if (protocol === "openai")
+        return sendOpenAiError(res, 400, refusal.message, undefined, refusal.code, refusal.param);
+      return sendAnthropicError(res, 400, refusal.message);
+    }
     recorded.receivedAt = Date.now();
     this.requests.push(recorded);
     // The client hung up before the answer was complete (an aborted request, a Stop).

@@ -414,6 +414,79 @@ describe("context windows, as strict as the providers", () => {
     expect(ok.choices[0]?.message.content).toBe("kept for the next request");
   });
 
+  it("refuses tools the real APIs refuse: an array without items (OpenAI), a name outside the pattern (both)", async () => {
+    const fn = (name: string, parameters: Record<string, unknown>) => ({
+      type: "function" as const,
+      function: { name, parameters },
+    });
+    const nested = {
+      type: "object",
+      properties: {
+        filter: { type: "object", properties: { tags: { type: "array", description: "tags" } } },
+      },
+    };
+    const refused = await openai()
+      .chat.completions.create({
+        model: "gpt-4o",
+        messages: user("hi"),
+        tools: [fn("ok", {}), fn("k8s__exec", nested)],
+      })
+      .catch((x: unknown) => x);
+    expect(refused).toBeInstanceOf(OpenAI.BadRequestError);
+    expect(refused).toMatchObject({
+      status: 400,
+      code: "invalid_function_parameters",
+      param: "tools[1].function.parameters",
+    });
+    expect((refused as Error).message).toContain(
+      "Invalid schema for function 'k8s__exec': In context=('properties', 'filter', 'properties', 'tags'), array schema missing items.",
+    );
+    // A type list that allows an array needs items too; with them both pass.
+    const union = { type: "object", properties: { x: { type: ["string", "array"] } } };
+    await expect(
+      openai().chat.completions.create({ model: "gpt-4o", messages: user("hi"), tools: [fn("u", union)] }),
+    ).rejects.toThrow("In context=('properties', 'x', 'type', '1'), array schema missing items.");
+    emu.enqueue({ text: "fine" });
+    const withItems = { type: "object", properties: { x: { type: ["string", "array"], items: {} } } };
+    const ok = await openai().chat.completions.create({
+      model: "gpt-4o",
+      messages: user("hi"),
+      tools: [fn("u", withItems)],
+    });
+    expect(ok.choices[0]?.message.content).toBe("fine");
+    await expect(
+      openai().chat.completions.create({
+        model: "gpt-4o",
+        messages: user("hi"),
+        tools: [fn("files.read", {})],
+      }),
+    ).rejects.toMatchObject({ status: 400, code: "invalid_value", param: "tools[0].function.name" });
+    await expect(
+      openai().chat.completions.create({
+        model: "gpt-4o",
+        messages: user("hi"),
+        tools: [fn("x".repeat(65), {})],
+      }),
+    ).rejects.toMatchObject({ status: 400, code: "string_above_max_length" });
+    // Anthropic takes an array without items, not a name with a dot.
+    emu.enqueue({ text: "fine" });
+    const a = await anthropic().messages.create({
+      model: "claude-sonnet-4-5",
+      max_tokens: 100,
+      messages: user("hi"),
+      tools: [{ name: "k8s__exec", input_schema: nested as Anthropic.Tool.InputSchema }],
+    });
+    expect(a.content[0]).toMatchObject({ type: "text", text: "fine" });
+    await expect(
+      anthropic().messages.create({
+        model: "claude-sonnet-4-5",
+        max_tokens: 100,
+        messages: user("hi"),
+        tools: [{ ...weatherTool, name: "weather.get" }],
+      }),
+    ).rejects.toMatchObject({ status: 400, type: "invalid_request_error" });
+  });
+
   it("refuses an Anthropic prompt longer than the model's window with 400 invalid_request_error 'prompt is too long'", async () => {
     const e = await strict({ "claude-sonnet-5-5": 1_000 });
     const client = new Anthropic({ apiKey: "k", baseURL: e.anthropicBaseUrl, maxRetries: 2 });
