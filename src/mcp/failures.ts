@@ -82,6 +82,11 @@ export function describeCallFailure(err: unknown, timeoutMs: number, aborted: bo
     }
     return { kind: "server", text: `The server answered with an error: ${scrub(err.message)}` };
   }
+  // An HTTP status is the server's (or its proxy's) answer to this one request: the
+  // session lives on, and so do the other calls on it. Only 404 says the session is gone.
+  if (err instanceof StreamableHTTPError && err.code !== undefined && err.code !== 404) {
+    return { kind: "server", text: httpRefusal(err.code, messageOf(err)) };
+  }
   if (err instanceof StreamableHTTPError || err instanceof TypeError) {
     return {
       kind: "connection",
@@ -89,4 +94,15 @@ export function describeCallFailure(err: unknown, timeoutMs: number, aborted: bo
     };
   }
   return { kind: "server", text: `The call failed: ${scrub(messageOf(err))}` };
+}
+
+function httpRefusal(status: number, message: string): string {
+  if (status === 429) {
+    return "The tool's server is limiting how often it may be called (HTTP 429). Wait a little before calling it again.";
+  }
+  if (status >= 500) {
+    return `The tool's server failed to answer this call (HTTP ${status}). It may work if tried again in a moment.`;
+  }
+  const what = status > 0 ? `HTTP ${status}` : "an answer that is not MCP";
+  return `The tool's server refused the call (${what}): ${scrub(message).slice(0, 300)}`;
 }

@@ -1,4 +1,6 @@
 import type { ChildProcess } from "node:child_process";
+import { createServer, request, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { McpHub } from "./hub.js";
 import { freePort, startEverythingHttp, stopChild } from "./testkit.js";
@@ -116,6 +118,73 @@ describe("a streamable HTTP server that is not up yet when the bot starts", () =
     } finally {
       await hub.close();
       if (server) await stopChild(server.child);
+    }
+  }, 30_000);
+});
+
+/**
+ * A reverse proxy on 127.0.0.1 in front of the server, as a gateway would stand: it
+ * answers any request whose body holds `failWith:NNN` with that status itself, and passes
+ * everything else through, streams included.
+ */
+async function failingProxy(target: string): Promise<{ server: Server; url: string }> {
+  const to = new URL(target);
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      const body = Buffer.concat(chunks);
+      const fail = /failWith:(\d{3})/.exec(body.toString());
+      if (fail) {
+        res.writeHead(Number(fail[1]), { "content-type": "text/plain" }).end("the gateway gave up");
+        return;
+      }
+      const upstream = request(
+        { host: to.hostname, port: to.port, path: req.url, method: req.method, headers: req.headers },
+        (answer) => {
+          res.writeHead(answer.statusCode ?? 502, answer.headers);
+          answer.pipe(res);
+        },
+      );
+      upstream.on("error", () => res.destroy());
+      upstream.end(body);
+    });
+  });
+  await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
+  return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp` };
+}
+
+describe("a streamable HTTP server whose gateway fails one request", () => {
+  it("fails only that call, with its status, and keeps the session and the other calls on it", async () => {
+    const backend = await startEverythingHttp();
+    const proxy = await failingProxy(backend.url);
+    const hub = await McpHub.start(
+      [{ name: "gw", transport: "http", url: proxy.url, headers: {}, disabled: false }],
+      options,
+    );
+    try {
+      expect(hub.status()[0]?.state).toBe("connected");
+      // A call that takes a while is under way when another is refused by the gateway.
+      const long = hub.call("gw__trigger-long-running-operation", { duration: 1.5, steps: 3 });
+      await new Promise((r) => setTimeout(r, 300));
+      const refused = await hub.call("gw__echo", { message: "failWith:502" });
+      expect(refused.ok).toBe(false);
+      expect(refused.text).toContain("HTTP 502");
+      expect(refused.text).not.toContain("could not be reached");
+      const limited = await hub.call("gw__echo", { message: "failWith:429" });
+      expect(limited.text).toContain("HTTP 429");
+      const bad = await hub.call("gw__echo", { message: "failWith:413" });
+      expect(bad.text).toContain("HTTP 413");
+      expect(hub.status()[0]?.state).toBe("connected");
+      expect(await long).toMatchObject({ ok: true });
+      expect(await hub.call("gw__echo", { message: "still here" })).toMatchObject({
+        ok: true,
+        text: "Echo: still here",
+      });
+    } finally {
+      await hub.close();
+      await new Promise((done) => proxy.server.close(done));
+      await stopChild(backend.child);
     }
   }, 30_000);
 });
