@@ -173,6 +173,24 @@ describe("argument checks", () => {
     expect(checkArguments("t__tags", schema, { tags: [1] })).toContain('"tags[0]" must be string');
   });
 
+  it("checks a schema with an $id again after a catalog refresh brings it anew", () => {
+    const version = (required: string[]) => ({
+      $id: "https://tools.example/schemas/deploy.json",
+      type: "object",
+      properties: { service: { type: "string" }, region: { type: "string" } },
+      required,
+    });
+    expect(checkArguments("ops__deploy", version(["service"]), {})).toContain(
+      'missing required argument "service"',
+    );
+    // The server restarted with a new version of the same schema.
+    const refreshed = version(["service", "region"]);
+    expect(checkArguments("ops__deploy", refreshed, { service: "api" })).toContain(
+      'missing required argument "region"',
+    );
+    expect(checkArguments("ops__deploy", refreshed, { service: "api", region: "eu" })).toBeUndefined();
+  });
+
   it("lets every call through when the schema cannot be compiled, leaving the check to the server", () => {
     expect(
       checkArguments("t__bad", { type: "object", properties: { a: { type: "nonsense" } } }, { a: 1 }),

@@ -149,6 +149,11 @@ function compile(schema: Json): ValidateFunction | undefined {
     return engine.compile(rest);
   } catch {
     return undefined;
+  } finally {
+    // Ajv keeps every schema it compiled, and registers its `$id`: a tool's schema comes
+    // anew with each reconnect or catalog change, so kept it would grow for the life of
+    // the process, and the next schema with the same `$id` would not compile at all.
+    engine.removeSchema(rest);
   }
 }
 

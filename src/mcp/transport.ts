@@ -9,6 +9,7 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { Prompt, Tool } from "@modelcontextprotocol/sdk/types.js";
 import type { ServerConfig, StdioServerConfig } from "./servers.js";
+import { stderrLines } from "./stderr-tail.js";
 
 export type McpTransport = StdioClientTransport | StreamableHTTPClientTransport;
 
@@ -33,12 +34,7 @@ export function createTransport(
     ...(config.cwd !== undefined && { cwd: config.cwd }),
     stderr: "pipe",
   });
-  let partial = "";
-  transport.stderr?.on("data", (chunk: Buffer) => {
-    const lines = (partial + chunk.toString("utf8")).split("\n");
-    partial = lines.pop() ?? "";
-    for (const line of lines) onStderrLine(line);
-  });
+  transport.stderr?.on("data", stderrLines(onStderrLine));
   return transport;
 }
 
