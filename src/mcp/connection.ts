@@ -10,6 +10,7 @@ import type {
 import { log } from "../log.js";
 import { DeadlineError, seconds, withDeadline } from "../signals.js";
 import { retryDelay } from "./backoff.js";
+import { CallDeadline } from "./call-deadline.js";
 import {
   type Asker,
   answerElicitations,
@@ -31,7 +32,7 @@ import {
   servableTools,
   watchExit,
 } from "./transport.js";
-import type { ServerState, ServerStatus, ToolCallOptions } from "./types.js";
+import type { Elicit, ServerState, ServerStatus, ToolCallOptions } from "./types.js";
 
 export interface ConnectionOptions {
   connectTimeoutMs: number;
@@ -52,6 +53,8 @@ export type CallAnswer = { result: CallToolResult } | { failure: CallFailure };
 const STABLE_MS = 30_000;
 /** Progress resets the timeout, so a chatty tool is still bounded by this many timeouts in total. */
 const MAX_TOTAL_TIMEOUTS = 10;
+/** Longer than any call may run: the SDK's default timeout (60 s) would otherwise apply. */
+const NO_SDK_TIMEOUT_MS = 2 ** 31 - 1;
 
 /** One MCP server: connect, tools, calls, death, and attempts again with back-off until it is back. */
 export class ServerConnection {
@@ -158,29 +161,41 @@ export class ServerConnection {
       return { failure: { kind: "connection", text: `The server "${this.name}" is unavailable: ${why}` } };
     }
     const onProgress = opts.onProgress;
-    const asker: Asker | undefined = opts.elicit && {
-      elicit: opts.elicit,
+    const deadline = new CallDeadline(timeoutMs, timeoutMs * MAX_TOTAL_TIMEOUTS);
+    // Ends when the call does, however it ends: a question still open to its person is withdrawn.
+    const over = new AbortController();
+    const userElicit = opts.elicit;
+    const elicit: Elicit | undefined =
+      userElicit &&
+      ((question, signal) => deadline.during(userElicit(question, AbortSignal.any([signal, over.signal]))));
+    const asker: Asker | undefined = elicit && {
+      elicit,
       conversation: opts.conversation ?? "",
       startedAt: Date.now(),
     };
     if (asker) session.askers.add(asker);
+    const signal = opts.signal ? AbortSignal.any([opts.signal, deadline.signal]) : deadline.signal;
     const callTool = () =>
       session.client.callTool({ name: tool, arguments: args }, undefined, {
-        timeout: timeoutMs,
-        resetTimeoutOnProgress: true,
-        maxTotalTimeout: timeoutMs * MAX_TOTAL_TIMEOUTS,
-        ...(opts.signal && { signal: opts.signal }),
-        ...(onProgress && {
-          onprogress: (p) => {
-            try {
-              onProgress({ progress: p.progress, total: p.total, message: p.message });
-            } catch (err) {
-              log.warn({ err, server: this.name, tool }, "progress listener threw");
-            }
-          },
-        }),
+        // The deadline above is the call's timeout; the SDK's own would run on through a form.
+        timeout: NO_SDK_TIMEOUT_MS,
+        signal,
+        onprogress: (p) => {
+          deadline.renew();
+          if (!onProgress) return;
+          try {
+            onProgress({ progress: p.progress, total: p.total, message: p.message });
+          } catch (err) {
+            log.warn({ err, server: this.name, tool }, "progress listener threw");
+          }
+        },
       });
-    const request = withUrlPrerequisites(callTool, opts, this.name, session.completions);
+    const request = withUrlPrerequisites(
+      callTool,
+      { ...(elicit && { elicit }), ...(opts.signal && { signal: opts.signal }) },
+      this.name,
+      session.completions,
+    );
     let wake: (reason: string) => void = () => {};
     const lost = new Promise<CallAnswer>((resolve) => {
       wake = (reason) =>
@@ -201,6 +216,8 @@ export class ServerConnection {
       ),
       lost,
     ]).finally(() => {
+      deadline.dispose();
+      over.abort();
       session.waiting.delete(wake);
       if (asker) session.askers.delete(asker);
     });
