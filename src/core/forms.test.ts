@@ -117,6 +117,50 @@ describe("checking a submitted form", () => {
     });
   });
 
+  it("reads numbers as written in English, and refuses what only looks like one", () => {
+    const n = field({ kind: "number", label: "N" });
+    const one = (text: string) => checkForm([n], { f_number: text });
+    expect(one("1,000.5")).toEqual({ ok: true, content: { number: 1000.5 } });
+    expect(one("-.5")).toEqual({ ok: true, content: { number: -0.5 } });
+    expect(one("2e3")).toEqual({ ok: true, content: { number: 2000 } });
+    for (const text of ["2,5", "1,00"])
+      expect(one(text), text).toEqual({
+        ok: false,
+        errors: { f_number: "N: enter a number, with a point for decimals (like 2.5)." },
+      });
+    for (const text of ["0x10", "1,0000", "Infinity", "1_000", "12abc", "+", "."])
+      expect(one(text), text).toEqual({ ok: false, errors: { f_number: "N: enter a number." } });
+  });
+
+  it("sends a date and time with seconds and a zone, UTC unless one was typed", () => {
+    const at = field({ kind: "datetime", label: "When" });
+    const one = (text: string) => checkForm([at], { f_datetime: text });
+    expect(one("2026-01-31 09:30")).toEqual({ ok: true, content: { datetime: "2026-01-31T09:30:00Z" } });
+    expect(one("2026-01-31T09:30")).toEqual({ ok: true, content: { datetime: "2026-01-31T09:30:00Z" } });
+    expect(one("2026-01-31T09:30:15.250Z")).toEqual({
+      ok: true,
+      content: { datetime: "2026-01-31T09:30:15.250Z" },
+    });
+    expect(one("2026-01-31 09:30 +0100")).toEqual({
+      ok: true,
+      content: { datetime: "2026-01-31T09:30:00+01:00" },
+    });
+    expect(one("2026-01-31 09:30 utc")).toEqual({ ok: true, content: { datetime: "2026-01-31T09:30:00Z" } });
+    for (const text of [
+      "2026-02-30 09:30",
+      "2026-01-31 24:00",
+      "2026-01-31",
+      "31/01/2026 09:30",
+      "2026-01-31 09:30+25:00",
+    ])
+      expect(one(text), text).toEqual({
+        ok: false,
+        errors: {
+          f_datetime: "When: enter a date and time in UTC as YYYY-MM-DD HH:MM, like 2026-01-31 09:30.",
+        },
+      });
+  });
+
   it("splits fields into parts of a platform's size", () => {
     const fields = Array.from({ length: 11 }, (_, i) => field({ kind: "text", id: `f${i}`, name: `n${i}` }));
     expect(formParts(fields, 5).map((p) => p.length)).toEqual([5, 5, 1]);

@@ -109,10 +109,10 @@ function checkField(field: FormField, raw: string | string[] | undefined): Field
         : { error: "enter a web address starting with https://." };
     case "date":
       return isDate(text) ? { value: text } : { error: "enter a date as YYYY-MM-DD, like 2026-01-31." };
-    case "datetime":
-      return Number.isNaN(Date.parse(text)) || !/^\d{4}-\d{2}-\d{2}T/.test(text)
-        ? { error: "enter a date and time as YYYY-MM-DDTHH:MM, like 2026-01-31T09:30." }
-        : { value: text };
+    case "datetime": {
+      const at = toDateTime(text);
+      return at ? { value: at } : { error: `enter a ${DATETIME_HINT}.` };
+    }
     case "number":
     case "integer":
       return checkNumber(field, text);
@@ -133,10 +133,21 @@ function lengthChecked(field: FormField, text: string): FieldOutcome {
   return { value: text };
 }
 
+/**
+ * A number as people write it in English: digits with a point for decimals, commas only
+ * between thousands. `Number` alone would take "2,5" (once its comma was dropped) for 25
+ * and "0x10" for 16, and send them on as if they had been typed so.
+ */
+const DECIMAL = /^[+-]?(?:\d{1,3}(?:,\d{3})+|\d+)?(?:\.\d+)?(?:[eE][+-]?\d+)?$/;
+
 function checkNumber(field: FormField, text: string): FieldOutcome {
-  const n = Number(text.replace(/,/g, ""));
   const whole = field.kind === "integer";
   const range = rangeText(field);
+  const n = DECIMAL.test(text) && /\d/.test(text) ? Number(text.replace(/,/g, "")) : Number.NaN;
+  if (Number.isNaN(n) && /^\d+,\d{1,2}$/.test(text))
+    return {
+      error: `enter ${whole ? "a whole number" : "a number"}${range}, with a point for decimals (like 2.5).`,
+    };
   if (!Number.isFinite(n) || (whole && !Number.isInteger(n)))
     return { error: `enter ${whole ? "a whole number" : "a number"}${range}.` };
   if (
@@ -191,6 +202,30 @@ function isWebUrl(text: string): boolean {
   } catch {
     return false;
   }
+}
+
+/** How a date and time is typed where a text box stands in for a picker (Discord). */
+export const DATETIME_HINT = "date and time in UTC as YYYY-MM-DD HH:MM, like 2026-01-31 09:30";
+
+const DATETIME = /^(\d{4}-\d{2}-\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(\.\d+)?)?\s*(Z|UTC|[+-]\d{2}:?\d{2})?$/i;
+
+/**
+ * A date and time as RFC 3339 wants it, which is how MCP servers check `format:
+ * date-time`: with seconds and a zone. Typed without a zone it is UTC, as the hint says;
+ * an offset typed with it is kept.
+ */
+export function toDateTime(text: string): string | undefined {
+  const m = DATETIME.exec(text.trim());
+  if (!m) return undefined;
+  const [, date = "", hh = "", mm = "", ss = "00", fraction = "", typed] = m;
+  if (!isDate(date) || Number(hh) > 23 || Number(mm) > 59 || Number(ss) > 59) return undefined;
+  let zone = "Z";
+  if (typed && !/^(z|utc)$/i.test(typed)) {
+    const digits = typed.replace(":", "");
+    if (Number(digits.slice(1, 3)) > 23 || Number(digits.slice(3)) > 59) return undefined;
+    zone = `${digits.slice(0, 3)}:${digits.slice(3)}`;
+  }
+  return `${date}T${hh}:${mm}:${ss}${fraction}${zone}`;
 }
 
 function isDate(text: string): boolean {

@@ -1,5 +1,12 @@
 import type { APIModalInteractionResponseCallbackData } from "discord.js";
-import { defaultText, type FormField, type FormValues, type FormView, rangeText } from "../../core/forms.js";
+import {
+  DATETIME_HINT,
+  defaultText,
+  type FormField,
+  type FormValues,
+  type FormView,
+  rangeText,
+} from "../../core/forms.js";
 import { interactionId } from "../../runtime/interaction-ids.js";
 
 /** Discord's modal limits (discord-api-types): title and labels 45 characters, descriptions 100, a select 25 options. */
@@ -82,7 +89,7 @@ function hintOf(field: FormField): string {
     case "date":
       return "A date as YYYY-MM-DD";
     case "datetime":
-      return "A date and time as YYYY-MM-DDTHH:MM";
+      return `A ${DATETIME_HINT}`;
     case "number":
       return `A number${rangeText(field)}`;
     case "integer":

@@ -132,6 +132,31 @@ describe("the forms desk across replicas", () => {
     expect(await answer).toEqual({ action: "cancel" });
   });
 
+  it("asks only to accept a form with no fields, which has nothing to open", async () => {
+    const desk = new FormDesk({ config, book: new FormBook(store) });
+    const { reply, asked } = recordingReply();
+    const answer = desk.asker({
+      reply,
+      key: "k",
+      user: { id: "U_ALICE", name: "alice" },
+      platform: "discord",
+      channel: "C1",
+    })(
+      { mode: "form", server: "deploys", message: "Go ahead with the rollout?", fields: [] },
+      new AbortController().signal,
+    );
+    await expect.poll(() => asked.length).toBe(1);
+    const question = asked[0]!;
+    expect(question.choices.map((c) => c.value)).toEqual(["accept", "decline", "cancel"]);
+    expect(question.text).toContain("asks alice to confirm");
+    const record = (await desk.find(question.ref))!;
+    const open = interaction({ ref: question.ref, value: "form" });
+    expect(await desk.interact(open, record)).toBeUndefined();
+    expect(open.said).toEqual(["That is not one of this form's choices, so nothing changed."]);
+    expect(await desk.interact(interaction({ ref: question.ref, value: "accept" }), record)).toBeUndefined();
+    expect(await answer).toEqual({ action: "accept", content: {} });
+  });
+
   it("cancels at once where nobody can be asked", async () => {
     const desk = new FormDesk({ config, book: new FormBook(store) });
     const elicit = desk.asker({

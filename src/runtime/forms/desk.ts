@@ -7,7 +7,7 @@ import type { Elicit, ElicitationAnswer, ElicitationRequest } from "../../mcp/ty
 import type { FormAnswer, FormBook, FormDraft, FormRecord } from "../../store/forms.js";
 import { minutes } from "../approvals/questions.js";
 import { type Interaction, type InteractionReply, OPEN_FORM, type Reply } from "../contract.js";
-import { FORM_OVER, formQuestion, REVEAL, revealText, settledForm } from "./texts.js";
+import { CONFIRM, FORM_OVER, formQuestion, REVEAL, revealText, settledForm } from "./texts.js";
 
 export interface FormDeskDeps {
   config: Config;
@@ -174,7 +174,11 @@ export class FormDesk {
     const by = byOf(interaction);
     switch (interaction.value) {
       case OPEN_FORM:
-        if (record.mode === "form") return { open: await this.view(record) };
+        if (record.mode === "form" && record.fields?.length) return { open: await this.view(record) };
+        break;
+      case CONFIRM:
+        if (record.mode === "form" && !record.fields?.length)
+          return this.take(interaction, record, { action: "accept", content: {}, by });
         break;
       case "decline":
       case "cancel":

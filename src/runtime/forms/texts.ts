@@ -52,6 +52,21 @@ export function formQuestion(r: FormRecord, parts: number, minutes: string): Que
     };
   }
   const fields = r.fields ?? [];
+  if (fields.length === 0) {
+    // Nothing to fill in (a server asking only for a yes): no form to open, which Discord
+    // could not show anyway (a modal needs at least one input).
+    return {
+      ref: r.ref,
+      text:
+        `📝 **${r.server}** asks ${asker} to confirm:\n> ${quote(r.message)}\n` +
+        `Only ${asker} can answer; it waits ${minutes}, then it is cancelled.`,
+      choices: [
+        { value: CONFIRM, label: "Accept", style: "primary" },
+        { value: "decline", label: "Decline", style: "danger" },
+        { value: "cancel", label: "Cancel" },
+      ],
+    };
+  }
   const split =
     parts > 1
       ? `\nThis platform shows at most ${Math.ceil(fields.length / parts)} fields at a time, so the form opens in ${parts} parts: press Fill in once for each.`
@@ -73,6 +88,9 @@ function quote(text: string): string {
   const t = text.length > 600 ? `${text.slice(0, 600)}…` : text;
   return t.replace(/\n/g, "\n> ");
 }
+
+/** The button value that accepts a form with no fields. */
+export const CONFIRM = "accept";
 
 /** The button value of a private sign-in's Connect: the link is told to the one who clicks, if they are the asker. */
 export const REVEAL = "reveal";
