@@ -18,6 +18,11 @@ export interface Slot {
   stale?: boolean;
   /** Not known to be posted, but it may be (a post that failed, a retaken reply): its key is looked up first. */
   unsure?: "failed" | "retaken";
+  /**
+   * Its message was deleted, and it is posted again without its key: a platform that
+   * dedupes posts by key (Discord's nonce) could answer with the deleted message.
+   */
+  reposted?: boolean;
 }
 
 /**

@@ -70,3 +70,15 @@ export class RateLimitedError extends Error {
     this.bucket = options.bucket;
   }
 }
+
+/**
+ * Thrown by `MessageOps.edit` when the message is no longer there (someone deleted it
+ * while the answer was written): the writer posts its text again as a new message, since
+ * an edit of it can never succeed and the text must not be lost.
+ */
+export class MessageGoneError extends Error {
+  constructor(options: { cause?: unknown } = {}) {
+    super("the message to edit was deleted", options);
+    this.name = "MessageGoneError";
+  }
+}

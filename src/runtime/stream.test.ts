@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { joinParts, openFenceAtEnd } from "./split.js";
 import { FakeChannel, prng } from "./stream.fake.js";
-import { RateLimitedError, StreamWriter } from "./stream.js";
+import { MessageGoneError, RateLimitedError, StreamWriter } from "./stream.js";
 
 /** Runs the fake clock until the writer has nothing left to do, and returns finish()'s outcome. */
 async function settle(done: Promise<void>): Promise<unknown> {
@@ -167,6 +167,33 @@ describe("StreamWriter", () => {
     expect(await settle(writer.finish())).toBeNull();
     expect(channel.callsOf("edit").map((c) => c.ok)).toEqual([false, true]);
     expect(channel.texts()).toEqual(["first, second"]);
+  });
+
+  it("posts a message deleted while it was written again, unkeyed, with all of its text", async () => {
+    // Someone deletes message 1: its next edit fails as Discord's and Slack's do then.
+    let deleted = false;
+    const channel: FakeChannel = new FakeChannel({
+      keyed: "deduped",
+      failEdit: () => {
+        if (!deleted) return null;
+        deleted = false;
+        channel.messages.delete("m1");
+        return new MessageGoneError();
+      },
+    });
+    const writer = new StreamWriter(channel, { limit: 2000, intervalMs: 100, keys: (i) => `key-${i}` });
+    writer.write("first");
+    await vi.advanceTimersByTimeAsync(50);
+    deleted = true;
+    writer.write(", second");
+    await vi.advanceTimersByTimeAsync(300);
+    writer.write(", third");
+    expect(await settle(writer.finish())).toBeNull();
+    expect(channel.texts()).toEqual(["first, second, third"]);
+    const posts = channel.callsOf("post");
+    expect(posts.map((c) => c.key)).toEqual(["key-0", undefined]);
+    // One refused edit, not three: a deleted message is not retried.
+    expect(channel.callsOf("edit").filter((c) => !c.ok)).toHaveLength(1);
   });
 
   it("shows the status line under the answer while streaming and removes it at the end", async () => {

@@ -1,7 +1,13 @@
 import { log } from "../log.js";
 import type { TextSink } from "./contract.js";
 import { clearStale, KeyedMessages, NO_TEXT, type Slot, writeKind } from "./keyed-messages.js";
-import { endingFor, type MessageOps, RateLimitedError, type WriteInfo } from "./message-ops.js";
+import {
+  endingFor,
+  MessageGoneError,
+  type MessageOps,
+  RateLimitedError,
+  type WriteInfo,
+} from "./message-ops.js";
 import { type Lane, WriteDropped, WriteScheduler } from "./scheduler/write-scheduler.js";
 import { type Fence, openFenceAtEnd, splitToFit } from "./split.js";
 import {
@@ -14,7 +20,13 @@ import {
   sleep,
 } from "./stream-options.js";
 
-export { endingFor, type MessageOps, RateLimitedError, type WriteInfo } from "./message-ops.js";
+export {
+  endingFor,
+  MessageGoneError,
+  type MessageOps,
+  RateLimitedError,
+  type WriteInfo,
+} from "./message-ops.js";
 export type { StreamWriterOptions } from "./stream-options.js";
 
 /**
@@ -313,7 +325,7 @@ export class StreamWriter implements TextSink {
         if (text !== "") {
           const index = this.slots.indexOf(slot);
           if (await this.keyed.adopt(slot, index, () => this.report())) return;
-          const key = this.keyed.keyOf(index);
+          const key = slot.reposted ? undefined : this.keyed.keyOf(index);
           slot.id = await this.ops.post(text, key ? { ...write, key } : write);
           delete slot.unsure;
           changed = true;
@@ -333,6 +345,18 @@ export class StreamWriter implements TextSink {
       if (changed) await this.report();
     } catch (error) {
       if (error instanceof RateLimitedError) throw error;
+      if (error instanceof MessageGoneError && slot.id !== null) {
+        log.info(
+          { messageId: slot.id },
+          "a message of the answer was deleted; its text goes out again in a new one",
+        );
+        slot.id = null;
+        slot.sent = "";
+        slot.reposted = true;
+        delete slot.unsure;
+        await this.report();
+        return;
+      }
       const post = slot.id === null;
       if (
         (post && !this.keyed.canRetryPost(this.slots.indexOf(slot))) ||

@@ -36,6 +36,32 @@ describe("Discord adapter: where it answers", () => {
     expect(h.emulator.requests.filter((r) => r.status === 429)).toEqual([]);
   });
 
+  it("goes on in a new message when someone deletes the answer while it is written, losing no text", async () => {
+    const first = "The first half of the answer, ";
+    const rest = "and the second half after the deletion.";
+    h = await startHarness({
+      runner: new ScriptedRunner(async (inbound) => {
+        const sink = inbound.reply.stream();
+        sink.write(first);
+        const thread = await waitFor(() => h.emulator.threads(h.emulator.state.general)[0]);
+        const shown = await waitFor(() => h.emulator.botMessages(thread.id).find((m) => m.content !== ""));
+        // A moderator deletes the bot's message.
+        shown.deleted = true;
+        sink.write(rest);
+        await new Promise((r) => setTimeout(r, 400));
+        sink.write(" The end.");
+        await sink.finish();
+      }),
+    });
+    const s = h.emulator.state;
+    h.emulator.userMessage(s.general, "tell me in two halves", { mentionsBot: true });
+    await waitFor(() => h.runner.done.length === 1);
+    const thread = h.emulator.threads(s.general)[0]!;
+    expect(finalTexts(thread.id)).toEqual([`${first}${rest} The end.`]);
+    // Its edits were refused as Discord refuses them: Unknown Message.
+    expect(h.emulator.requests.some((r) => r.status === 404)).toBe(true);
+  });
+
   it("opens the threads of people mentioning it in one channel at once, not one round trip after another", async () => {
     // Each answer of Discord takes 150 ms: discord.js's queue would send the second
     // thread's request only after the first one's answer.

@@ -1,10 +1,10 @@
-import { type AttachmentBuilder, RateLimitError } from "discord.js";
+import { type AttachmentBuilder, DiscordAPIError, RateLimitError } from "discord.js";
 import type { Artifact } from "../../core/artifacts.js";
 import { log } from "../../log.js";
 import type { Question, Reply, ReplyAddress, ResumeFrom, TextSink } from "../../runtime/contract.js";
 import { interactionId } from "../../runtime/interaction-ids.js";
 import type { WriteScheduler } from "../../runtime/scheduler/write-scheduler.js";
-import { type MessageOps, RateLimitedError, StreamWriter } from "../../runtime/stream.js";
+import { MessageGoneError, type MessageOps, RateLimitedError, StreamWriter } from "../../runtime/stream.js";
 import { tablesToCodeBlocks } from "../../runtime/tables.js";
 import { ReplyFiles } from "./attach.js";
 import { GLOBAL } from "./write-policy.js";
@@ -61,27 +61,36 @@ export interface QuestionRow {
 /** A rating's buttons not shown within this long after the answer are not shown. */
 const RATING_LATE_MS = 10_000;
 
-/** A question as Discord shows it: its text and one row of up to five buttons. */
+/** Discord's limit on a link button's URL. */
+const LINK_URL_MAX = 512;
+const MESSAGE_MAX = 2000;
+
+/**
+ * A question as Discord shows it: its text and one row of up to five buttons. A link too
+ * long for a button (a sign-in page's URL with its state and code challenge) goes in the
+ * text instead, whole: cut, it would open the wrong page.
+ */
 export function questionMessage(question: Question): { text: string; components: QuestionRow[] } {
-  const style = (s: Question["choices"][number]["style"]) => (s === "primary" ? 1 : s === "danger" ? 4 : 2);
-  return {
-    text: question.text.length > 2000 ? `${question.text.slice(0, 1999)}…` : question.text,
-    components: [
-      {
-        type: 1,
-        components: question.choices.slice(0, 5).map((c) =>
-          c.url
-            ? { type: 2 as const, style: 5 as const, label: c.label.slice(0, 80), url: c.url.slice(0, 512) }
-            : {
-                type: 2 as const,
-                style: style(c.style),
-                label: c.label.slice(0, 80),
-                custom_id: interactionId(question.ref, c.value),
-              },
-        ),
-      },
-    ],
-  };
+  const style = (s: Question["choices"][number]["style"]): 1 | 2 | 4 =>
+    s === "primary" ? 1 : s === "danger" ? 4 : 2;
+  const inText = question.choices.filter((c) => c.url !== undefined && c.url.length > LINK_URL_MAX);
+  const links = inText.map((c) => `\n${c.label}: <${c.url}>`).join("");
+  const room = MESSAGE_MAX - links.length;
+  const text = question.text.length > room ? `${question.text.slice(0, room - 1)}…` : question.text;
+  const buttons = question.choices
+    .filter((c) => !inText.includes(c))
+    .slice(0, 5)
+    .map((c): QuestionRow["components"][number] =>
+      c.url
+        ? { type: 2 as const, style: 5 as const, label: c.label.slice(0, 80), url: c.url }
+        : {
+            type: 2 as const,
+            style: style(c.style),
+            label: c.label.slice(0, 80),
+            custom_id: interactionId(question.ref, c.value),
+          },
+    );
+  return { text: text + links, components: buttons.length > 0 ? [{ type: 1, components: buttons }] : [] };
 }
 
 /** Where one reply is written: a channel or thread, or an interaction's webhook. */
@@ -116,8 +125,13 @@ export function asWriteError(err: unknown): unknown {
   if (err instanceof RateLimitError) {
     return new RateLimitedError(err.retryAfter, { cause: err, ...(err.global ? { bucket: GLOBAL } : {}) });
   }
+  if (err instanceof DiscordAPIError && err.code === UNKNOWN_MESSAGE)
+    return new MessageGoneError({ cause: err });
   return err;
 }
+
+/** Discord's error code for a message that is not there (deleted). */
+const UNKNOWN_MESSAGE = 10008;
 
 /** Keeps "Switchboard is typing…" visible while the model thinks or tools run. */
 class Typing {

@@ -1,7 +1,7 @@
 import { ErrorCode, type WebClient } from "@slack/web-api";
 import { log } from "../../log.js";
 import { interactionId } from "../../runtime/interaction-ids.js";
-import { type MessageOps, RateLimitedError } from "../../runtime/stream.js";
+import { MessageGoneError, type MessageOps, RateLimitedError } from "../../runtime/stream.js";
 import { findPosted, replyMetadata, type ThreadSnapshot } from "./resume.js";
 import { slackBuckets } from "./write-policy.js";
 
@@ -16,6 +16,12 @@ export function asWriteError(err: unknown): unknown {
   if (e?.code === ErrorCode.RateLimitedError) {
     return new RateLimitedError((e.retryAfter ?? 1) * 1000, { cause: err });
   }
+  // An admin deleted the message while the answer was written.
+  if (
+    e?.code === ErrorCode.PlatformError &&
+    (err as { data?: { error?: string } }).data?.error === "message_not_found"
+  )
+    return new MessageGoneError({ cause: err });
   return err;
 }
 

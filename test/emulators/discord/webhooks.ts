@@ -44,7 +44,8 @@ export async function handleInteractionRoute(
     which === "@original" || which === "%40original"
       ? original(ctx, interaction)
       : ctx.state.findMessage(which ?? "");
-  if (!msg) throw new HttpError(404, { message: "Unknown Message", code: 10008 });
+  // A deleted message is unknown to every method, as on a channel's own routes.
+  if (!msg || msg.deleted) throw new HttpError(404, { message: "Unknown Message", code: 10008 });
   if (method === "GET") return { status: 200, body: ctx.state.messageJson(msg) };
   if (method === "DELETE") {
     msg.deleted = true;
