@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { DiscordEmulator, waitFor } from "../../../test/emulators/discord/index.js";
+import { REFUSED_NOTE } from "../../runtime/access.js";
 import { COMMAND_FAILED } from "./commands.js";
 import { answer, type Harness, ScriptedRunner, startHarness } from "./harness.test-helper.js";
 
@@ -88,6 +89,66 @@ describe("Discord adapter: slash commands", () => {
     expect(h.runner.inbounds[0]?.key).toBe(`discord:dm:${dm.id}`);
     expect(s.findMessage(rec.originalId!)?.content).toBe("Private answer.");
     expect(h.emulator.threads()).toEqual([]);
+  });
+
+  it("tells only the asker when the access lists refuse their /ask: no public message, no thread", async () => {
+    const runner = new ScriptedRunner(answer("Never shown."));
+    runner.admit = (who) => (who.user.id === h.emulator.state.bob.id ? "silent" : "yes");
+    h = await startHarness({ runner });
+    const s = h.emulator.state;
+    const rec = h.emulator.slash("ask", { question: "let me in?" }, s.general, s.bob.id);
+    await waitFor(() => rec.callbacks.length === 1);
+    expect(rec.callbacks).toEqual([4]);
+    const told = s.findMessage(rec.originalId!)!;
+    expect(told.flags & EPHEMERAL).toBe(EPHEMERAL);
+    expect(told.content).toBe(REFUSED_NOTE);
+    expect(h.emulator.threads(s.general)).toEqual([]);
+    expect(h.emulator.botMessages(s.general).filter((m) => !(m.flags & EPHEMERAL))).toEqual([]);
+    // Someone the lists let in is answered as ever.
+    h.emulator.slash("ask", { question: "and me?" }, s.general, s.alice.id);
+    await waitFor(() => h.runner.done.length === 1);
+    expect(runner.inbounds.map((i) => i.user.id)).toEqual([s.alice.id]);
+  });
+
+  it("removes the deferred reply of an /ask answered only with a notice, and tells the asker alone", async () => {
+    h = await startHarness({
+      runner: new ScriptedRunner(async (inbound) => inbound.reply.notice("You reached today's budget.")),
+    });
+    const s = h.emulator.state;
+    const dm = s.dmChannel(s.bob.id);
+    const rec = h.emulator.slash("ask", { question: "one more?" }, dm.id, s.bob.id);
+    await waitFor(() => h.runner.done.length === 1);
+    await waitFor(() => rec.followupIds.length === 1);
+    expect(s.findMessage(rec.originalId!)?.deleted).toBe(true);
+    const note = s.findMessage(rec.followupIds[0]!)!;
+    expect(note.content).toBe("You reached today's budget.");
+    expect(note.flags & EPHEMERAL).toBe(EPHEMERAL);
+  });
+
+  it("puts Stop under an /ask answer written in a DM, and 👍 / 👎 once it is done", async () => {
+    const stopShown: boolean[] = [];
+    h = await startHarness({
+      runner: new ScriptedRunner(async (inbound) => {
+        inbound.reply.offerStop?.("stop1");
+        inbound.reply.offerFeedback?.("rate1");
+        const sink = inbound.reply.stream();
+        sink.write("Thinking about it, ");
+        await waitFor(() => (h.emulator.state.findMessage(rec.originalId ?? "")?.content ?? "") !== "");
+        const msg = h.emulator.state.findMessage(rec.originalId!)!;
+        stopShown.push(JSON.stringify(msg.components ?? []).includes("sb:stop1:stop"));
+        sink.write("the answer is 42.");
+        await sink.finish({ answered: true });
+      }),
+    });
+    const s = h.emulator.state;
+    const dm = s.dmChannel(s.bob.id);
+    const rec = h.emulator.slash("ask", { question: "meaning?" }, dm.id, s.bob.id);
+    await waitFor(() => h.runner.done.length === 1);
+    expect(stopShown).toEqual([true]);
+    await waitFor(() => JSON.stringify(s.findMessage(rec.originalId!)?.components ?? []).includes("rate1"));
+    const done = s.findMessage(rec.originalId!)!;
+    expect(done.content).toBe("Thinking about it, the answer is 42.");
+    expect(JSON.stringify(done.components)).not.toContain("stop1");
   });
 
   for (const name of ["new", "tools", "compact", "help"] as const) {

@@ -13,6 +13,7 @@ import {
 } from "discord.js";
 import type { ThreadKey } from "../../core/thread.js";
 import { log } from "../../log.js";
+import { REFUSED_NOTE } from "../../runtime/access.js";
 import { COMMANDS, type CommandSpec, findCommand, type SuggestionSource } from "../../runtime/commands.js";
 import { parseInteractionId } from "../../runtime/interaction-ids.js";
 import { PROMPT_FORM, type PromptOutcome } from "../../runtime/prompts.js";
@@ -94,6 +95,16 @@ export async function onInteraction(ctx: DiscordContext, interaction: Interactio
   if (!interaction.isChatInputCommand()) return;
   // Interactions can reach two sessions during a deploy; the second would fail to acknowledge.
   if (!(await ctx.deps.runner.firstSight(`discord:i:${interaction.id}`))) return;
+  if (
+    (interaction.commandName === "ask" || interaction.commandName === "prompt") &&
+    !admitted(ctx, interaction)
+  ) {
+    // Told before anything is shown: no public "asked:" message, no thread, no "thinking…".
+    await interaction
+      .reply({ content: REFUSED_NOTE, flags: MessageFlags.Ephemeral })
+      .catch((err: unknown) => log.warn({ err }, "refusal not shown"));
+    return;
+  }
   if (interaction.commandName === "ask") {
     await interaction.deferReply();
     return ask(ctx, interaction, interaction.options.getString("question", true));
@@ -209,6 +220,18 @@ async function promptAnswered(
 }
 
 const FORM_DECISION_MS = 2_000;
+
+/** Whether the access lists let this person ask here, as a mention is checked before its thread opens. */
+function admitted(ctx: DiscordContext, interaction: ChatInputCommandInteraction): boolean {
+  const channel = interaction.channel;
+  const verdict = ctx.deps.runner.admit?.({
+    platform: "discord",
+    channel: (channel ? configuredChannel(channel) : interaction.channelId) ?? "",
+    user: { id: interaction.user.id },
+    from: provenanceOf(interaction.guildId, interaction.member),
+  });
+  return verdict === undefined || verdict === "yes";
+}
 
 /** `/ask` (deferred by the caller, as Discord wants within 3 s), answered in a new thread where the channel allows one. */
 async function ask(

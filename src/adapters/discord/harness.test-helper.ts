@@ -15,6 +15,9 @@ export class ScriptedRunner implements TurnRunner {
   private readonly seen = new Set<string>();
   private readonly keys = new Set<ThreadKey>();
 
+  /** The access lists' verdict, when a test sets one (none: everyone is admitted). */
+  admit?: TurnRunner["admit"];
+
   constructor(public script: Script = answer("Hello from the scripted runner.")) {}
 
   async handle(inbound: Inbound): Promise<void> {

@@ -230,22 +230,42 @@ export function interactionPlace(interaction: ChatInputCommandInteraction | Moda
   const buckets = [`discord:webhook:${interaction.token.slice(0, 16)}`];
   const ops: PlaceOps = {
     buckets: () => buckets,
-    async post(text, files) {
+    // Stop while the answer is written and 👍 / 👎 once it is done, as under a channel's answers.
+    async post(text, files, controls) {
+      const components = controls === undefined ? {} : { components: controls };
       try {
         if (!originalUsed) {
           // Only once Discord took it: after a 429 the writer posts again, and that must still fill the deferred reply.
-          const id = (await interaction.editReply({ content: text, files, allowedMentions: NO_PINGS })).id;
+          const id = (
+            await interaction.editReply({ content: text, files, ...components, allowedMentions: NO_PINGS })
+          ).id;
           originalUsed = true;
           return id;
         }
-        return (await interaction.followUp({ content: text, files, allowedMentions: NO_PINGS })).id;
+        return (
+          await interaction.followUp({ content: text, files, ...components, allowedMentions: NO_PINGS })
+        ).id;
       } catch (err) {
         throw asWriteError(err);
       }
     },
-    async edit(id, text, files) {
+    async edit(id, text, files, controls) {
+      const components = controls === undefined ? {} : { components: controls };
       try {
-        await interaction.editReply({ message: id, content: text, files, allowedMentions: NO_PINGS });
+        await interaction.editReply({
+          message: id,
+          content: text,
+          files,
+          ...components,
+          allowedMentions: NO_PINGS,
+        });
+      } catch (err) {
+        throw asWriteError(err);
+      }
+    },
+    async clearControls(id) {
+      try {
+        await interaction.editReply({ message: id, components: [] });
       } catch (err) {
         throw asWriteError(err);
       }
@@ -277,6 +297,13 @@ export function interactionPlace(interaction: ChatInputCommandInteraction | Moda
       await interaction.followUp({ ...message, allowedMentions: NO_PINGS });
     },
     async notice(text) {
+      if (!originalUsed) {
+        // Nothing answered yet (a refusal): the deferred "thinking…" would stay for 15 minutes.
+        originalUsed = true;
+        await interaction
+          .deleteReply()
+          .catch((err: unknown) => log.debug({ err }, "deferred reply not deleted"));
+      }
       await interaction.followUp({ content: text, flags: MessageFlags.Ephemeral });
     },
     typing: async () => {
