@@ -145,7 +145,7 @@ export async function resumeTurn(
   const waiting = record.waiting;
   if (!waiting) throw new Error(`The turn of ${record.key} is not waiting`);
   const place = storedPlace(record.key, waiting);
-  await deps.ledger.unpark(record).catch((err: unknown) => {
+  await deps.ledger.unpark(record, deps.owner).catch((err: unknown) => {
     throw storeFailed(err);
   });
   return drive(record, place, reply, deps, signal, hooks, {}, async (session, common) => {

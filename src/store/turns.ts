@@ -163,9 +163,16 @@ export class TurnLedger {
     await this.write(record);
   }
 
-  /** The turn goes on (its step's calls run now): a crash from here on ends it, never runs them again. */
-  async unpark(record: TurnRecord): Promise<void> {
+  /**
+   * The turn goes on in `owner`'s process (its step's calls run now): a crash from here on
+   * ends it, never runs them again. The click that decided it may have reached another
+   * replica than the one that parked it; named the parker, a resumed turn whose process
+   * then stopped was skipped by the parker (its own record) and by everyone else (the
+   * parker beats), and its half-written answer stayed as it was.
+   */
+  async unpark(record: TurnRecord, owner: string): Promise<void> {
     delete record.waiting;
+    record.owner = owner;
     // It goes on in a new reply below the questions: a takeover from here retakes that one.
     delete record.address;
     delete record.shown;

@@ -2,6 +2,7 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type App, startApp } from "../../src/app.js";
+import { parseInteractionId } from "../../src/runtime/interaction-ids.js";
 import { openStore } from "../../src/store/index.js";
 import { deleteRedisKeys, needsServer, serverUrl } from "../../src/store/testing.js";
 import { clickComponent } from "../emulators/discord/components.js";
@@ -164,5 +165,112 @@ describe(
         llm.requests.filter((r) => toolResultsSinceUser(r).length > 0 && !isTitleRequest(r)),
       ).toHaveLength(1);
     }, 60_000);
+  },
+);
+
+describe(
+  "an approval decided on the replica that did not ask it, which then stops while answering",
+  needsServer("redis"),
+  () => {
+    let llm: LlmEmulator;
+    let discord: DiscordEmulator;
+    let replicas: App[] = [];
+    let dir: string;
+    let files: string;
+    const words = Array.from({ length: 80 }, (_, i) => `w${i}`).join(" ");
+
+    beforeAll(async () => {
+      await deleteAppKeys();
+      // A short grace: the replica that stops hands the answer over instead of finishing it.
+      dir = scratchConfig("discord:\n  editIntervalMs: 250\nshutdown:\n  graceMs: 300\n");
+      files = join(dir, "files");
+      mkdirSync(files);
+      writeFileSync(
+        join(dir, "mcp.json"),
+        JSON.stringify({
+          mcpServers: { filesystem: { command: process.execPath, args: [filesystemServer, files] } },
+        }),
+      );
+      llm = await LlmEmulator.start({
+        responder: (req) => {
+          if (isTitleRequest(req)) return { text: "Replica approval" };
+          // The answer after the call, slowly: about 4 s.
+          if (toolResultsSinceUser(req).length > 0)
+            return { text: `Done: ${words} end.`, chunkSize: 4, delayMs: 30 };
+          return {
+            toolCalls: [
+              {
+                name: "filesystem__write_file",
+                arguments: { path: join(files, "deploy.txt"), content: "v3" },
+              },
+            ],
+          };
+        },
+      });
+      discord = await DiscordEmulator.start();
+      const env = appEnv({ dir, llm, discord, store: REDIS_URL });
+      replicas = [await startApp({ env, cwd: dir }), await startApp({ env, cwd: dir })];
+    }, 90_000);
+
+    afterAll(async () => {
+      await Promise.all(replicas.map((r) => r.stop()));
+      await discord?.stop();
+      await llm?.close();
+      await deleteAppKeys();
+      rmSync(dir, { recursive: true, force: true });
+    });
+
+    const turnsEnded = async (app: App) =>
+      (await app.metrics.turns.get()).values.reduce((n, v) => n + v.value, 0);
+
+    it("is finished by the replica that asked, which is still running", async () => {
+      const s = discord.state;
+      const m = discord.userMessage(s.general, "write the deploy file", { mentionsBot: true });
+      const button = await waitFor(
+        () =>
+          discord
+            .botMessages(m.id)
+            .flatMap((x) =>
+              ((x.components ?? []) as Array<{ components?: Array<{ custom_id: string }> }>).flatMap((r) =>
+                (r.components ?? []).map((c) => ({ message: x, id: c.custom_id })),
+              ),
+            )
+            .find((b) => b.id.endsWith(":approve")),
+        { timeoutMs: 25_000 },
+      );
+      await Promise.all(replicas.map((r) => r.dispatcher.settled()));
+      // The replica that ran the turn up to its question counted it as ended (parked).
+      const ended = await Promise.all(replicas.map(turnsEnded));
+      expect(ended.filter((n) => n > 0)).toHaveLength(1);
+      const asker = ended[0]! > 0 ? replicas[0]! : replicas[1]!;
+      const other = asker === replicas[0] ? replicas[1]! : replicas[0]!;
+      // The click reaches the other replica only (as a load balancer would send it there).
+      const id = parseInteractionId(button.id)!;
+      await other.dispatcher.interact({
+        id: "click-on-the-other",
+        kind: "button",
+        ref: id.ref,
+        value: id.value ?? "",
+        platform: "discord",
+        user: { id: s.alice.id, name: "alice" },
+        messageId: button.message.id,
+        respond: async () => undefined,
+      });
+      await waitFor(() => discord.botMessages(m.id).find((x) => x.content.startsWith("Done:")), {
+        timeoutMs: 25_000,
+      });
+      // The click reached only the other replica, so the turn goes on there (the asker's
+      // desk would resume it only at its expiry). It stops in the middle of the answer.
+      await other.stop();
+      await waitFor(() => discord.botMessages(m.id).find((x) => x.content.endsWith("end.")), {
+        timeoutMs: 30_000,
+      });
+      await asker.dispatcher.settled();
+      await untilQuiet(discord.requests);
+      expect(readFileSync(join(files, "deploy.txt"), "utf8")).toBe("v3");
+      const whole = discord.botMessages(m.id).filter((x) => x.content.endsWith("end."));
+      expect(whole).toHaveLength(1);
+      expect(whole[0]!.content).toContain(words);
+    }, 90_000);
   },
 );
