@@ -128,6 +128,31 @@ describe("the approval desk", () => {
     expect(resumed).toEqual([KEY]);
   });
 
+  it("says a call approved just before a new message took the thread was not run after all", async () => {
+    const record = await park(shown.reply);
+    const ref = record.waiting!.refs.c1!;
+    await desk.interact(
+      {
+        id: "i1",
+        kind: "button",
+        ref,
+        value: "approve",
+        platform: "slack",
+        user: { id: "U1", name: "alice" },
+        messageId: "q1",
+        respond: async () => undefined,
+      },
+      (await new ApprovalBook(store).get(ref))!,
+    );
+    expect(shown.settled.at(-1)?.[1]).toMatch(/^✅/);
+    // The thread's next message got the lock before the resumed turn: the step never runs.
+    await desk.supersede(KEY, record.waiting!, shown.reply);
+    expect(shown.settled.at(-1)?.[0]).toBe("q1");
+    expect(shown.settled.at(-1)?.[1]).toMatch(
+      /^⏭️ alice approved `write_file` from \*\*fs\*\*, but it was not run: the conversation went on first\./,
+    );
+  });
+
   it("never runs a call whose question could not be posted, and goes on at once", async () => {
     const failing = questionReply({ failAsk: true });
     const record = await park(failing.reply);

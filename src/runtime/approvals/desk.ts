@@ -7,7 +7,7 @@ import type { ApprovalBook, ApprovalRecord, Decision, DecisionKind } from "../..
 import type { TurnLedger, TurnRecord, WaitingTurn } from "../../store/turns.js";
 import type { Interaction, Reply } from "../contract.js";
 import { type CallPlace, mayDecide } from "./policy.js";
-import { questionFor, settledText, verdictOf } from "./questions.js";
+import { overtakenText, questionFor, settledText, verdictOf } from "./questions.js";
 
 export interface DeskDeps {
   config: Config;
@@ -206,7 +206,19 @@ export class ApprovalDesk {
     this.disarm(key);
     for (const ref of Object.values(waiting.refs)) {
       const approval = await this.deps.book.get(ref);
-      if (approval) await this.take(approval, { kind: "supersede", at: now() }, reply);
+      if (!approval) continue;
+      if (await this.take(approval, { kind: "supersede", at: now() }, reply)) continue;
+      // Approved just before this message took the thread: the step still never runs (the
+      // model is told so), and the question must not go on saying that it did.
+      const earlier = await this.deps.book.decision(ref);
+      const stored = (await this.deps.book.get(ref)) ?? approval;
+      if (earlier?.kind.startsWith("approve") && stored.messageId && reply?.settle) {
+        await reply
+          .settle(stored.messageId, overtakenText(stored, earlier))
+          .catch((err: unknown) =>
+            log.warn({ err, key }, "could not show that an approved call did not run"),
+          );
+      }
     }
   }
 

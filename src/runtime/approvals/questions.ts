@@ -57,6 +57,12 @@ export function settledText(r: ApprovalRecord, d: Decision, expireAfterMs: numbe
   return `${head}\n${argumentsBlock(r.arguments)}`;
 }
 
+/** A call approved just before the thread's next message took over: it never ran after all. */
+export function overtakenText(r: ApprovalRecord, approval: Decision): string {
+  const by = approval.by ? who(approval.by) : "Someone";
+  return `⏭️ ${by} approved ${toolLine(r)}, but it was not run: the conversation went on first.\n${argumentsBlock(r.arguments)}`;
+}
+
 /** What the model reads as the call's outcome. */
 export function verdictOf(d: Decision, expireAfterMs: number): Verdict {
   const by = d.by ? who(d.by) : "The user";
