@@ -187,7 +187,25 @@ function checkChoices(field: FormField, raw: string | string[] | undefined): Fie
 function findOption(field: FormField, text: string): FieldOption | undefined {
   const options = field.options ?? [];
   const lower = text.toLowerCase();
-  return options.find((o) => o.value === text) ?? options.find((o) => o.label.toLowerCase() === lower);
+  const token = OPTION_TOKEN.exec(text);
+  return (
+    options.find((o) => o.value === text) ??
+    options.find((o) => o.label.toLowerCase() === lower) ??
+    (token ? options[Number(token[1])] : undefined)
+  );
+}
+
+const OPTION_TOKEN = /^#option-(\d+)$/;
+
+/**
+ * What a platform's select carries for an option: its value, or, when the value is
+ * longer than the platform takes (Slack 150, Discord 100), a token naming its place,
+ * which a submission resolves back to the whole value. Cut instead, the value came back
+ * shortened, matched no option and could never be chosen (and two cut alike collided).
+ */
+export function optionValue(field: FormField, index: number, max: number): string {
+  const value = field.options?.[index]?.value ?? "";
+  return value.length <= max ? value : `#option-${index}`;
 }
 
 function optionList(field: FormField): string {

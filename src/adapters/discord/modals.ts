@@ -5,6 +5,7 @@ import {
   type FormField,
   type FormValues,
   type FormView,
+  optionValue,
   rangeText,
 } from "../../core/forms.js";
 import { interactionId } from "../../runtime/interaction-ids.js";
@@ -56,9 +57,9 @@ function componentOf(field: FormField): Record<string, unknown> {
       type: ComponentType.StringSelect,
       custom_id,
       required: field.required || (many && (field.minItems ?? 0) > 0),
-      options: options.map((o) => ({
+      options: options.map((o, i) => ({
         label: cut(o.label, 100),
-        value: o.value.slice(0, 100),
+        value: optionValue(field, i, 100),
         ...(defaults.includes(o.value) ? { default: true } : {}),
       })),
       min_values: many ? Math.min(field.minItems ?? 0, options.length) : field.required ? 1 : 0,

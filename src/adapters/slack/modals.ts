@@ -1,5 +1,11 @@
 import type { ViewStateValue } from "@slack/bolt";
-import { defaultText, type FormField, type FormValues, type FormView } from "../../core/forms.js";
+import {
+  defaultText,
+  type FormField,
+  type FormValues,
+  type FormView,
+  optionValue,
+} from "../../core/forms.js";
 import { interactionId } from "../../runtime/interaction-ids.js";
 import { toMrkdwn } from "./mrkdwn.js";
 
@@ -45,13 +51,37 @@ function inputBlock(field: FormField): Record<string, unknown> {
     label: plain(field.label, 2000),
     // A boolean always has an answer (No when left alone); Slack's own check is only for "required".
     optional: !field.required,
-    ...(field.description ? { hint: plain(field.description, 2000) } : {}),
+    ...(hintOf(field) ? { hint: plain(hintOf(field) ?? "", 2000) } : {}),
     element: elementOf(field),
   };
 }
 
 function option(value: string, label: string) {
-  return { text: plain(label, OPTION_TEXT_MAX), value: value.slice(0, OPTION_VALUE_MAX) };
+  return { text: plain(label, OPTION_TEXT_MAX), value };
+}
+
+/** More options than a select holds: the field is a text box, and its hint lists the choices. */
+function typed(field: FormField): boolean {
+  return (
+    (field.kind === "choice" || field.kind === "choices") && (field.options ?? []).length > SELECT_OPTIONS_MAX
+  );
+}
+
+function typedChoice(field: FormField, action_id: string): Record<string, unknown> {
+  const many = field.kind === "choices" ? "one or more, separated by commas, " : "";
+  const initial = Array.isArray(field.default) ? field.default.join(", ") : defaultText(field);
+  return {
+    type: "plain_text_input",
+    action_id,
+    placeholder: plain(`Type ${many}as listed below`, 150),
+    ...(initial ? { initial_value: initial.slice(0, TEXT_INPUT_MAX) } : {}),
+  };
+}
+
+function hintOf(field: FormField): string | undefined {
+  if (!typed(field)) return field.description;
+  const choices = `Choices: ${(field.options ?? []).map((o) => o.label).join(", ")}`;
+  return field.description ? `${field.description}\n${choices}` : choices;
 }
 
 function elementOf(field: FormField): Record<string, unknown> {
@@ -93,9 +123,15 @@ function elementOf(field: FormField): Record<string, unknown> {
     }
     case "choice":
     case "choices": {
-      const options = (field.options ?? []).slice(0, SELECT_OPTIONS_MAX).map((o) => option(o.value, o.label));
+      // More than a select holds: typed, as on Discord past its 25 (labels are matched in any case).
+      if (typed(field)) return typedChoice(field, action_id);
       const defaults = Array.isArray(field.default) ? field.default : initial === undefined ? [] : [initial];
-      const chosen = options.filter((o) => defaults.includes(o.value));
+      const all = (field.options ?? []).map((o, i) => ({
+        shown: option(optionValue(field, i, OPTION_VALUE_MAX), o.label),
+        original: o.value,
+      }));
+      const options = all.map((o) => o.shown);
+      const chosen = all.filter((o) => defaults.includes(o.original)).map((o) => o.shown);
       if (field.kind === "choice") {
         return {
           type: "static_select",
