@@ -196,6 +196,28 @@ describe("StreamWriter", () => {
     expect(channel.callsOf("edit").filter((c) => !c.ok)).toHaveLength(1);
   });
 
+  it("never posts a message of whitespace alone, which the platforms refuse, and posts it once text follows", async () => {
+    const channel = new FakeChannel({
+      failPost: (_n, text) => (text.trim() === "" ? new Error("no_text") : null),
+    });
+    const writer = new StreamWriter(channel, { limit: 100, intervalMs: 100 });
+    // 99 characters and two line breaks: the second message would hold only the last one.
+    writer.write(`${"a".repeat(98)}.\n\n`);
+    await vi.advanceTimersByTimeAsync(300);
+    expect(channel.callsOf("post").filter((c) => !c.ok)).toEqual([]);
+    writer.write("More.");
+    expect(await settle(writer.finish())).toBeNull();
+    expect(joinParts(channel.texts())).toBe(`${"a".repeat(98)}.\n\nMore.`);
+    // An answer ending in a line break past the limit: the break is not sent alone.
+    const ending = new FakeChannel({
+      failPost: (_n, text) => (text.trim() === "" ? new Error("no_text") : null),
+    });
+    const last = new StreamWriter(ending, { limit: 100, intervalMs: 100 });
+    last.write(`${"b".repeat(99)}.\n`);
+    expect(await settle(last.finish())).toBeNull();
+    expect(ending.texts()).toEqual([`${"b".repeat(99)}.`]);
+  });
+
   it("shows the status line under the answer while streaming and removes it at the end", async () => {
     const channel = new FakeChannel();
     const writer = new StreamWriter(channel, { limit: 2000, intervalMs: 100, statusLine: true });

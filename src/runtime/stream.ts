@@ -322,7 +322,10 @@ export class StreamWriter implements TextSink {
     try {
       let changed = false;
       if (slot.id === null) {
-        if (text !== "") {
+        // Only whitespace (the answer's last line break, split off at a message's limit):
+        // nothing to see, and both platforms refuse such a message ("Cannot send an empty
+        // message", no_text). It is posted once text follows it.
+        if (text.trim() !== "") {
           const index = this.slots.indexOf(slot);
           if (await this.keyed.adopt(slot, index, () => this.report())) return;
           const key = slot.reposted ? undefined : this.keyed.keyOf(index);

@@ -348,6 +348,25 @@ describe("Discord emulator: as strict as Discord", () => {
     expect(emulator.botMessages(emulator.state.random).map((m) => m.content)).toEqual(["one", "three"]);
   });
 
+  it("refuses a message of whitespace alone, as Discord does, unless it carries buttons or files", async () => {
+    // A naive client: raw requests, no discord.js.
+    const post = async (body: Record<string, unknown>) => {
+      const res = await fetch(`${emulator.apiUrl}/v10/channels/${emulator.state.random}/messages`, {
+        method: "POST",
+        headers: { authorization: `Bot ${emulator.token}`, "content-type": "application/json" },
+        body: JSON.stringify(body),
+      });
+      return { status: res.status, body: (await res.json()) as { code?: number } };
+    };
+    expect(await post({ content: "\n" })).toEqual({
+      status: 400,
+      body: { message: "Cannot send an empty message", code: 50006 },
+    });
+    expect((await post({ content: "  \n\t" })).status).toBe(400);
+    const button = { type: 2, style: 4, label: "Stop", custom_id: "sb:r:stop" };
+    expect((await post({ content: "\n", components: [{ type: 1, components: [button] }] })).status).toBe(200);
+  });
+
   it("answers past 50 requests a second with a global 429 (global: true, X-RateLimit-Global, retry_after)", async () => {
     // A naive client: @discordjs/rest told it may send 1,000 requests a second, and to fail on any 429.
     const rest = new REST({

@@ -323,7 +323,10 @@ export function writeMessage(
     ctx.dispatch("MESSAGE_UPDATE", s.messageJson(existing), intent);
     return existing;
   }
-  if (!content && added.length === 0 && !(Array.isArray(body.json.embeds) && body.json.embeds.length > 0)) {
+  // Whitespace alone is no content to Discord (it trims it); components or files are.
+  const blank = !content || content.trim() === "";
+  const some = (v: unknown) => Array.isArray(v) && v.length > 0;
+  if (blank && added.length === 0 && !some(body.json.embeds) && !some(body.json.components)) {
     throw new HttpError(400, { message: "Cannot send an empty message", code: 50006 });
   }
   const flags = extra.flags ?? (typeof body.json.flags === "number" ? body.json.flags : 0);
