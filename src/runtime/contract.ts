@@ -55,6 +55,12 @@ export interface TextSink {
    * reply now (this one lost the thread's lock). Resolves when no write is in flight.
    */
   abandon?(): Promise<void>;
+  /**
+   * The error that stopped its writes for good (the bot may not write there, the platform
+   * refuses every try), if one did: the turn stops then, rather than pay for an answer
+   * nobody can see.
+   */
+  broken?(): unknown;
 }
 
 /** One per turn, made by the adapter: knows how to write back to that place. */

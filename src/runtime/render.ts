@@ -39,10 +39,13 @@ export class ReplyRenderer {
         this.markVisible();
         void this.reply.status(event.text).catch((err: unknown) => log.debug({ err }, "status not shown"));
         return undefined;
-      case "text":
+      case "text": {
         this.markVisible();
         this.sink.write(event.delta);
+        const broken = this.sink.broken?.();
+        if (broken !== undefined) throw broken;
         return undefined;
+      }
       case "artifact":
         if (this.reply.filesWithAnswer) this.upload(event.artifact);
         else this.held.push(event.artifact);

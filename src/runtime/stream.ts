@@ -112,6 +112,11 @@ export class StreamWriter implements TextSink {
     return this.done;
   }
 
+  /** See `TextSink.broken`. */
+  broken(): unknown {
+    return this.failed?.error;
+  }
+
   /** See `TextSink.abandon`: no write starts after this, and the one in flight is waited for. */
   async abandon(): Promise<void> {
     this.scheduler.cadence.streamEnded(this);

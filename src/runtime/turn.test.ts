@@ -263,6 +263,44 @@ describe("a turn owned by the runtime", () => {
     expect(seen.at(-1)).toMatch(/^(fail|notice):.*storage is not reachable/);
   });
 
+  it("stops the turn when its reply can no longer be written, instead of paying for an answer nobody sees", async () => {
+    const { reply, seen } = recordingReply();
+    const refused = new Error("Missing Permissions");
+    let writes = 0;
+    const stream = reply.stream;
+    reply.stream = () => ({
+      ...stream(),
+      write: (d) => {
+        writes++;
+        seen.push(`text:${d}`);
+      },
+      broken: () => (writes >= 3 ? refused : undefined),
+    });
+    let yielded = 0;
+    let closed = false;
+    const provider: Provider = {
+      name: "openai",
+      listModels: async () => [],
+      async *stream() {
+        try {
+          for (let i = 0; i < 50; i++) {
+            yielded++;
+            yield { type: "text", delta: `w${i} ` } as ModelEvent;
+            await new Promise((r) => setTimeout(r, 1));
+          }
+          yield { type: "stop", reason: "end" } as ModelEvent;
+        } finally {
+          closed = true;
+        }
+      },
+    };
+    await dispatcherWith(provider).handle(message("e1", "hello", reply));
+    expect(closed).toBe(true);
+    expect(yielded).toBeLessThan(10);
+    expect(seen.filter((x) => x.startsWith("text:"))).toHaveLength(3);
+    expect(await ledger.get(KEY)).toBeUndefined();
+  });
+
   it("leaves no turn record behind once the reply has ended", async () => {
     const { reply } = recordingReply();
     await dispatcherWith(new ScriptedProvider([say("Hi.")])).handle(message("e1", "hello", reply));

@@ -280,6 +280,7 @@ export class DiscordReply implements Reply {
       fail: (message) => end(writer.fail(message).finally(() => this.dropStop())),
       // Files held for the final write stay unsent: the process that has the reply runs their step again.
       abandon: () => writer.abandon().finally(() => this.typing.stop()),
+      broken: () => writer.broken(),
     };
   }
 

@@ -235,6 +235,7 @@ export class SlackReply implements Reply {
         this.stopOffer.abort(ANSWER_ENDED);
         await writer.abandon?.();
       },
+      broken: () => writer.broken?.(),
     };
   }
 
