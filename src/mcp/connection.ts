@@ -154,7 +154,9 @@ export class ServerConnection {
 
   async call(tool: string, args: Record<string, unknown>, opts: ToolCallOptions): Promise<CallAnswer> {
     const timeoutMs = this.config.timeoutMs ?? this.opts.callTimeoutMs;
-    if (this.state === "connecting" || this.state === "reconnecting") await this.settled(timeoutMs);
+    if (this.state === "connecting" || this.state === "reconnecting")
+      await this.settled(timeoutMs, opts.signal);
+    if (opts.signal?.aborted) return { failure: describeCallFailure(opts.signal.reason, timeoutMs, true) };
     const session = this.session;
     if (this.state !== "connected" || !session || session.down) {
       const why = this.error ?? "it is not connected";
@@ -244,14 +246,18 @@ export class ServerConnection {
     if (changed) this.opts.onChange();
   }
 
-  private settled(ms: number): Promise<void> {
+  /** Until the server is connected or has failed, `ms` at most; a stopped turn stops waiting. */
+  private settled(ms: number, signal?: AbortSignal): Promise<void> {
+    if (signal?.aborted) return Promise.resolve();
     return new Promise((resolve) => {
       const done = () => {
         clearTimeout(timer);
+        signal?.removeEventListener("abort", done);
         this.settleWaiters.delete(done);
         resolve();
       };
       const timer = setTimeout(done, ms);
+      signal?.addEventListener("abort", done, { once: true });
       this.settleWaiters.add(done);
     });
   }

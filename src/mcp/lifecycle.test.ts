@@ -51,6 +51,13 @@ describe("a server that dies", () => {
     expect(out.text).toContain("stopped before it answered (the server process was killed by SIGKILL)");
     expect(hub.status()[0]?.state).toBe("reconnecting");
 
+    // A stopped turn's call does not wait for the restart: it is over before the server is back.
+    const stopped = new AbortController();
+    stopped.abort();
+    const cancelled = await hub.call("everything__echo", { message: "never" }, { signal: stopped.signal });
+    expect(cancelled.text).toContain("cancelled");
+    expect(hub.status()[0]?.state).toBe("reconnecting");
+
     // A call made during the restart waits for it.
     const next = await hub.call("everything__echo", { message: "after restart" });
     expect(next).toMatchObject({ ok: true, text: "Echo: after restart" });
