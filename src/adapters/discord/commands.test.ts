@@ -76,7 +76,8 @@ describe("Discord adapter: slash commands", () => {
     // Within waitFor's 10 s, where waiting for the thread would take 30.
     await waitFor(() => h.runner.done.length === 2);
     expect(h.emulator.threads(s.general)).toHaveLength(1);
-    expect(h.runner.inbounds[1]?.key).toBe(`discord:${s.guildId}:${s.general}`);
+    // A conversation of its own, not the channel's: bob's question does not build on alice's.
+    expect(h.runner.inbounds[1]?.key).toBe(`discord:${s.guildId}:${rec.id}`);
     expect(s.findMessage(rec.originalId!)?.content).toBe("Here it is.");
   });
 

@@ -270,6 +270,9 @@ async function ask(
         },
       });
     } catch (err) {
+      // A conversation of its own, as a mention without a thread: keyed by the channel,
+      // every person's /ask there would build on the others' and wait in one line.
+      key = guildKey(interaction.guildId, interaction.id);
       log.warn({ err }, "could not open a thread for /ask; answering in place");
     }
   }
