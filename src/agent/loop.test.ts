@@ -2,7 +2,14 @@ import { describe, expect, it } from "vitest";
 import { callTools, FunctionHub, ScriptedProvider, say } from "../../test/support/scripted.js";
 import type { AgentEvent } from "../core/events.js";
 import { countTokens, messagesTokens } from "./context.js";
-import { type CallGate, type LoopResult, type ResumedStep, runToolLoop } from "./loop.js";
+import {
+  type CallGate,
+  CUT_OFF_NOTE,
+  type LoopResult,
+  NOTHING_WITHIN_LIMIT_NOTE,
+  type ResumedStep,
+  runToolLoop,
+} from "./loop.js";
 import type { ModelEvent } from "./providers/provider.js";
 
 async function run(
@@ -49,6 +56,36 @@ describe("the tool loop", () => {
     expect(text).toBe("Hello there");
     expect(result).toMatchObject({ steps: 1, toolCalls: 0, stoppedBy: "answer" });
     expect(result.added).toEqual([{ role: "assistant", content: "Hello there" }]);
+  });
+
+  it("says so when the model had to stop its answer at its output limit", async () => {
+    const cut: ModelEvent[] = [
+      { type: "text", delta: "The first three reasons are: one, two, and" },
+      { type: "stop", reason: "length" },
+    ];
+    const { text, result } = await run(new ScriptedProvider([cut]), new FunctionHub({}));
+    expect(text).toBe(`The first three reasons are: one, two, and\n\n${CUT_OFF_NOTE}`);
+    // The thread keeps what the model wrote: asked to go on, it sees where it stopped.
+    expect(result.added).toEqual([
+      { role: "assistant", content: "The first three reasons are: one, two, and" },
+    ]);
+    // Nothing written before the limit (a reasoning model thought it all away).
+    const empty = await run(
+      new ScriptedProvider([[{ type: "stop", reason: "length" }]]),
+      new FunctionHub({}),
+    );
+    expect(empty.text).toBe(NOTHING_WITHIN_LIMIT_NOTE);
+    // A whole answer gets no note.
+    const whole = await run(
+      new ScriptedProvider([
+        [
+          { type: "text", delta: "Done." },
+          { type: "stop", reason: "end" },
+        ],
+      ]),
+      new FunctionHub({}),
+    );
+    expect(whole.text).toBe("Done.");
   });
 
   it("feeds tool results back as tool messages, never as user turns", async () => {

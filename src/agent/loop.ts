@@ -13,7 +13,7 @@ import {
 } from "../core/messages.js";
 import type { Elicit, ToolEntry, ToolHub, ToolOutcome } from "../mcp/types.js";
 import { callSignature } from "./call-signature.js";
-import type { ModelRequest, Provider, ToolSpec } from "./providers/provider.js";
+import type { ModelRequest, Provider, StopReason, ToolSpec } from "./providers/provider.js";
 import { AsyncQueue } from "./queue.js";
 import { fitStep } from "./step-budget.js";
 import { errorResult, startingStep } from "./steps.js";
@@ -100,7 +100,15 @@ interface StepResponse {
   text: string;
   calls: ToolCall[];
   usage: Usage;
+  stop?: StopReason;
 }
+
+/** Told after an answer the model had to stop at its output limit: it reads as whole otherwise. */
+export const CUT_OFF_NOTE =
+  "(This answer was cut off: it reached the most the model may write in one answer. Ask me to go on.)";
+/** The model spent all of its output (thinking, as a reasoning model may) before any answer. */
+export const NOTHING_WITHIN_LIMIT_NOTE =
+  "The model used all the room it has for one answer before it wrote any of it. Ask for a shorter answer, or split the question.";
 
 const FINAL_NOTES: Record<ForcedCause, string> = {
   step_limit:
@@ -169,11 +177,17 @@ export async function* runToolLoop(
       };
     }
     if (outcome.kind === "final") {
+      const cut = response.stop === "length";
       if (!visible.trim()) {
-        const note =
-          "I could not put together an answer this time. Please rephrase the question or try again.";
+        const note = cut
+          ? NOTHING_WITHIN_LIMIT_NOTE
+          : "I could not put together an answer this time. Please rephrase the question or try again.";
         yield { type: "text", delta: note };
         visible = note;
+      } else if (cut) {
+        const delta = `${visible.endsWith("\n") ? "\n" : "\n\n"}${CUT_OFF_NOTE}`;
+        yield { type: "text", delta };
+        visible += delta;
       }
       return { added, text: visible, usage, steps: step, toolCalls, stoppedBy: forced ?? "answer" };
     }
@@ -248,6 +262,7 @@ async function* streamStep(
   const calls: ToolCall[] = [];
   let text = "";
   let usage = zeroUsage();
+  let stop: StopReason | undefined;
   let pendingSeparator = separator;
   // A plain function, not a generator: `yield*` of a generator inside this async one costs
   // a promise per delta, and this runs for every batch of every answer.
@@ -268,11 +283,13 @@ async function* streamStep(
       calls.push(event.call);
     } else if (event.type === "usage") {
       usage = addUsage(usage, event.usage);
+    } else if (event.type === "stop") {
+      stop = event.reason;
     }
   }
   const rest = shown(think.flush());
   if (rest) yield rest;
-  return { text, calls, usage };
+  return { text, calls, usage, ...(stop ? { stop } : {}) };
 }
 
 /** A call as the step will treat it: run it, or answer it with `refusal` without running it. */

@@ -82,6 +82,7 @@ export function recordAnthropic(
 }
 
 function stopReason(plan: PlannedReply): string {
+  if (plan.truncated) return "max_tokens";
   return plan.toolCalls.length > 0 ? "tool_use" : "end_turn";
 }
 

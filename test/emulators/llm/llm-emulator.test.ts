@@ -414,6 +414,36 @@ describe("context windows, as strict as the providers", () => {
     expect(ok.choices[0]?.message.content).toBe("kept for the next request");
   });
 
+  it("stops an answer at the output the request allows, with each API's reason", async () => {
+    const long = "word ".repeat(200);
+    emu.enqueue({ text: long });
+    const o = await openai().chat.completions.create({
+      model: "gpt-4o",
+      messages: user("tell me a lot"),
+      max_completion_tokens: 20,
+    });
+    expect(o.choices[0]).toMatchObject({ finish_reason: "length", message: { content: long.slice(0, 80) } });
+    expect(o.usage?.completion_tokens).toBe(20);
+    emu.enqueue({ text: long, toolCalls: [{ name: "weather__get", arguments: {} }] });
+    const chunks: string[] = [];
+    let stop: string | null = null;
+    const stream = await anthropic().messages.create({
+      model: "claude-sonnet-5-5",
+      max_tokens: 20,
+      messages: user("tell me a lot"),
+      tools: [weatherTool],
+      stream: true,
+    });
+    for await (const event of stream) {
+      if (event.type === "content_block_delta" && event.delta.type === "text_delta")
+        chunks.push(event.delta.text);
+      if (event.type === "content_block_start") expect(event.content_block.type).toBe("text");
+      if (event.type === "message_delta") stop = event.delta.stop_reason;
+    }
+    expect(chunks.join("")).toBe(long.slice(0, 80));
+    expect(stop).toBe("max_tokens");
+  });
+
   it("refuses tools the real APIs refuse: an array without items (OpenAI), a name outside the pattern (both)", async () => {
     const fn = (name: string, parameters: Record<string, unknown>) => ({
       type: "function" as const,

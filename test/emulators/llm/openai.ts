@@ -82,6 +82,7 @@ export function recordOpenAi(
 }
 
 function finishReason(plan: PlannedReply): string {
+  if (plan.truncated) return "length";
   return plan.toolCalls.length > 0 ? "tool_calls" : "stop";
 }
 

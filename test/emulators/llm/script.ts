@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { requestedOutput } from "./context.js";
 import type { PlannedReply, RecordedRequest, ReplyTurn, ScriptedTurn } from "./types.js";
 
 const DEFAULT_CHUNK = 8;
@@ -86,18 +87,29 @@ function inputChars(req: RecordedRequest): number {
 }
 
 export function planReply(turn: ReplyTurn, req: RecordedRequest, idPrefix: "call_" | "toolu_"): PlannedReply {
-  const text = turn.text ?? "";
-  const toolCalls = (turn.toolCalls ?? []).map((c) => ({
+  let text = turn.text ?? "";
+  let toolCalls = (turn.toolCalls ?? []).map((c) => ({
     id: c.id ?? randomId(idPrefix),
     name: c.name,
     argumentsJson: typeof c.arguments === "string" ? c.arguments : JSON.stringify(c.arguments),
   }));
-  const outChars = text.length + toolCalls.reduce((n, c) => n + c.name.length + c.argumentsJson.length, 0);
+  let outChars = text.length + toolCalls.reduce((n, c) => n + c.name.length + c.argumentsJson.length, 0);
+  // As the APIs do: an answer longer than the output the request allows stops there,
+  // mid-sentence, with finish_reason "length" (Anthropic: "max_tokens"); a tool call it
+  // had not finished writing is lost.
+  const allowed = requestedOutput(req);
+  const truncated = allowed !== undefined && estimateTokens(outChars) > allowed;
+  if (truncated) {
+    text = text.slice(0, allowed * 4);
+    toolCalls = [];
+    outChars = text.length;
+  }
   return {
     text,
     toolCalls,
     usage: turn.usage ?? { input: estimateTokens(inputChars(req)), output: estimateTokens(outChars) },
     chunkSize: turn.chunkSize ?? DEFAULT_CHUNK,
     delayMs: turn.delayMs ?? 0,
+    ...(truncated ? { truncated } : {}),
   };
 }

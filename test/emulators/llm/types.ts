@@ -78,4 +78,6 @@ export interface PlannedReply {
   usage: { input: number; output: number };
   chunkSize: number;
   delayMs: number;
+  /** Cut at the request's output limit: it finishes with "length" / "max_tokens". */
+  truncated?: boolean;
 }
