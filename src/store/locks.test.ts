@@ -224,6 +224,32 @@ describeEachStore("the thread lock across processes on %s", (kind) => {
     await Promise.all([a.close(), b.close()]);
   });
 
+  it("tries its first heartbeat again at the next turn when the store refused it", async () => {
+    stores = testStores(kind);
+    let refusals = 1;
+    // The store refuses the process's first sign of life once (a failover, a busy SQLite).
+    const flaky = (state: StateStore): StateStore =>
+      new Proxy(state, {
+        get(target, prop) {
+          if (prop === "set")
+            return (key: string, value: unknown, ttlMs?: number) => {
+              if (key.startsWith("alive:") && refusals-- > 0) return Promise.reject(new Error("SQLITE_BUSY"));
+              return target.set(key, value, ttlMs);
+            };
+          const value = Reflect.get(target, prop, target);
+          return typeof value === "function" ? value.bind(target) : value;
+        },
+      });
+    const lock = new LeaseThreadLock(flaky(createState(await stores.open())), { maxPollMs: 20 });
+    try {
+      await expect(lock.run("t", async () => "first")).rejects.toThrow("SQLITE_BUSY");
+      await expect(lock.run("t", async () => "second")).resolves.toBe("second");
+      expect(await lock.alive(lock.owner)).toBe(true);
+    } finally {
+      await lock.close();
+    }
+  });
+
   it("takes a free thread's lock without a ticket in its line, and queues one only when the lock is taken", async () => {
     stores = testStores(kind);
     const lines: string[] = [];

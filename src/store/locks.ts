@@ -297,6 +297,11 @@ export class LeaseThreadLock implements ThreadLock {
       }, HEARTBEAT_EVERY_MS);
       this.beatTimer.unref();
     })();
+    // A first beat the store refused (a failover, a busy SQLite) is tried again by the
+    // next turn: kept, it failed every turn of the process until a restart.
+    this.beating.catch(() => {
+      this.beating = undefined;
+    });
     return this.beating;
   }
 
