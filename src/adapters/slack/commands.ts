@@ -1,6 +1,7 @@
 import type { App, RespondFn, ViewSubmitAction } from "@slack/bolt";
 import type { Config } from "../../config.js";
 import { log } from "../../log.js";
+import { REFUSED_NOTE } from "../../runtime/access.js";
 import { type CatalogCommand, type CommandSpec, findCommand, helpText } from "../../runtime/commands.js";
 import type { TurnRunner } from "../../runtime/contract.js";
 import { INTERACTION_PREFIX, parseInteractionId } from "../../runtime/interaction-ids.js";
@@ -102,6 +103,8 @@ export function registerCommands(app: App, deps: CommandDeps): void {
       if (spec.name === "help") return await say(usage(name));
       // A server's prompt is asked like `ask`, as if the person had written its text.
       if (spec.name === "prompt" && deps.runner.prompt) {
+        const where = { team: command.team_id, channel: command.channel_id, user: command.user_id };
+        if (refused(deps, where)) return await say(REFUSED_NOTE);
         const outcome = await deps.runner.prompt(arg, { forms: true });
         if ("say" in outcome) return await say(outcome.say);
         if ("form" in outcome) {
@@ -110,7 +113,6 @@ export function registerCommands(app: App, deps: CommandDeps): void {
           await deps.writes.views.open({ trigger_id: command.trigger_id, view: view as never });
           return;
         }
-        const where = { team: command.team_id, channel: command.channel_id, user: command.user_id };
         return await ask(deps, { ...where, question: outcome.ask, triggerId: command.trigger_id }, say);
       }
       const latest = await deps.events.latestThread(command.channel_id, command.user_id);
@@ -182,6 +184,21 @@ async function respondEphemeral(scheduler: WriteScheduler, respond: RespondFn, t
   });
 }
 
+/**
+ * Whether the access lists refuse this person here: asked before anything is shown or a
+ * server is asked for a prompt, as a mention is checked before its :eyes:. Told privately
+ * every time (a slash command is answered, and only they see it).
+ */
+function refused(deps: CommandDeps, q: { team?: string; channel: string; user: string }): boolean {
+  const verdict = deps.runner.admit?.({
+    platform: "slack",
+    channel: q.channel,
+    user: { id: q.user },
+    from: { dm: q.channel.startsWith("D"), workspace: q.team ?? deps.identity().teamId },
+  });
+  return verdict !== undefined && verdict !== "yes";
+}
+
 /** `ask`: the question is posted in the channel (slash commands leave no message), answered in its thread. */
 async function ask(
   deps: CommandDeps,
@@ -189,6 +206,7 @@ async function ask(
   say: (text: string) => Promise<void>,
 ): Promise<void> {
   const me = deps.identity();
+  if (refused(deps, q)) return await say(REFUSED_NOTE);
   let ts: string | undefined;
   try {
     const posted = await deps.writes.chat.postMessage({
@@ -206,10 +224,13 @@ async function ask(
     return;
   }
   const team = q.team ?? me.teamId;
+  const key = threadKey(team, q.channel, ts);
+  // Thread commands that follow (stop, new, model) act on this thread, as after a mention.
   await deps.events.turn({
+    before: deps.events.remember(q.channel, q.user, key),
     eventId: `slash:${q.triggerId}`,
     team,
-    key: threadKey(team, q.channel, ts),
+    key,
     channel: q.channel,
     ts,
     threadRoot: ts,

@@ -54,8 +54,9 @@ const SPOKEN_SUBTYPES = new Set([undefined, "file_share", "thread_broadcast"]);
  * thread (answered only if Switchboard already has a session there).
  */
 export function route(e: SlackMessageEvent, me: SlackIdentity, opts: { allowBots: boolean }): Route {
-  if (e.type === "message" && !SPOKEN_SUBTYPES.has(e.subtype))
-    return { kind: "ignore", why: `subtype ${e.subtype}` };
+  // Another bot's message (a webhook, a legacy integration) is spoken too when bots are let in.
+  const spoken = SPOKEN_SUBTYPES.has(e.subtype) || (e.subtype === "bot_message" && opts.allowBots);
+  if (e.type === "message" && !spoken) return { kind: "ignore", why: `subtype ${e.subtype}` };
   if (e.user === me.botUserId || (e.bot_id && e.bot_id === me.botId))
     return { kind: "ignore", why: "own message" };
   if ((e.bot_id || e.subtype === "bot_message") && !opts.allowBots)
@@ -215,11 +216,7 @@ export class SlackEvents {
     await nextSlice();
     // Remembered before the runner has the message: a slash command right after the answer
     // must find the thread. Written while the turn's own lookups run, not before them.
-    const before = e.user
-      ? this.deps.state
-          .set(lastThreadKey(e.channel, e.user), key, REMEMBER_MS)
-          .catch((err: unknown) => log.warn({ err }, "last thread not remembered"))
-      : undefined;
+    const before = e.user ? this.remember(e.channel, e.user, key) : undefined;
     await this.turn(
       {
         ...(before ? { before } : {}),
@@ -239,6 +236,13 @@ export class SlackEvents {
   }
 
   /** The thread a user last talked to the bot in, in a channel (slash commands have no thread). */
+  /** `key` is now `user`'s latest thread with the bot in `channel`: thread commands act on it. */
+  remember(channel: string, user: string, key: ThreadKey): Promise<void> {
+    return this.deps.state
+      .set(lastThreadKey(channel, user), key, REMEMBER_MS)
+      .catch((err: unknown) => log.warn({ err }, "last thread not remembered"));
+  }
+
   async latestThread(channel: string, user: string): Promise<ThreadKey | undefined> {
     return this.deps.state.get<ThreadKey>(lastThreadKey(channel, user));
   }

@@ -3,6 +3,7 @@ import { type Harness, startHarness } from "../../../test/emulators/slack/adapte
 import { waitFor } from "../../../test/emulators/slack/index.js";
 import { useTracer } from "../../core/spans.js";
 import { traceInMemory } from "../../ops/traced.test-helper.js";
+import { REFUSED_NOTE } from "../../runtime/access.js";
 import { NO_THREAD } from "./commands.js";
 import { toMrkdwn } from "./mrkdwn.js";
 import { DEFAULT_PROMPTS } from "./suggested-prompts.js";
@@ -130,6 +131,33 @@ describe("Slack adapter: the slash command", () => {
       text: "what is the weather?",
       key: `slack:T1:C1:${question!.ts}`,
     });
+  });
+
+  it("tells only the asker when the access lists refuse their ask or prompt: nothing is posted", async () => {
+    h = await startHarness();
+    h.runner.admit = (who) => (who.user.id === "U_BOB" ? "silent" : "yes");
+    const before = h.emu.state.history("C1").length;
+    h.emu.slash("/switchboard", "ask what is the secret plan?", "U_BOB", "C1");
+    const told = await lastEphemeral(h);
+    expect(told).toMatchObject({ user: "U_BOB", text: toMrkdwn(REFUSED_NOTE) });
+    h.emu.slash("/switchboard", "prompt summarise", "U_BOB", "C1");
+    await waitFor(() => h!.emu.state.ephemerals.length === 2);
+    expect(h.emu.state.history("C1")).toHaveLength(before);
+    expect(h.runner.inbounds).toEqual([]);
+  });
+
+  it("makes the thread of an ask the asker's latest, so that a stop right after acts on it", async () => {
+    h = await startHarness();
+    // An earlier thread with the bot in this channel.
+    const earlier = h.emu.mention("C1", "U_ALICE", "hello");
+    await waitFor(() => h!.emu.botReplies("C1", earlier.ts).length === 1);
+    h.emu.slash("/switchboard", "ask what changed?", "U_ALICE", "C1");
+    await waitFor(() => h!.runner.inbounds.length === 2);
+    const question = h.emu.state.history("C1").at(-1)!;
+    h.emu.slash("/switchboard", "stop", "U_ALICE", "C1");
+    await waitFor(() => h!.runner.commands.length === 1);
+    expect(h.runner.commands[0]).toMatchObject({ name: "stop", key: `slack:T1:C1:${question.ts}` });
+    expect(question.ts).not.toBe(earlier.ts);
   });
 
   it("uses the configured command name", async () => {

@@ -36,6 +36,8 @@ export class ScriptedRunner implements TurnRunner {
   private readonly seen = new Set<string>();
   private readonly threads = new Set<ThreadKey>();
   script: Script = streamText("Hello from Switchboard.");
+  /** The access lists' verdict, when a test sets one (none: everyone is admitted). */
+  admit?: TurnRunner["admit"];
   commandAnswer = (cmd: Command) => `ran ${cmd.name}${cmd.arg ? ` ${cmd.arg}` : ""}`;
 
   private readonly running = new Set<Promise<void>>();
