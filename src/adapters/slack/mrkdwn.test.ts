@@ -19,6 +19,15 @@ describe("Slack text", () => {
     expect(toMrkdwn("```ts\nif (a < b) {}\n```")).toBe("```\nif (a &lt; b) {}\n```");
   });
 
+  it("keeps a quote's > as Slack's quote bar and ends a link at its unbalanced parenthesis", () => {
+    expect(toMrkdwn("📝 asks you:\n> Go ahead with **v2**?\n> a > b")).toBe(
+      "📝 asks you:\n>Go ahead with *v2*?\n>a &gt; b",
+    );
+    expect(toMrkdwn("See [Foo](https://en.wikipedia.org/wiki/Foo_(bar)) (and more).")).toBe(
+      "See <https://en.wikipedia.org/wiki/Foo_(bar)|Foo> (and more).",
+    );
+  });
+
   it("reads a user's message without the bot mention, with links and escapes undone", () => {
     const names = new Map([["U_BOB", "bob"]]);
     expect(
@@ -45,6 +54,17 @@ describe("which Slack messages become turns", () => {
     expect(route({ ...base, user: "U_BOT", text: "<@U_BOT>" }, me, opts).kind).toBe("ignore");
     expect(route({ ...base, user: undefined, bot_id: "B_BOT" }, me, opts).kind).toBe("ignore");
     expect(route({ ...base, bot_id: "B_OTHER", text: "<@U_BOT> hi" }, me, opts).kind).toBe("ignore");
+    // A classic bot message (subtype bot_message, no user) in a DM: let in only with allowBots.
+    const classic = {
+      ...base,
+      channel: "D1",
+      channel_type: "im",
+      user: undefined,
+      subtype: "bot_message",
+      bot_id: "B_HOOK",
+    };
+    expect(route(classic, me, { allowBots: true }).kind).toBe("dm");
+    expect(route(classic, me, opts).kind).toBe("ignore");
     expect(route({ ...base, bot_id: "B_OTHER", text: "<@U_BOT> hi" }, me, { allowBots: true }).kind).toBe(
       "mention",
     );

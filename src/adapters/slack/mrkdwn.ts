@@ -45,6 +45,9 @@ function inlineMrkdwn(line: string): string {
   if (heading) return `*${inlineMrkdwn(heading[1] ?? "").replace(/^\*(.*)\*$/, "$1")}*`;
   const bullet = /^(\s*)[-*+]\s+(.*)$/.exec(line);
   if (bullet) return `${bullet[1]}• ${inlineMrkdwn(bullet[2] ?? "")}`;
+  // A quote's `>` stays as it is (Slack's quote bar); escaped, it showed as a literal ">".
+  const quote = /^ {0,3}>\s?(.*)$/.exec(line);
+  if (quote) return `>${inlineMrkdwn(quote[1] ?? "")}`;
   // Code spans are kept apart so that nothing inside them is converted.
   return line
     .split(/(`[^`]*`)/)
@@ -54,10 +57,14 @@ function inlineMrkdwn(line: string): string {
 
 function convertSpans(text: string): string {
   const links: string[] = [];
-  let s = text.replace(/\[([^\]]+)\]\((https?:\/\/[^\s)]+)\)/g, (_m, label: string, url: string) => {
-    links.push(`<${url}|${escapeMrkdwn(label)}>`);
-    return `\uE000${links.length - 1}\uE000`;
-  });
+  // A URL may hold balanced parentheses (Wikipedia's "Foo_(bar)"): the link ends at the unbalanced one.
+  let s = text.replace(
+    /\[([^\]]+)\]\((https?:\/\/(?:[^\s()]|\([^\s()]*\))+)\)/g,
+    (_m, label: string, url: string) => {
+      links.push(`<${url}|${escapeMrkdwn(label)}>`);
+      return `\uE000${links.length - 1}\uE000`;
+    },
+  );
   s = escapeMrkdwn(s)
     .replace(/\*\*(.+?)\*\*/g, "\uE001$1\uE001")
     .replace(/__(.+?)__/g, "\uE001$1\uE001")
