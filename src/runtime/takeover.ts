@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { platformOf, type ThreadKey } from "../core/thread.js";
 import { log } from "../log.js";
 import type { ThreadLock } from "../store/locks.js";
-import type { TurnInput, TurnLedger, TurnRecord } from "../store/turns.js";
+import type { TurnLedger, TurnRecord } from "../store/turns.js";
 import type { ApprovalDesk } from "./approvals/desk.js";
 import type { Adapter, Inbound, Reply } from "./contract.js";
 import { MAX_TAKEOVERS } from "./turn.js";
@@ -164,16 +164,15 @@ export class Takeovers {
   }
 
   /** Goes on with the turn in its own reply; one that cannot go on ends with the note. */
-  private async finish(record: TurnRecord, controller: AbortController): Promise<void> {
+  private async finish(record: TurnRecord, controller: AbortController, fresh = false): Promise<void> {
     const adapter = this.adapterFor(record.key);
     // A platform that is not running here keeps its turns for a process that runs it.
     if (!adapter) return;
-    // Read before the turn ends: its end deletes the record, and they are answered after it.
-    const queued = record.queued ?? [];
-    await this.finishTurn(record, adapter, controller);
-    // Still there: the turn went to yet another process, with the messages behind it.
+    await this.finishTurn(record, adapter, controller, fresh);
+    // Still there: the turn waits for approvals, or went to yet another process, with the
+    // messages behind it. Otherwise its end handed them back (`TurnLedger.handQueued`).
     if (await this.deps.ledger.get(record.key)) return;
-    await this.answerHanded(record.key, queued, controller);
+    await this.answerHanded(record.key, controller);
   }
 
   /**
@@ -181,29 +180,26 @@ export class Takeovers {
    * stopping processes handed over), oldest first, each a turn of its own record carrying
    * the rest: if this process stops in the middle, another one finds them all.
    */
-  private async answerHanded(
-    key: ThreadKey,
-    queued: TurnInput[],
-    controller: AbortController,
-  ): Promise<void> {
+  private async answerHanded(key: ThreadKey, controller: AbortController): Promise<void> {
     const { ledger, lock } = this.deps;
-    if (controller.signal.aborted) {
-      // The turn ended here as this process began to stop: the messages that waited behind
-      // it (its record, which carried them, is gone) go to the others, not nowhere.
-      for (const input of queued) await ledger.hand(key, input);
-      if (queued.length > 0)
-        log.info({ key, messages: queued.length }, "handed the messages behind a finished turn");
-      return;
-    }
-    const [next, ...rest] = [...queued, ...(await ledger.takeHanded(key))];
+    // This process began to stop: the handed messages stay for the others.
+    if (controller.signal.aborted) return;
+    const [next, ...rest] = await ledger.takeHanded(key);
     if (!next) return;
-    const successor = await ledger.begin(key, {
-      id: randomUUID(),
-      owner: lock.owner,
-      input: next,
-      ...(rest.length ? { queued: rest } : {}),
-    });
-    await this.finish(successor, controller);
+    let successor: TurnRecord;
+    try {
+      successor = await ledger.begin(key, {
+        id: randomUUID(),
+        owner: lock.owner,
+        input: next,
+        ...(rest.length ? { queued: rest } : {}),
+      });
+    } catch (err) {
+      // Taken from the list and not in a record: back to the list, or they are lost.
+      for (const input of [next, ...rest]) await ledger.hand(key, input).catch(() => undefined);
+      throw err;
+    }
+    await this.finish(successor, controller, true);
   }
 
   /** Answers a thread's handed messages once its lock is free, after its unfinished turn if it has one. */
@@ -216,7 +212,7 @@ export class Takeovers {
         // A turn waiting for approvals keeps the thread; the watcher asks again later.
         if (record?.waiting) return;
         if (record) await this.finish(record, controller);
-        else await this.answerHanded(key, [], controller);
+        else await this.answerHanded(key, controller);
       } finally {
         this.claimed.delete(key);
       }
@@ -224,12 +220,17 @@ export class Takeovers {
     if (!work) this.claimed.delete(key);
   }
 
-  private async finishTurn(record: TurnRecord, adapter: Adapter, controller: AbortController): Promise<void> {
+  private async finishTurn(
+    record: TurnRecord,
+    adapter: Adapter,
+    controller: AbortController,
+    fresh: boolean,
+  ): Promise<void> {
     const { ledger, lock } = this.deps;
     const resumable = record.input && record.id && (record.takeovers ?? 0) < MAX_TAKEOVERS;
     if (resumable && adapter.replyFor) {
       const from = record.owner;
-      await ledger.takeOver(record, lock.owner);
+      await ledger.takeOver(record, lock.owner, fresh ? false : undefined);
       log.info({ key: record.key, from, takeovers: record.takeovers }, "taking a turn over");
       const reply = adapter.replyFor(record.key, {
         ...(record.address ?? { messages: [] }),

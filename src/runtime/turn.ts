@@ -110,6 +110,8 @@ export async function runTurn(
   const record = ledger.open(inbound.key, run);
   const from = { session: loading, recorded: ledger.opened(record) };
   return drive(record, place, inbound.reply, deps, signal, hooks, from, async (session, common) => {
+    // Messages handed over behind the record this turn replaces are answered after it.
+    if (previous?.queued?.length) await ledger.handQueued(previous);
     if (previous?.waiting) {
       // Written again before anyone decided: the old questions end, and the model learns the step never ran.
       await deps.desk.supersede(inbound.key, previous.waiting, inbound.reply);
@@ -328,6 +330,10 @@ async function drive(
       await renderer.abandon();
       log.warn({ key: place.key }, "lost the thread's lock mid-turn; the process that has it now goes on");
     } else if (handedOver) {
+      // Still under the thread's lock: the process taking it over counts no death.
+      await ledger
+        .handOver(record)
+        .catch((err: unknown) => log.warn({ err, key: place.key }, "hand-over not recorded"));
       await renderer.handOver();
       log.info({ key: place.key }, "turn handed over to another process");
     } else await settle();

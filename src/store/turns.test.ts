@@ -77,6 +77,41 @@ describeEachStore("TurnLedger on %s", (kind) => {
     expect(await a.handedThreads()).toEqual(["slack:T1:C2:2.2"]);
   });
 
+  it("gives the messages queued behind a turn back to its thread when it ends, once however often", async () => {
+    stores = testStores(kind);
+    const ledger = new TurnLedger(await stores.open());
+    const key = "slack:T1:C1:1.1";
+    const input = (text: string, sentAt: number) => ({ text, user: { id: "U" }, channel: "C1", sentAt });
+    // A handed message's turn, carrying the two behind it, parks on an approval and ends later.
+    const record = await ledger.begin(key, {
+      id: "turn-1",
+      owner: "p1",
+      input: input("first", 1_000),
+      queued: [input("second", 2_000), input("third", 3_000)],
+    });
+    await ledger.handQueued(record);
+    await ledger.end(record);
+    expect(await ledger.get(key)).toBeUndefined();
+    expect((await ledger.takeHanded(key)).map((m) => m.text)).toEqual(["second", "third"]);
+    expect(await ledger.takeHanded(key)).toEqual([]);
+  });
+
+  it("counts a death against a turn's takeovers, not a hand-over or a handed message's first run", async () => {
+    stores = testStores(kind);
+    const ledger = new TurnLedger(await stores.open());
+    const input = { text: "q", user: { id: "U" }, channel: "C1" };
+    const record = await ledger.begin("slack:T1:C1:2.2", { id: "t", owner: "p1", input });
+    await ledger.takeOver(record, "p2");
+    expect((await ledger.get(record.key))?.takeovers).toBe(1);
+    await ledger.handOver(record);
+    await ledger.takeOver(record, "p3");
+    const after = await ledger.get(record.key);
+    expect(after).toMatchObject({ owner: "p3", takeovers: 1 });
+    expect(after?.handedOver).toBeUndefined();
+    await ledger.takeOver(record, "p4", false);
+    expect((await ledger.get(record.key))?.takeovers).toBe(1);
+  });
+
   it("keeps every key when many threads begin turns at once", async () => {
     stores = testStores(kind);
     const ledger = new TurnLedger(await stores.open());

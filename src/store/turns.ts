@@ -24,8 +24,10 @@ export interface TurnRecord {
   shown?: string;
   /** A step whose calls had started and whose results were not saved: they may have run. */
   calling?: PendingStep;
-  /** How many times the turn was taken over; it ends with the restart note past a limit. */
+  /** How many times its process died under it; it ends with the restart note past a limit. */
   takeovers?: number;
+  /** Its process handed it over as it stopped (SIGTERM): its next takeover is no death. */
+  handedOver?: boolean;
   /** How many replies the turn started before the current one (it goes on in a new one after approvals). */
   replies?: number;
   /** Messages of the thread that waited behind the turn when its process handed it over. */
@@ -144,10 +146,21 @@ export class TurnLedger {
     await this.write(record);
   }
 
-  /** `owner` goes on with a turn whose process stopped. */
-  async takeOver(record: TurnRecord, owner: string): Promise<void> {
+  /**
+   * `owner` goes on with a turn whose process stopped. Only a death counts against the
+   * limit (`died`): a process that handed the turn over as it stopped (a rolling deploy),
+   * or a handed message's first run, is not one.
+   */
+  async takeOver(record: TurnRecord, owner: string, died = !record.handedOver): Promise<void> {
     record.owner = owner;
-    record.takeovers = (record.takeovers ?? 0) + 1;
+    if (died) record.takeovers = (record.takeovers ?? 0) + 1;
+    delete record.handedOver;
+    await this.write(record);
+  }
+
+  /** Its process stops and hands the turn to the others (written while it still holds the thread). */
+  async handOver(record: TurnRecord): Promise<void> {
+    record.handedOver = true;
     await this.write(record);
   }
 
@@ -183,6 +196,7 @@ export class TurnLedger {
 
   async end(record: TurnRecord): Promise<void> {
     await this.opened(record);
+    await this.handQueued(record);
     const lease = this.leases.get(record);
     if (lease) {
       if (!(await this.state.deleteIfHolding(lease, recordKey(record.key)))) throw new LockLost(record.key);
@@ -195,9 +209,22 @@ export class TurnLedger {
    * the thread's turns, or watching for such messages, answers it. Written without the
    * thread's lock (another process may be answering the thread), so never into its record.
    */
-  async hand(key: ThreadKey, input: TurnInput): Promise<void> {
-    await this.state.listAdd(handedKey(key), JSON.stringify({ ...input, id: randomUUID() }));
+  async hand(key: ThreadKey, input: TurnInput, id: string = randomUUID()): Promise<void> {
+    await this.state.listAdd(handedKey(key), JSON.stringify({ ...input, id }));
     await this.state.listAdd(HANDED, key);
+  }
+
+  /**
+   * The messages that waited behind a turn (handed over with it) go back to the thread's
+   * handed messages, before the record that carries them ends or is replaced: whichever
+   * way the turn went on (answered, after approvals, with the restart note, or a new
+   * message took the thread), they are answered next, never dropped with the record.
+   * Under ids of their own in the record, so handing them twice hands them once.
+   */
+  async handQueued(record: TurnRecord): Promise<void> {
+    const queued = record.queued ?? [];
+    for (const [i, input] of queued.entries())
+      await this.hand(record.key, input, `${record.id ?? record.startedAt}:${i}`);
   }
 
   /** Threads with handed messages (maybe a few too many: `takeHanded` finds none there). */
