@@ -1,4 +1,5 @@
 import { afterEach, expect, it } from "vitest";
+import { sweepExpired } from "./index.js";
 import { createState } from "./state.js";
 import { describeEachStore, type TestStores, testStores } from "./testing.js";
 
@@ -119,6 +120,21 @@ describeEachStore("the state store on %s", (kind) => {
     expect(plan.map((r) => String(r.detail)).join("; ")).toMatch(
       /SEARCH .* USING .*INDEX .*\(key>\? AND key<\?\)/,
     );
+  });
+
+  it("lets lists added to with a lifetime go once it passes without an addition", async () => {
+    stores = testStores(kind);
+    const store = await stores.open();
+    const state = createState(store);
+    await state.listAddEach(["usage:day1", "usage:day1-alice"], "e1", 150);
+    await state.listAdd("usage:thread", "e1");
+    expect(await state.listMembers("usage:day1")).toEqual(["e1"]);
+    await later(250);
+    await sweepExpired(store);
+    expect(await state.listMembers("usage:day1")).toEqual([]);
+    expect(await state.listMembers("usage:day1-alice")).toEqual([]);
+    // Without a lifetime, kept.
+    expect(await state.listMembers("usage:thread")).toEqual(["e1"]);
   });
 
   it("adds one member to several lists at once, each list as if added one by one", async () => {

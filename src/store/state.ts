@@ -44,8 +44,12 @@ export interface StateStore {
    * followed by a colon.
    */
   listAdd(list: string, member: string): Promise<void>;
-  /** Adds `member` to each of `lists` in one round trip (a usage entry goes to four totals). */
-  listAddEach(lists: readonly string[], member: string): Promise<void>;
+  /**
+   * Adds `member` to each of `lists` in one round trip (a usage entry goes to four totals).
+   * `ttlMs`: the members go once that long has passed without an addition (Redis: the
+   * whole set; SQL: each member's row, at the next sweep), as a past day's totals must.
+   */
+  listAddEach(lists: readonly string[], member: string, ttlMs?: number): Promise<void>;
   listRemove(list: string, member: string): Promise<void>;
   listMembers(list: string): Promise<string[]>;
 }
@@ -175,9 +179,12 @@ class RedisState extends Leases {
     await this.redis.sAdd(this.raw(list), member);
   }
 
-  async listAddEach(lists: readonly string[], member: string): Promise<void> {
+  async listAddEach(lists: readonly string[], member: string, ttlMs?: number): Promise<void> {
     const batch = this.redis.multi();
-    for (const list of lists) batch.sAdd(this.raw(list), member);
+    for (const list of lists) {
+      batch.sAdd(this.raw(list), member);
+      if (ttlMs) batch.pExpire(this.raw(list), ttlMs);
+    }
     await batch.exec();
   }
 
@@ -302,13 +309,14 @@ class SqlState extends Leases {
     await this.listAddEach([list], member);
   }
 
-  async listAddEach(lists: readonly string[], member: string): Promise<void> {
+  async listAddEach(lists: readonly string[], member: string, ttlMs?: number): Promise<void> {
     // PostgreSQL refuses an upsert that meets the same row twice.
     const each = [...new Set(lists)];
     if (each.length === 0) return;
-    // keyv's row format without expiry (what kv.set(key, 1) writes): one statement for all.
+    // keyv's row format (what kv.set(key, 1, ttl) writes): one statement for all.
+    const row = ttlMs ? JSON.stringify({ value: 1, expires: Date.now() + ttlMs }) : LIST_ROW;
     const rows = each.map(() => "(?, ?)").join(", ");
-    const params = each.flatMap((list) => [this.raw(this.member(list, member)), LIST_ROW]);
+    const params = each.flatMap((list) => [this.raw(this.member(list, member)), row]);
     await this.sql.query(
       this.q(`INSERT INTO ${this.sql.table} (key, value) VALUES ${rows}
          ON CONFLICT (key) DO UPDATE SET value = excluded.value`),

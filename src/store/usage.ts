@@ -50,6 +50,9 @@ const EMPTY: UsageTotals = { calls: 0, inputTokens: 0, outputTokens: 0, cost: 0,
  * reading them first. Totals are sums over a list, which stays small for a person or a
  * channel in a day; the whole day's list is read only for the admins' report.
  */
+/** How long a day's usage lists are kept after their last entry: reports and budgets read seven days. */
+const DAY_LISTS_KEPT_MS = 8 * 24 * 60 * 60 * 1000;
+
 export class UsageLedger {
   private readonly state: StateStore;
 
@@ -61,15 +64,20 @@ export class UsageLedger {
     const entry: UsageEntry = { id: randomUUID(), at, ...call };
     const member = JSON.stringify(entry);
     const day = dayOf(at);
-    await this.state.listAddEach(
-      [
-        listOf({ user: call.user, platform: call.platform }, day),
-        listOf({ channel: call.channel, platform: call.platform }, day),
-        listOf("all", day),
-        listOf({ thread: call.key }, day),
-      ],
-      member,
-    );
+    await Promise.all([
+      // A day's totals are read for a week at most (reports, budgets): kept a day longer.
+      this.state.listAddEach(
+        [
+          listOf({ user: call.user, platform: call.platform }, day),
+          listOf({ channel: call.channel, platform: call.platform }, day),
+          listOf("all", day),
+        ],
+        member,
+        DAY_LISTS_KEPT_MS,
+      ),
+      // A thread's lives as long as its conversation.
+      this.state.listAdd(listOf({ thread: call.key }, day), member),
+    ]);
     return entry;
   }
 
