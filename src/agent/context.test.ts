@@ -197,6 +197,34 @@ describe("buildPrompt", () => {
     expect(p.omitted).toBeGreaterThan(0);
   });
 
+  it("opens with a user message when a summary's fold left an answer first, whole or trimmed", () => {
+    // What a fold can leave: the rest of a long tool-using turn, then the next question.
+    const history = [call("c1"), result("c1"), assistant("Done: the file is written."), user("thanks")];
+    const whole = buildPrompt({
+      system: "s",
+      summary: "They asked to write a file.",
+      history,
+      current: user("now"),
+      limits,
+    });
+    expect(whole.messages[0]).toMatchObject({ role: "user", content: expect.stringContaining("summarised") });
+    expect(whole.messages.slice(1)).toEqual([...history, user("now")]);
+    expect(whole.omitted).toBe(0);
+    expect(whole.promptTokens).toBe(countTokens(whole.system) + 4 + messagesTokens(whole.messages));
+    // A budget that holds all of it but not much more: trimmed the same way, inside the budget.
+    const tight = { contextWindow: whole.promptTokens + 60, maxOutputTokens: 50 };
+    const trimmed = buildPrompt({
+      system: "s",
+      summary: "They asked to write a file.",
+      history,
+      current: user("now"),
+      limits: tight,
+      toolsTokens: 5,
+    });
+    expect(trimmed.messages[0]?.role).toBe("user");
+    expect(trimmed.promptTokens).toBeLessThanOrEqual(tight.contextWindow - tight.maxOutputTokens);
+  });
+
   it("never separates a tool call from its results, whatever the budget", () => {
     const history: ChatMessage[] = [];
     for (let i = 0; i < 12; i++) {

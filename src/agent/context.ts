@@ -202,6 +202,21 @@ const MISSING_RESULT = "No result: the turn ended before this tool call finished
 const synthesized = new WeakSet<ChatMessage>();
 
 /**
+ * What opens a history that does not start with the user's message (a summary's fold can
+ * cut before an answer): Anthropic and many local chat templates refuse a conversation
+ * that opens with the assistant ("roles must alternate").
+ */
+const CONTINUED: ChatMessage = {
+  role: "user",
+  content: "(This conversation began earlier: what was said before is summarised in the instructions.)",
+};
+synthesized.add(CONTINUED);
+
+function openedByUser(messages: ChatMessage[]): ChatMessage[] {
+  return messages.length > 0 && messages[0]?.role !== "user" ? [CONTINUED, ...messages] : messages;
+}
+
+/**
  * Splits history into groups the prompt can take or drop whole. Tool results whose call
  * is not right before them are dropped (providers reject them); tool calls whose results
  * are missing (an interrupted turn) get an error result, for the same reason.
@@ -252,7 +267,8 @@ export function buildPrompt(opts: BuildPromptOptions): BuiltPrompt {
   const toolsTokens = opts.toolsTokens ?? 0;
   const currentTokens = opts.current ? messageTokens(opts.current) : 0;
   const inputBudget = opts.limits.contextWindow - opts.limits.maxOutputTokens;
-  const room = inputBudget - systemTokens - toolsTokens - currentTokens;
+  // Kept free for the opener a window may need (see CONTINUED).
+  const room = inputBudget - systemTokens - toolsTokens - currentTokens - messageTokens(CONTINUED);
   if (room < 0) throw inputTooLarge(currentTokens, inputBudget - systemTokens - toolsTokens, opts.limits);
 
   const { groups } = groupMessages(opts.history);
@@ -272,7 +288,8 @@ export function buildPrompt(opts: BuildPromptOptions): BuiltPrompt {
       first++;
     }
   }
-  const kept = groups.slice(first).flat();
+  const kept = openedByUser(groups.slice(first).flat());
+  if (kept[0] === CONTINUED) used += messageTokens(CONTINUED);
   const keptOriginals = kept.filter((m) => !synthesized.has(m)).length;
   return {
     system,
@@ -294,10 +311,11 @@ function wholeIfItFits(system: string, opts: BuildPromptOptions): BuiltPrompt | 
     MESSAGE_OVERHEAD +
     toolsTokens +
     messagesTokensAtMost(opts.history) +
+    messagesTokensAtMost([CONTINUED]) +
     messagesTokensAtMost(current);
   if (atMost > opts.limits.contextWindow - opts.limits.maxOutputTokens) return undefined;
   const { groups } = groupMessages(opts.history);
-  const kept = groups.flat();
+  const kept = openedByUser(groups.flat());
   const messages = [...kept, ...current];
   const keptOriginals = kept.filter((m) => !synthesized.has(m)).length;
   let promptTokens: number | undefined;

@@ -63,6 +63,8 @@ export function recordAnthropic(
   if (typeof body.model !== "string") return "model: Field required";
   if (!Array.isArray(body.messages)) return "messages: Field required";
   if (typeof body.max_tokens !== "number") return "max_tokens: Field required";
+  const first = body.messages[0] as { role?: unknown } | undefined;
+  if (first && first.role !== "user") return 'messages: first message must use the "user" role';
   const system = Array.isArray(body.system)
     ? (body.system as unknown[]).map((b) => textOfContent([b])).join("\n")
     : typeof body.system === "string"

@@ -414,6 +414,23 @@ describe("context windows, as strict as the providers", () => {
     expect(ok.choices[0]?.message.content).toBe("kept for the next request");
   });
 
+  it("refuses an Anthropic conversation that opens with the assistant, as the API does", async () => {
+    const err = await anthropic()
+      .messages.create({
+        model: "claude-sonnet-5-5",
+        max_tokens: 100,
+        messages: [
+          { role: "assistant", content: "Done: the file is written." },
+          { role: "user", content: "thanks" },
+        ],
+      })
+      .catch((x: unknown) => x);
+    expect(err).toMatchObject({ status: 400, type: "invalid_request_error" });
+    expect((err as InstanceType<typeof Anthropic.BadRequestError>).error).toMatchObject({
+      error: { message: 'messages: first message must use the "user" role' },
+    });
+  });
+
   it("stops an answer at the output the request allows, with each API's reason", async () => {
     const long = "word ".repeat(200);
     emu.enqueue({ text: long });
