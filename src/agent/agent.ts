@@ -16,6 +16,7 @@ import { codeBlockArtifacts } from "./artifacts.js";
 import { buildPrompt, countTokens, modelLimits, renderSystemPrompt } from "./context.js";
 import { type CallGate, type ResumedStep, runToolLoop } from "./loop.js";
 import { compress, type FoldPlan, needsCompression, planCompression } from "./memory.js";
+import { PromptOverheads } from "./prompt-overheads.js";
 import type { Provider } from "./providers/provider.js";
 import { makeTitle } from "./title.js";
 import { recentAsks, ToolOffer, usedTools } from "./tool-offer.js";
@@ -84,6 +85,7 @@ export class Agent {
   /** Tokens of each tool's spec; an entry is the same object until its server's catalog changes. */
   private readonly specTokens = new WeakMap<ToolEntry, number>();
   private catalogIndex: { tools: readonly ToolEntry[]; index: ToolIndex } | undefined;
+  private readonly overheads = new PromptOverheads();
 
   private readonly sizeOf = (tool: ToolEntry): number => {
     let n = this.specTokens.get(tool);
@@ -199,6 +201,7 @@ export class Agent {
         user: input.user.name ?? input.user.id,
       });
       const toolsTokens = offer.maxTokens();
+      this.overheads.note(session.key, { system, pinned: config.memory.pinned, toolsTokens });
       const prompt = buildPrompt({
         system,
         summary: session.summary,
@@ -269,7 +272,9 @@ export class Agent {
 
   /** Whether the thread's window is over its budget: a fold is due (the check `planCompaction` begins with). */
   needsCompaction(session: Session): boolean {
-    return needsCompression(session, this.deps.config, this.limitsFor(session));
+    return needsCompression(session, this.deps.config, this.limitsFor(session), () =>
+      this.overheads.tokens(session.key),
+    );
   }
 
   /** A fold of the oldest messages when the window is over budget (or always with `force`); changes nothing. */

@@ -6,6 +6,7 @@ import { type Session, SessionRepository } from "../store/sessions.js";
 import { type TestStores, testStores } from "../store/testing.js";
 import { countTokens } from "./context.js";
 import {
+  activeTokens,
   compress,
   compressThreshold,
   foldPoint,
@@ -267,6 +268,17 @@ describe("compress", () => {
     emu.enqueue({ text: "- summary" });
     expect((await compress(big, deps())).compressed).toBe(true);
     expect(needsCompression(big, config, limits)).toBe(false);
+  });
+
+  it("folds once the history outgrows its room beside the instructions and tools, below the threshold", async () => {
+    const session = await saved(conversation(3));
+    const active = activeTokens(session);
+    const budget = limits.contextWindow - limits.maxOutputTokens;
+    expect(active).toBeLessThan(compressThreshold(config, limits));
+    expect(needsCompression(session, config, limits)).toBe(false);
+    // Instructions and tool specs leave the history one token less than it has: due.
+    expect(needsCompression(session, config, limits, () => budget - active + 1)).toBe(true);
+    expect(needsCompression(session, config, limits, () => budget - active)).toBe(false);
   });
 
   it("does not compress what it must keep, however large", async () => {

@@ -70,12 +70,27 @@ export function foldPoint(messages: readonly ChatMessage[], keep: number): numbe
   return 0;
 }
 
-export function needsCompression(session: Session, config: Config, limits: ModelLimits): boolean {
+/**
+ * Whether the active window is over the threshold. `overhead`: what the thread's prompts
+ * carry besides it (instructions and tool specs, in tokens), when known: the history's
+ * room is the input budget less that, and past that room the oldest messages leave the
+ * prompt unsummarised, so a fold is due there too (a large catalog on a large window:
+ * 105k of room under a 120k threshold).
+ */
+export function needsCompression(
+  session: Session,
+  config: Config,
+  limits: ModelLimits,
+  overhead: () => number = () => 0,
+): boolean {
   if (foldPoint(session.messages, config.memory.keepMessages) === 0) return false;
   const threshold = compressThreshold(config, limits);
-  // Far below the threshold (most threads, after most turns): known without encoding anything.
-  if (messagesTokensAtMost(session.messages) + tokensAtMost(session.summary ?? "") <= threshold) return false;
-  return activeTokens(session) > threshold;
+  // Far below the threshold (most threads, after most turns): known without encoding
+  // anything. Instructions and tool specs never take half of the input budget (the specs
+  // have their share of the window, 15 % by default).
+  const atMost = messagesTokensAtMost(session.messages) + tokensAtMost(session.summary ?? "");
+  if (atMost <= threshold && atMost <= inputBudget(limits) / 2) return false;
+  return activeTokens(session) > Math.min(threshold, inputBudget(limits) - overhead());
 }
 
 /** Old tool outputs are often pages of JSON; their head and tail carry what a summary needs. */
