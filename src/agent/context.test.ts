@@ -225,6 +225,38 @@ describe("buildPrompt", () => {
     expect(trimmed.promptTokens).toBeLessThanOrEqual(tight.contextWindow - tight.maxOutputTokens);
   });
 
+  it("keeps the turns before a bulky tool result of an earlier turn, with the result trimmed", () => {
+    const big = `BEGIN ${"row of a big table ".repeat(4_000)} END`;
+    const history = [
+      user("first question"),
+      assistant("first answer"),
+      user("read the table"),
+      call("c1"),
+      result("c1", big),
+      assistant("The table has 4,000 rows."),
+    ];
+    const room = { contextWindow: 8_000, maxOutputTokens: 1_000 };
+    const p = buildPrompt({ system: "s", history, current: user("and the first one?"), limits: room });
+    expect(p.promptTokens).toBeLessThanOrEqual(room.contextWindow - room.maxOutputTokens);
+    // Every message is there, the result halved (head and tail kept), not the thread left out.
+    expect(p.omitted).toBe(0);
+    expect(p.messages.map((m) => m.role)).toEqual([
+      "user",
+      "assistant",
+      "user",
+      "assistant",
+      "tool",
+      "assistant",
+      "user",
+    ]);
+    const shown = p.messages[4] as ToolMessage;
+    expect(shown.content.startsWith("BEGIN")).toBe(true);
+    expect(shown.content.endsWith("END")).toBe(true);
+    expect(shown.content).toContain("characters left out");
+    // The session's message is left whole.
+    expect((history[4] as ToolMessage).content).toBe(big);
+  });
+
   it("never separates a tool call from its results, whatever the budget", () => {
     const history: ChatMessage[] = [];
     for (let i = 0; i < 12; i++) {

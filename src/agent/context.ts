@@ -3,6 +3,7 @@ import type { Config } from "../config.js";
 import { SwitchboardError } from "../core/errors.js";
 import type { ChatMessage, ToolMessage, UserMessage } from "../core/messages.js";
 import type { ModelLimits } from "./model-limits.js";
+import { trimToolResults } from "./trim.js";
 
 export { type ModelLimits, modelLimits } from "./model-limits.js";
 
@@ -275,8 +276,18 @@ export function buildPrompt(opts: BuildPromptOptions): BuiltPrompt {
   let used = 0;
   let first = groups.length;
   for (let g = groups.length - 1; g >= 0; g--) {
-    const cost = messagesTokens(groups[g] as MessageGroup);
-    if (used + cost > room) break;
+    let cost = messagesTokens(groups[g] as MessageGroup);
+    if (used + cost > room) {
+      // A bulky tool result of an earlier turn (the session keeps it whole) is halved
+      // until its group takes at most half of the room left, rather than leaving out
+      // every message before it, its own turn's question included.
+      const trimmed = [...(groups[g] as MessageGroup)];
+      const share = Math.floor((room - used) / 2);
+      trimToolResults(trimmed, 0, () => messagesTokens(trimmed) <= share);
+      cost = messagesTokens(trimmed);
+      if (used + cost > room) break;
+      groups[g] = trimmed;
+    }
     used += cost;
     first = g;
   }

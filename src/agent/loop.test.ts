@@ -209,6 +209,22 @@ describe("the tool loop", () => {
     expect(text).toBe("The log ends at line 19999.");
   });
 
+  it("trims a bulky result of an approved call before the resumed turn's first request", async () => {
+    const bulky = Array.from({ length: 20_000 }, (_, i) => `line ${i} of the export`).join("\n");
+    const hub = new FunctionHub({ t__export: () => bulky });
+    const gate = (): CallGate => "ask";
+    const { result: waited } = await run(new ScriptedProvider([callTools(["t__export", {}])]), hub, { gate });
+    const provider = new ScriptedProvider([say("Exported 20,000 lines.")]);
+    await run(provider, hub, {
+      gate,
+      budgetTokens: 4_000,
+      resumed: { step: waited.pending!, verdicts: { call_t__export_0: { run: true } } },
+    });
+    const first = provider.requests[0]!;
+    expect(countTokens(first.system) + messagesTokens(first.messages)).toBeLessThanOrEqual(4_000);
+    expect(first.messages.at(-1)?.content).toMatch(/characters left out/);
+  });
+
   it("stops before a step whose calls need approval, running none of them and adding nothing", async () => {
     const hub = new FunctionHub({ t__read: () => "read", t__write: () => "wrote" });
     const provider = new ScriptedProvider([

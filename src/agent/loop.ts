@@ -149,7 +149,9 @@ export async function* runToolLoop(
     checkpointed = added.length;
   }
   for (let step = 1; ; step++) {
-    if (step > 1 && opts.budgetTokens) fitStep(input.system, convo, firstOfTurn, opts.budgetTokens);
+    // A resumed step's results (after approvals) came in before its first request, too.
+    if ((step > 1 || resumed) && opts.budgetTokens)
+      fitStep(input.system, convo, firstOfTurn, opts.budgetTokens);
     const request: ModelRequest = {
       model: opts.model,
       system: forced ? `${input.system}\n\n${FINAL_NOTES[forced]}` : input.system,

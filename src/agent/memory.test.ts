@@ -10,13 +10,13 @@ import {
   compress,
   compressThreshold,
   foldPoint,
-  headAndTail,
   needsCompression,
   summaryTargetTokens,
   transcriptLine,
 } from "./memory.js";
 import { createProvider } from "./providers/index.js";
 import type { Provider } from "./providers/provider.js";
+import { headAndTail } from "./trim.js";
 
 const user = (content: string): UserMessage => ({ role: "user", content });
 const assistant = (content: string): AssistantMessage => ({ role: "assistant", content });

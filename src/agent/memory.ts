@@ -9,6 +9,7 @@ import type { Session, SessionRepository } from "../store/sessions.js";
 import { countTokens, messagesTokens, messagesTokensAtMost, tokensAtMost } from "./context.js";
 import { type ModelLimits, modelLimits } from "./model-limits.js";
 import type { Provider } from "./providers/provider.js";
+import { headAndTail } from "./trim.js";
 
 export interface CompressDeps {
   provider: Provider;
@@ -97,12 +98,6 @@ export function needsCompression(
 const TOOL_OUTPUT_KEEP = { over: 2_000, head: 1_000, tail: 400 };
 const ARGUMENTS_KEEP = { over: 1_000, head: 700, tail: 200 };
 const TEXT_KEEP = { over: 24_000, head: 16_000, tail: 6_000 };
-
-export function headAndTail(text: string, keep: { over: number; head: number; tail: number }): string {
-  if (text.length <= keep.over) return text;
-  const dropped = text.length - keep.head - keep.tail;
-  return `${text.slice(0, keep.head)}\n[… ${dropped} characters left out …]\n${text.slice(text.length - keep.tail)}`;
-}
 
 /** One message as a line of the transcript the summariser reads. */
 export function transcriptLine(m: ChatMessage): string {
