@@ -272,9 +272,8 @@ export class Agent {
 
   /** Whether the thread's window is over its budget: a fold is due (the check `planCompaction` begins with). */
   needsCompaction(session: Session): boolean {
-    return needsCompression(session, this.deps.config, this.limitsFor(session), () =>
-      this.overheads.tokens(session.key),
-    );
+    const { config, limits, overhead } = this.compressDeps(session);
+    return needsCompression(session, config, limits, overhead);
   }
 
   /** A fold of the oldest messages when the window is over budget (or always with `force`); changes nothing. */
@@ -301,7 +300,14 @@ export class Agent {
   private compressDeps(session: Session) {
     const { config } = this.deps;
     const model = config.models.summary ?? this.modelFor(session);
-    return { provider: this.deps.providerFor(model), model, config, limits: this.limitsFor(session) };
+    return {
+      provider: this.deps.providerFor(model),
+      model,
+      config,
+      limits: this.limitsFor(session),
+      // The check that plans a fold and the one that says it is due must agree.
+      overhead: () => this.overheads.tokens(session.key),
+    };
   }
 
   /** The limits of the thread's own model, whose window the thread must fit (planCompression reads the summariser's itself). */

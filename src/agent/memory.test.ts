@@ -279,6 +279,11 @@ describe("compress", () => {
     // Instructions and tool specs leave the history one token less than it has: due.
     expect(needsCompression(session, config, limits, () => budget - active + 1)).toBe(true);
     expect(needsCompression(session, config, limits, () => budget - active)).toBe(false);
+    // And the fold itself happens: its plan asks the same question.
+    expect((await compress(session, deps())).compressed).toBe(false);
+    emu.enqueue({ text: "- summary" });
+    const folded = await compress(session, { ...deps(), overhead: () => budget - active + 1 });
+    expect(folded.compressed).toBe(true);
   });
 
   it("does not compress what it must keep, however large", async () => {

@@ -20,6 +20,8 @@ export interface CompressDeps {
   /** Limits of the chat model, whose prompts the compression keeps in budget. */
   limits: ModelLimits;
   signal?: AbortSignal;
+  /** What the thread's prompts carry besides its history, in tokens (see `needsCompression`). */
+  overhead?: () => number;
 }
 
 export interface CompressResult {
@@ -222,7 +224,7 @@ export async function planCompression(
 ): Promise<FoldPlan | undefined> {
   const started = performance.now();
   const { config, limits } = deps;
-  if (!opts.force && !needsCompression(session, config, limits)) return undefined;
+  if (!opts.force && !needsCompression(session, config, limits, deps.overhead)) return undefined;
   const cut = foldPoint(session.messages, config.memory.keepMessages);
   if (cut === 0) return undefined;
 
