@@ -2,8 +2,10 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { CallDeadline } from "./call-deadline.js";
+import { type Asker, askConversation } from "./elicitation.js";
 import { McpHub } from "./hub.js";
 import { EVERYTHING, stdio } from "./testkit.js";
+import type { ElicitationAnswer } from "./types.js";
 
 describe("a call's deadline", () => {
   afterEach(() => vi.useRealTimers());
@@ -42,6 +44,52 @@ describe("a call's deadline", () => {
     expect(timedOut(d)).toBe(true);
   });
 
+  it("times nothing once disposed, also when a question settles after the call ended", async () => {
+    vi.useFakeTimers();
+    const d = new CallDeadline(1_000, 10_000);
+    let answer: () => void = () => {};
+    const asked = d.during(new Promise<void>((resolve) => (answer = resolve)));
+    d.dispose();
+    answer();
+    await asked;
+    expect(vi.getTimerCount()).toBe(0);
+    vi.advanceTimersByTime(5_000);
+    expect(d.signal.aborted).toBe(false);
+  });
+
+  it("stops every call of the conversation while its question is open, and withdraws it only once all have ended", async () => {
+    vi.useFakeTimers();
+    const older = { deadline: new CallDeadline(1_000, 60_000), over: new AbortController() };
+    const newer = { deadline: new CallDeadline(1_000, 60_000), over: new AbortController() };
+    let seen: AbortSignal | undefined;
+    let answer: (a: ElicitationAnswer) => void = () => {};
+    const asked: Asker[] = [older, newer].map((c, i) => ({
+      elicit: (_q, signal) => {
+        seen = signal;
+        return new Promise<ElicitationAnswer>((resolve) => (answer = resolve));
+      },
+      conversation: "c",
+      startedAt: i,
+      deadline: c.deadline,
+      over: c.over.signal,
+    }));
+    const question = askConversation(
+      asked,
+      { mode: "form", server: "s", message: "m", fields: [] },
+      new AbortController().signal,
+    );
+    // The person takes a minute: neither call times out.
+    vi.advanceTimersByTime(60_000);
+    expect(older.deadline.signal.aborted || newer.deadline.signal.aborted).toBe(false);
+    // The newer call ends first: the older one may still be the one that asked.
+    newer.over.abort();
+    expect(seen?.aborted).toBe(false);
+    older.over.abort();
+    expect(seen?.aborted).toBe(true);
+    answer({ action: "cancel" });
+    await question;
+  });
+
   it("caps the call's running time, questions left out, however often progress comes", async () => {
     vi.useFakeTimers();
     const d = new CallDeadline(1_000, 3_000);
@@ -67,7 +115,12 @@ describe("a tool call whose server asks its person something", () => {
   beforeAll(async () => {
     hub = await McpHub.start(
       // A timeout far shorter than a person takes over a form.
-      [stdio("everything", [EVERYTHING], { timeoutMs: 800, enabledTools: ["trigger-elicitation-request"] })],
+      [
+        stdio("everything", [EVERYTHING], {
+          timeoutMs: 800,
+          enabledTools: ["trigger-elicitation-request", "trigger-long-running-operation"],
+        }),
+      ],
       {
         callTimeoutMs: 800,
         connectTimeoutMs: 20_000,

@@ -16,6 +16,8 @@ export class CallDeadline {
   /** Time the call has run, questions left out, up to `runningSince`. */
   private ranMs = 0;
   private runningSince: number;
+  /** The call is over: nothing is timed any more, also when a question settles after it. */
+  private disposed = false;
 
   constructor(
     private readonly idleMs: number,
@@ -51,12 +53,13 @@ export class CallDeadline {
   }
 
   dispose(): void {
+    this.disposed = true;
     clearTimeout(this.timer);
   }
 
   private arm(ms: number): void {
     clearTimeout(this.timer);
-    if (this.controller.signal.aborted) return;
+    if (this.disposed || this.controller.signal.aborted) return;
     const left = this.totalMs - this.ranMs - (Date.now() - this.runningSince);
     this.timer = setTimeout(
       () => this.controller.abort(new McpError(ErrorCode.RequestTimeout, "Request timed out")),

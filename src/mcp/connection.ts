@@ -53,6 +53,8 @@ export type CallAnswer = { result: CallToolResult } | { failure: CallFailure };
 const STABLE_MS = 30_000;
 /** Progress resets the timeout, so a chatty tool is still bounded by this many timeouts in total. */
 const MAX_TOTAL_TIMEOUTS = 10;
+/** HTTP server errors (5xx) in a row after which a session is made anew. */
+const SERVER_ERRORS_BEFORE_RECONNECT = 3;
 /** Longer than any call may run: the SDK's default timeout (60 s) would otherwise apply. */
 const NO_SDK_TIMEOUT_MS = 2 ** 31 - 1;
 
@@ -164,16 +166,19 @@ export class ServerConnection {
     }
     const onProgress = opts.onProgress;
     const deadline = new CallDeadline(timeoutMs, timeoutMs * MAX_TOTAL_TIMEOUTS);
-    // Ends when the call does, however it ends: a question still open to its person is withdrawn.
+    // Aborts when the call ends, however it ends (see Asker.over).
     const over = new AbortController();
     const userElicit = opts.elicit;
+    // A page this call's own error asked the person to open (the -32042 error) is this call's alone.
     const elicit: Elicit | undefined =
       userElicit &&
       ((question, signal) => deadline.during(userElicit(question, AbortSignal.any([signal, over.signal]))));
-    const asker: Asker | undefined = elicit && {
-      elicit,
+    const asker: Asker | undefined = userElicit && {
+      elicit: userElicit,
       conversation: opts.conversation ?? "",
       startedAt: Date.now(),
+      deadline,
+      over: over.signal,
     };
     if (asker) session.askers.add(asker);
     const signal = opts.signal ? AbortSignal.any([opts.signal, deadline.signal]) : deadline.signal;
@@ -226,6 +231,18 @@ export class ServerConnection {
     // Over HTTP a dead server shows only as a failed request: treat it as a lost connection.
     if ("failure" in answer && answer.failure.kind === "connection" && this.config.transport === "http") {
       this.connectionLost(session, "the server could not be reached");
+    }
+    // One server error fails its call alone; several in a row (a gateway whose backend is
+    // down) mean the session is of no use: it is made anew, with back-off.
+    const status = "failure" in answer ? answer.failure.status : undefined;
+    if (status === undefined || status < 500) session.serverErrorsInARow = 0;
+    else if (
+      (session.serverErrorsInARow = (session.serverErrorsInARow ?? 0) + 1) >= SERVER_ERRORS_BEFORE_RECONNECT
+    ) {
+      this.connectionLost(
+        session,
+        `it answered HTTP ${status} to ${SERVER_ERRORS_BEFORE_RECONNECT} calls in a row`,
+      );
     }
     return answer;
   }

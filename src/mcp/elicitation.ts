@@ -9,6 +9,7 @@ import {
 } from "@modelcontextprotocol/sdk/types.js";
 import type { FieldOption, FormField } from "../core/forms.js";
 import { log } from "../log.js";
+import type { CallDeadline } from "./call-deadline.js";
 import type { Elicit, ElicitationAnswer, ElicitationRequest } from "./types.js";
 
 /** What the client declares: forms (spec 2025-06-18) and links to open (2025-11-25). */
@@ -20,6 +21,10 @@ export interface Asker {
   /** Which conversation the call belongs to: one elicitation may only go to one conversation. */
   conversation: string;
   startedAt: number;
+  /** The call's timeout: it stands still while a question that may be its own is open. */
+  deadline: Pick<CallDeadline, "during">;
+  /** Aborts when the call has ended. */
+  over: AbortSignal;
 }
 
 /**
@@ -49,11 +54,10 @@ export function answerElicitations(
         );
         return { action: "cancel" };
       }
-      const asker = candidates.reduce((a, b) => (b.startedAt > a.startedAt ? b : a));
       const ask = toRequest(server, request, completions);
       if ("error" in ask) throw new McpError(ErrorCode.InvalidParams, ask.error);
       try {
-        return toResult(await asker.elicit(ask, extra.signal));
+        return toResult(await askConversation(candidates, ask, extra.signal));
       } finally {
         if (ask.mode === "url") completions.forget(ask.elicitationId);
       }
@@ -63,6 +67,38 @@ export function answerElicitations(
     completions.complete(n.params.elicitationId);
   });
   return completions;
+}
+
+/**
+ * Asks the person of the conversation whose calls are in flight (`calls`, all of one
+ * conversation), through its newest call. Which of them asked is not known (one step's
+ * parallel calls): none of them times out while the person answers, and the question is
+ * withdrawn (`signal` aside: the server's cancel) only once all of them have ended, as
+ * then nobody waits for its answer.
+ */
+export function askConversation(
+  calls: readonly Asker[],
+  ask: ElicitationRequest,
+  signal: AbortSignal,
+): Promise<ElicitationAnswer> {
+  const newest = calls.reduce((a, b) => (b.startedAt > a.startedAt ? b : a));
+  const ended = AbortSignal.any([signal, allAborted(calls.map((a) => a.over))]);
+  return calls.reduce((q, a) => a.deadline.during(q), newest.elicit(ask, ended));
+}
+
+/** A signal that aborts once every one of `signals` has. */
+function allAborted(signals: readonly AbortSignal[]): AbortSignal {
+  const all = new AbortController();
+  let left = signals.length;
+  const one = () => {
+    if (--left === 0) all.abort();
+  };
+  for (const s of signals) {
+    if (s.aborted) one();
+    else s.addEventListener("abort", one, { once: true });
+  }
+  if (signals.length === 0) all.abort();
+  return all.signal;
 }
 
 /** Out-of-band flows that the server says are finished (`notifications/elicitation/complete`). */

@@ -56,6 +56,8 @@ export type CallFailureKind = "timeout" | "cancelled" | "connection" | "server";
 export interface CallFailure {
   kind: CallFailureKind;
   text: string;
+  /** The HTTP status the server (or its gateway) answered, when it answered one. */
+  status?: number;
 }
 
 /** Why a call failed, told to the model so that it can decide what to do next. */
@@ -85,7 +87,15 @@ export function describeCallFailure(err: unknown, timeoutMs: number, aborted: bo
   // An HTTP status is the server's (or its proxy's) answer to this one request: the
   // session lives on, and so do the other calls on it. Only 404 says the session is gone.
   if (err instanceof StreamableHTTPError && err.code !== undefined && err.code !== 404) {
-    return { kind: "server", text: httpRefusal(err.code, messageOf(err)) };
+    // The SDK's example servers, and the many copied from them, answer a session they do
+    // not know (they restarted) with 400 rather than the spec's 404.
+    if (err.code === 400 && /session/i.test(messageOf(err))) {
+      return {
+        kind: "connection",
+        text: "The tool's server no longer knows this bot's session (it restarted). It is being reconnected; try again in a moment.",
+      };
+    }
+    return { kind: "server", text: httpRefusal(err.code, messageOf(err)), status: err.code };
   }
   if (err instanceof StreamableHTTPError || err instanceof TypeError) {
     return {

@@ -136,7 +136,10 @@ async function failingProxy(target: string): Promise<{ server: Server; url: stri
       const body = Buffer.concat(chunks);
       const fail = /failWith:(\d{3})/.exec(body.toString());
       if (fail) {
-        res.writeHead(Number(fail[1]), { "content-type": "text/plain" }).end("the gateway gave up");
+        // A 400 as the SDK's example servers answer a session they do not know (they restarted).
+        const status = Number(fail[1]);
+        const body = status === 400 ? "Bad Request: No valid session ID provided" : "the gateway gave up";
+        res.writeHead(status, { "content-type": "text/plain" }).end(body);
         return;
       }
       const upstream = request(
@@ -181,6 +184,27 @@ describe("a streamable HTTP server whose gateway fails one request", () => {
         ok: true,
         text: "Echo: still here",
       });
+      const back = async () => {
+        await vi.waitFor(() => expect(hub.status()[0]?.state).toBe("connected"), {
+          timeout: 20_000,
+          interval: 50,
+        });
+        expect(await hub.call("gw__echo", { message: "back" })).toMatchObject({
+          ok: true,
+          text: "Echo: back",
+        });
+      };
+      // The server no longer knows the session: it is made anew at once.
+      const unknown = await hub.call("gw__echo", { message: "failWith:400" });
+      expect(unknown.text).toContain("no longer knows");
+      expect(hub.status()[0]?.state).not.toBe("connected");
+      await back();
+      // Server errors, one after another: the third makes the session anew.
+      for (let i = 0; i < 2; i++) await hub.call("gw__echo", { message: "failWith:503" });
+      expect(hub.status()[0]?.state).toBe("connected");
+      await hub.call("gw__echo", { message: "failWith:503" });
+      expect(hub.status()[0]?.state).not.toBe("connected");
+      await back();
     } finally {
       await hub.close();
       await new Promise((done) => proxy.server.close(done));

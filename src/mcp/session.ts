@@ -17,6 +17,8 @@ export interface Session {
   /** Calls in flight that can ask their person, for the server's elicitation requests. */
   askers: Set<Asker>;
   completions?: Completions;
+  /** Calls answered by an HTTP server error (5xx) since the last that succeeded. */
+  serverErrorsInARow?: number;
 }
 
 export function markLost(session: Session, reason: string): void {
