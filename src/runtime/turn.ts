@@ -106,12 +106,16 @@ export async function runTurn(
     : await ledger.get(inbound.key).catch((err: unknown) => {
         throw storeFailed(err);
       });
+  // Messages handed over behind the record this turn replaces are answered after it:
+  // handed back before that record is overwritten, which carried them.
+  if (previous?.queued?.length)
+    await ledger.handQueued(previous).catch((err: unknown) => {
+      throw storeFailed(err);
+    });
   // Written while the model is asked: `drive` shows nothing before it is stored.
   const record = ledger.open(inbound.key, run);
   const from = { session: loading, recorded: ledger.opened(record) };
   return drive(record, place, inbound.reply, deps, signal, hooks, from, async (session, common) => {
-    // Messages handed over behind the record this turn replaces are answered after it.
-    if (previous?.queued?.length) await ledger.handQueued(previous);
     if (previous?.waiting) {
       // Written again before anyone decided: the old questions end, and the model learns the step never ran.
       await deps.desk.supersede(inbound.key, previous.waiting, inbound.reply);

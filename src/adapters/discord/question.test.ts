@@ -38,5 +38,13 @@ describe("a question as Discord shows it", () => {
     expect(both.text.length).toBeLessThanOrEqual(2_000);
     expect(both.text.endsWith(`Open: <${url}>`)).toBe(true);
     expect(both.components).toEqual([]);
+    // An address longer than a message: said so, within the limit.
+    const huge = questionMessage({
+      ref: "q4",
+      text: "z".repeat(3_000),
+      choices: [{ value: "open", label: "Open", url: `https://example.com/${"p".repeat(2_500)}` }],
+    });
+    expect(huge.text.length).toBeLessThanOrEqual(2_000);
+    expect(huge.text).toContain("too long for Discord to show");
   });
 });

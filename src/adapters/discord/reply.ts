@@ -74,7 +74,10 @@ export function questionMessage(question: Question): { text: string; components:
   const style = (s: Question["choices"][number]["style"]): 1 | 2 | 4 =>
     s === "primary" ? 1 : s === "danger" ? 4 : 2;
   const inText = question.choices.filter((c) => c.url !== undefined && c.url.length > LINK_URL_MAX);
-  const links = inText.map((c) => `\n${c.label}: <${c.url}>`).join("");
+  const linked = inText.map((c) => `\n${c.label}: <${c.url}>`).join("");
+  // Longer than a whole message could hold (no real page's address is): said, not cut.
+  const links =
+    linked.length > MESSAGE_MAX / 2 ? "\n(The page's address is too long for Discord to show it.)" : linked;
   const room = MESSAGE_MAX - links.length;
   const text = question.text.length > room ? `${question.text.slice(0, room - 1)}…` : question.text;
   const buttons = question.choices
