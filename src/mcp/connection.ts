@@ -236,13 +236,11 @@ export class ServerConnection {
     // down) mean the session is of no use: it is made anew, with back-off.
     const status = "failure" in answer ? answer.failure.status : undefined;
     if (status === undefined || status < 500) session.serverErrorsInARow = 0;
-    else if (
-      (session.serverErrorsInARow = (session.serverErrorsInARow ?? 0) + 1) >= SERVER_ERRORS_BEFORE_RECONNECT
-    ) {
-      this.connectionLost(
-        session,
-        `it answered HTTP ${status} to ${SERVER_ERRORS_BEFORE_RECONNECT} calls in a row`,
-      );
+    else {
+      const inARow = (session.serverErrorsInARow ?? 0) + 1;
+      session.serverErrorsInARow = inARow;
+      if (inARow >= SERVER_ERRORS_BEFORE_RECONNECT)
+        this.connectionLost(session, `it answered HTTP ${status} to ${inARow} calls in a row`);
     }
     return answer;
   }

@@ -88,68 +88,95 @@ describe("two replicas on Redis (a rolling deploy)", needsServer("redis"), () =>
   }, 60_000);
 });
 
+/** Two Discord replicas on Redis with server-filesystem, whose model writes deploy.txt once approved. */
+interface ApprovalRig {
+  llm: LlmEmulator;
+  discord: DiscordEmulator;
+  replicas: App[];
+  dir: string;
+  files: string;
+}
+
+/**
+ * `yaml`: extra configuration; `content`: what the model writes; `answer`: its answer
+ * once the call ran (given the call's result).
+ */
+async function approvalRig(opts: {
+  yaml?: string;
+  content: string;
+  answer: (result: string) => { text: string; chunkSize?: number; delayMs?: number };
+}): Promise<ApprovalRig> {
+  await deleteAppKeys();
+  const dir = scratchConfig(`discord:\n  editIntervalMs: 250\n${opts.yaml ?? ""}`);
+  const files = join(dir, "files");
+  mkdirSync(files);
+  writeFileSync(
+    join(dir, "mcp.json"),
+    JSON.stringify({
+      mcpServers: { filesystem: { command: process.execPath, args: [filesystemServer, files] } },
+    }),
+  );
+  const llm = await LlmEmulator.start({
+    responder: (req) => {
+      if (isTitleRequest(req)) return { text: "Replica approval" };
+      const results = toolResultsSinceUser(req);
+      if (results.length > 0) return opts.answer(results.at(-1) ?? "");
+      return {
+        toolCalls: [
+          {
+            name: "filesystem__write_file",
+            arguments: { path: join(files, "deploy.txt"), content: opts.content },
+          },
+        ],
+      };
+    },
+  });
+  const discord = await DiscordEmulator.start();
+  const env = appEnv({ dir, llm, discord, store: REDIS_URL });
+  const replicas = [await startApp({ env, cwd: dir }), await startApp({ env, cwd: dir })];
+  return { llm, discord, replicas, dir, files };
+}
+
+async function stopRig(rig: ApprovalRig | undefined): Promise<void> {
+  if (!rig) return;
+  await Promise.all(rig.replicas.map((r) => r.stop()));
+  await rig.discord.stop();
+  await rig.llm.close();
+  await deleteAppKeys();
+  rmSync(rig.dir, { recursive: true, force: true });
+}
+
+/** The approve button of the question under message `m`, once it is there. */
+function approveButton(discord: DiscordEmulator, m: { id: string }) {
+  return waitFor(
+    () =>
+      discord
+        .botMessages(m.id)
+        .flatMap((x) =>
+          ((x.components ?? []) as Array<{ components?: Array<{ custom_id: string }> }>).flatMap((r) =>
+            (r.components ?? []).map((c) => ({ message: x, id: c.custom_id })),
+          ),
+        )
+        .find((b) => b.id.endsWith(":approve")),
+    { timeoutMs: 25_000 },
+  );
+}
+
 describe(
   "an approval asked by one replica, decided on the other (a rolling deploy)",
   needsServer("redis"),
   () => {
-    let llm: LlmEmulator;
-    let discord: DiscordEmulator;
-    let replicas: App[] = [];
-    let dir: string;
-    let files: string;
-
+    let rig: ApprovalRig;
     beforeAll(async () => {
-      await deleteAppKeys();
-      dir = scratchConfig("discord:\n  editIntervalMs: 250\n");
-      files = join(dir, "files");
-      mkdirSync(files);
-      writeFileSync(
-        join(dir, "mcp.json"),
-        JSON.stringify({
-          mcpServers: { filesystem: { command: process.execPath, args: [filesystemServer, files] } },
-        }),
-      );
-      llm = await LlmEmulator.start({
-        responder: (req) => {
-          if (isTitleRequest(req)) return { text: "Replica approval" };
-          if (toolResultsSinceUser(req).length > 0)
-            return { text: `Done: ${toolResultsSinceUser(req).at(-1)}` };
-          return {
-            toolCalls: [
-              {
-                name: "filesystem__write_file",
-                arguments: { path: join(files, "deploy.txt"), content: "v2" },
-              },
-            ],
-          };
-        },
-      });
-      discord = await DiscordEmulator.start();
-      const env = appEnv({ dir, llm, discord, store: REDIS_URL });
-      replicas = [await startApp({ env, cwd: dir }), await startApp({ env, cwd: dir })];
+      rig = await approvalRig({ content: "v2", answer: (result) => ({ text: `Done: ${result}` }) });
     }, 90_000);
-
-    afterAll(async () => {
-      await Promise.all(replicas.map((r) => r.stop()));
-      await discord?.stop();
-      await llm?.close();
-      await deleteAppKeys();
-      rmSync(dir, { recursive: true, force: true });
-    });
+    afterAll(() => stopRig(rig));
 
     it("writes the file once, after the click, in the replica that is still running", async () => {
+      const { discord, replicas, llm, files } = rig;
       const s = discord.state;
       const m = discord.userMessage(s.general, "write the deploy file", { mentionsBot: true });
-      const approve = () =>
-        discord
-          .botMessages(m.id)
-          .flatMap((x) =>
-            ((x.components ?? []) as Array<{ components?: Array<{ custom_id: string }> }>).flatMap((r) =>
-              (r.components ?? []).map((c) => ({ message: x, id: c.custom_id })),
-            ),
-          )
-          .find((b) => b.id.endsWith(":approve"));
-      const button = await waitFor(approve, { timeoutMs: 25_000 });
+      const button = await approveButton(discord, m);
       // Both replicas are idle: the turn waits as a record, held by neither.
       await Promise.all(replicas.map((r) => r.dispatcher.settled()));
       await replicas[0]!.stop();
@@ -172,72 +199,27 @@ describe(
   "an approval decided on the replica that did not ask it, which then stops while answering",
   needsServer("redis"),
   () => {
-    let llm: LlmEmulator;
-    let discord: DiscordEmulator;
-    let replicas: App[] = [];
-    let dir: string;
-    let files: string;
+    let rig: ApprovalRig;
     const words = Array.from({ length: 80 }, (_, i) => `w${i}`).join(" ");
-
     beforeAll(async () => {
-      await deleteAppKeys();
-      // A short grace: the replica that stops hands the answer over instead of finishing it.
-      dir = scratchConfig("discord:\n  editIntervalMs: 250\nshutdown:\n  graceMs: 300\n");
-      files = join(dir, "files");
-      mkdirSync(files);
-      writeFileSync(
-        join(dir, "mcp.json"),
-        JSON.stringify({
-          mcpServers: { filesystem: { command: process.execPath, args: [filesystemServer, files] } },
-        }),
-      );
-      llm = await LlmEmulator.start({
-        responder: (req) => {
-          if (isTitleRequest(req)) return { text: "Replica approval" };
-          // The answer after the call, slowly: about 4 s.
-          if (toolResultsSinceUser(req).length > 0)
-            return { text: `Done: ${words} end.`, chunkSize: 4, delayMs: 30 };
-          return {
-            toolCalls: [
-              {
-                name: "filesystem__write_file",
-                arguments: { path: join(files, "deploy.txt"), content: "v3" },
-              },
-            ],
-          };
-        },
+      rig = await approvalRig({
+        // A short grace: the replica that stops hands the answer over instead of finishing it.
+        yaml: "shutdown:\n  graceMs: 300\n",
+        content: "v3",
+        // The answer after the call, slowly: about 4 s.
+        answer: () => ({ text: `Done: ${words} end.`, chunkSize: 4, delayMs: 30 }),
       });
-      discord = await DiscordEmulator.start();
-      const env = appEnv({ dir, llm, discord, store: REDIS_URL });
-      replicas = [await startApp({ env, cwd: dir }), await startApp({ env, cwd: dir })];
     }, 90_000);
-
-    afterAll(async () => {
-      await Promise.all(replicas.map((r) => r.stop()));
-      await discord?.stop();
-      await llm?.close();
-      await deleteAppKeys();
-      rmSync(dir, { recursive: true, force: true });
-    });
+    afterAll(() => stopRig(rig));
 
     const turnsEnded = async (app: App) =>
       (await app.metrics.turns.get()).values.reduce((n, v) => n + v.value, 0);
 
     it("is finished by the replica that asked, which is still running", async () => {
+      const { discord, replicas, files } = rig;
       const s = discord.state;
       const m = discord.userMessage(s.general, "write the deploy file", { mentionsBot: true });
-      const button = await waitFor(
-        () =>
-          discord
-            .botMessages(m.id)
-            .flatMap((x) =>
-              ((x.components ?? []) as Array<{ components?: Array<{ custom_id: string }> }>).flatMap((r) =>
-                (r.components ?? []).map((c) => ({ message: x, id: c.custom_id })),
-              ),
-            )
-            .find((b) => b.id.endsWith(":approve")),
-        { timeoutMs: 25_000 },
-      );
+      const button = await approveButton(discord, m);
       await Promise.all(replicas.map((r) => r.dispatcher.settled()));
       // The replica that ran the turn up to its question counted it as ended (parked).
       const ended = await Promise.all(replicas.map(turnsEnded));

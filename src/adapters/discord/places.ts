@@ -1,4 +1,5 @@
 import {
+  type AttachmentBuilder,
   type ChatInputCommandInteraction,
   type Client,
   DiscordAPIError,
@@ -9,7 +10,7 @@ import {
   type ThreadChannel,
 } from "discord.js";
 import { log } from "../../log.js";
-import { asWriteError, type OutgoingMessage, type Place, type PlaceOps } from "./reply.js";
+import { asWriteError, type OutgoingMessage, type Place, type PlaceOps, type QuestionRow } from "./reply.js";
 import { channelBuckets } from "./write-policy.js";
 
 /** A channel, thread or DM the bot can write in. */
@@ -30,6 +31,25 @@ function unknownMessage(err: unknown): boolean {
 interface ReplyReference {
   next(): string | undefined;
   used(): void;
+}
+
+/** A platform write, its failure as the writer reads it (a 429, a deleted message: see asWriteError). */
+async function written<T>(write: () => Promise<T>): Promise<T> {
+  try {
+    return await write();
+  } catch (err) {
+    throw asWriteError(err);
+  }
+}
+
+/** A message's text and files, with its buttons when given (absent: left as they are), pinging nobody. */
+function body(text: string, files: AttachmentBuilder[] | undefined, controls: QuestionRow[] | undefined) {
+  return {
+    content: text,
+    files,
+    ...(controls === undefined ? {} : { components: controls }),
+    allowedMentions: NO_PINGS,
+  };
 }
 
 /** Writes to a channel that may have to be fetched first (a reply rebuilt in a fresh process). */
@@ -69,26 +89,14 @@ export function channelOps(
         throw asWriteError(err);
       }
     },
-    async edit(id, text, files, controls) {
-      try {
-        const components = controls === undefined ? {} : { components: controls };
-        await (await get()).messages.edit(id, {
-          content: text,
-          files,
-          ...components,
-          allowedMentions: NO_PINGS,
-        });
-      } catch (err) {
-        throw asWriteError(err);
-      }
-    },
-    async clearControls(id) {
-      try {
+    edit: (id, text, files, controls) =>
+      written(async () => {
+        await (await get()).messages.edit(id, body(text, files, controls));
+      }),
+    clearControls: (id) =>
+      written(async () => {
         await (await get()).messages.edit(id, { components: [] });
-      } catch (err) {
-        throw asWriteError(err);
-      }
-    },
+      }),
     async remove(id) {
       try {
         await (await get()).messages.delete(id);
@@ -231,45 +239,24 @@ export function interactionPlace(interaction: ChatInputCommandInteraction | Moda
   const ops: PlaceOps = {
     buckets: () => buckets,
     // Stop while the answer is written and 👍 / 👎 once it is done, as under a channel's answers.
-    async post(text, files, controls) {
-      const components = controls === undefined ? {} : { components: controls };
-      try {
+    post: (text, files, controls) =>
+      written(async () => {
         if (!originalUsed) {
           // Only once Discord took it: after a 429 the writer posts again, and that must still fill the deferred reply.
-          const id = (
-            await interaction.editReply({ content: text, files, ...components, allowedMentions: NO_PINGS })
-          ).id;
+          const id = (await interaction.editReply(body(text, files, controls))).id;
           originalUsed = true;
           return id;
         }
-        return (
-          await interaction.followUp({ content: text, files, ...components, allowedMentions: NO_PINGS })
-        ).id;
-      } catch (err) {
-        throw asWriteError(err);
-      }
-    },
-    async edit(id, text, files, controls) {
-      const components = controls === undefined ? {} : { components: controls };
-      try {
-        await interaction.editReply({
-          message: id,
-          content: text,
-          files,
-          ...components,
-          allowedMentions: NO_PINGS,
-        });
-      } catch (err) {
-        throw asWriteError(err);
-      }
-    },
-    async clearControls(id) {
-      try {
+        return (await interaction.followUp(body(text, files, controls))).id;
+      }),
+    edit: (id, text, files, controls) =>
+      written(async () => {
+        await interaction.editReply({ message: id, ...body(text, files, controls) });
+      }),
+    clearControls: (id) =>
+      written(async () => {
         await interaction.editReply({ message: id, components: [] });
-      } catch (err) {
-        throw asWriteError(err);
-      }
-    },
+      }),
     async ask(text, components) {
       try {
         return (await interaction.followUp({ content: text, components, allowedMentions: NO_PINGS })).id;

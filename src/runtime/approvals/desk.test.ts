@@ -80,6 +80,23 @@ describe("the approval desk", () => {
     return (await ledger.get(KEY))!;
   };
 
+  /** alice clicks Approve on the question's message; what she was told. */
+  const approve = async (ref: string): Promise<string[]> => {
+    const said: string[] = [];
+    const click = {
+      id: "i1",
+      kind: "button" as const,
+      ref,
+      value: "approve",
+      platform: "slack" as const,
+      user: { id: "U1", name: "alice" },
+      messageId: "q1",
+      respond: async (t: string) => void said.push(t),
+    };
+    await desk.interact(click, (await new ApprovalBook(store).get(ref))!);
+    return said;
+  };
+
   it("parks the turn with one question per call, stored before it is posted", async () => {
     const record = await park(shown.reply);
     expect(record.waiting?.refs).toEqual({ c1: shown.asked[0]?.ref });
@@ -107,20 +124,7 @@ describe("the approval desk", () => {
   it("lets the first decision win: a click racing the expiry keeps the click", async () => {
     const record = await park(shown.reply);
     const ref = record.waiting!.refs.c1!;
-    const said: string[] = [];
-    await desk.interact(
-      {
-        id: "i1",
-        kind: "button",
-        ref,
-        value: "approve",
-        platform: "slack",
-        user: { id: "U1", name: "alice" },
-        messageId: "q1",
-        respond: async (t) => void said.push(t),
-      },
-      (await new ApprovalBook(store).get(ref))!,
-    );
+    const said = await approve(ref);
     const expired = { ...record.waiting!, expiresAt: new Date(Date.now() - 1).toISOString() };
     const outcome = await desk.outcome(KEY, expired, shown.reply);
     expect(outcome?.verdicts.c1).toEqual({ run: true });
@@ -131,19 +135,7 @@ describe("the approval desk", () => {
   it("says a call approved just before a new message took the thread was not run after all", async () => {
     const record = await park(shown.reply);
     const ref = record.waiting!.refs.c1!;
-    await desk.interact(
-      {
-        id: "i1",
-        kind: "button",
-        ref,
-        value: "approve",
-        platform: "slack",
-        user: { id: "U1", name: "alice" },
-        messageId: "q1",
-        respond: async () => undefined,
-      },
-      (await new ApprovalBook(store).get(ref))!,
-    );
+    await approve(ref);
     expect(shown.settled.at(-1)?.[1]).toMatch(/^✅/);
     // The thread's next message got the lock before the resumed turn: the step never runs.
     await desk.supersede(KEY, record.waiting!, shown.reply);

@@ -321,19 +321,20 @@ describe("Discord emulator: as strict as Discord", () => {
     client = await connect(connectOpts);
   }
 
-  it("returns the message already created for an enforced nonce, creates one per post without enforcement, and refuses long nonces", async () => {
-    // A naive client: raw requests, no discord.js.
-    const post = async (body: Record<string, unknown>) => {
-      const res = await fetch(`${emulator.apiUrl}/v10/channels/${emulator.state.random}/messages`, {
-        method: "POST",
-        headers: { authorization: `Bot ${emulator.token}`, "content-type": "application/json" },
-        body: JSON.stringify(body),
-      });
-      return {
-        status: res.status,
-        body: (await res.json()) as { id?: string; content?: string; code?: number },
-      };
+  /** A naive client: a raw message post to #random, no discord.js. */
+  const post = async (body: Record<string, unknown>) => {
+    const res = await fetch(`${emulator.apiUrl}/v10/channels/${emulator.state.random}/messages`, {
+      method: "POST",
+      headers: { authorization: `Bot ${emulator.token}`, "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
+    return {
+      status: res.status,
+      body: (await res.json()) as { id?: string; content?: string; code?: number; message?: string },
     };
+  };
+
+  it("returns the message already created for an enforced nonce, creates one per post without enforcement, and refuses long nonces", async () => {
     const first = await post({ content: "one", nonce: "n-1", enforce_nonce: true });
     const again = await post({ content: "two", nonce: "n-1", enforce_nonce: true });
     expect(again.status).toBe(200);
@@ -349,15 +350,6 @@ describe("Discord emulator: as strict as Discord", () => {
   });
 
   it("refuses a message of whitespace alone, as Discord does, unless it carries buttons or files", async () => {
-    // A naive client: raw requests, no discord.js.
-    const post = async (body: Record<string, unknown>) => {
-      const res = await fetch(`${emulator.apiUrl}/v10/channels/${emulator.state.random}/messages`, {
-        method: "POST",
-        headers: { authorization: `Bot ${emulator.token}`, "content-type": "application/json" },
-        body: JSON.stringify(body),
-      });
-      return { status: res.status, body: (await res.json()) as { code?: number } };
-    };
     expect(await post({ content: "\n" })).toEqual({
       status: 400,
       body: { message: "Cannot send an empty message", code: 50006 },
