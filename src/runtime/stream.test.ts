@@ -1,7 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { MessageGoneError } from "./message-ops.js";
 import { joinParts, openFenceAtEnd } from "./split.js";
 import { FakeChannel, prng } from "./stream.fake.js";
-import { MessageGoneError, RateLimitedError, StreamWriter } from "./stream.js";
+import { RateLimitedError, StreamWriter } from "./stream.js";
 
 /** Runs the fake clock until the writer has nothing left to do, and returns finish()'s outcome. */
 async function settle(done: Promise<void>): Promise<unknown> {

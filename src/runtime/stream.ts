@@ -20,13 +20,7 @@ import {
   sleep,
 } from "./stream-options.js";
 
-export {
-  endingFor,
-  MessageGoneError,
-  type MessageOps,
-  RateLimitedError,
-  type WriteInfo,
-} from "./message-ops.js";
+export { endingFor, type MessageOps, RateLimitedError, type WriteInfo } from "./message-ops.js";
 export type { StreamWriterOptions } from "./stream-options.js";
 
 /**

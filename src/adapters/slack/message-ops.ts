@@ -1,7 +1,8 @@
 import { ErrorCode, type WebClient } from "@slack/web-api";
 import { log } from "../../log.js";
 import { interactionId } from "../../runtime/interaction-ids.js";
-import { MessageGoneError, type MessageOps, RateLimitedError } from "../../runtime/stream.js";
+import { MessageGoneError } from "../../runtime/message-ops.js";
+import { type MessageOps, RateLimitedError } from "../../runtime/stream.js";
 import { findPosted, replyMetadata, type ThreadSnapshot } from "./resume.js";
 import { slackBuckets } from "./write-policy.js";
 
