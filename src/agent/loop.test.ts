@@ -2,15 +2,9 @@ import { describe, expect, it } from "vitest";
 import { callTools, FunctionHub, ScriptedProvider, say } from "../../test/support/scripted.js";
 import type { AgentEvent } from "../core/events.js";
 import { countTokens, messagesTokens } from "./context.js";
-import {
-  type CallGate,
-  CUT_OFF_NOTE,
-  type LoopResult,
-  NOTHING_WITHIN_LIMIT_NOTE,
-  type ResumedStep,
-  runToolLoop,
-} from "./loop.js";
+import { type CallGate, type LoopResult, type ResumedStep, runToolLoop } from "./loop.js";
 import type { ModelEvent } from "./providers/provider.js";
+import { CUT_OFF_NOTE, NOTHING_WITHIN_LIMIT_NOTE } from "./step-stream.js";
 
 async function run(
   provider: ScriptedProvider,

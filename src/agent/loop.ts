@@ -13,11 +13,11 @@ import {
 } from "../core/messages.js";
 import type { Elicit, ToolEntry, ToolHub, ToolOutcome } from "../mcp/types.js";
 import { callSignature } from "./call-signature.js";
-import type { ModelRequest, Provider, StopReason, ToolSpec } from "./providers/provider.js";
+import type { ModelRequest, Provider, ToolSpec } from "./providers/provider.js";
 import { AsyncQueue } from "./queue.js";
 import { fitStep } from "./step-budget.js";
+import { CUT_OFF_NOTE, NOTHING_WITHIN_LIMIT_NOTE, type StepResponse, streamStep } from "./step-stream.js";
 import { errorResult, startingStep } from "./steps.js";
-import { ThinkFilter } from "./think.js";
 
 export interface LoopOptions {
   provider: Provider;
@@ -95,20 +95,6 @@ type StepOutcome =
   | { kind: "wait"; step: PendingStep };
 
 type ForcedCause = Exclude<StopCause, "answer" | "waiting">;
-
-interface StepResponse {
-  text: string;
-  calls: ToolCall[];
-  usage: Usage;
-  stop?: StopReason;
-}
-
-/** Told after an answer the model had to stop at its output limit: it reads as whole otherwise. */
-export const CUT_OFF_NOTE =
-  "(This answer was cut off: it reached the most the model may write in one answer. Ask me to go on.)";
-/** The model spent all of its output (thinking, as a reasoning model may) before any answer. */
-export const NOTHING_WITHIN_LIMIT_NOTE =
-  "The model used all the room it has for one answer before it wrote any of it. Ask for a shorter answer, or split the question.";
 
 const FINAL_NOTES: Record<ForcedCause, string> = {
   step_limit:
@@ -253,45 +239,6 @@ async function* decide(
   if (repeated) return { kind: "force_final", cause: "repeat" };
   if (step >= opts.maxSteps) return { kind: "force_final", cause: "step_limit" };
   return { kind: "run_again" };
-}
-
-async function* streamStep(
-  opts: LoopOptions,
-  req: ModelRequest,
-  separator: string,
-): AsyncGenerator<AgentEvent, StepResponse> {
-  const think = new ThinkFilter();
-  const calls: ToolCall[] = [];
-  let text = "";
-  let usage = zeroUsage();
-  let stop: StopReason | undefined;
-  let pendingSeparator = separator;
-  // A plain function, not a generator: `yield*` of a generator inside this async one costs
-  // a promise per delta, and this runs for every batch of every answer.
-  const shown = (chunk: string): AgentEvent | undefined => {
-    if (!chunk) return undefined;
-    text += chunk;
-    const delta = pendingSeparator + chunk;
-    pendingSeparator = "";
-    return { type: "text", delta };
-  };
-  for await (const event of opts.provider.stream(req, opts.signal)) {
-    if (event.type === "text") {
-      const filtered = think.push(event.delta);
-      if (filtered.startedThinking) yield { type: "status", text: "Thinking…" };
-      const out = shown(filtered.text);
-      if (out) yield out;
-    } else if (event.type === "tool_call") {
-      calls.push(event.call);
-    } else if (event.type === "usage") {
-      usage = addUsage(usage, event.usage);
-    } else if (event.type === "stop") {
-      stop = event.reason;
-    }
-  }
-  const rest = shown(think.flush());
-  if (rest) yield rest;
-  return { text, calls, usage, ...(stop ? { stop } : {}) };
 }
 
 /** A call as the step will treat it: run it, or answer it with `refusal` without running it. */

@@ -10,17 +10,12 @@ import type {
 import { log } from "../log.js";
 import { DeadlineError, seconds, withDeadline } from "../signals.js";
 import { retryDelay } from "./backoff.js";
-import { CallDeadline } from "./call-deadline.js";
-import {
-  type Asker,
-  answerElicitations,
-  ELICITATION_CAPABILITY,
-  withUrlPrerequisites,
-} from "./elicitation.js";
+import { answerElicitations, ELICITATION_CAPABILITY } from "./elicitation.js";
 import { type CallFailure, describeCallFailure, describeStartFailure, needsSignIn } from "./failures.js";
 import type { ServerAuth } from "./oauth/sign-ins.js";
 import type { ServerConfig } from "./servers.js";
 import { markLost, type Session } from "./session.js";
+import { callOnSession } from "./session-call.js";
 import { StderrTail } from "./stderr-tail.js";
 import {
   childOf,
@@ -32,7 +27,7 @@ import {
   servableTools,
   watchExit,
 } from "./transport.js";
-import type { Elicit, ServerState, ServerStatus, ToolCallOptions } from "./types.js";
+import type { ServerState, ServerStatus, ToolCallOptions } from "./types.js";
 
 export interface ConnectionOptions {
   connectTimeoutMs: number;
@@ -51,12 +46,8 @@ export type CallAnswer = { result: CallToolResult } | { failure: CallFailure };
 
 /** A connection that lived this long before dying was healthy: its death starts a new count. */
 const STABLE_MS = 30_000;
-/** Progress resets the timeout, so a chatty tool is still bounded by this many timeouts in total. */
-const MAX_TOTAL_TIMEOUTS = 10;
 /** HTTP server errors (5xx) in a row after which a session is made anew. */
 const SERVER_ERRORS_BEFORE_RECONNECT = 3;
-/** Longer than any call may run: the SDK's default timeout (60 s) would otherwise apply. */
-const NO_SDK_TIMEOUT_MS = 2 ** 31 - 1;
 
 /** One MCP server: connect, tools, calls, death, and attempts again with back-off until it is back. */
 export class ServerConnection {
@@ -164,70 +155,7 @@ export class ServerConnection {
       const why = this.error ?? "it is not connected";
       return { failure: { kind: "connection", text: `The server "${this.name}" is unavailable: ${why}` } };
     }
-    const onProgress = opts.onProgress;
-    const deadline = new CallDeadline(timeoutMs, timeoutMs * MAX_TOTAL_TIMEOUTS);
-    // Aborts when the call ends, however it ends (see Asker.over).
-    const over = new AbortController();
-    const userElicit = opts.elicit;
-    // A page this call's own error asked the person to open (the -32042 error) is this call's alone.
-    const elicit: Elicit | undefined =
-      userElicit &&
-      ((question, signal) => deadline.during(userElicit(question, AbortSignal.any([signal, over.signal]))));
-    const asker: Asker | undefined = userElicit && {
-      elicit: userElicit,
-      conversation: opts.conversation ?? "",
-      startedAt: Date.now(),
-      deadline,
-      over: over.signal,
-    };
-    if (asker) session.askers.add(asker);
-    const signal = opts.signal ? AbortSignal.any([opts.signal, deadline.signal]) : deadline.signal;
-    const callTool = () =>
-      session.client.callTool({ name: tool, arguments: args }, undefined, {
-        // The deadline above is the call's timeout; the SDK's own would run on through a form.
-        timeout: NO_SDK_TIMEOUT_MS,
-        signal,
-        onprogress: (p) => {
-          deadline.renew();
-          if (!onProgress) return;
-          try {
-            onProgress({ progress: p.progress, total: p.total, message: p.message });
-          } catch (err) {
-            log.warn({ err, server: this.name, tool }, "progress listener threw");
-          }
-        },
-      });
-    const request = withUrlPrerequisites(
-      callTool,
-      { ...(elicit && { elicit }), ...(opts.signal && { signal: opts.signal }) },
-      this.name,
-      session.completions,
-    );
-    let wake: (reason: string) => void = () => {};
-    const lost = new Promise<CallAnswer>((resolve) => {
-      wake = (reason) =>
-        resolve({
-          failure: {
-            kind: "connection",
-            text: `The tool's server stopped before it answered (${reason}). It is being restarted; try again in a moment.`,
-          },
-        });
-    });
-    session.waiting.add(wake);
-    const answer = await Promise.race([
-      request.then(
-        (result): CallAnswer => ({ result: result as CallToolResult }),
-        (err: unknown): CallAnswer => ({
-          failure: describeCallFailure(err, timeoutMs, opts.signal?.aborted === true),
-        }),
-      ),
-      lost,
-    ]).finally(() => {
-      deadline.dispose();
-      over.abort();
-      session.waiting.delete(wake);
-      if (asker) session.askers.delete(asker);
-    });
+    const answer = await callOnSession(session, this.name, tool, args, opts, timeoutMs);
     // Over HTTP a dead server shows only as a failed request: treat it as a lost connection.
     if ("failure" in answer && answer.failure.kind === "connection" && this.config.transport === "http") {
       this.connectionLost(session, "the server could not be reached");

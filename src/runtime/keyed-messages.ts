@@ -1,5 +1,5 @@
 import { log } from "../log.js";
-import type { MessageOps } from "./message-ops.js";
+import type { MessageOps, WriteInfo } from "./message-ops.js";
 
 /** One platform message of a reply, as the writer keeps it. */
 export interface Slot {
@@ -46,6 +46,24 @@ export class KeyedMessages {
   /** A failed post can be sent again without risking a second copy. */
   canRetryPost(index: number): boolean {
     return this.keyOf(index) !== undefined && (this.ops.find !== undefined || this.ops.postsDeduped === true);
+  }
+
+  /**
+   * Posts the slot's `text` under its key (none once reposted). True when, instead, a
+   * message it may have posted already was found and taken (see `adopt`).
+   */
+  async post(
+    slot: Slot,
+    index: number,
+    text: string,
+    write: WriteInfo,
+    report: () => Promise<void>,
+  ): Promise<boolean> {
+    if (await this.adopt(slot, index, report)) return true;
+    const key = slot.reposted ? undefined : this.keyOf(index);
+    slot.id = await this.ops.post(text, key ? { ...write, key } : write);
+    delete slot.unsure;
+    return false;
   }
 
   /**
@@ -109,4 +127,34 @@ export function clearStale(slots: Slot[], canRemove: boolean): void {
     if (!canRemove) slot.want = NO_TEXT;
     slot.sent = null;
   }
+}
+
+/**
+ * The slot's message was deleted while the answer was written: it is posted again with
+ * all of its text, without its key (Discord could answer a keyed post with the deleted message).
+ */
+export function repost(slot: Slot): void {
+  log.info(
+    { messageId: slot.id },
+    "a message of the answer was deleted; its text goes out again in a new one",
+  );
+  slot.id = null;
+  slot.sent = "";
+  slot.reposted = true;
+  delete slot.unsure;
+}
+
+/** The slot at `index`, made empty when there is none yet (a retaken reply's may have been posted: looked up first). */
+export function slotAt(slots: Slot[], index: number, retaking: boolean): Slot {
+  let slot = slots[index];
+  if (!slot) {
+    slot = { id: null, want: "", sent: null, ...(retaking ? { unsure: "retaken" as const } : {}) };
+    slots[index] = slot;
+  }
+  return slot;
+}
+
+/** The first slot whose message does not show its latest text yet (-1: all do). */
+export function firstDirty(slots: readonly Slot[]): number {
+  return slots.findIndex((s) => s.want !== s.sent);
 }

@@ -1,6 +1,15 @@
 import { log } from "../log.js";
 import type { TextSink } from "./contract.js";
-import { clearStale, KeyedMessages, NO_TEXT, type Slot, writeKind } from "./keyed-messages.js";
+import {
+  clearStale,
+  firstDirty,
+  KeyedMessages,
+  NO_TEXT,
+  repost,
+  type Slot,
+  slotAt,
+  writeKind,
+} from "./keyed-messages.js";
 import {
   endingFor,
   MessageGoneError,
@@ -8,6 +17,7 @@ import {
   RateLimitedError,
   type WriteInfo,
 } from "./message-ops.js";
+import { readBack } from "./reply-readback.js";
 import { type Lane, WriteDropped, WriteScheduler } from "./scheduler/write-scheduler.js";
 import { type Fence, openFenceAtEnd, splitToFit } from "./split.js";
 import {
@@ -137,28 +147,17 @@ export class StreamWriter implements TextSink {
     this.failMessage = null;
   }
 
-  /** Reads back the message a resumed reply goes on in (once), before anything is laid out. */
+  /** Reads back the messages a resumed reply goes on in (once), before anything is laid out. */
   private prepare(): Promise<void> {
     this.prepared ??= (async () => {
       await this.opts.ready;
-      const resume = this.opts.resume;
-      const id = resume?.messages.at(-1);
-      const shown = id === undefined ? null : await resume!.shown(id);
-      if (resume?.retake !== undefined) {
-        // Shown as "" so nothing is rewritten before there is text to write.
-        const last = resume.messages.length - 1;
-        resume.messages.forEach((mid, i) => {
-          const gone = i === last && shown === null;
-          this.slots[i] = { id: gone ? null : mid, want: "", sent: "", stale: !gone };
-        });
-        this.text = resume.retake + this.text;
-        this.retaking = true;
-        // The record must not go on naming a message that is gone.
-        if (shown === null && resume.messages.length > 0) await this.report();
-      } else if (id !== undefined && shown !== null) {
-        this.text = shown + this.text;
-        this.slots[0] = { id, want: shown, sent: shown };
-      }
+      const back = await readBack(this.opts.resume);
+      back.slots.forEach((slot, i) => {
+        this.slots[i] = slot;
+      });
+      this.text = back.prefix + this.text;
+      this.retaking = back.retaking;
+      if (back.lost) await this.report();
       this.resumed = true;
       this.applyFailure();
     })();
@@ -184,7 +183,7 @@ export class StreamWriter implements TextSink {
         if (await this.keyed.claimLeftovers(this.slots)) continue;
       }
       this.layout();
-      if (this.nextDirty() < 0) return;
+      if (firstDirty(this.slots) < 0) return;
     }
   }
 
@@ -202,12 +201,12 @@ export class StreamWriter implements TextSink {
         // answer would otherwise hold its thread for one more edit interval); the next
         // write() starts the loop again, still paced from the last write.
         this.layout();
-        if (this.abandoned || this.nextDirty() < 0) break;
+        if (this.abandoned || firstDirty(this.slots) < 0) break;
         if (!this.ended) this.scheduler.cadence.streaming(this);
         if (this.lane() === "update") {
           await this.pace();
           this.layout();
-          if (this.abandoned || this.nextDirty() < 0) break;
+          if (this.abandoned || firstDirty(this.slots) < 0) break;
         }
         if (this.ended) this.continueIfEditsWait();
         const waiting = this.ended ? null : new AbortController();
@@ -272,7 +271,7 @@ export class StreamWriter implements TextSink {
 
   /** The buckets of the write that would go next (without a new layout: this runs at every pick). */
   private nextBuckets(): readonly string[] {
-    const index = this.nextDirty();
+    const index = firstDirty(this.slots);
     const slot = this.slots[index >= 0 ? index : this.frozen];
     return this.ops.buckets?.(writeKind(slot)) ?? OWN_BUCKET;
   }
@@ -306,7 +305,7 @@ export class StreamWriter implements TextSink {
     // must not land over what the process that took the reply over has written.
     if (this.abandoned) return;
     this.layout();
-    const index = this.nextDirty();
+    const index = firstDirty(this.slots);
     if (index < 0) return;
     this.lastWrite = Date.now();
     await this.attempt(this.slots[index]!);
@@ -325,11 +324,7 @@ export class StreamWriter implements TextSink {
         // nothing to see, and both platforms refuse such a message ("Cannot send an empty
         // message", no_text). It is posted once text follows it.
         if (text.trim() !== "") {
-          const index = this.slots.indexOf(slot);
-          if (await this.keyed.adopt(slot, index, () => this.report())) return;
-          const key = slot.reposted ? undefined : this.keyed.keyOf(index);
-          slot.id = await this.ops.post(text, key ? { ...write, key } : write);
-          delete slot.unsure;
+          if (await this.keyed.post(slot, this.slots.indexOf(slot), text, write, () => this.report())) return;
           changed = true;
         }
       } else if (text === "") {
@@ -348,14 +343,7 @@ export class StreamWriter implements TextSink {
     } catch (error) {
       if (error instanceof RateLimitedError) throw error;
       if (error instanceof MessageGoneError && slot.id !== null) {
-        log.info(
-          { messageId: slot.id },
-          "a message of the answer was deleted; its text goes out again in a new one",
-        );
-        slot.id = null;
-        slot.sent = "";
-        slot.reposted = true;
-        delete slot.unsure;
+        repost(slot);
         await this.report();
         return;
       }
@@ -381,16 +369,12 @@ export class StreamWriter implements TextSink {
     }
   }
 
-  private nextDirty(): number {
-    return this.slots.findIndex((s) => s.want !== s.sent);
-  }
-
   /** Brings every slot's `want` up to date with the text, freezing the parts that are full. */
   private layout(): void {
     const render = this.opts.render ?? ((md: string) => md);
     const parts = splitToFit(this.text.slice(this.base), this.opts.limit, this.baseFence, this.opts.render);
     for (const part of parts.slice(0, -1)) {
-      this.slot(this.frozen).want = render(part.text);
+      slotAt(this.slots, this.frozen, this.retaking).want = render(part.text);
       this.base += part.source.length;
       this.baseFence = part.open;
       this.frozen++;
@@ -406,20 +390,11 @@ export class StreamWriter implements TextSink {
     }
     const current = this.slots[this.frozen];
     if (body !== "") {
-      const slot = this.slot(this.frozen);
+      const slot = slotAt(this.slots, this.frozen, this.retaking);
       slot.want = body;
       slot.wantEnd = this.text.length;
       slot.wantClean = body === rendered;
     } else if (this.ended && current) current.want = this.ops.remove || current.sent === null ? "" : NO_TEXT;
     if (this.ended) clearStale(this.slots.slice(this.frozen), Boolean(this.ops.remove));
-  }
-
-  private slot(index: number): Slot {
-    let slot = this.slots[index];
-    if (!slot) {
-      slot = { id: null, want: "", sent: null, ...(this.retaking ? { unsure: "retaken" as const } : {}) };
-      this.slots[index] = slot;
-    }
-    return slot;
   }
 }

@@ -1,11 +1,11 @@
 import { randomUUID } from "node:crypto";
 import type { Agent, TurnInput } from "../agent/agent.js";
-import { type CallGate, splitName } from "../agent/loop.js";
+import { splitName } from "../agent/loop.js";
 import { abandonedStep } from "../agent/steps.js";
 import type { Config } from "../config.js";
 import { toUserFacing } from "../core/errors.js";
 import type { AgentEvent } from "../core/events.js";
-import type { PendingStep, ToolCall } from "../core/messages.js";
+import type { PendingStep } from "../core/messages.js";
 import { platformOf, type ThreadKey } from "../core/thread.js";
 import { log } from "../log.js";
 import type { ToolHub } from "../mcp/types.js";
@@ -14,8 +14,8 @@ import { type Held, LockLost } from "../store/locks.js";
 import type { Session, SessionRepository } from "../store/sessions.js";
 import type { TurnLedger, TurnRecord } from "../store/turns.js";
 import type { ApprovalDesk, Outcome } from "./approvals/desk.js";
-import { approvalMode, type CallPlace } from "./approvals/policy.js";
-import { CANNOT_ASK_REASON, NEVER_REASON, SUPERSEDED_REASON } from "./approvals/questions.js";
+import { approvalMode, type CallPlace, callGate } from "./approvals/policy.js";
+import { SUPERSEDED_REASON } from "./approvals/questions.js";
 import type { Inbound, Reply } from "./contract.js";
 import type { FormDesk } from "./forms/desk.js";
 import { prepareAttachments } from "./inbound-files.js";
@@ -283,7 +283,7 @@ async function drive(
       platform: place.platform,
       channel: place.channel,
       signal,
-      gate: gateFor(deps, place, current, Boolean(reply.ask)),
+      gate: callGate(deps, place, () => current.settings.approvedTools, Boolean(reply.ask)),
       ...(deps.formDesk
         ? {
             elicit: deps.formDesk.asker({
@@ -387,22 +387,4 @@ async function drive(
         .catch((err: unknown) => log.warn({ err, key: place.key }, "could not end the turn's record"));
     }
   }
-}
-
-/** Which calls run here, wait for a person, or may not run (see approvals/policy.ts). */
-function gateFor(
-  deps: TurnDeps,
-  place: CallPlace,
-  session: Session,
-  canAsk: boolean,
-): (call: ToolCall) => CallGate {
-  return (call) => {
-    const entry = deps.hub.tools().find((t) => t.name === call.name);
-    // An unknown tool is the hub's to report; it runs nothing.
-    if (!entry) return "run";
-    const mode = approvalMode(deps.config, entry, place);
-    if (mode === "never") return { refuse: NEVER_REASON };
-    if (mode === "always" || session.settings.approvedTools?.includes(call.name)) return "run";
-    return canAsk ? "ask" : { refuse: CANNOT_ASK_REASON };
-  };
 }

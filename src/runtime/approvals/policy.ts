@@ -1,7 +1,10 @@
+import type { CallGate } from "../../agent/loop.js";
 import type { Config } from "../../config.js";
+import type { ToolCall } from "../../core/messages.js";
 import type { Platform } from "../../core/thread.js";
-import type { ToolEntry } from "../../mcp/types.js";
+import type { ToolEntry, ToolHub } from "../../mcp/types.js";
 import type { Interaction } from "../contract.js";
+import { CANNOT_ASK_REASON, NEVER_REASON } from "./questions.js";
 
 export type ApprovalMode = "always" | "ask" | "never";
 
@@ -58,4 +61,26 @@ export async function mayDecide(
     return true;
   const slackGroups = place.platform === "slack" ? groups.flatMap((g) => g.slackUserGroups) : [];
   return slackGroups.length > 0 && inGroups !== undefined && (await inGroups(slackGroups));
+}
+
+/**
+ * Which calls run here, wait for a person, or may not run: the tool loop's gate for one
+ * turn. `approved`: the tools the thread approved for its rest, as they are at each call; `canAsk`: whether anyone
+ * can be asked where the turn answers.
+ */
+export function callGate(
+  deps: { hub: ToolHub; config: Config },
+  place: CallPlace,
+  approved: () => readonly string[] | undefined,
+  canAsk: boolean,
+): (call: ToolCall) => CallGate {
+  return (call) => {
+    const entry = deps.hub.tools().find((t) => t.name === call.name);
+    // An unknown tool is the hub's to report; it runs nothing.
+    if (!entry) return "run";
+    const mode = approvalMode(deps.config, entry, place);
+    if (mode === "never") return { refuse: NEVER_REASON };
+    if (mode === "always" || approved()?.includes(call.name)) return "run";
+    return canAsk ? "ask" : { refuse: CANNOT_ASK_REASON };
+  };
 }

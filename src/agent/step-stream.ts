@@ -1,0 +1,63 @@
+import type { AgentEvent } from "../core/events.js";
+import { addUsage, type ToolCall, type Usage, zeroUsage } from "../core/messages.js";
+import type { ModelRequest, Provider, StopReason } from "./providers/provider.js";
+import { ThinkFilter } from "./think.js";
+
+/** What one model request of the tool loop gave: its visible text, its calls, its usage and why it stopped. */
+export interface StepResponse {
+  text: string;
+  calls: ToolCall[];
+  usage: Usage;
+  stop?: StopReason;
+}
+
+/** Told after an answer the model had to stop at its output limit: it reads as whole otherwise. */
+export const CUT_OFF_NOTE =
+  "(This answer was cut off: it reached the most the model may write in one answer. Ask me to go on.)";
+/** The model spent all of its output (thinking, as a reasoning model may) before any answer. */
+export const NOTHING_WITHIN_LIMIT_NOTE =
+  "The model used all the room it has for one answer before it wrote any of it. Ask for a shorter answer, or split the question.";
+
+/**
+ * Streams one model request of the tool loop: its text handed on as it comes (the
+ * `<think>` parts held back), its calls and usage gathered, `separator` before its first
+ * visible text.
+ */
+export async function* streamStep(
+  opts: { provider: Provider; signal: AbortSignal },
+  req: ModelRequest,
+  separator: string,
+): AsyncGenerator<AgentEvent, StepResponse> {
+  const think = new ThinkFilter();
+  const calls: ToolCall[] = [];
+  let text = "";
+  let usage = zeroUsage();
+  let stop: StopReason | undefined;
+  let pendingSeparator = separator;
+  // A plain function, not a generator: `yield*` of a generator inside this async one costs
+  // a promise per delta, and this runs for every batch of every answer.
+  const shown = (chunk: string): AgentEvent | undefined => {
+    if (!chunk) return undefined;
+    text += chunk;
+    const delta = pendingSeparator + chunk;
+    pendingSeparator = "";
+    return { type: "text", delta };
+  };
+  for await (const event of opts.provider.stream(req, opts.signal)) {
+    if (event.type === "text") {
+      const filtered = think.push(event.delta);
+      if (filtered.startedThinking) yield { type: "status", text: "Thinking…" };
+      const out = shown(filtered.text);
+      if (out) yield out;
+    } else if (event.type === "tool_call") {
+      calls.push(event.call);
+    } else if (event.type === "usage") {
+      usage = addUsage(usage, event.usage);
+    } else if (event.type === "stop") {
+      stop = event.reason;
+    }
+  }
+  const rest = shown(think.flush());
+  if (rest) yield rest;
+  return { text, calls, usage, ...(stop ? { stop } : {}) };
+}

@@ -1,0 +1,40 @@
+import type { Slot } from "./keyed-messages.js";
+import type { StreamWriterOptions } from "./stream-options.js";
+
+/** What a resumed reply starts from: its messages as slots, and the text they already hold. */
+export interface ReadBack {
+  slots: Slot[];
+  /** The text the reply's messages already show (a retake: what the dead process had shown). */
+  prefix: string;
+  /** A retaken reply: its messages are written over, and looked up by key before a post. */
+  retaking: boolean;
+  /** The last message the record names is gone: the record must be written again without it. */
+  lost: boolean;
+}
+
+/**
+ * Reads back the messages a resumed reply goes on in. A retake (a takeover) lays its
+ * messages out again from the text it keeps, each shown as "" so that nothing is rewritten
+ * before there is text to write; a reply resumed after approvals goes on in its last message.
+ */
+export async function readBack(resume: StreamWriterOptions["resume"]): Promise<ReadBack> {
+  const none = { slots: [], prefix: "", retaking: false, lost: false };
+  if (!resume) return none;
+  const id = resume.messages.at(-1);
+  const shown = id === undefined ? null : await resume.shown(id);
+  if (resume.retake !== undefined) {
+    const last = resume.messages.length - 1;
+    const slots = resume.messages.map((mid, i): Slot => {
+      const gone = i === last && shown === null;
+      return { id: gone ? null : mid, want: "", sent: "", stale: !gone };
+    });
+    return {
+      slots,
+      prefix: resume.retake,
+      retaking: true,
+      lost: shown === null && resume.messages.length > 0,
+    };
+  }
+  if (id === undefined || shown === null) return none;
+  return { slots: [{ id, want: shown, sent: shown }], prefix: shown, retaking: false, lost: false };
+}
