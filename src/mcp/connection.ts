@@ -1,17 +1,11 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import type {
-  CallToolResult,
-  GetPromptResult,
-  Prompt,
-  ReadResourceResult,
-  Tool,
-} from "@modelcontextprotocol/sdk/types.js";
+import type { GetPromptResult, Prompt, ReadResourceResult, Tool } from "@modelcontextprotocol/sdk/types.js";
 import { log } from "../log.js";
 import { DeadlineError, seconds, withDeadline } from "../signals.js";
 import { retryDelay } from "./backoff.js";
 import { answerElicitations, ELICITATION_CAPABILITY } from "./elicitation.js";
-import { type CallFailure, describeCallFailure, describeStartFailure, needsSignIn } from "./failures.js";
+import { describeCallFailure, describeStartFailure, needsSignIn } from "./failures.js";
 import type { ServerAuth } from "./oauth/sign-ins.js";
 import type { ServerConfig } from "./servers.js";
 import { markLost, type Session } from "./session.js";
@@ -42,7 +36,9 @@ export interface ConnectionOptions {
   owner?: string;
 }
 
-export type CallAnswer = { result: CallToolResult } | { failure: CallFailure };
+export type { CallAnswer } from "./session-call.js";
+
+import type { CallAnswer } from "./session-call.js";
 
 /** A connection that lived this long before dying was healthy: its death starts a new count. */
 const STABLE_MS = 30_000;

@@ -1,12 +1,14 @@
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { log } from "../log.js";
 import { CallDeadline } from "./call-deadline.js";
-import type { CallAnswer } from "./connection.js";
 import type { Asker } from "./elicitation.js";
 import { withUrlPrerequisites } from "./elicitation.js";
-import { describeCallFailure } from "./failures.js";
+import { type CallFailure, describeCallFailure } from "./failures.js";
 import type { Session } from "./session.js";
 import type { Elicit, ToolCallOptions } from "./types.js";
+
+/** What a tool call gave: the server's result, or why there is none. */
+export type CallAnswer = { result: CallToolResult } | { failure: CallFailure };
 
 /** Progress resets the timeout, so a chatty tool is still bounded by this many timeouts in total. */
 const MAX_TOTAL_TIMEOUTS = 10;
