@@ -130,6 +130,20 @@ describe("Switchboard in Slack (real app, emulated Slack and LLM)", () => {
     expect(JSON.stringify(requestsFor("second question")[0]?.messages)).toContain("You said: first question");
   });
 
+  it("keeps one conversation in a Slack Connect thread where people of two organizations write", async () => {
+    slack.externalUser("U_DANA", "T_PARTNER");
+    const m = slack.mention("C1", "U_DANA", "partner question");
+    await answered(m);
+    // A colleague of the bot's own workspace follows up in the partner's thread.
+    slack.post("C1", "U_ALICE", "our follow-up", { threadTs: m.ts });
+    const want = ["You said: partner question", "You said: our follow-up"];
+    await waitFor(() => JSON.stringify(replies(m)) === JSON.stringify(want), { timeoutMs: 20_000 }).catch(
+      () => undefined,
+    );
+    expect(replies(m)).toEqual(want);
+    expect(JSON.stringify(requestsFor("our follow-up")[0]?.messages)).toContain("You said: partner question");
+  });
+
   it("offers suggested prompts in an assistant thread, shows a status while working and sets the title", async () => {
     const { channel, threadTs } = slack.startAssistantThread("U_DANA");
     await waitFor(() => slack.state.assistant.get(`${channel}:${threadTs}`)?.prompts.length);

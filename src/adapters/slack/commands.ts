@@ -224,7 +224,8 @@ async function ask(
     return;
   }
   const team = q.team ?? me.teamId;
-  const key = threadKey(team, q.channel, ts);
+  // Keyed by this workspace, as a mention is (see SlackEvents.receive), whoever asked.
+  const key = threadKey(me.teamId, q.channel, ts);
   // Thread commands that follow (stop, new, model) act on this thread, as after a mention.
   await deps.events.turn({
     before: deps.events.remember(q.channel, q.user, key),

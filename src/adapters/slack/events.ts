@@ -195,8 +195,10 @@ export class SlackEvents {
       log.trace({ why: r.why, channel: e.channel, ts: e.ts }, "slack event ignored");
       return;
     }
+    // The author's workspace: another organization's in a Slack Connect channel.
     const team = e.team ?? me.teamId;
-    const key = threadKey(team, e.channel, r.threadRoot);
+    // The thread is keyed by this workspace: every author's message of it is one conversation.
+    const key = threadKey(me.teamId, e.channel, r.threadRoot);
     if (
       r.kind === "follow" &&
       // The opening message as its copies are deduplicated (see `answer`'s aliases).

@@ -56,7 +56,7 @@ export function messageEvent(m: EmuMessage, channel: EmuChannel | undefined, bas
     channel: m.channel,
     event_ts: m.ts,
     channel_type: channelType(channel),
-    team: TEAM_ID,
+    ...authorTeam(m),
     ...(m.user && !m.bot_id ? { client_msg_id: randomUUID() } : {}),
   };
 }
@@ -64,7 +64,15 @@ export function messageEvent(m: EmuMessage, channel: EmuChannel | undefined, bas
 export function appMentionEvent(m: EmuMessage, baseUrl: string): Params {
   const json = messageJson(m, baseUrl);
   delete json.subtype;
-  return { ...json, type: "app_mention", channel: m.channel, event_ts: m.ts, team: TEAM_ID };
+  return { ...json, type: "app_mention", channel: m.channel, event_ts: m.ts, ...authorTeam(m) };
+}
+
+/**
+ * In a Slack Connect channel an event's `team` is the author's workspace, with
+ * `user_team` and `source_team`; the envelope's `team_id` stays the receiving one.
+ */
+function authorTeam(m: EmuMessage): Params {
+  return m.team ? { team: m.team, user_team: m.team, source_team: m.team } : { team: TEAM_ID };
 }
 
 export function messageChangedEvent(

@@ -229,16 +229,22 @@ export class SlackEmulator {
 
   private write(channel: string, user: string, text: string, opts: MessageOptions): EmuMessage {
     if (!this.state.channels.has(channel)) throw new Error(`emulator: unknown channel ${channel}`);
-    this.state.user(user);
+    const { team } = this.state.user(user);
     const files = this.userFiles(opts.files);
     return this.state.addMessage({
       channel,
       user,
+      ...(team ? { team } : {}),
       text,
       thread_ts: opts.threadTs,
       subtype: files.length ? "file_share" : undefined,
       files,
     });
+  }
+
+  /** `user` belongs to another organization's workspace `team`, as in a Slack Connect channel. */
+  externalUser(user: string, team: string): void {
+    this.state.user(user).team = team;
   }
 
   /** A user mentions the bot in a channel: `app_mention` and (by default) `message`. */

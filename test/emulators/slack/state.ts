@@ -13,6 +13,8 @@ export interface EmuUser {
   realName: string;
   isBot: boolean;
   botId?: string;
+  /** A person of another organization in a Slack Connect channel: their own workspace. */
+  team?: string;
 }
 
 export interface EmuChannel {
@@ -45,6 +47,8 @@ export interface EmuMessage {
   ts: string;
   thread_ts?: string;
   user?: string;
+  /** The author's workspace when it is not the bot's (Slack Connect). */
+  team?: string;
   bot_id?: string;
   subtype?: string;
   /** `text`, or `markdown_text` when the message was written with it. */

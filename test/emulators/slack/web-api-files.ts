@@ -112,7 +112,7 @@ export function readHandlers(ctx: ApiContext): Record<string, Handler> {
       return {
         user: {
           id: user.id,
-          team_id: TEAM_ID,
+          team_id: user.team ?? TEAM_ID,
           name: user.name,
           real_name: user.realName,
           is_bot: user.isBot,
