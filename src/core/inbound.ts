@@ -1,8 +1,22 @@
+/**
+ * What the store keeps of a file on a message another process will answer (a message
+ * handed over at a stop): its platform fetches it again from this (`Adapter.fileFrom`).
+ */
+export interface StoredFile {
+  name: string;
+  mimeType: string;
+  size: number;
+  /** Where the platform serves it (Slack's private URL, Discord's CDN link); never a token. */
+  url: string;
+}
+
 /** A file attached to a user's message, not yet downloaded. */
 export interface InboundFile {
   name: string;
   mimeType: string;
   size: number;
+  /** Where the platform serves it, when it can be fetched again elsewhere (see StoredFile). */
+  url?: string;
   /** Loads the bytes (platform download with auth, at most 30 s); may throw, also when `signal` aborts. */
   fetch(signal?: AbortSignal): Promise<Uint8Array>;
 }

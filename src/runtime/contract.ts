@@ -1,7 +1,7 @@
 import type { Config, Secrets } from "../config.js";
 import type { Artifact } from "../core/artifacts.js";
 import type { FormValues, FormView } from "../core/forms.js";
-import type { InboundFile, PriorMessage, Provenance } from "../core/inbound.js";
+import type { InboundFile, PriorMessage, Provenance, StoredFile } from "../core/inbound.js";
 import type { ReplyAddress, ResumeFrom } from "../core/replies.js";
 import type { Platform, ThreadKey } from "../core/thread.js";
 import type { StateStore } from "../store/state.js";
@@ -159,6 +159,8 @@ export interface Adapter {
   recover?(key: ThreadKey, address: ReplyAddress | undefined, note: string): Promise<void>;
   /** Rebuilds the way back to a stored reply in this process, to write to the same messages. */
   replyFor?(key: ThreadKey, address: ResumeFrom): Reply;
+  /** A file of a message another process took, fetchable here (with this process's credentials). */
+  fileFrom?(file: StoredFile): InboundFile;
 }
 
 /**

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { SwitchboardError, toUserFacing } from "../core/errors.js";
 import type { FormValues } from "../core/forms.js";
+import type { InboundFile } from "../core/inbound.js";
 import { platformOf, type ThreadKey } from "../core/thread.js";
 import { log } from "../log.js";
 import type { Held } from "../store/locks.js";
@@ -81,7 +82,8 @@ export class Dispatcher implements TurnRunner {
       desk: this.desk,
       note: INTERRUPTED_NOTE,
       track: (key, work) => this.track(key, work),
-      goOn: (record, reply, controller) => this.goOn(record, reply, controller),
+      goOn: (record, reply, controller, attachments) => this.goOn(record, reply, controller, attachments),
+      refusal: (payer) => this.accounts.refusal(payer),
     });
   }
 
@@ -197,17 +199,23 @@ export class Dispatcher implements TurnRunner {
   }
 
   /** Goes on with a turn whose process stopped (see Takeovers), under the lock the caller holds. */
-  private async goOn(record: TurnRecord, reply: Reply, controller: AbortController): Promise<void> {
+  private async goOn(
+    record: TurnRecord,
+    reply: Reply,
+    controller: AbortController,
+    attachments: InboundFile[],
+  ): Promise<void> {
     if (!record.input) return;
     await this.stored("takeover", record.key, record.input, reply, controller, (signal, hooks) =>
-      takeOverTurn(record, reply, this.turnDeps, signal, hooks),
+      takeOverTurn(record, reply, this.turnDeps, signal, hooks, attachments),
     );
   }
 
   /**
    * A turn run from its record, not from an event: Stop offered, and logged, as any turn.
-   * No budget is checked: the turn was admitted when it began, and one stopped past a cap
-   * would leave its answer half written.
+   * No budget is checked here: the turn was admitted when it began (a handed message, by
+   * `Takeovers` before its first run), and one stopped past a cap would leave its answer
+   * half written.
    */
   private async stored(
     kind: WorkKind,

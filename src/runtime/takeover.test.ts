@@ -16,6 +16,8 @@ import { createThreadLock, LocalThreadLock, type ThreadLock } from "../store/loc
 import { SessionRepository } from "../store/sessions.js";
 import { createState } from "../store/state.js";
 import { TurnLedger, type TurnRecord } from "../store/turns.js";
+import { UsageLedger } from "../store/usage.js";
+import { Budgets } from "./budgets.js";
 import type { Adapter, Inbound, Reply } from "./contract.js";
 import { Dispatcher, INTERRUPTED_NOTE } from "./dispatcher.js";
 import { MAX_TAKEOVERS, MAY_HAVE_RUN } from "./turn.js";
@@ -89,9 +91,12 @@ describe("taking over a turn whose process died", () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  function setup(provider: Provider, lock: ThreadLock = new LocalThreadLock()) {
+  function setup(provider: Provider, lock: ThreadLock = new LocalThreadLock(), usage?: unknown) {
     const hub = new HintedHub({ fs__write: () => "written", fs__read: () => "the file says hi" });
-    const config = configSchema.parse({ approvals: { rules: [{ server: "*", mode: "always" }] } });
+    const config = configSchema.parse({
+      approvals: { rules: [{ server: "*", mode: "always" }] },
+      ...(usage ? { usage } : {}),
+    });
     const agent = new Agent({ config, hub, providerFor: () => provider, sessions });
     const dispatcher = new Dispatcher({
       agent,
@@ -102,6 +107,7 @@ describe("taking over a turn whose process died", () => {
       approvals: new ApprovalBook(store),
       hub,
       config,
+      ...(usage ? { budgets: new Budgets(config, new UsageLedger(store)) } : {}),
     });
     running.push(dispatcher);
     return { dispatcher, hub, lock };
@@ -322,18 +328,82 @@ describe("taking over a turn whose process died", () => {
     await other.others();
     await leftBy("a-process-that-died", { address: { messages: ["1.1"] } });
     const fresh = fakeSlack();
-    const handled = stopping.dispatcher.handle(aliceSays("e2", "and another thing", fresh.reply));
+    const file = { name: "a.png", mimeType: "image/png", size: 3, url: "http://127.0.0.1:9/a.png" };
+    const noBytes = async () => new Uint8Array();
+    const handled = stopping.dispatcher.handle({
+      ...aliceSays("e2", "and another thing", fresh.reply),
+      attachments: [{ ...file, fetch: noBytes }],
+    });
     await vi.waitFor(() => expect(onStopping.seen).toEqual(["Half"]), { timeout: 5_000 });
 
     await stopping.dispatcher.drain(50);
     const handed = await ledger.takeHanded(KEY);
     expect(handed.map((m) => m.text)).toEqual(["and another thing"]);
+    // Its file goes with it, for the process that answers it to fetch.
+    expect(handed[0]?.files).toEqual([file]);
     release();
     await handled;
     // Handed over, so never answered here as well.
     expect(asked).toEqual(["write the file, then read it"]);
     expect(fresh.seen).toEqual([]);
     await other.close();
+  }, 20_000);
+
+  it("a message handed over with a file is answered elsewhere with what the file says, read once", async () => {
+    const provider = new ScriptedProvider([say("It says hello.")]);
+    const live = setup(provider, createThreadLock(store));
+    const onLive = fakeSlack();
+    const fetched: string[] = [];
+    onLive.adapter.fileFrom = (file) => ({
+      ...file,
+      fetch: async () => {
+        fetched.push(file.url);
+        return new TextEncoder().encode("hello from the notes");
+      },
+    });
+    // As a stopping process hands it: the message and where its file is, never its bytes.
+    const stopping = createThreadLock(store);
+    await ledger.hand(KEY, {
+      text: "what do my notes say?",
+      user: ALICE,
+      channel: "C1",
+      files: [
+        { name: "notes.txt", mimeType: "text/plain", size: 20, url: "http://127.0.0.1:9/files/notes.txt" },
+      ],
+    });
+    await stopping.close();
+    await live.dispatcher.recoverInterrupted([onLive.adapter]);
+
+    await vi.waitFor(() => expect(onLive.seen).toEqual(["It says hello.", "<finish>"]), { timeout: 15_000 });
+    const asked = provider.requests[0]?.messages.findLast((m) => m.role === "user");
+    expect(asked?.content).toContain("[Attached file: notes.txt (text/plain, 20 B)]");
+    expect(asked?.content).toContain("hello from the notes");
+    expect(fetched).toEqual(["http://127.0.0.1:9/files/notes.txt"]);
+  }, 20_000);
+
+  it("a message handed over past its sender's daily budget gets the sentence, and no model request", async () => {
+    const provider = new ScriptedProvider([say("Should not be asked.")]);
+    const live = setup(provider, createThreadLock(store), { budgets: { perUser: { tokens: 100 } } });
+    const payer = { platform: "slack" as const, user: ALICE.id, channel: "C1", key: KEY };
+    await new UsageLedger(store).record({
+      ...payer,
+      model: "gpt-4o",
+      inputTokens: 150,
+      outputTokens: 0,
+      cost: 0,
+    });
+    const onLive = fakeSlack();
+    await ledger.hand(KEY, { text: "one more question", user: ALICE, channel: "C1" });
+    await live.dispatcher.recoverInterrupted([onLive.adapter]);
+
+    await vi.waitFor(() => expect(onLive.seen).toHaveLength(1), { timeout: 15_000 });
+    expect(onLive.seen[0]).toMatch(
+      /^<notice:You have used your daily budget of 100 tokens \(150 tokens used\)/,
+    );
+    expect(provider.requests).toEqual([]);
+    // Refused, not parked: no record is left for a watcher to run later.
+    expect(await ledger.pending()).toEqual([]);
+    expect(await ledger.takeHanded(KEY)).toEqual([]);
   }, 20_000);
 
   it("a turn whose lock was taken while it ran stops at once: no more text, no note, no save, the taker's record untouched", async () => {

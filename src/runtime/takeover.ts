@@ -1,8 +1,10 @@
 import { randomUUID } from "node:crypto";
+import type { InboundFile } from "../core/inbound.js";
 import { platformOf, type ThreadKey } from "../core/thread.js";
 import { log } from "../log.js";
 import type { ThreadLock } from "../store/locks.js";
-import type { TurnLedger, TurnRecord } from "../store/turns.js";
+import type { TurnInput, TurnLedger, TurnRecord } from "../store/turns.js";
+import type { Payer } from "../store/usage.js";
 import type { ApprovalDesk } from "./approvals/desk.js";
 import type { Adapter, Inbound, Reply } from "./contract.js";
 import { MAX_TAKEOVERS } from "./turn.js";
@@ -25,8 +27,18 @@ export interface TakeoverDeps {
    * thread's lock. Resolves when it is done; undefined when the process is stopping.
    */
   track(key: ThreadKey, work: (controller: AbortController) => Promise<void>): Promise<void> | undefined;
-  /** Goes on with a turn from its record, in `reply`, under the thread's lock the caller holds. */
-  goOn(record: TurnRecord, reply: Reply, controller: AbortController): Promise<void>;
+  /**
+   * Goes on with a turn from its record, in `reply`, under the thread's lock the caller
+   * holds; `attachments`: the files of a handed message, fetched here.
+   */
+  goOn(
+    record: TurnRecord,
+    reply: Reply,
+    controller: AbortController,
+    attachments: InboundFile[],
+  ): Promise<void>;
+  /** Why the daily budgets refuse a turn of `payer`, if they do (see Budgets). */
+  refusal(payer: Payer): Promise<string | undefined>;
 }
 
 /**
@@ -230,19 +242,40 @@ export class Takeovers {
     const resumable = record.input && record.id && (record.takeovers ?? 0) < MAX_TAKEOVERS;
     if (resumable && adapter.replyFor) {
       const from = record.owner;
-      await ledger.takeOver(record, lock.owner, fresh ? false : undefined);
-      log.info({ key: record.key, from, takeovers: record.takeovers }, "taking a turn over");
       const reply = adapter.replyFor(record.key, {
         ...(record.address ?? { messages: [] }),
         retake: record.shown ?? "",
       });
-      await this.deps.goOn(record, reply, controller);
+      // A handed message's first run is where it is admitted: the process that took it did not.
+      if (fresh && record.input && (await this.refused(record, record.input, reply))) return;
+      await ledger.takeOver(record, lock.owner, fresh ? false : undefined);
+      log.info({ key: record.key, from, takeovers: record.takeovers }, "taking a turn over");
+      const fileFrom = adapter.fileFrom?.bind(adapter);
+      const attachments = fileFrom ? (record.input?.files ?? []).map(fileFrom) : [];
+      await this.deps.goOn(record, reply, controller, attachments);
       return;
     }
     if (!adapter.recover) return;
     await adapter.recover(record.key, record.address, this.deps.note);
     await ledger.end(record);
     log.info({ key: record.key }, "ended a reply interrupted by a crash");
+  }
+
+  /** A handed message over its sender's or channel's daily budget: the sentence instead, and its record ends. */
+  private async refused(record: TurnRecord, input: TurnInput, reply: Reply): Promise<boolean> {
+    const platform = platformOf(record.key);
+    if (!platform) return false;
+    const refusal = await this.deps.refusal({
+      platform,
+      user: input.user.id,
+      channel: input.channel,
+      key: record.key,
+    });
+    if (!refusal) return false;
+    log.info({ key: record.key, user: input.user.id }, "handed message refused: over its daily budget");
+    await reply.notice(refusal).catch(() => undefined);
+    await this.deps.ledger.end(record);
+    return true;
   }
 
   /**
@@ -252,11 +285,15 @@ export class Takeovers {
    */
   async handOff(inbound: Inbound): Promise<boolean> {
     const { text, user, channel, sentAt } = inbound;
+    const files = inbound.attachments.flatMap(({ name, mimeType, size, url }) =>
+      url ? [{ name, mimeType, size, url }] : [],
+    );
     await this.deps.ledger.hand(inbound.key, {
       text,
       user,
       channel,
       ...(sentAt === undefined ? {} : { sentAt }),
+      ...(files.length ? { files } : {}),
     });
     log.info({ key: inbound.key }, "handed a waiting message to the other replicas");
     return true;

@@ -5,6 +5,7 @@ import { abandonedStep } from "../agent/steps.js";
 import type { Config } from "../config.js";
 import { toUserFacing } from "../core/errors.js";
 import type { AgentEvent } from "../core/events.js";
+import type { InboundFile } from "../core/inbound.js";
 import type { PendingStep } from "../core/messages.js";
 import { platformOf, type ThreadKey } from "../core/thread.js";
 import { log } from "../log.js";
@@ -179,6 +180,7 @@ export async function takeOverTurn(
   deps: TurnDeps,
   signal: AbortSignal,
   hooks: TurnHooks,
+  attachments: InboundFile[] = [],
 ): Promise<TurnResult> {
   const { input, id } = record;
   if (!input || !id) throw new Error(`The turn of ${record.key} cannot be taken over`);
@@ -186,7 +188,16 @@ export async function takeOverTurn(
   const kept = record.shown ?? "";
   return drive(record, place, reply, deps, signal, hooks, { kept }, async (session, common) => {
     const asked = session.messages.some((m) => m.role === "user" && m.turn === id);
-    if (!asked) return deps.agent.runTurn({ ...common, text: input.text });
+    if (!asked) {
+      // A handed message's files are read by the process that answers it.
+      const prepared = await prepareAttachments(input.text, attachments, {
+        config: deps.config,
+        model: deps.agent.modelFor(session),
+        signal,
+      });
+      if (prepared.text !== input.text) await deps.ledger.asked(record, prepared.text);
+      return deps.agent.runTurn({ ...common, text: prepared.text, parts: prepared.parts });
+    }
     const last = session.messages.at(-1);
     // The answer was saved, but not the turn's end: only its text is left to show.
     if (last?.role === "assistant" && !last.toolCalls?.length) return answered(last.content);

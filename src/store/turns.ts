@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import type { StoredFile } from "../core/inbound.js";
 import type { PendingStep } from "../core/messages.js";
 import type { ReplyAddress } from "../core/replies.js";
 import type { ThreadKey } from "../core/thread.js";
@@ -40,6 +41,8 @@ export interface TurnInput {
   channel: string;
   /** When it was sent (see `Inbound.sentAt`): messages handed over are answered in this order. */
   sentAt?: number;
+  /** The files on a message handed over before it was answered, fetched by whoever answers it. */
+  files?: StoredFile[];
 }
 
 /** What a turn's record starts with. */
@@ -143,6 +146,8 @@ export class TurnLedger {
   async asked(record: TurnRecord, text: string): Promise<void> {
     if (!record.input) return;
     record.input.text = text;
+    // What they said is in the text now: read again, they would be in it twice.
+    delete record.input.files;
     await this.write(record);
   }
 

@@ -34,7 +34,7 @@ afterAll(async () => {
 });
 
 /** The real app on Slack with `model` as its chat model and no MCP servers. */
-function useBot(model: string, yaml = ""): void {
+function useBot(model: string, yaml = ""): () => App | undefined {
   let app: App | undefined;
   let dir: string;
   beforeAll(async () => {
@@ -45,6 +45,7 @@ function useBot(model: string, yaml = ""): void {
     await app?.stop();
     rmSync(dir, { recursive: true, force: true });
   });
+  return () => app;
 }
 
 /** Mentions the bot with `files` and returns the last user message of the model request it made. */
@@ -64,7 +65,28 @@ function lastUser(req: RecordedRequest): Message {
 }
 
 describe("files attached to a message, for a model that sees images (gpt-4o)", () => {
-  useBot("gpt-4o", "attachments:\n  maxImageBytes: 200\n");
+  const bot = useBot("gpt-4o", "attachments:\n  maxImageBytes: 200\n");
+
+  it("fetches a file another process stored from its private URL, with this process's bot token", async () => {
+    const m = slack.mention("C1", "U_ALICE", "keep this", {
+      files: [{ name: "todo.txt", mimetype: "text/plain", bytes: Buffer.from("ship it") }],
+    });
+    const kept = slack.state.messages.find((x) => x.ts === m.ts)?.files[0];
+    if (!kept) throw new Error("the emulator kept no file");
+    const stored = {
+      name: "todo.txt",
+      mimeType: "text/plain",
+      size: 7,
+      url: `${slack.baseUrl}/files/${kept.id}/todo.txt?download=1`,
+    };
+    const adapter = bot()?.adapters.find((a) => a.platform === "slack");
+    const file = adapter?.fileFrom?.(stored);
+    // The emulator, like Slack, answers a request without the token with its sign-in page.
+    expect(Buffer.from((await file?.fetch()) ?? []).toString()).toBe("ship it");
+    await waitFor(() => slack.botReplies("C1", m.ts).some((r) => r.text === "Got it."), {
+      timeoutMs: 20_000,
+    });
+  });
 
   it("sends the image as an image part, with a line naming it", async () => {
     const sent = await ask("what is in this chart?", [

@@ -1,6 +1,6 @@
 import type { Attachment, Collection } from "discord.js";
 import type { Artifact } from "../../core/artifacts.js";
-import type { InboundFile } from "../../core/inbound.js";
+import type { InboundFile, StoredFile } from "../../core/inbound.js";
 import { formatBytes } from "../../mcp/results.js";
 import { withTimeout } from "../../signals.js";
 
@@ -53,17 +53,22 @@ export function tooLargeSentence(a: Artifact, maxFileBytes: number): string {
 
 /** Incoming attachments as the dispatcher reads them; bytes are fetched only when needed. */
 export function inboundFiles(attachments: Collection<string, Attachment>): InboundFile[] {
-  return [...attachments.values()].map((a) => ({
-    name: a.name,
-    mimeType: a.contentType ?? guessType(a.name),
-    size: a.size,
+  return [...attachments.values()].map((a) =>
+    discordFile({ name: a.name, mimeType: a.contentType ?? guessType(a.name), size: a.size, url: a.url }),
+  );
+}
+
+/** A Discord attachment fetched from its CDN link (also one another process stored). */
+export function discordFile(file: StoredFile): InboundFile {
+  return {
+    ...file,
     async fetch(signal?: AbortSignal) {
       // Attachment URLs are signed CDN links that need no bot token.
-      const res = await fetch(a.url, { signal: withTimeout(DOWNLOAD_TIMEOUT_MS, signal) });
-      if (!res.ok) throw new Error(`Downloading ${a.name} failed with HTTP ${res.status}`);
+      const res = await fetch(file.url, { signal: withTimeout(DOWNLOAD_TIMEOUT_MS, signal) });
+      if (!res.ok) throw new Error(`Downloading ${file.name} failed with HTTP ${res.status}`);
       return new Uint8Array(await res.arrayBuffer());
     },
-  }));
+  };
 }
 
 function guessType(name: string): string {

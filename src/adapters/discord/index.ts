@@ -1,6 +1,7 @@
 import { once } from "node:events";
 import { type Client, Events, Status } from "discord.js";
 import { SwitchboardError } from "../../core/errors.js";
+import type { InboundFile, StoredFile } from "../../core/inbound.js";
 import type { ThreadKey } from "../../core/thread.js";
 import { connectFailure } from "../../core/unreachable.js";
 import { log } from "../../log.js";
@@ -11,6 +12,7 @@ import { createClient, inviteUrl } from "./client.js";
 import { onInteraction, registerCommands } from "./commands.js";
 import { channelOfKey, DiscordContext } from "./context.js";
 import { onMessage } from "./events.js";
+import { discordFile } from "./files.js";
 import { channelPlaceById } from "./places.js";
 import { DiscordReply } from "./reply.js";
 import { discordWritePolicy } from "./write-policy.js";
@@ -117,6 +119,10 @@ export class DiscordAdapter implements Adapter {
    */
   replyFor(key: ThreadKey, address: ResumeFrom): Reply {
     return this.rebuilt(key, address, true);
+  }
+
+  fileFrom(file: StoredFile): InboundFile {
+    return discordFile(file);
   }
 
   private rebuilt(key: ThreadKey, address: ResumeFrom, typing: boolean): DiscordReply {

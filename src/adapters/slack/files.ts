@@ -1,6 +1,6 @@
 import type { WebClient } from "@slack/web-api";
 import type { Artifact } from "../../core/artifacts.js";
-import type { InboundFile } from "../../core/inbound.js";
+import type { InboundFile, StoredFile } from "../../core/inbound.js";
 import { log } from "../../log.js";
 import { withTimeout } from "../../signals.js";
 
@@ -31,29 +31,32 @@ export function toInboundFiles(files: SlackFile[] | undefined, token: string): I
     const url = f.url_private_download ?? f.url_private;
     if (!url) return [];
     const name = f.name ?? f.title ?? "file";
-    const mimeType = f.mimetype || "application/octet-stream";
     return [
-      {
-        name,
-        mimeType,
-        size: f.size ?? 0,
-        async fetch(signal?: AbortSignal): Promise<Uint8Array> {
-          const res = await fetch(url, {
-            headers: { Authorization: `Bearer ${token}` },
-            signal: withTimeout(DOWNLOAD_TIMEOUT_MS, signal),
-          });
-          if (!res.ok) throw new Error(`Slack file download failed with HTTP ${res.status} for ${name}`);
-          const type = res.headers.get("content-type") ?? "";
-          if (type.startsWith("text/html") && !mimeType.startsWith("text/html")) {
-            throw new Error(
-              `Slack returned a sign-in page instead of ${name} (is the files:read scope granted?)`,
-            );
-          }
-          return new Uint8Array(await res.arrayBuffer());
-        },
-      },
+      slackFile({ name, mimeType: f.mimetype || "application/octet-stream", size: f.size ?? 0, url }, token),
     ];
   });
+}
+
+/** A Slack file fetched from its private URL with the bot token (also one another process stored). */
+export function slackFile(file: StoredFile, token: string): InboundFile {
+  const { name, mimeType, url } = file;
+  return {
+    ...file,
+    async fetch(signal?: AbortSignal): Promise<Uint8Array> {
+      const res = await fetch(url, {
+        headers: { Authorization: `Bearer ${token}` },
+        signal: withTimeout(DOWNLOAD_TIMEOUT_MS, signal),
+      });
+      if (!res.ok) throw new Error(`Slack file download failed with HTTP ${res.status} for ${name}`);
+      const type = res.headers.get("content-type") ?? "";
+      if (type.startsWith("text/html") && !mimeType.startsWith("text/html")) {
+        throw new Error(
+          `Slack returned a sign-in page instead of ${name} (is the files:read scope granted?)`,
+        );
+      }
+      return new Uint8Array(await res.arrayBuffer());
+    },
+  };
 }
 
 export interface UploadPlace {

@@ -9,6 +9,7 @@ import { AgentSessions } from "./agent-sessions.js";
 import { createSlackConnection, type SlackAppOptions } from "./app.js";
 import { registerCommands } from "./commands.js";
 import { SlackEvents, type SlackIdentity } from "./events.js";
+import { slackFile } from "./files.js";
 import { recoverSlackReply } from "./recover.js";
 import { SLACK_MESSAGE_LIMIT, SlackReply } from "./reply.js";
 import { slackWritePolicy } from "./write-policy.js";
@@ -131,6 +132,7 @@ export function createSlackAdapter(deps: AdapterDeps, opts: SlackAdapterOptions 
         address,
       );
     },
+    fileFrom: (file) => slackFile(file, secrets.slackBotToken ?? ""),
     port: () => listeningPortOf(conn.app),
   };
 }
