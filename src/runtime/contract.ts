@@ -102,6 +102,11 @@ export interface Reply {
   /** Informational answers (commands); ephemeral where the platform allows it. */
   notice(text: string): Promise<void>;
   /**
+   * The answer could not be written where it belongs (`err`: the platform refuses the bot
+   * there, see `TextSink.broken`): tells the asker why another way, where the platform has one.
+   */
+  unwritable?(err: unknown): Promise<void>;
+  /**
    * Posts a question with buttons in the thread, after the answer so far; resolves with its
    * message id. Absent where nobody could click (the terminal).
    */

@@ -67,6 +67,11 @@ export class ReplyRenderer {
     }
   }
 
+  /** The error that stopped the reply's writes for good, if one did (see `TextSink.broken`). */
+  broken(): unknown {
+    return this.sink.broken?.();
+  }
+
   /** Ends a reply the agent could not end itself (an exception outside its events). */
   async fail(message: string): Promise<void> {
     if (this.ended) return;

@@ -339,6 +339,12 @@ async function drive(
     if (!handedOver && !isGone()) {
       log.error({ err, key: place.key }, "reply failed");
       await renderer.fail(hooks.interruptedNote() ?? toUserFacing(err).message);
+      // Nothing reaches the thread: the asker learns why where the platform still lets the bot write.
+      const broken = renderer.broken();
+      if (broken !== undefined)
+        await reply
+          .unwritable?.(broken)
+          .catch((e: unknown) => log.warn({ err: e, key: place.key }, "could not tell the asker"));
     }
   } finally {
     if (isGone()) {

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { joinParts, openFenceAtEnd } from "../../src/runtime/split.js";
 import { DiscordEmulator, type StoredMessage, waitFor } from "../emulators/discord/index.js";
 import { LlmEmulator, type RecordedRequest, type ScriptedTurn } from "../emulators/llm/index.js";
@@ -253,6 +253,36 @@ describe("Switchboard in Discord (real app, emulated Discord and LLM)", () => {
     await settled();
     const asked = llm.requests.slice(before).filter((r) => !isTitleRequest(r));
     expect(asked.map(said)).toEqual(["echo check", "after the echo"]);
+  });
+
+  describe("where the bot may not write", () => {
+    afterEach(() => discord.state.botDenied.clear());
+    const MISSING =
+      "I am missing a permission there (Send Messages, or Send Messages in Threads in a thread). Ask a server admin to grant it, then ask again.";
+
+    it("says so in a reply to the question when it may open a thread but not write in it", async () => {
+      discord.denyBot(s().random, "SEND_MESSAGES_IN_THREADS");
+      const m = mention("who can see this?", { channel: s().random });
+      const told = await waitFor(() => discord.botMessages(s().random).find((x) => x.replyTo === m.id), {
+        timeoutMs: 25_000,
+      });
+      expect(told.content).toBe(`I could not answer in <#${m.id}>: ${MISSING}`);
+      await settled();
+      expect(texts(m.id)).toEqual([]);
+      expect(texts(s().random)).toEqual([told.content]);
+    });
+
+    it("tells the asker in a direct message when it may not write in the channel either", async () => {
+      discord.denyBot(s().random, "SEND_MESSAGES_IN_THREADS", "SEND_MESSAGES");
+      const m = mention("and now?", { channel: s().random });
+      const dm = () => discord.state.dmChannel(s().alice.id).id;
+      await waitFor(() => texts(dm()).some((t) => t.includes(`<#${m.id}>`)), { timeoutMs: 25_000 });
+      expect(texts(dm()).filter((t) => t.includes(`<#${m.id}>`))).toEqual([
+        `I could not answer in <#${m.id}>: ${MISSING}`,
+      ]);
+      await settled();
+      expect(texts(m.id)).toEqual([]);
+    });
   });
 
   it("ends with a clear sentence when the model fails", async () => {

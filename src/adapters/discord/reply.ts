@@ -8,6 +8,7 @@ import type { WriteScheduler } from "../../runtime/scheduler/write-scheduler.js"
 import { type MessageOps, RateLimitedError, StreamWriter } from "../../runtime/stream.js";
 import { tablesToCodeBlocks } from "../../runtime/tables.js";
 import { ReplyFiles } from "./attach.js";
+import { unwritableSentence } from "./unwritable.js";
 import { GLOBAL } from "./write-policy.js";
 
 /** Discord's content limit for bots (4,000 is a user Nitro perk). */
@@ -113,6 +114,8 @@ export interface Place {
   ready?: Promise<unknown>;
   /** True once the bot opened a thread for this reply, so the person sees it begin. */
   opened?(): boolean;
+  /** Tells the asker a sentence outside this place, when nothing can be written here. */
+  elsewhere?(text: string): Promise<void>;
 }
 
 export interface ReplyOptions {
@@ -383,6 +386,10 @@ export class DiscordReply implements Reply {
 
   async notice(text: string): Promise<void> {
     await this.place.notice(text);
+  }
+
+  async unwritable(err: unknown): Promise<void> {
+    await this.place.elsewhere?.(unwritableSentence(err, this.place.channel));
   }
 
   async ask(question: Question): Promise<string> {

@@ -14,7 +14,7 @@ import {
   Routes,
   type TextChannel,
 } from "discord.js";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, onTestFinished } from "vitest";
 import WebSocket from "ws";
 import { DiscordEmulator, type DiscordEmulatorOptions, waitFor } from "./index.js";
 
@@ -347,6 +347,34 @@ describe("Discord emulator: as strict as Discord", () => {
     expect(long.status).toBe(400);
     expect(long.body.code).toBe(50035);
     expect(emulator.botMessages(emulator.state.random).map((m) => m.content)).toEqual(["one", "three"]);
+  });
+
+  it("refuses the bot's writes its permissions do not allow with 403 Missing Permissions (50013), threads by their parent's", async () => {
+    const raw = (path: string, body: Record<string, unknown> = {}) =>
+      fetch(`${emulator.apiUrl}/v10${path}`, {
+        method: "POST",
+        headers: { authorization: `Bot ${emulator.token}`, "content-type": "application/json" },
+        body: JSON.stringify(body),
+      }).then(async (res) => ({ status: res.status, body: (await res.json().catch(() => ({}))) as object }));
+    const random = emulator.state.random;
+    const question = emulator.userMessage(random, "a question");
+    // The tests after this one write to #random as they please.
+    onTestFinished(() => emulator.state.botDenied.clear());
+    emulator.denyBot(random, "SEND_MESSAGES_IN_THREADS");
+    const thread = await raw(`/channels/${random}/messages/${question.id}/threads`, { name: "Question" });
+    expect(thread.status).toBe(201);
+    const missing = { status: 403, body: { message: "Missing Permissions", code: 50013 } };
+    expect(await raw(`/channels/${question.id}/messages`, { content: "in the thread" })).toEqual(missing);
+    expect(await raw(`/channels/${question.id}/typing`)).toEqual(missing);
+    // The channel itself still takes messages: only threads lost the permission.
+    expect((await post({ content: "in the channel" })).status).toBe(200);
+    emulator.denyBot(random, "SEND_MESSAGES", "CREATE_PUBLIC_THREADS");
+    expect(await post({ content: "again" })).toEqual(missing);
+    const other = emulator.userMessage(random, "another question");
+    expect(await raw(`/channels/${random}/messages/${other.id}/threads`, { name: "Another" })).toEqual(
+      missing,
+    );
+    expect(emulator.botMessages(question.id)).toEqual([]);
   });
 
   it("refuses a message of whitespace alone, as Discord does, unless it carries buttons or files", async () => {

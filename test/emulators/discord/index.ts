@@ -4,7 +4,7 @@ import { Gateway } from "./gateway.js";
 import { RateLimiter, type RateLimitOptions } from "./ratelimit.js";
 import { handleRest, Intent, PRIVILEGED_INTENTS, type RestContext, withoutContent } from "./rest.js";
 import { snowflake } from "./snowflake.js";
-import { ALL_PERMISSIONS, DiscordState } from "./state.js";
+import { ALL_PERMISSIONS, type BotPermission, DiscordState } from "./state.js";
 import type {
   ChannelObject,
   RenameRecord,
@@ -162,6 +162,16 @@ export class DiscordEmulator implements RestContext {
 
   dispatch(t: string, d: unknown, intent?: number): void {
     this.gateway.dispatch(t, d, intent);
+  }
+
+  /**
+   * A server admin takes `permissions` from the bot's role in guild channel `channelId`
+   * (its threads inherit them): its writes there get 403 Missing Permissions, as on Discord.
+   */
+  denyBot(channelId: string, ...permissions: BotPermission[]): void {
+    const denied = this.state.botDenied.get(channelId) ?? new Set();
+    for (const p of permissions) denied.add(p);
+    this.state.botDenied.set(channelId, denied);
   }
 
   /** A person writes in a guild channel or thread; returns the stored message. */

@@ -4,6 +4,7 @@ import type { RateLimiter } from "./ratelimit.js";
 import { snowflake } from "./snowflake.js";
 import type { DiscordState } from "./state.js";
 import {
+  type ChannelObject,
   ChannelType,
   type RenameRecord,
   type RestRecord,
@@ -193,6 +194,7 @@ async function route(
   if (rest === "" && method === "GET") return { status: 200, body: channel };
   if (rest === "" && method === "PATCH") return renameChannel(ctx, channel.id, (await parsed()).json);
   if (rest === "/typing" && method === "POST") {
+    mayWrite(s, channel);
     ctx.typing.push({ channelId: channel.id, at: Date.now() });
     return { status: 204 };
   }
@@ -200,6 +202,7 @@ async function route(
     return { status: 200, body: history(s, channel.id, url).map((m) => readable(ctx, m)) };
   }
   if (rest === "/messages" && method === "POST") {
+    mayWrite(s, channel);
     const verdict = ctx.limiter.take(`messages:${channel.id}`, "post", p);
     if (!verdict.ok) return tooManyRequests(verdict.retryAfterMs, verdict.headers);
     const body = await parsed();
@@ -422,6 +425,20 @@ function checkComponents(value: unknown): unknown[] {
   return value;
 }
 
+/** Discord's answer to a write the bot's permissions do not allow. */
+const missingPermissions = () => new HttpError(403, { message: "Missing Permissions", code: 50013 });
+
+/**
+ * Sending (and typing) needs Send Messages in a channel and Send Messages in Threads in a
+ * thread, both read off the guild channel (a thread's parent); DMs need neither.
+ */
+function mayWrite(s: DiscordState, channel: ChannelObject): void {
+  if (channel.type === ChannelType.DM) return;
+  const thread = channel.type === ChannelType.PublicThread;
+  const denied = s.botDenied.get(thread ? (channel.parent_id ?? "") : channel.id);
+  if (denied?.has(thread ? "SEND_MESSAGES_IN_THREADS" : "SEND_MESSAGES")) throw missingPermissions();
+}
+
 function startThread(
   ctx: RestContext,
   parentId: string,
@@ -440,6 +457,7 @@ function startThread(
   if (parent?.type === ChannelType.PublicThread || parent?.type === ChannelType.DM) {
     throw new HttpError(400, { message: "Cannot execute action on this channel type", code: 50024 });
   }
+  if (s.botDenied.get(parentId)?.has("CREATE_PUBLIC_THREADS")) throw missingPermissions();
   const path = starter
     ? `/channels/${parentId}/messages/${starter.id}/threads`
     : `/channels/${parentId}/threads`;

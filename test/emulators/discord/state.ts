@@ -29,6 +29,9 @@ function user(id: string, username: string, bot = false): UserObject {
  */
 const NONCE_WINDOW_MS = 5 * 60_000;
 
+/** The permissions the emulator checks on the bot's writes. */
+export type BotPermission = "SEND_MESSAGES" | "SEND_MESSAGES_IN_THREADS" | "CREATE_PUBLIC_THREADS";
+
 export class DiscordState {
   readonly bot = user(snowflake(), "Switchboard", true);
   readonly alice = user(snowflake(), "alice");
@@ -48,6 +51,8 @@ export class DiscordState {
   };
   /** Upload contents served back at attachment URLs. */
   readonly files = new Map<string, StoredAttachment>();
+  /** Permissions the bot's role lacks in a guild channel (its threads inherit them), by channel id. */
+  readonly botDenied = new Map<string, Set<BotPermission>>();
 
   constructor(private readonly baseUrl: () => string) {
     for (const u of [this.bot, this.alice, this.bob, this.otherBot]) this.users.set(u.id, u);

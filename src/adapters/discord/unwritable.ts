@@ -1,0 +1,54 @@
+import { DiscordAPIError, type Message } from "discord.js";
+import { log } from "../../log.js";
+
+/** Discord's error codes for a place the bot may not write in. */
+const MISSING_ACCESS = 50001;
+const MISSING_PERMISSIONS = 50013;
+const THREAD_ARCHIVED = 50083;
+const THREAD_LOCKED = 160005;
+
+/** The Discord error code behind `err` (the writer wraps what discord.js threw), if any. */
+function discordCode(err: unknown): number | string | undefined {
+  for (let e = err, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    if (e instanceof DiscordAPIError) return e.code;
+  }
+  return undefined;
+}
+
+/** Why the bot could not answer in `channel`, and what to do about it, as the asker reads it. */
+export function unwritableSentence(err: unknown, channel: string | undefined): string {
+  const where = channel ? `<#${channel}>` : "that conversation";
+  switch (discordCode(err)) {
+    case MISSING_ACCESS:
+      return `I could not answer in ${where}: I cannot see it. Ask a server admin to give me View Channel there, then ask again.`;
+    case MISSING_PERMISSIONS:
+      return `I could not answer in ${where}: I am missing a permission there (Send Messages, or Send Messages in Threads in a thread). Ask a server admin to grant it, then ask again.`;
+    case THREAD_ARCHIVED:
+    case THREAD_LOCKED:
+      return `I could not answer in ${where}: the thread is archived or locked. Ask me again in a new message.`;
+    default:
+      return `I could not answer in ${where}: Discord refused my messages there. Please ask again later.`;
+  }
+}
+
+/**
+ * Tells the author of `question` a sentence outside the place that refused the answer: a
+ * reply to their message where it is (when the answer was to go to a thread the bot
+ * opened under it), else a direct message. A person who takes no DMs is not told.
+ */
+export async function tellAuthor(
+  question: Message,
+  refusedIn: string | undefined,
+  text: string,
+): Promise<void> {
+  const content = { content: text, allowedMentions: { parse: [] } };
+  if (question.channelId !== refusedIn) {
+    try {
+      await question.reply({ ...content, allowedMentions: { parse: [], repliedUser: true } });
+      return;
+    } catch (err) {
+      log.info({ err, channel: question.channelId }, "could not reply in the channel; sending a DM");
+    }
+  }
+  await question.author.send(content);
+}
