@@ -257,6 +257,32 @@ describe("buildPrompt", () => {
     expect((history[4] as ToolMessage).content).toBe(big);
   });
 
+  it("keeps the turns before a pasted file of an earlier question, with the question trimmed", () => {
+    const pasted = `PASTE ${"line of a pasted log ".repeat(4_000)} END`;
+    const history = [
+      user("first question"),
+      assistant("first answer"),
+      user(`what is wrong in this log?\n${pasted}`),
+      assistant("The log shows a timeout."),
+    ];
+    const room = { contextWindow: 8_000, maxOutputTokens: 1_000 };
+    const p = buildPrompt({ system: "s", history, current: user("and the first one?"), limits: room });
+    expect(p.promptTokens).toBeLessThanOrEqual(room.contextWindow - room.maxOutputTokens);
+    // The first exchange is still there: the big question is halved, not a wall.
+    expect(p.omitted).toBe(0);
+    expect(p.messages.map((m) => m.content.slice(0, 14))).toEqual([
+      "first question",
+      "first answer",
+      "what is wrong ",
+      "The log shows ",
+      "and the first ",
+    ]);
+    const shown = p.messages[2] as UserMessage;
+    expect(shown.content.endsWith("END")).toBe(true);
+    expect(shown.content).toContain("characters left out");
+    expect((history[2] as UserMessage).content).toContain(pasted);
+  });
+
   it("never separates a tool call from its results, whatever the budget", () => {
     const history: ChatMessage[] = [];
     for (let i = 0; i < 12; i++) {

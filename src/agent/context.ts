@@ -3,7 +3,7 @@ import type { Config } from "../config.js";
 import { SwitchboardError } from "../core/errors.js";
 import type { ChatMessage, ToolMessage, UserMessage } from "../core/messages.js";
 import type { ModelLimits } from "./model-limits.js";
-import { trimToolResults } from "./trim.js";
+import { trimLargest, trimToolResults } from "./trim.js";
 
 export { type ModelLimits, modelLimits } from "./model-limits.js";
 
@@ -280,10 +280,13 @@ export function buildPrompt(opts: BuildPromptOptions): BuiltPrompt {
     if (used + cost > room) {
       // A bulky tool result of an earlier turn (the session keeps it whole) is halved
       // until its group takes at most half of the room left, rather than leaving out
-      // every message before it, its own turn's question included.
+      // every message before it, its own turn's question included. Then a bulky
+      // question or answer (a pasted file, a 20-page answer), for the same reason.
       const trimmed = [...(groups[g] as MessageGroup)];
       const share = Math.floor((room - used) / 2);
-      trimToolResults(trimmed, 0, () => messagesTokens(trimmed) <= share);
+      const fits = () => messagesTokens(trimmed) <= share;
+      trimToolResults(trimmed, 0, fits);
+      trimLargest(trimmed, 0, fits, ["user", "assistant"]);
       cost = messagesTokens(trimmed);
       if (used + cost > room) break;
       groups[g] = trimmed;
