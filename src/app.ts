@@ -23,6 +23,7 @@ import type { VoteListener } from "./runtime/feedback.js";
 import { Meter, type UsageListener } from "./runtime/metering.js";
 import type { TurnObserver } from "./runtime/turn-log.js";
 import { ApprovalBook } from "./store/approvals.js";
+import { clockSkewMs, skewWarning } from "./store/clock-skew.js";
 import { createDedupe } from "./store/dedupe.js";
 import { FeedbackBook } from "./store/feedback.js";
 import { FormBook } from "./store/forms.js";
@@ -117,6 +118,7 @@ export async function buildCore(opts: CoreOptions = {}): Promise<Core> {
   samplerFrom(env);
 
   const store = await openStore(loaded.storeUrl);
+  warnOfClockSkew(store);
   // Sign-ins finish in the health server's /oauth/callback: its address is known once it listens.
   const callback = { base: config.oauth.publicUrl ?? `http://${config.health.host}:${config.health.port}` };
   let signedIn: (server: string, owner: string) => void = () => {};
@@ -303,4 +305,14 @@ async function loadAdapter(platform: Platform, deps: AdapterDeps): Promise<Adapt
   if (platform === "discord") return (await import("./adapters/discord/index.js")).createDiscordAdapter(deps);
   if (platform === "slack") return (await import("./adapters/slack/index.js")).createSlackAdapter(deps);
   throw new Error(`No adapter for ${platform}`);
+}
+
+/** Replicas on PostgreSQL read each other's heartbeats by their own clocks: say so when this one strays. */
+function warnOfClockSkew(store: Store): void {
+  void clockSkewMs(store)
+    .then((skewMs) => {
+      const warning = skewWarning(skewMs);
+      if (warning) log.warn({ skewMs }, warning);
+    })
+    .catch((err: unknown) => log.debug({ err }, "clock skew not measured"));
 }

@@ -6,6 +6,7 @@ import { registerSecret, scrub } from "./log.js";
 import { McpHub } from "./mcp/hub.js";
 import { setUpSignIns } from "./mcp/oauth/setup.js";
 import { loadMcpConfig } from "./mcp/servers.js";
+import { clockSkewMs, skewWarning } from "./store/clock-skew.js";
 import { openStore } from "./store/index.js";
 import { liveProcesses } from "./store/locks.js";
 import { TurnLedger } from "./store/turns.js";
@@ -56,10 +57,13 @@ async function checkStore(loaded: LoadedConfig): Promise<Check> {
     try {
       const ok = await store.ping();
       if (!ok) return { name: "store", ok, detail: "not reachable" };
-      const [processes, unfinished] = await Promise.all([
+      const [processes, unfinished, skewMs] = await Promise.all([
         liveProcesses(store),
         new TurnLedger(store).pending().then((turns) => turns.filter((t) => !t.waiting).length),
+        clockSkewMs(store),
       ]);
+      const skewed = skewWarning(skewMs);
+      if (skewed) return { name: "store", ok: false, detail: `${store.kind} reachable, but: ${skewed}` };
       const running =
         processes === 0
           ? "no bot running on it"
