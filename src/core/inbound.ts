@@ -21,6 +21,11 @@ export interface InboundFile {
   fetch(signal?: AbortSignal): Promise<Uint8Array>;
 }
 
+/** What the store keeps of a message's files: those the platform serves at a URL. */
+export function storedFiles(files: readonly InboundFile[]): StoredFile[] {
+  return files.flatMap(({ name, mimeType, size, url }) => (url ? [{ name, mimeType, size, url }] : []));
+}
+
 /** An earlier message of a thread the bot joins mid-way. */
 export interface PriorMessage {
   author: string;

@@ -18,4 +18,6 @@ export interface ReplyAddress {
  */
 export interface ResumeFrom extends ReplyAddress {
   retake?: string;
+  /** Who asked (their platform id), when known: notices go to them alone where the platform can. */
+  asker?: string;
 }

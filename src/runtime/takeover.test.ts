@@ -157,7 +157,9 @@ describe("taking over a turn whose process died", () => {
     expect(await dispatcher.recoverInterrupted([slack.adapter])).toBe(1);
 
     expect(hub.calls.map((c) => c.name)).toEqual(["fs__read"]);
-    expect(slack.rebuilt).toEqual([{ messages: ["1712345679.000200"], retake: "Let me do that." }]);
+    expect(slack.rebuilt).toEqual([
+      { messages: ["1712345679.000200"], retake: "Let me do that.", asker: ALICE.id },
+    ]);
     // The new text follows the kept text as the loop separates steps.
     expect(slack.seen).toEqual(["\n\nDone: the file says hi.", "<finish>"]);
     const results = provider.requests[0]!.messages.filter((m): m is ToolMessage => m.role === "tool");
@@ -288,8 +290,8 @@ describe("taking over a turn whose process died", () => {
     );
     // The waiting message became a turn of its own, taken over like the first: a new reply.
     expect(onLive.rebuilt).toEqual([
-      { messages: [], retake: "" },
-      { messages: [], retake: "" },
+      { messages: [], retake: "", asker: ALICE.id },
+      { messages: [], retake: "", asker: ALICE.id },
     ]);
     // The answer is on the platform a moment before its turn saves it and ends its record.
     await vi.waitFor(
@@ -381,6 +383,30 @@ describe("taking over a turn whose process died", () => {
     expect(fetched).toEqual(["http://127.0.0.1:9/files/notes.txt"]);
   }, 20_000);
 
+  it("a turn's record carries its message's files until they are read, then only what they said", async () => {
+    const provider = new ScriptedProvider([say("Noted.")]);
+    const { dispatcher } = setup(provider);
+    const file = { name: "notes.txt", mimeType: "text/plain", size: 5, url: "http://127.0.0.1:9/notes.txt" };
+    let whileReading: TurnRecord | undefined;
+    const onSlack = fakeSlack();
+    await dispatcher.handle({
+      ...aliceSays("e1", "read my notes", onSlack.reply),
+      attachments: [
+        {
+          ...file,
+          fetch: async () => {
+            whileReading = await ledger.get(KEY);
+            return new TextEncoder().encode("hello");
+          },
+        },
+      ],
+    });
+    // A process taking the turn over while the file downloads finds where it is.
+    expect(whileReading?.input?.files).toEqual([file]);
+    const asked = provider.requests[0]?.messages.findLast((m) => m.role === "user");
+    expect(asked?.content).toContain("hello");
+  });
+
   it("a message handed over past its sender's daily budget gets the sentence, and no model request", async () => {
     const provider = new ScriptedProvider([say("Should not be asked.")]);
     const live = setup(provider, createThreadLock(store), { budgets: { perUser: { tokens: 100 } } });
@@ -400,6 +426,8 @@ describe("taking over a turn whose process died", () => {
     expect(onLive.seen[0]).toMatch(
       /^<notice:You have used your daily budget of 100 tokens \(150 tokens used\)/,
     );
+    // Its reply knows the asker: where the platform can, the sentence is theirs alone.
+    expect(onLive.rebuilt).toEqual([{ messages: [], retake: "", asker: ALICE.id }]);
     expect(provider.requests).toEqual([]);
     // Refused, not parked: no record is left for a watcher to run later.
     expect(await ledger.pending()).toEqual([]);

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { InboundFile } from "../core/inbound.js";
+import { type InboundFile, storedFiles } from "../core/inbound.js";
 import { platformOf, type ThreadKey } from "../core/thread.js";
 import { log } from "../log.js";
 import type { ThreadLock } from "../store/locks.js";
@@ -245,6 +245,7 @@ export class Takeovers {
       const reply = adapter.replyFor(record.key, {
         ...(record.address ?? { messages: [] }),
         retake: record.shown ?? "",
+        ...(record.input ? { asker: record.input.user.id } : {}),
       });
       // A handed message's first run is where it is admitted: the process that took it did not.
       if (fresh && record.input && (await this.refused(record, record.input, reply))) return;
@@ -285,9 +286,7 @@ export class Takeovers {
    */
   async handOff(inbound: Inbound): Promise<boolean> {
     const { text, user, channel, sentAt } = inbound;
-    const files = inbound.attachments.flatMap(({ name, mimeType, size, url }) =>
-      url ? [{ name, mimeType, size, url }] : [],
-    );
+    const files = storedFiles(inbound.attachments);
     await this.deps.ledger.hand(inbound.key, {
       text,
       user,

@@ -5,7 +5,7 @@ import { abandonedStep } from "../agent/steps.js";
 import type { Config } from "../config.js";
 import { toUserFacing } from "../core/errors.js";
 import type { AgentEvent } from "../core/events.js";
-import type { InboundFile } from "../core/inbound.js";
+import { type InboundFile, storedFiles } from "../core/inbound.js";
 import type { PendingStep } from "../core/messages.js";
 import { platformOf, type ThreadKey } from "../core/thread.js";
 import { log } from "../log.js";
@@ -93,10 +93,17 @@ export async function runTurn(
     platform: inbound.platform,
     channel: inbound.channel,
   };
+  const files = storedFiles(inbound.attachments);
   const run = {
     id: randomUUID(),
     owner: deps.owner,
-    input: { text: inbound.text, user: inbound.user, channel: inbound.channel },
+    // With its files: a process taking the turn over before they are read reads them itself.
+    input: {
+      text: inbound.text,
+      user: inbound.user,
+      channel: inbound.channel,
+      ...(files.length ? { files } : {}),
+    },
   };
   // Read while the turn's record is written (under the lock the session is this turn's
   // alone): one round trip less before the model is asked. Its failure is drive's to report.

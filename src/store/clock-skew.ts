@@ -5,9 +5,10 @@ import type { Store } from "./index.js";
  * other: heartbeats and leases on PostgreSQL carry their expiry as this machine's time
  * (keyv's row format), and every replica reads them by its own clock. A replica whose
  * clock runs ahead by a heartbeat's life (4 s) takes the others for dead, and their
- * turns over while they still run; one a second off shortens their margin by a quarter.
+ * turns over while they still run. Half a second each keeps any two within a second of
+ * each other, a quarter of that margin.
  */
-export const SKEW_WARN_MS = 1_000;
+export const SKEW_WARN_MS = 500;
 
 /**
  * This machine's clock minus PostgreSQL's, in ms (positive: ahead), measured at the

@@ -131,8 +131,8 @@ describe("Switchboard in Slack (real app, emulated Slack and LLM)", () => {
   });
 
   it("keeps one conversation in a Slack Connect thread where people of two organizations write", async () => {
-    slack.externalUser("U_DANA", "T_PARTNER");
-    const m = slack.mention("C1", "U_DANA", "partner question");
+    slack.externalUser("U_PARTNER", "T_PARTNER");
+    const m = slack.mention("C1", "U_PARTNER", "partner question");
     await answered(m);
     // A colleague of the bot's own workspace follows up in the partner's thread.
     slack.post("C1", "U_ALICE", "our follow-up", { threadTs: m.ts });

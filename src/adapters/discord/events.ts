@@ -16,7 +16,7 @@ import { inboundFiles } from "./files.js";
 import { openThread } from "./open-thread.js";
 import { channelPlace, openingPlace } from "./places.js";
 import { DiscordReply, type Place } from "./reply.js";
-import { tellAuthor } from "./unwritable.js";
+import { firstTellingIn, tellAuthor } from "./unwritable.js";
 
 /** Earlier thread messages read when the bot is mentioned mid-thread (the dispatcher trims to its budget). */
 const HISTORY_LIMIT = 100;
@@ -114,7 +114,10 @@ async function dispatch(
   const botId = ctx.botId ?? "";
   const { history } = opts;
   // In a DM the asker is the place: a DM refused (they blocked the bot) has nowhere else to go.
-  if (message.inGuild()) place.elsewhere ??= (text) => tellAuthor(message, place.channel, text);
+  if (message.inGuild())
+    place.elsewhere ??= async (text) => {
+      if (firstTellingIn(place.channel, message.author.id)) await tellAuthor(message, place.channel, text);
+    };
   const inbound: Inbound = {
     id: `discord:m:${message.id}`,
     key,

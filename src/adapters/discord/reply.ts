@@ -8,7 +8,7 @@ import type { WriteScheduler } from "../../runtime/scheduler/write-scheduler.js"
 import { type MessageOps, RateLimitedError, StreamWriter } from "../../runtime/stream.js";
 import { tablesToCodeBlocks } from "../../runtime/tables.js";
 import { ReplyFiles } from "./attach.js";
-import { unwritableSentence } from "./unwritable.js";
+import { isRefusal, unwritableSentence } from "./unwritable.js";
 import { GLOBAL } from "./write-policy.js";
 
 /** Discord's content limit for bots (4,000 is a user Nitro perk). */
@@ -389,6 +389,8 @@ export class DiscordReply implements Reply {
   }
 
   async unwritable(err: unknown): Promise<void> {
+    // An outage that outlasted the retries says nothing a person can act on.
+    if (!isRefusal(err)) return;
     await this.place.elsewhere?.(unwritableSentence(err, this.place.channel));
   }
 

@@ -15,6 +15,20 @@ function discordCode(err: unknown): number | string | undefined {
   return undefined;
 }
 
+/** Errors that say the bot may not write there: a person can do something about them. */
+const REFUSALS = new Set<number | string>([
+  MISSING_ACCESS,
+  MISSING_PERMISSIONS,
+  THREAD_ARCHIVED,
+  THREAD_LOCKED,
+]);
+
+/** True when `err` is Discord refusing the bot the place, not an outage that will pass. */
+export function isRefusal(err: unknown): boolean {
+  const code = discordCode(err);
+  return code !== undefined && REFUSALS.has(code);
+}
+
 /** Why the bot could not answer in `channel`, and what to do about it, as the asker reads it. */
 export function unwritableSentence(err: unknown, channel: string | undefined): string {
   const where = channel ? `<#${channel}>` : "that conversation";
@@ -29,6 +43,25 @@ export function unwritableSentence(err: unknown, channel: string | undefined): s
     default:
       return `I could not answer in ${where}: Discord refused my messages there. Please ask again later.`;
   }
+}
+
+/** Who was told about which place, and when: once an hour is enough to act on it. */
+const told = new Map<string, number>();
+const TELL_EVERY_MS = 60 * 60_000;
+
+/**
+ * Whether `user` is to be told about `place` now: in a thread that stays closed to the bot
+ * (followed without a mention), every message would otherwise bring its author a DM.
+ */
+export function firstTellingIn(place: string | undefined, user: string, now = Date.now()): boolean {
+  const key = `${place ?? ""}:${user}`;
+  const last = told.get(key);
+  if (last !== undefined && now - last < TELL_EVERY_MS) return false;
+  if (told.size >= 10_000) {
+    for (const [k, at] of told) if (now - at >= TELL_EVERY_MS) told.delete(k);
+  }
+  told.set(key, now);
+  return true;
 }
 
 /**

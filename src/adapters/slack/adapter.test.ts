@@ -135,6 +135,19 @@ describe("Slack adapter: where it answers", () => {
   });
 });
 
+describe("Slack adapter: a reply rebuilt from its record", () => {
+  it("tells its asker alone when the record names them, and the thread when it does not", async () => {
+    h = await startHarness();
+    const root = h.emu.post("C1", "U_ALICE", "a question handed over by a stopping replica");
+    const key = `slack:T1:C1:${root.ts}`;
+    await h.adapter.replyFor?.(key, { messages: [], asker: "U_ALICE" }).notice("Only for alice.");
+    await h.adapter.replyFor?.(key, { messages: [] }).notice("For the thread.");
+    const ephemeral = h.emu.api.calls.filter((c) => c.method === "chat.postEphemeral");
+    expect(ephemeral.map((c) => [c.params.user, c.params.text])).toEqual([["U_ALICE", "Only for alice."]]);
+    expect(finalText(h, "C1", root.ts)).toEqual(["For the thread."]);
+  });
+});
+
 describe("Slack adapter: duplicates and rate limits", () => {
   it("posts one reply when Slack delivers the same mention three times, as app_mention and as message", async () => {
     h = await startHarness();

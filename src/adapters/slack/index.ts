@@ -119,7 +119,7 @@ export function createSlackAdapter(deps: AdapterDeps, opts: SlackAdapterOptions 
     },
     replyFor(key, address) {
       const place = parseThreadKey(key);
-      // Who asked is not stored: ephemeral notices fall back to the thread.
+      // Without the asker, ephemeral notices fall back to the thread.
       return new SlackReply(
         {
           web: conn.writes,
@@ -128,7 +128,7 @@ export function createSlackAdapter(deps: AdapterDeps, opts: SlackAdapterOptions 
           intervalMs: config.slack.updateIntervalMs,
           sessions,
         },
-        { ...place, user: "", assistant: false },
+        { ...place, user: address.asker ?? "", assistant: false },
         address,
       );
     },

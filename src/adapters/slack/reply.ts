@@ -285,12 +285,16 @@ export class SlackReply implements Reply {
 
   async notice(text: string): Promise<void> {
     const { channel, threadTs, user } = this.place;
-    try {
-      await this.deps.web.chat.postEphemeral({ channel, user, thread_ts: threadTs, text: toMrkdwn(text) });
-    } catch (err) {
-      log.debug({ err }, "ephemeral notice refused; posting it in the thread");
-      await this.deps.web.chat.postMessage({ channel, thread_ts: threadTs, markdown_text: text });
+    // Nobody to show it to alone (a reply rebuilt without its asker): the thread sees it.
+    if (user) {
+      try {
+        await this.deps.web.chat.postEphemeral({ channel, user, thread_ts: threadTs, text: toMrkdwn(text) });
+        return;
+      } catch (err) {
+        log.debug({ err }, "ephemeral notice refused; posting it in the thread");
+      }
     }
+    await this.deps.web.chat.postMessage({ channel, thread_ts: threadTs, markdown_text: text });
   }
 
   /**
