@@ -25,6 +25,8 @@ export interface Command {
   /** Where the command was typed, for the access lists; absent in the terminal. */
   channel?: string;
   from?: Provenance;
+  /** Slack: whether the person is in one of these user groups (approvers listed by group). */
+  inGroups?(groups: string[]): Promise<boolean>;
 }
 
 /** What commands read and change: the thread's session (under its lock), the tool hub, the agent. */
@@ -39,7 +41,11 @@ export interface CommandDeps {
   /** Ratings of answers (shown to admins with everyone's usage). */
   feedback?: FeedbackBook;
   /** Stops the thread's answer in progress; the sentence says what happened. */
-  stopTurn?(key: ThreadKey, by: { id: string; name?: string }): Promise<string>;
+  stopTurn?(
+    key: ThreadKey,
+    by: { id: string; name?: string; roles?: string[] },
+    inGroups?: (groups: string[]) => Promise<boolean>,
+  ): Promise<string>;
   /** Sign-ins of the tool servers that use OAuth. */
   oauth?: OAuthSignIns;
 }
@@ -60,6 +66,11 @@ export interface CommandArgument {
  * One command, as every platform offers it. The platforms register from this table only:
  * Slack's `/switchboard <name>`, a Discord slash command, the console's `/name`, the help texts.
  */
+/** Whether `spec` acts on one thread when given `arg` (see CommandSpec.thread). */
+export function needsThread(spec: CommandSpec, arg: string | undefined): boolean {
+  return spec.thread === "always" || (spec.thread === "argument" && (arg ?? "") !== "");
+}
+
 export interface CommandSpec {
   name: string;
   /**
@@ -139,7 +150,13 @@ const CATALOG = [
     name: "stop",
     help: "stop the answer being written in this thread",
     thread: "always",
-    run: (cmd, { stopTurn }) => stopTurn?.(cmd.key, cmd.user) ?? Promise.resolve(NOTHING_TO_STOP),
+    // With the roles and groups a Stop button's click carries: approvers listed by them may stop too.
+    run: (cmd, { stopTurn }) =>
+      stopTurn?.(
+        cmd.key,
+        { ...cmd.user, ...(cmd.from?.roles ? { roles: cmd.from.roles } : {}) },
+        cmd.inGroups,
+      ) ?? Promise.resolve(NOTHING_TO_STOP),
   },
   {
     name: "prompts",

@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { FunctionHub } from "../../test/support/scripted.js";
 import { Agent } from "../agent/agent.js";
 import type { ModelEvent, ModelRequest, Provider } from "../agent/providers/provider.js";
@@ -166,8 +166,8 @@ describe("the dispatcher", () => {
   });
 
   /** A dispatcher of its own on the test's store, with this lock or dedupe. */
-  const dispatcherWith = (parts: { lock?: LocalThreadLock; dedupe?: MemoryDedupe }) => {
-    const config = configSchema.parse({});
+  const dispatcherWith = (parts: { lock?: LocalThreadLock; dedupe?: MemoryDedupe; config?: unknown }) => {
+    const config = configSchema.parse(parts.config ?? {});
     const sessions = new SessionRepository(store);
     const hub = new FunctionHub({});
     return new Dispatcher({
@@ -181,6 +181,38 @@ describe("the dispatcher", () => {
       config,
     });
   };
+
+  it("lets an approver listed by Discord role or Slack user group stop an answer with the stop command", async () => {
+    const approving = dispatcherWith({
+      config: { approvals: { approvers: [{ discordRoles: ["R_OPS"], slackUserGroups: ["S_OPS"] }] } },
+    });
+    const stopBy = (
+      key: string,
+      platform: "discord" | "slack",
+      who: { roles?: readonly string[]; groups?: readonly string[] },
+    ) =>
+      approving.command({
+        name: "stop",
+        key,
+        platform,
+        user: { id: "U_BOB", name: "bob" },
+        channel: "c",
+        from: { dm: false, ...(who.roles ? { roles: [...who.roles] } : {}) },
+        ...(who.groups ? { inGroups: async (g: string[]) => g.some((x) => who.groups?.includes(x)) } : {}),
+      });
+    for (const [key, platform, who] of [
+      ["test:by-role", "discord", { roles: ["R_OPS"] }],
+      ["test:by-group", "slack", { groups: ["S_OPS"] }],
+    ] as const) {
+      const m = { ...inbound(`ev-${key}`, "a slow answer please", key), platform };
+      const handled = approving.handle(m);
+      await vi.waitFor(() => expect(m.written.text.length).toBeGreaterThan(0));
+      expect(await stopBy(key, platform, {})).toBe("Only u or an approver can stop this answer.");
+      expect(await stopBy(key, platform, who)).toBe("Stopped.");
+      await handled;
+      expect(m.written.failed).toBe("Stopped by bob.");
+    }
+  });
 
   it("on drain, notes a message still being checked for duplicates before it returns", async () => {
     const slow = new (class extends MemoryDedupe {

@@ -301,7 +301,7 @@ export class Dispatcher implements TurnRunner {
     return this.accounts.run(payer, "command", () =>
       runCommand(cmd, {
         ...this.deps,
-        stopTurn: async (key, by) => (await this.stop(key, by)) || "Stopped.",
+        stopTurn: async (key, by, inGroups) => (await this.stop(key, by, inGroups)) || "Stopped.",
       }),
     );
   }

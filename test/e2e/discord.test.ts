@@ -1,4 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { NOT_IN_THREAD, UNKNOWN_THREAD } from "../../src/adapters/discord/commands.js";
 import { joinParts, openFenceAtEnd } from "../../src/runtime/split.js";
 import { DiscordEmulator, type StoredMessage, waitFor } from "../emulators/discord/index.js";
 import { LlmEmulator, type RecordedRequest, type ScriptedTurn } from "../emulators/llm/index.js";
@@ -177,6 +178,28 @@ describe("Switchboard in Discord (real app, emulated Discord and LLM)", () => {
     const ac = discord.autocomplete("model", { name: "4o" }, "name", m.id, s().alice.id);
     await waitFor(() => ac.choices);
     expect(ac.choices?.map((c) => c.value)).toEqual(["gpt-4o-mini", "gpt-4o"]);
+  });
+
+  it("refuses thread commands where no conversation is, saving nothing and following nothing", async () => {
+    const run = async (name: string, options: Record<string, string>, channelId: string) => {
+      const rec = discord.slash(name, options, channelId, s().alice.id);
+      const original = () => (rec.originalId ? s().findMessage(rec.originalId) : undefined);
+      return (await waitFor(() => original()?.content, { timeoutMs: 15_000 })) ?? "";
+    };
+    expect(await run("model", { name: "gpt-4o" }, s().general)).toBe(NOT_IN_THREAD);
+    expect(await run("new", {}, s().general)).toBe(NOT_IN_THREAD);
+    // Commands about no thread work anywhere.
+    expect(await run("model", {}, s().general)).toContain("gpt-4o-mini");
+    const thread = discord.existingThread(s().general, "people talking", [
+      { author: s().bob, content: "shall we ship on Friday?" },
+    ]);
+    expect(await run("model", { name: "gpt-4o" }, thread.id)).toBe(UNKNOWN_THREAD);
+    // No session was made there, so the bot does not take the thread's talk for its own.
+    discord.userMessage(thread.id, "yes, Friday it is", { author: s().bob });
+    await settled();
+    const seenByAll = discord.botMessages(thread.id).filter((x) => (x.flags & 64) === 0);
+    expect(seenByAll.map((x) => x.content)).toEqual([]);
+    expect(llm.requests.filter((r) => JSON.stringify(r.messages).includes("Friday"))).toEqual([]);
   });
 
   it("attaches the image a tool returned in the thread", async () => {

@@ -14,7 +14,13 @@ import {
 import type { ThreadKey } from "../../core/thread.js";
 import { log } from "../../log.js";
 import { REFUSED_NOTE } from "../../runtime/access.js";
-import { COMMANDS, type CommandSpec, findCommand, type SuggestionSource } from "../../runtime/commands.js";
+import {
+  COMMANDS,
+  type CommandSpec,
+  findCommand,
+  needsThread,
+  type SuggestionSource,
+} from "../../runtime/commands.js";
 import { parseInteractionId } from "../../runtime/interaction-ids.js";
 import { PROMPT_FORM, type PromptOutcome } from "../../runtime/prompts.js";
 import { splitMessage } from "../../runtime/split.js";
@@ -81,6 +87,22 @@ function keyFor(interaction: Interaction): ThreadKey {
   return interaction.guildId ? guildKey(interaction.guildId, channelId) : dmKey(channelId);
 }
 
+export const NOT_IN_THREAD =
+  "Use this command in the thread where I answered you: I open one for each question asked in a channel.";
+export const UNKNOWN_THREAD =
+  "I have not answered in this thread yet: mention me here first, then use this command again.";
+
+/**
+ * Why a thread command cannot act where it was typed, if it cannot: a conversation in a
+ * guild is a thread the bot answered in (or a DM). Saving settings anywhere else would
+ * change no answer, and would make the bot follow a thread nobody asked it into.
+ */
+async function notAConversation(ctx: DiscordContext, interaction: Interaction): Promise<string | undefined> {
+  if (!interaction.guildId) return undefined;
+  if (!interaction.channel?.isThread()) return NOT_IN_THREAD;
+  return (await ctx.deps.runner.knows(keyFor(interaction))) ? undefined : UNKNOWN_THREAD;
+}
+
 function userOf(interaction: Interaction): { id: string; name: string } {
   const member = interaction.member;
   const name = member && "displayName" in member ? member.displayName : interaction.user.displayName;
@@ -117,6 +139,11 @@ export async function onInteraction(ctx: DiscordContext, interaction: Interactio
     return;
   }
   const arg = spec.argument ? (interaction.options.getString(spec.argument.name) ?? undefined) : undefined;
+  const elsewhere = needsThread(spec, arg) ? await notAConversation(ctx, interaction) : undefined;
+  if (elsewhere) {
+    await interaction.editReply({ content: elsewhere });
+    return;
+  }
   let text: string;
   try {
     text = await ctx.deps.runner.command({

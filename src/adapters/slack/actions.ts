@@ -108,7 +108,7 @@ export function registerActions(app: App, deps: ActionDeps): void {
 }
 
 /** Whether `user` is a member of one of the user groups (usergroups.users.list, scope usergroups:read). */
-async function inGroups(web: WebClient, user: string, groups: string[]): Promise<boolean> {
+export async function inGroups(web: WebClient, user: string, groups: string[]): Promise<boolean> {
   for (const usergroup of groups) {
     try {
       const res = await web.usergroups.users.list({ usergroup });

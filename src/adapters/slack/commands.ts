@@ -2,12 +2,12 @@ import type { App, RespondFn, ViewSubmitAction } from "@slack/bolt";
 import type { Config } from "../../config.js";
 import { log } from "../../log.js";
 import { REFUSED_NOTE } from "../../runtime/access.js";
-import { type CatalogCommand, type CommandSpec, findCommand, helpText } from "../../runtime/commands.js";
+import { type CatalogCommand, findCommand, helpText, needsThread } from "../../runtime/commands.js";
 import type { TurnRunner } from "../../runtime/contract.js";
 import { INTERACTION_PREFIX, parseInteractionId } from "../../runtime/interaction-ids.js";
 import { PROMPT_FORM } from "../../runtime/prompts.js";
 import type { WriteScheduler } from "../../runtime/scheduler/write-scheduler.js";
-import { formMetadata, originOf, registerActions } from "./actions.js";
+import { formMetadata, inGroups, originOf, registerActions } from "./actions.js";
 import type { ReportingWebClient } from "./app.js";
 import { type SlackEvents, type SlackIdentity, threadKey } from "./events.js";
 import { slackModal, submittedValues } from "./modals.js";
@@ -19,10 +19,6 @@ import { escapeMrkdwn, fromSlackText, toMrkdwn } from "./mrkdwn.js";
  */
 export const NO_THREAD =
   "I don't know which thread you mean: mention me in that thread first, then use this command again here.";
-
-function needsThread(spec: CommandSpec, arg: string): boolean {
-  return spec.thread === "always" || (spec.thread === "argument" && arg !== "");
-}
 
 export interface CommandDeps {
   runner: TurnRunner;
@@ -127,6 +123,7 @@ export function registerCommands(app: App, deps: CommandDeps): void {
         arg: arg || undefined,
         channel: command.channel_id,
         from: { dm: command.channel_id.startsWith("D"), workspace: command.team_id ?? me.teamId },
+        inGroups: (groups) => inGroups(deps.writes, command.user_id, groups),
       });
       await say(text);
     } catch (err) {
