@@ -38,6 +38,11 @@ describe("/prompt", () => {
       name: "forecast",
       args: { city: "New York", days: "3" },
     });
+    // As a phone types them: curly quotes, an apostrophe inside kept as typed.
+    expect(parsePromptRequest("forecast city=“Val d’Isère” note=‘in C’")).toEqual({
+      name: "forecast",
+      args: { city: "Val d’Isère", note: "in C" },
+    });
     expect(parsePromptRequest("weather/forecast city='São Paulo'")).toEqual({
       name: "weather/forecast",
       args: { city: "São Paulo" },

@@ -18,17 +18,18 @@ const USAGE = "Say `/prompt <name> key=value …`; `/prompts` lists the prompts 
 
 /** `name key=value key="two words"` into the name and the arguments; a sentence when it cannot be read. */
 export function parsePromptRequest(text: string): { name: string; args: Record<string, string> } | string {
-  const tokens = [...text.matchAll(/(\S+?)=("([^"]*)"|'([^']*)'|\S*)|(\S+)/g)];
+  // Phones and some chat clients turn typed quotes into curly ones: city=“New York” is meant as quoted.
+  const tokens = [...text.matchAll(/(\S+?)=("([^"]*)"|'([^']*)'|[“„]([^”]*)”|‘([^’]*)’|\S*)|(\S+)/g)];
   const first = tokens[0];
-  if (!first || first[5] === undefined) return `Which prompt? ${USAGE}`;
+  if (!first || first[7] === undefined) return `Which prompt? ${USAGE}`;
   const args: Record<string, string> = {};
   for (const t of tokens.slice(1)) {
-    if (t[5] !== undefined) {
-      return `Arguments are key=value pairs, like city=Paris; "${t[5]}" has no key. ${USAGE}`;
+    if (t[7] !== undefined) {
+      return `Arguments are key=value pairs, like city=Paris; "${t[7]}" has no key. ${USAGE}`;
     }
-    args[t[1] as string] = t[3] ?? t[4] ?? t[2] ?? "";
+    args[t[1] as string] = t[3] ?? t[4] ?? t[5] ?? t[6] ?? t[2] ?? "";
   }
-  return { name: first[5], args };
+  return { name: first[7], args };
 }
 
 function label(p: PromptEntry): string {

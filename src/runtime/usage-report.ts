@@ -10,8 +10,9 @@ const WEEK_DAYS = 7;
 /** The admins' report names the biggest spenders, not everyone. */
 const TOP = 10;
 
-/** "12 model calls, 34,210 tokens (30,000 in, 4,210 out), $0.1180". */
+/** "12 model calls, 34,210 tokens (30,000 in, 4,210 out), $0.1180"; "no model calls" when none. */
 export function totalsText(t: UsageTotals): string {
+  if (t.calls === 0) return "no model calls";
   const tokens = tokensText(t.inputTokens + t.outputTokens);
   const split = `(${t.inputTokens.toLocaleString("en-US")} in, ${t.outputTokens.toLocaleString("en-US")} out)`;
   const cost = t.calls === t.unpriced ? "no price known" : dollarsText(t.cost);
@@ -45,7 +46,8 @@ export async function ownUsage(
   ];
   if (thread.calls > 0) lines.push(`This thread so far (everyone in it): ${totalsText(thread)}.`);
   const cap = config.usage.budgets.perUser;
-  if (cap) lines.push(`Your daily budget: ${budgetLeft(cap, today)}.`);
+  // The terminal is the operator's and has no cap (see Budgets).
+  if (cap && who.platform !== "console") lines.push(`Your daily budget: ${budgetLeft(cap, today)}.`);
   return lines.join("\n");
 }
 

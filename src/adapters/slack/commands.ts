@@ -73,7 +73,8 @@ export function registerCommands(app: App, deps: CommandDeps): void {
   app.command(name, async ({ command, ack, respond }) => {
     await ack();
     const me = deps.identity();
-    const sub = resolveSubcommand(command.text ?? "");
+    // Slack escapes &, < and > in what the person typed: commands and prompts get the characters.
+    const sub = resolveSubcommand(fromSlackText(command.text ?? "", me.botUserId));
     const say = (text: string) => respondEphemeral(deps.writes.scheduler, respond, text);
     try {
       if (sub.kind === "ask") {
@@ -196,7 +197,10 @@ function refused(deps: CommandDeps, q: { team?: string; channel: string; user: s
   return verdict !== undefined && verdict !== "yes";
 }
 
-/** `ask`: the question is posted in the channel (slash commands leave no message), answered in its thread. */
+/**
+ * `ask`: the question (plain text, as the person meant it) is posted in the channel (slash
+ * commands leave no message), answered in its thread.
+ */
 async function ask(
   deps: CommandDeps,
   q: { team?: string; channel: string; user: string; question: string; triggerId: string },
@@ -233,7 +237,7 @@ async function ask(
     ts,
     threadRoot: ts,
     author: q.user,
-    text: fromSlackText(q.question, me.botUserId),
+    text: q.question,
     withHistory: false,
   });
 }

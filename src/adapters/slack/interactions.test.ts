@@ -133,6 +133,18 @@ describe("Slack adapter: the slash command", () => {
     });
   });
 
+  it("ask takes &, < and > as typed: shown once escaped, asked as the characters", async () => {
+    h = await startHarness();
+    h.emu.slash("/switchboard", "ask is 3 < 5 & 7 > 6?", "U_ALICE", "C1");
+    await waitFor(() => h!.runner.inbounds.length === 1);
+    const question = h.emu.state.history("C1").at(-1);
+    expect(question?.text).toBe("<@U_ALICE> asked: is 3 &lt; 5 &amp; 7 &gt; 6?");
+    expect(h.runner.inbounds[0]?.text).toBe("is 3 < 5 & 7 > 6?");
+    h.emu.slash("/switchboard", "model gpt-4o&mini", "U_ALICE", "C1");
+    await waitFor(() => h!.runner.commands.length === 1);
+    expect(h.runner.commands[0]).toMatchObject({ name: "model", arg: "gpt-4o&mini" });
+  });
+
   it("tells only the asker when the access lists refuse their ask or prompt: nothing is posted", async () => {
     h = await startHarness();
     h.runner.admit = (who) => (who.user.id === "U_BOB" ? "silent" : "yes");

@@ -153,7 +153,8 @@ export function slashCommandPayload(args: {
     user_id: args.user,
     user_name: args.userName,
     command: args.command,
-    text: args.text,
+    // As Slack sends what the person typed: its three control characters escaped.
+    text: args.text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;"),
     api_app_id: APP_ID,
     is_enterprise_install: "false",
     response_url: args.responseUrl,

@@ -1,0 +1,40 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { configSchema } from "../config.js";
+import { openStore, type Store } from "../store/index.js";
+import { UsageLedger } from "../store/usage.js";
+import { ownUsage, totalsText } from "./usage-report.js";
+
+describe("a person's usage report", () => {
+  let dir: string;
+  let store: Store;
+  beforeEach(async () => {
+    dir = mkdtempSync(join(tmpdir(), "sb-usage-report-"));
+    store = await openStore(`sqlite://${join(dir, "s.sqlite")}`);
+  });
+  afterEach(async () => {
+    await store.close().catch(() => undefined);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("says no model calls when there were none, not that their price is unknown", () => {
+    expect(totalsText({ calls: 0, inputTokens: 0, outputTokens: 0, cost: 0, unpriced: 0 })).toBe(
+      "no model calls",
+    );
+    expect(totalsText({ calls: 2, inputTokens: 10, outputTokens: 5, cost: 0, unpriced: 2 })).toBe(
+      "2 model calls, 15 tokens (10 in, 5 out), no price known",
+    );
+  });
+
+  it("shows the daily budget where it applies, and not in the terminal, which has none", async () => {
+    const config = configSchema.parse({ usage: { budgets: { perUser: { tokens: 1_000 } } } });
+    const ledger = new UsageLedger(store);
+    const chat = await ownUsage(ledger, config, { platform: "slack", user: "U1", key: "slack:T1:C1:1.1" });
+    expect(chat).toContain("Your usage today (UTC): no model calls.");
+    expect(chat).toContain("Your daily budget:");
+    const terminal = await ownUsage(ledger, config, { platform: "console", user: "me", key: "console:1" });
+    expect(terminal).not.toContain("daily budget");
+  });
+});
