@@ -95,9 +95,15 @@ describe("Slack offers every catalog command", () => {
 describe("Discord offers every catalog command", () => {
   let h: DiscordHarness;
   let help = "";
+  /** The thread the bot opened for a mention: thread commands act on a conversation. */
+  let thread = "";
   beforeAll(async () => {
     h = await startDiscord();
     help = await runtimeHelp("discord");
+    thread = h.emulator.userMessage(h.emulator.state.general, "a thread for commands", {
+      mentionsBot: true,
+    }).id;
+    await waitFor(() => h.runner.done.length === 1);
   });
   afterAll(() => h?.close());
 
@@ -126,7 +132,7 @@ describe("Discord offers every catalog command", () => {
     it(`runs /${spec.name}`, async () => {
       const s = h.emulator.state;
       const options = spec.argument ? { [spec.argument.name]: sampleArg(spec) } : {};
-      const rec = h.emulator.slash(spec.name, options, s.general, s.alice.id);
+      const rec = h.emulator.slash(spec.name, options, thread, s.alice.id);
       await waitFor(() => s.findMessage(rec.originalId ?? "")?.content);
       expect(h.runner.commands.at(-1)).toMatchObject({
         name: spec.name,

@@ -152,21 +152,29 @@ describe("Discord adapter: slash commands", () => {
     expect(JSON.stringify(done.components)).not.toContain("stop1");
   });
 
+  /** A thread the bot answered in, as a person would use thread commands there. */
+  async function answeredThread(): Promise<string> {
+    const asked = h!.emulator.userMessage(h!.emulator.state.general, "start", { mentionsBot: true });
+    await waitFor(() => h!.runner.done.length === 1);
+    return asked.id;
+  }
+
   for (const name of ["new", "tools", "compact", "help"] as const) {
     it(`answers /${name} ephemerally with the runner's text for this thread`, async () => {
       h = await startHarness();
       const s = h.emulator.state;
-      const rec = h.emulator.slash(name, {}, s.general, s.alice.id);
+      const thread = await answeredThread();
+      const rec = h.emulator.slash(name, {}, thread, s.alice.id);
       await waitFor(() => s.findMessage(rec.originalId ?? "")?.content);
       const msg = s.findMessage(rec.originalId!)!;
       expect(msg.flags & EPHEMERAL).toBe(EPHEMERAL);
       expect(h.runner.commands[0]).toMatchObject({
         name,
-        key: `discord:${s.guildId}:${s.general}`,
+        key: `discord:${s.guildId}:${thread}`,
         user: { id: s.alice.id },
       });
       expect(msg.content).toBe(
-        name === "help" ? "Mention me and I answer." : `ran ${name} for discord:${s.guildId}:${s.general}`,
+        name === "help" ? "Mention me and I answer." : `ran ${name} for discord:${s.guildId}:${thread}`,
       );
     });
   }
@@ -178,7 +186,7 @@ describe("Discord adapter: slash commands", () => {
     };
     h = await startHarness({ runner });
     const s = h.emulator.state;
-    const rec = h.emulator.slash("compact", {}, s.general, s.alice.id);
+    const rec = h.emulator.slash("compact", {}, await answeredThread(), s.alice.id);
     await waitFor(() => s.findMessage(rec.originalId ?? "")?.content);
     const msg = s.findMessage(rec.originalId!)!;
     expect(msg.content).toBe(COMMAND_FAILED);
@@ -203,7 +211,7 @@ describe("Discord adapter: slash commands", () => {
     const ac = h.emulator.autocomplete("model", { name: "gpt-4" }, "name", s.general, s.alice.id);
     await waitFor(() => ac.choices);
     expect(ac.choices?.map((c) => c.value)).toEqual(["gpt-4o-mini", "gpt-4o", "gpt-4.1-mini"]);
-    const rec = h.emulator.slash("model", { name: "gpt-4o" }, s.general, s.alice.id);
+    const rec = h.emulator.slash("model", { name: "gpt-4o" }, await answeredThread(), s.alice.id);
     await waitFor(() => s.findMessage(rec.originalId ?? "")?.content);
     expect(h.runner.commands[0]).toMatchObject({ name: "model", arg: "gpt-4o" });
   });

@@ -246,7 +246,12 @@ async function promptAnswered(
   await interaction.followUp({ content: say.slice(0, DISCORD_MESSAGE_LIMIT), flags: MessageFlags.Ephemeral });
 }
 
-const FORM_DECISION_MS = 2_000;
+/**
+ * How long a prompt's form may take to be decided: it is decided before any server is
+ * asked (in microtasks, today), and every millisecond waited here comes out of the 3 s
+ * Discord gives the reply's deferral, with the gateway's and the event loop's delays.
+ */
+const FORM_DECISION_MS = 250;
 
 /** Whether the access lists let this person ask here, as a mention is checked before its thread opens. */
 function admitted(ctx: DiscordContext, interaction: ChatInputCommandInteraction): boolean {
