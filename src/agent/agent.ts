@@ -1,4 +1,4 @@
-import type { Config } from "../config.js";
+import { allowedModels, type Config } from "../config.js";
 import { SwitchboardError, toUserFacing } from "../core/errors.js";
 import type { AgentEvent } from "../core/events.js";
 import {
@@ -138,8 +138,15 @@ export class Agent {
     );
   }
 
+  /**
+   * The thread's model: the one it chose while that one is still allowed, else the
+   * configured one. An operator who takes a model off `models.allowed` (too dear, retired)
+   * means every thread, also those that chose it before.
+   */
   modelFor(session: Session): string {
-    return session.settings.model ?? this.deps.config.llm.model;
+    const chosen = session.settings.model;
+    const { config } = this.deps;
+    return chosen !== undefined && allowedModels(config).includes(chosen) ? chosen : config.llm.model;
   }
 
   async *runTurn(input: TurnInput): AsyncGenerator<AgentEvent, TurnSummary> {
