@@ -89,6 +89,38 @@ describe("the terminal", () => {
     expect(stops).toHaveLength(1);
   });
 
+  it("stops the answer at once on /stop typed while it is written, not once it has ended", async () => {
+    const stops: string[] = [];
+    const commands: string[] = [];
+    let release: () => void = () => undefined;
+    const runner: TurnRunner = {
+      ...recorder().runner,
+      handle: () =>
+        new Promise<void>((resolve) => {
+          release = resolve;
+        }),
+      command: async (cmd) => {
+        commands.push(cmd.name);
+        return "";
+      },
+      stop: async (key) => {
+        stops.push(key);
+        release();
+        return "";
+      },
+    };
+    const t = terminal();
+    const done = runConsole({ runner, ...t });
+    t.input.write("a long question\n");
+    await new Promise((r) => setTimeout(r, 100));
+    t.input.write("/stop\n");
+    await vi.waitFor(() => expect(stops).toEqual(["console:local"]));
+    t.input.end();
+    await done;
+    // Taken at once: it did not also wait its turn to run as a command after the answer.
+    expect(commands).toEqual([]);
+  });
+
   it("quits on a second Ctrl+C while the answer is still stopping, without waiting for it to end", async () => {
     const stops: string[] = [];
     let streaming: NodeJS.Timeout | undefined;

@@ -51,7 +51,16 @@ export async function runConsole(opts: ConsoleOptions): Promise<void> {
       void opts.runner.stop(CONSOLE_KEY, USER);
     });
   }
-  for await (const message of messagesOf(rl, interactive)) {
+  // `/stop` typed while an answer is written acts at once, as Ctrl+C does: queued behind
+  // the answer it is for, it would only ever find that answer ended.
+  const stopNow = (line: string): boolean => {
+    if (!answering || stopping || !opts.runner.stop || line.trim().toLowerCase() !== "/stop") return false;
+    stopping = true;
+    err.write("stopping…\n");
+    void opts.runner.stop(CONSOLE_KEY, USER);
+    return true;
+  };
+  for await (const message of messagesOf(rl, interactive, stopNow)) {
     const text = message.trim();
     answering = true;
     try {
@@ -78,7 +87,12 @@ const PASTE_GAP_MS = 25;
  * terminal, lines that arrive together (a multi-line paste) are one message, so a pasted
  * stack trace is asked about once, not line by line.
  */
-async function* messagesOf(rl: Interface, interactive: boolean): AsyncGenerator<string> {
+async function* messagesOf(
+  rl: Interface,
+  interactive: boolean,
+  /** Takes a typed line before it waits its turn; true when it was handled. */
+  intercept: (line: string) => boolean,
+): AsyncGenerator<string> {
   if (!interactive) {
     yield* rl;
     return;
@@ -94,6 +108,7 @@ async function* messagesOf(rl: Interface, interactive: boolean): AsyncGenerator<
     wake?.();
   };
   rl.on("line", (line) => {
+    if (pending.length === 0 && intercept(line)) return;
     pending.push(line);
     clearTimeout(timer);
     timer = setTimeout(flush, PASTE_GAP_MS);
