@@ -31,6 +31,7 @@ import { openStore, type Store } from "./store/index.js";
 import { createThreadLock } from "./store/locks.js";
 import { SessionRepository } from "./store/sessions.js";
 import { createState } from "./store/state.js";
+import { StopRequests } from "./store/stop-requests.js";
 import { TurnLedger } from "./store/turns.js";
 import { UsageLedger } from "./store/usage.js";
 
@@ -154,6 +155,7 @@ export async function buildCore(opts: CoreOptions = {}): Promise<Core> {
     dedupe: createDedupe(store),
     approvals: new ApprovalBook(store),
     forms: new FormBook(store),
+    stops: new StopRequests(store),
     hub,
     config,
     observer: opts.observer,

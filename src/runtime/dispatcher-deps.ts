@@ -8,6 +8,7 @@ import type { FeedbackBook } from "../store/feedback.js";
 import type { FormBook } from "../store/forms.js";
 import type { ThreadLock } from "../store/locks.js";
 import type { SessionRepository } from "../store/sessions.js";
+import type { StopRequests } from "../store/stop-requests.js";
 import type { TurnLedger } from "../store/turns.js";
 import type { UsageLedger } from "../store/usage.js";
 import type { Budgets } from "./budgets.js";
@@ -40,4 +41,6 @@ export interface DispatcherDeps {
   onVote?: VoteListener;
   /** Sign-ins of the tool servers that use OAuth (the connect and disconnect commands). */
   oauth?: OAuthSignIns;
+  /** Stops that reach another replica than the one writing the answer; none in unit tests. */
+  stops?: StopRequests;
 }

@@ -9,7 +9,7 @@ import type { TurnRecord } from "../store/turns.js";
 import { Access, commandOrigin, originOf, REFUSED_NOTE } from "./access.js";
 import { Answering } from "./answering.js";
 import { ApprovalDesk } from "./approvals/desk.js";
-import { findCommand, runCommand } from "./commands.js";
+import { findCommand, NOTHING_TO_STOP, runCommand } from "./commands.js";
 import type {
   Adapter,
   Command,
@@ -25,6 +25,7 @@ import { FormDesk } from "./forms/desk.js";
 import { accept } from "./intake.js";
 import { routeInteraction } from "./interactions.js";
 import { expandPrompt, expandPromptForm, type PromptOutcome } from "./prompts.js";
+import { RemoteStops } from "./remote-stops.js";
 import { type RunningTurn, RunningTurns } from "./stops.js";
 import { Takeovers } from "./takeover.js";
 import { resumeTurn, runTurn, type TurnDeps, type TurnHooks, type TurnResult, takeOverTurn } from "./turn.js";
@@ -40,6 +41,7 @@ export class Dispatcher implements TurnRunner {
   private readonly desk: ApprovalDesk;
   private readonly access: Access;
   private readonly running: RunningTurns; // each thread's answer being written here, for Stop
+  private readonly remote: RemoteStops | undefined; // and those written by other replicas
   private readonly turnDeps: TurnDeps;
   private readonly takeovers: Takeovers;
   private readonly accounts: TurnAccounts;
@@ -66,7 +68,10 @@ export class Dispatcher implements TurnRunner {
     this.access = new Access(deps.config);
     this.accounts = new TurnAccounts(deps);
     this.ratings = deps.feedback ? new FeedbackDesk(deps.feedback, deps.onVote) : undefined;
-    this.running = new RunningTurns(deps.config);
+    this.remote = deps.stops
+      ? new RemoteStops({ ...deps, stops: deps.stops, running: () => this.running })
+      : undefined;
+    this.running = new RunningTurns(deps.config, (ref, key) => this.remote?.offered(ref, key));
     this.answering = new Answering({
       running: this.running,
       accounts: this.accounts,
@@ -169,9 +174,11 @@ export class Dispatcher implements TurnRunner {
   }
 
   async interact(interaction: Interaction): Promise<InteractionReply | undefined> {
+    const remote = this.remote;
     return routeInteraction(interaction, {
       firstSight: (id) => this.firstSight(id),
       running: this.running,
+      ...(remote ? { stopElsewhere: (ref, by, inGroups) => remote.request({ ref }, by, inGroups) } : {}),
       ...(this.deps.approvals ? { desk: this.desk } : {}), // none in adapter tests
       feedback: this.ratings,
       forms: this.forms,
@@ -278,9 +285,11 @@ export class Dispatcher implements TurnRunner {
     return adapter?.replyFor?.(key, { messages: [], ...(channel ? { channel } : {}) });
   }
 
-  /** Stops the thread's answer in progress (see RunningTurns.stop). */
-  stop(key: ThreadKey, by: Interaction["user"], inGroups?: Interaction["inGroups"]): Promise<string> {
-    return this.running.stop(key, by, inGroups);
+  /** Stops the thread's answer in progress (see RunningTurns.stop), here or in the replica writing it. */
+  async stop(key: ThreadKey, by: Interaction["user"], inGroups?: Interaction["inGroups"]): Promise<string> {
+    const said = await this.running.stop(key, by, inGroups);
+    if (said !== NOTHING_TO_STOP || !this.remote) return said;
+    return (await this.remote.request({ key }, by, inGroups)) ?? said;
   }
 
   prompt(text: string, opts: { forms?: boolean } = {}): Promise<PromptOutcome> {
@@ -322,6 +331,7 @@ export class Dispatcher implements TurnRunner {
     await Promise.race([this.work.checked(), sleep(graceMs, undefined, { ref: false })]);
     this.takeovers.close();
     this.desk.close();
+    this.remote?.close();
     const left = await this.work.unfinishedAfter(graceMs);
     // Asked again at the end of the grace: the replicas seen at its start may have stopped too.
     if (left > 0) this.handingOver = (await lock.others().catch(() => [])).length > 0;
@@ -341,6 +351,7 @@ export class Dispatcher implements TurnRunner {
    */
   async recoverInterrupted(adapters: Adapter[]): Promise<number> {
     this.adapters = adapters;
+    this.remote?.start();
     return this.takeovers.start(adapters);
   }
 

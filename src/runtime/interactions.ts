@@ -24,6 +24,12 @@ export async function handleInteraction(interaction: Interaction): Promise<void>
 export interface RouteDeps {
   firstSight(id: string): Promise<boolean>;
   running: RunningTurns;
+  /** A Stop button of an answer another replica writes (see RemoteStops.request). */
+  stopElsewhere?(
+    ref: string,
+    by: Interaction["user"],
+    inGroups?: Interaction["inGroups"],
+  ): Promise<string | undefined>;
   desk?: ApprovalDesk;
   feedback?: FeedbackDesk;
   forms?: FormDesk;
@@ -43,7 +49,12 @@ export async function routeInteraction(
   const stopping = deps.running.keyOf(interaction.ref);
   if (stopping !== undefined || interaction.value === "stop") {
     if (stopping === undefined) {
-      await interaction.respond(ENDED_NOTE).catch(() => undefined);
+      const said = await deps
+        .stopElsewhere?.(interaction.ref, interaction.user, interaction.inGroups)
+        .catch((err: unknown) =>
+          log.warn({ err, ref: interaction.ref }, "stop not passed to another replica"),
+        );
+      if (said !== "") await interaction.respond(said ?? ENDED_NOTE).catch(() => undefined);
       return undefined;
     }
     const said = await deps.running.stop(stopping, interaction.user, interaction.inGroups);

@@ -14,7 +14,13 @@ export interface RunningTurn {
   place: CallPlace;
   /** Who stopped it, once someone did. */
   stoppedBy?: string;
+  /** Its Stop button's ref, once tracked. */
+  ref?: string;
 }
+
+/** What someone who may not stop an answer is told. */
+export const mayNotStop = (asker: { id: string; name?: string }): string =>
+  `Only ${asker.name ?? asker.id} or an approver can stop this answer.`;
 
 export const ENDED_NOTE = "That answer has already ended.";
 
@@ -26,13 +32,19 @@ export class RunningTurns {
   private readonly byKey = new Map<ThreadKey, RunningTurn>();
   private readonly refs = new Map<string, ThreadKey>();
 
-  constructor(private readonly config: Config) {}
+  constructor(
+    private readonly config: Config,
+    /** Told of each Stop button, for clicks that reach another replica (see RemoteStops). */
+    private readonly onTrack?: (ref: string, key: ThreadKey) => void,
+  ) {}
 
   /** Registers a turn as its thread's running answer; `done` forgets it. */
   track(key: ThreadKey, turn: RunningTurn): { ref: string; done: () => void } {
     const ref = `st${randomRef()}`;
+    turn.ref = ref;
     this.byKey.set(key, turn);
     this.refs.set(ref, key);
+    this.onTrack?.(ref, key);
     return {
       ref,
       done: () => {
@@ -55,14 +67,33 @@ export class RunningTurns {
   async stop(key: ThreadKey, by: Interaction["user"], inGroups?: Interaction["inGroups"]): Promise<string> {
     const turn = this.byKey.get(key);
     if (!turn) return NOTHING_TO_STOP;
-    if (!(await mayDecide(this.config, turn.place, turn.asker.id, by, inGroups))) {
-      return `Only ${turn.asker.name ?? turn.asker.id} or an approver can stop this answer.`;
-    }
-    if (turn.stoppedBy === undefined) {
-      turn.stoppedBy = by.name ?? by.id;
-      log.info({ key, by: by.id }, "answer stopped");
-      turn.controller.abort(new SwitchboardError("stopped", `Stopped by ${turn.stoppedBy}.`));
-    }
+    if (!(await mayDecide(this.config, turn.place, turn.asker.id, by, inGroups)))
+      return mayNotStop(turn.asker);
+    this.end(key, turn, by.name ?? by.id);
     return "";
+  }
+
+  /** The threads whose answers are written here now. */
+  keys(): ThreadKey[] {
+    return [...this.byKey.keys()];
+  }
+
+  /**
+   * Stops the thread's answer for a Stop another replica took and checked: the one under
+   * Stop button `ref`, or whichever is written now when no button was clicked. False when
+   * that answer is not written here (any more).
+   */
+  stopAsked(key: ThreadKey, request: { by: string; ref?: string }): boolean {
+    const turn = this.byKey.get(key);
+    if (!turn || (request.ref !== undefined && request.ref !== turn.ref)) return false;
+    this.end(key, turn, request.by);
+    return true;
+  }
+
+  private end(key: ThreadKey, turn: RunningTurn, by: string): void {
+    if (turn.stoppedBy !== undefined) return;
+    turn.stoppedBy = by;
+    log.info({ key, by }, "answer stopped");
+    turn.controller.abort(new SwitchboardError("stopped", `Stopped by ${turn.stoppedBy}.`));
   }
 }

@@ -48,7 +48,13 @@ describe(
         responder: (req) =>
           isTitleRequest(req)
             ? { text: "Spread" }
-            : { text: answerTo(lastUserText(req).replace(/^\[[^\]]*\]\s*/, "")), chunkSize: 6, delayMs: 40 },
+            : lastUserText(req).includes("endless")
+              ? { text: "word ".repeat(400), chunkSize: 5, delayMs: 50 }
+              : {
+                  text: answerTo(lastUserText(req).replace(/^\[[^\]]*\]\s*/, "")),
+                  chunkSize: 6,
+                  delayMs: 40,
+                },
       });
       slack = await SlackEmulator.start({ rateLimits: SLACK_PER_CHANNEL_LIMITS });
       for (let i = 2; i <= THREADS; i++) slack.state.addChannel(`C${i}`, `room-${i}`);
@@ -137,5 +143,22 @@ describe(
       const byReplica = replicas.map((r) => (r.stderr().match(/"msg":"turn"/g) ?? []).length);
       console.info(`spread over three replicas: turns ${byReplica.join(", ")}; ${redelivered} redelivered`);
     }, 150_000);
+
+    it("stops an answer whichever replica the stop command reaches", async () => {
+      // Slack hands each command to one of the three connections: most reach a replica
+      // that is not writing the answer. Three answers in turn, each stopped by its asker.
+      for (let i = 0; i < 3; i++) {
+        const root = slack.mention("C1", "U_ALICE", `an endless answer ${i}`);
+        const text = () =>
+          slack
+            .botReplies("C1", root.ts)
+            .map((r) => r.text)
+            .join("");
+        await waitUntil(() => text().length > 0, "the answer to begin", 20_000);
+        slack.slash("/switchboard", "stop", "U_ALICE", "C1");
+        await waitUntil(() => text().endsWith("Stopped by alice."), `answer ${i} to stop`, 15_000);
+        expect(text().length).toBeLessThan("word ".repeat(400).length);
+      }
+    }, 90_000);
   },
 );
