@@ -23,8 +23,8 @@ export interface RemoteStopsDeps {
  * Stop across replicas. Slack and Discord hand a click or a command to any replica, often
  * not the one writing the answer: that one is found by the turn's record, checks who may
  * stop it (the record names the asker and the place), and leaves a request in the store,
- * which the writing replica takes within a second and stops its answer with. Nothing is
- * read or written while this process has the store to itself.
+ * which the writing replica takes within a second and stops its answer with. Alone on
+ * its store, a process only asks once a second whether others have joined it.
  */
 export class RemoteStops {
   /** Other replicas share the store (as of the last poll): without them there is nothing to do. */
