@@ -1,5 +1,6 @@
 import type { Config } from "../config.js";
 import type { Platform } from "../core/thread.js";
+import { log } from "../log.js";
 import type { Command, Inbound } from "./contract.js";
 
 /** Where a message or command comes from, as far as who may use the bot goes. */
@@ -46,6 +47,17 @@ export class Access {
   }
 
   /** Whether the refused person should be told now (once an hour each). */
+  /** Whether a message is answered, or refused with the sentence (once an hour) or in silence. */
+  verdict(who: Pick<Inbound, "platform" | "channel" | "user" | "from">): "yes" | "tell" | "silent" {
+    const origin = originOf(who);
+    if (this.admits(origin)) return "yes";
+    log.info(
+      { platform: who.platform, channel: who.channel, user: who.user.id },
+      "message refused by the access lists",
+    );
+    return this.shouldTell(origin) ? "tell" : "silent";
+  }
+
   shouldTell(o: Origin, now = Date.now()): boolean {
     const id = `${o.platform}:${o.user.id}`;
     const last = this.told.get(id);

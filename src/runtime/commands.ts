@@ -5,13 +5,13 @@ import { SwitchboardError } from "../core/errors.js";
 import type { Provenance } from "../core/inbound.js";
 import type { Platform, ThreadKey } from "../core/thread.js";
 import type { OAuthSignIns } from "../mcp/oauth/sign-ins.js";
-import type { ServerStatus, ToolHub } from "../mcp/types.js";
-import { seconds } from "../signals.js";
+import type { ToolHub } from "../mcp/types.js";
 import type { FeedbackBook } from "../store/feedback.js";
 import type { ThreadLock } from "../store/locks.js";
 import type { SessionRepository } from "../store/sessions.js";
 import type { UsageLedger } from "../store/usage.js";
 import { expandPrompt, listPrompts } from "./prompts.js";
+import { serverLine } from "./server-line.js";
 import { everyonesUsage, ownUsage } from "./usage-report.js";
 
 /** One use of a catalog command, from any platform. */
@@ -87,22 +87,6 @@ export interface CommandSpec {
   /** Whether it asks the model (and so is refused, as a turn is, once a daily budget is spent). */
   asksModel?: true;
   run(cmd: Command, deps: CommandDeps): Promise<string>;
-}
-
-/** One server as `/tools` and `reconnect` show it: its state, why it is down, and when it is tried again. */
-function serverLine(s: ServerStatus): string {
-  if (s.perUser) {
-    const known = s.toolCount > 0 ? `${s.toolCount} tools` : "tools known once someone signs in";
-    return `• ${s.name} (${s.transport}): each person signs in as themselves, ${known}; ${s.perUser.open} signed-in connection${s.perUser.open === 1 ? "" : "s"} open here`;
-  }
-  const state = s.state === "connected" ? `connected, ${s.toolCount} tools` : s.state;
-  // A restarting server's error says when already.
-  const retry =
-    s.state !== "failed" || s.retryInMs === undefined
-      ? ""
-      : `; trying again in ${seconds(Math.max(1_000, Math.ceil(s.retryInMs / 1_000) * 1_000))}`;
-  const why = s.error ? ` (${s.error}${retry})` : retry ? ` (${retry.slice(2)})` : "";
-  return `• ${s.name} (${s.transport}): ${state}${why}`;
 }
 
 const NO_OAUTH = "None of the tool servers signs in with OAuth (an `oauth` entry in mcp.json).";

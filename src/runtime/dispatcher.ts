@@ -6,7 +6,7 @@ import { platformOf, type ThreadKey } from "../core/thread.js";
 import { log } from "../log.js";
 import type { Held } from "../store/locks.js";
 import type { TurnRecord } from "../store/turns.js";
-import { Access, commandOrigin, originOf, REFUSED_NOTE } from "./access.js";
+import { Access, commandOrigin, REFUSED_NOTE } from "./access.js";
 import { Answering } from "./answering.js";
 import { ApprovalDesk } from "./approvals/desk.js";
 import { findCommand, NOTHING_TO_STOP, runCommand } from "./commands.js";
@@ -27,8 +27,9 @@ import { routeInteraction } from "./interactions.js";
 import { expandPrompt, expandPromptForm, type PromptOutcome } from "./prompts.js";
 import { RemoteStops } from "./remote-stops.js";
 import { type RunningTurn, RunningTurns } from "./stops.js";
+import { resumeTurn, takeOverTurn } from "./stored-turns.js";
 import { Takeovers } from "./takeover.js";
-import { resumeTurn, runTurn, type TurnDeps, type TurnHooks, type TurnResult, takeOverTurn } from "./turn.js";
+import { runTurn, type TurnDeps, type TurnHooks, type TurnResult } from "./turn.js";
 import { TurnAccounts, type WorkKind } from "./turn-accounts.js";
 import { type InFlight, WorkInFlight } from "./work-in-flight.js";
 
@@ -52,8 +53,6 @@ export class Dispatcher implements TurnRunner {
   /** Other replicas were alive when this one began to stop: its unfinished turns go to them. */
   private handingOver = false;
   private readonly held = new WeakMap<AbortController, Held>(); // each turn's hold on its lock
-  /** The running platforms, to write where no event came from (resumed turns, settled questions). */
-  private adapters: Adapter[] = [];
 
   constructor(private readonly deps: DispatcherDeps) {
     this.desk = new ApprovalDesk({
@@ -88,7 +87,7 @@ export class Dispatcher implements TurnRunner {
       note: INTERRUPTED_NOTE,
       track: (key, work) => this.track(key, work),
       goOn: (record, reply, controller, attachments) => this.goOn(record, reply, controller, attachments),
-      refusal: (payer) => this.accounts.refusal(payer),
+      turnedAway: (payer, reply) => this.accounts.turnedAway(payer, reply),
     });
   }
 
@@ -110,13 +109,7 @@ export class Dispatcher implements TurnRunner {
   }
 
   admit(who: Pick<Inbound, "platform" | "channel" | "user" | "from">): "yes" | "tell" | "silent" {
-    const origin = originOf(who);
-    if (this.access.admits(origin)) return "yes";
-    log.info(
-      { platform: who.platform, channel: who.channel, user: who.user.id },
-      "message refused by the access lists",
-    );
-    return this.access.shouldTell(origin) ? "tell" : "silent";
+    return this.access.verdict(who);
   }
 
   async handle(inbound: Inbound): Promise<void> {
@@ -281,8 +274,7 @@ export class Dispatcher implements TurnRunner {
   }
 
   private replyFor(key: ThreadKey, channel?: string): Reply | undefined {
-    const adapter = this.adapters.find((a) => a.platform === platformOf(key));
-    return adapter?.replyFor?.(key, { messages: [], ...(channel ? { channel } : {}) });
+    return this.takeovers.adapterFor(key)?.replyFor?.(key, { messages: [], ...(channel ? { channel } : {}) });
   }
 
   /** Stops the thread's answer in progress (see RunningTurns.stop), here or in the replica writing it. */
@@ -350,7 +342,6 @@ export class Dispatcher implements TurnRunner {
    * watches for such turns (see Takeovers).
    */
   async recoverInterrupted(adapters: Adapter[]): Promise<number> {
-    this.adapters = adapters;
     this.remote?.start();
     return this.takeovers.start(adapters);
   }
@@ -386,12 +377,7 @@ export class Dispatcher implements TurnRunner {
       channel: inbound.channel,
       key: inbound.key,
     };
-    const refusal = await this.accounts.refusal(payer);
-    if (refusal) {
-      log.info({ key: inbound.key, user: inbound.user.id }, "turn refused: over its daily budget");
-      await inbound.reply.notice(refusal).catch(() => undefined);
-      return;
-    }
+    if (await this.accounts.turnedAway(payer, inbound.reply)) return;
     await this.answering.run(
       "turn",
       payer,

@@ -37,8 +37,8 @@ export interface TakeoverDeps {
     controller: AbortController,
     attachments: InboundFile[],
   ): Promise<void>;
-  /** Why the daily budgets refuse a turn of `payer`, if they do (see Budgets). */
-  refusal(payer: Payer): Promise<string | undefined>;
+  /** True when the daily budgets refuse a turn of `payer`: its asker was told in `reply` (see TurnAccounts). */
+  turnedAway(payer: Payer, reply: Reply): Promise<boolean>;
 }
 
 /**
@@ -171,7 +171,8 @@ export class Takeovers {
     return record.owner === undefined || !(await lock.alive(record.owner));
   }
 
-  private adapterFor(key: ThreadKey): Adapter | undefined {
+  /** The running platform of `key`'s thread: where no event came from, replies are rebuilt with it. */
+  adapterFor(key: ThreadKey): Adapter | undefined {
     return this.adapters.find((a) => a.platform === platformOf(key));
   }
 
@@ -266,15 +267,8 @@ export class Takeovers {
   private async refused(record: TurnRecord, input: TurnInput, reply: Reply): Promise<boolean> {
     const platform = platformOf(record.key);
     if (!platform) return false;
-    const refusal = await this.deps.refusal({
-      platform,
-      user: input.user.id,
-      channel: input.channel,
-      key: record.key,
-    });
-    if (!refusal) return false;
-    log.info({ key: record.key, user: input.user.id }, "handed message refused: over its daily budget");
-    await reply.notice(refusal).catch(() => undefined);
+    const payer = { platform, user: input.user.id, channel: input.channel, key: record.key };
+    if (!(await this.deps.turnedAway(payer, reply))) return false;
     await this.deps.ledger.end(record);
     return true;
   }

@@ -1,7 +1,9 @@
 import type { Span } from "@opentelemetry/api";
 import { GEN_AI, inSpan } from "../core/spans.js";
+import { log } from "../log.js";
 import type { Payer, UsageTotals } from "../store/usage.js";
 import type { Budgets } from "./budgets.js";
+import type { Reply } from "./contract.js";
 import type { Meter } from "./metering.js";
 
 /** What a piece of work is, as its span is named. */
@@ -18,6 +20,15 @@ export class TurnAccounts {
   /** The sentence that refuses the turn when a daily budget is spent; undefined to go on. */
   async refusal(payer: Payer): Promise<string | undefined> {
     return this.deps.budgets?.refusal(payer);
+  }
+
+  /** True when a daily budget refuses the turn: its asker was told so in `reply`, and no model is asked. */
+  async turnedAway(payer: Payer, reply: Pick<Reply, "notice">): Promise<boolean> {
+    const refusal = await this.refusal(payer);
+    if (!refusal) return false;
+    log.info({ key: payer.key, user: payer.user }, "turn refused: over its daily budget");
+    await reply.notice(refusal).catch(() => undefined);
+    return true;
   }
 
   /** What the model calls of the work this runs in (see `run`) have used so far. */

@@ -14,14 +14,13 @@ import { storeFailed } from "../store/index.js";
 import { type Held, LockLost } from "../store/locks.js";
 import type { Session, SessionRepository } from "../store/sessions.js";
 import type { TurnLedger, TurnRecord } from "../store/turns.js";
-import type { ApprovalDesk, Outcome } from "./approvals/desk.js";
+import type { ApprovalDesk } from "./approvals/desk.js";
 import { approvalMode, type CallPlace, callGate } from "./approvals/policy.js";
 import { SUPERSEDED_REASON } from "./approvals/questions.js";
 import type { Inbound, Reply } from "./contract.js";
 import type { FormDesk } from "./forms/desk.js";
 import { prepareAttachments } from "./inbound-files.js";
 import { type RenderOutcome, ReplyRenderer } from "./render.js";
-import { afterCrash, answered, stepSaved } from "./takeover-steps.js";
 import { seedFromThread } from "./thread-seed.js";
 import { postKeys } from "./write-keys.js";
 
@@ -66,7 +65,7 @@ export interface TurnResult {
 }
 
 /** Who the turn answers and where: what a resumed turn reads back from its record. */
-interface TurnPlace extends CallPlace {
+export interface TurnPlace extends CallPlace {
   key: ThreadKey;
   user: { id: string; name?: string };
 }
@@ -132,95 +131,36 @@ export async function runTurn(
     if (session.turns === 0 && session.messages.length === 0 && inbound.history) {
       await seedFromThread(session, inbound.history, config, agent.modelFor(session));
     }
-    const input = await prepareAttachments(inbound.text, inbound.attachments, {
-      config,
-      model: agent.modelFor(session),
-      signal,
-    });
-    // A takeover asks with what the files said too (their images are not kept).
-    if (input.text !== inbound.text) await ledger.asked(record, input.text);
-    return agent.runTurn({ ...common, text: input.text, parts: input.parts });
+    return askWithFiles(record, inbound.text, inbound.attachments, deps, session, common, signal);
   });
 }
 
 /**
- * Goes on with a parked turn whose approvals are all decided, in a new reply below the
- * questions. Its record is unparked before any call runs: a crash from there on ends the
- * reply with the restart note and never runs an approved call twice.
+ * Asks the model `text` with what its `files` say. The record keeps the question as
+ * asked, so that a takeover asks with what the files said too (their images are not kept).
  */
-export async function resumeTurn(
+export async function askWithFiles(
   record: TurnRecord,
-  outcome: Outcome,
-  reply: Reply,
+  text: string,
+  files: InboundFile[],
   deps: TurnDeps,
+  session: Session,
+  common: Common,
   signal: AbortSignal,
-  hooks: TurnHooks,
-): Promise<TurnResult> {
-  const waiting = record.waiting;
-  if (!waiting) throw new Error(`The turn of ${record.key} is not waiting`);
-  const place = storedPlace(record.key, waiting);
-  await deps.ledger.unpark(record, deps.owner).catch((err: unknown) => {
-    throw storeFailed(err);
+): Promise<AsyncGenerator<AgentEvent, unknown>> {
+  const input = await prepareAttachments(text, files, {
+    config: deps.config,
+    model: deps.agent.modelFor(session),
+    signal,
   });
-  return drive(record, place, reply, deps, signal, hooks, {}, async (session, common) => {
-    if (outcome.approvedForThread.length) {
-      const approved = new Set([...(session.settings.approvedTools ?? []), ...outcome.approvedForThread]);
-      session.settings.approvedTools = [...approved];
-    }
-    return deps.agent.resumeTurn({
-      ...common,
-      resumed: { step: waiting.step, verdicts: outcome.verdicts },
-    });
-  });
+  if (input.text !== text) await deps.ledger.asked(record, input.text);
+  return deps.agent.runTurn({ ...common, text: input.text, parts: input.parts });
 }
 
-/**
- * Goes on with a turn whose process died (kill -9, a lost machine, a replica handing its
- * turns over), from its last checkpoint, in its own reply: the messages are laid out
- * again from the text of the finished steps, and the cut-off step runs again. Calls that
- * had started and whose results were not saved are not repeated blindly: the model is
- * told they may have run, unless the tool says it is read-only or idempotent.
- */
-export async function takeOverTurn(
-  record: TurnRecord,
-  reply: Reply,
-  deps: TurnDeps,
-  signal: AbortSignal,
-  hooks: TurnHooks,
-  attachments: InboundFile[] = [],
-): Promise<TurnResult> {
-  const { input, id } = record;
-  if (!input || !id) throw new Error(`The turn of ${record.key} cannot be taken over`);
-  const place = storedPlace(record.key, input);
-  const kept = record.shown ?? "";
-  return drive(record, place, reply, deps, signal, hooks, { kept }, async (session, common) => {
-    const asked = session.messages.some((m) => m.role === "user" && m.turn === id);
-    if (!asked) {
-      // A handed message's files are read by the process that answers it.
-      const prepared = await prepareAttachments(input.text, attachments, {
-        config: deps.config,
-        model: deps.agent.modelFor(session),
-        signal,
-      });
-      if (prepared.text !== input.text) await deps.ledger.asked(record, prepared.text);
-      return deps.agent.runTurn({ ...common, text: prepared.text, parts: prepared.parts });
-    }
-    const last = session.messages.at(-1);
-    // The answer was saved, but not the turn's end: only its text is left to show.
-    if (last?.role === "assistant" && !last.toolCalls?.length) return answered(last.content);
-    const calling = record.calling;
-    const resumed =
-      calling && !stepSaved(session, calling)
-        ? { step: calling, verdicts: afterCrash(calling, deps.hub) }
-        : undefined;
-    return deps.agent.resumeTurn({ ...common, ...(resumed ? { resumed } : {}) });
-  });
-}
-
-type Common = Omit<TurnInput, "text" | "parts">;
+export type Common = Omit<TurnInput, "text" | "parts">;
 
 /** Where a turn run from its record answers: the thread, and who asked where. */
-function storedPlace(key: ThreadKey, asked: { user: TurnPlace["user"]; channel: string }): TurnPlace {
+export function storedPlace(key: ThreadKey, asked: { user: TurnPlace["user"]; channel: string }): TurnPlace {
   return { key, user: asked.user, platform: platformOf(key) ?? "console", channel: asked.channel };
 }
 
@@ -235,7 +175,7 @@ interface DriveFrom {
 }
 
 /** The part of a turn that new and resumed turns share: session, events into the reply, save, park or end. */
-async function drive(
+export async function drive(
   record: TurnRecord,
   place: TurnPlace,
   reply: Reply,

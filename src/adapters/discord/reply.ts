@@ -8,13 +8,13 @@ import type { WriteScheduler } from "../../runtime/scheduler/write-scheduler.js"
 import { type MessageOps, RateLimitedError, StreamWriter } from "../../runtime/stream.js";
 import { tablesToCodeBlocks } from "../../runtime/tables.js";
 import { ReplyFiles } from "./attach.js";
+import { Typing } from "./typing.js";
 import { isRefusal, unwritableSentence } from "./unwritable.js";
 import { GLOBAL } from "./write-policy.js";
 
 /** Discord's content limit for bots (4,000 is a user Nitro perk). */
 export const DISCORD_MESSAGE_LIMIT = 2_000;
 /** A typing indicator lasts 10 s on Discord; renew it a little before. */
-const TYPING_RENEW_MS = 8_000;
 /** The status line under the answer: Discord subtext. */
 const statusLine = (text: string) => `-# ${text}`;
 /** A status line a crashed process left at the end of a message, with the blank line before it. */
@@ -139,27 +139,6 @@ export function asWriteError(err: unknown): unknown {
 
 /** Discord's error code for a message that is not there (deleted). */
 const UNKNOWN_MESSAGE = 10008;
-
-/** Keeps "Switchboard is typing…" visible while the model thinks or tools run. */
-class Typing {
-  private timer: ReturnType<typeof setInterval> | null = null;
-
-  constructor(private readonly send: (() => Promise<void>) | undefined) {}
-
-  start(): void {
-    if (this.timer || !this.send) return;
-    const send = this.send;
-    const fire = () => void send().catch((err: unknown) => log.debug({ err }, "typing not shown"));
-    fire();
-    this.timer = setInterval(fire, TYPING_RENEW_MS);
-    this.timer.unref();
-  }
-
-  stop(): void {
-    if (this.timer) clearInterval(this.timer);
-    this.timer = null;
-  }
-}
 
 /** One turn's way back into its Discord thread, DM or interaction. */
 export class DiscordReply implements Reply {
