@@ -1,4 +1,5 @@
 import type { Config } from "../config.js";
+import { OncePer } from "../core/once-per.js";
 import type { Platform } from "../core/thread.js";
 import { log } from "../log.js";
 import type { Command, Inbound } from "./contract.js";
@@ -26,7 +27,7 @@ const NOTE_EVERY_MS = 3600_000;
  * places: `channels` and the workspace or guild lists; direct messages follow `dm`.
  */
 export class Access {
-  private readonly told = new Map<string, number>();
+  private readonly told = new OncePer(NOTE_EVERY_MS);
 
   constructor(private readonly config: Config) {}
 
@@ -59,12 +60,7 @@ export class Access {
   }
 
   shouldTell(o: Origin, now = Date.now()): boolean {
-    const id = `${o.platform}:${o.user.id}`;
-    const last = this.told.get(id);
-    if (last !== undefined && now - last < NOTE_EVERY_MS) return false;
-    if (this.told.size > 10_000) this.told.clear();
-    this.told.set(id, now);
-    return true;
+    return this.told.first(`${o.platform}:${o.user.id}`, now);
   }
 }
 

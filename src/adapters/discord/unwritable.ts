@@ -1,4 +1,5 @@
 import { DiscordAPIError, type Message } from "discord.js";
+import { OncePer } from "../../core/once-per.js";
 import { log } from "../../log.js";
 
 /** Discord's error codes for a place the bot may not write in. */
@@ -45,23 +46,15 @@ export function unwritableSentence(err: unknown, channel: string | undefined): s
   }
 }
 
-/** Who was told about which place, and when: once an hour is enough to act on it. */
-const told = new Map<string, number>();
-const TELL_EVERY_MS = 60 * 60_000;
+/** Who was told about which place: once an hour is enough to act on it. */
+const told = new OncePer(60 * 60_000);
 
 /**
  * Whether `user` is to be told about `place` now: in a thread that stays closed to the bot
  * (followed without a mention), every message would otherwise bring its author a DM.
  */
 export function firstTellingIn(place: string | undefined, user: string, now = Date.now()): boolean {
-  const key = `${place ?? ""}:${user}`;
-  const last = told.get(key);
-  if (last !== undefined && now - last < TELL_EVERY_MS) return false;
-  if (told.size >= 10_000) {
-    for (const [k, at] of told) if (now - at >= TELL_EVERY_MS) told.delete(k);
-  }
-  told.set(key, now);
-  return true;
+  return told.first(`${place ?? ""}:${user}`, now);
 }
 
 /**
