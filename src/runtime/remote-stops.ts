@@ -88,7 +88,10 @@ export class RemoteStops {
       this.shared = (await this.deps.lock.others()).length > 0;
       if (!this.shared) return;
       const running = this.deps.running();
-      for (const key of running.keys()) {
+      const here = new Set(running.keys());
+      if (here.size === 0) return;
+      for (const key of await this.deps.stops.asked()) {
+        if (!here.has(key)) continue;
         const request = await this.deps.stops.take(key);
         if (request) running.stopAsked(key, request);
       }

@@ -15,6 +15,8 @@ const REQUEST_TTL_MS = 30_000;
 const BUTTON_TTL_MS = 60 * 60_000;
 
 const requestKey = (key: ThreadKey) => `stop:${key}`;
+/** The threads with a request: each replica reads this one list, not a key per answer it writes. */
+const ASKED = "stops-asked";
 const buttonKey = (ref: string) => `stop-button:${ref}`;
 
 /**
@@ -41,12 +43,19 @@ export class StopRequests {
 
   async ask(key: ThreadKey, request: StopRequest): Promise<void> {
     await this.state.set(requestKey(key), request, REQUEST_TTL_MS);
+    await this.state.listAddEach([ASKED], key, REQUEST_TTL_MS);
+  }
+
+  /** The threads that may have a request (a few too many: `take` finds none there). */
+  asked(): Promise<ThreadKey[]> {
+    return this.state.listMembers(ASKED);
   }
 
   /** The request for the thread's answer, taken (so that it stops once), if there is one. */
   async take(key: ThreadKey): Promise<StopRequest | undefined> {
     const request = await this.state.get<StopRequest>(requestKey(key));
     if (request) await this.state.delete(requestKey(key));
+    await this.state.listRemove(ASKED, key);
     return request;
   }
 }
