@@ -145,4 +145,28 @@ describe("Stop reaching another replica than the one writing the answer", () => 
     // The answer itself says it stopped: nothing more to tell the clicker.
     expect(told).toEqual([]);
   }, 20_000);
+  it("stops from a Stop button offered before another replica joined", async () => {
+    const writing = await replica();
+    const first = asked("e1", "slack:T1:C1:1.1");
+    const answering = writing.handle(first.inbound);
+    await vi.waitFor(() => expect(first.seen.stopRef).not.toBe(""), { timeout: 5_000 });
+    await vi.waitFor(() => expect(first.seen.text.length).toBeGreaterThan(0), { timeout: 5_000 });
+    // A second replica starts (a rolling deploy) while the answer is written, and the
+    // writing one sees it beat.
+    const other = await replica();
+    await new Promise((r) => setTimeout(r, 1_500));
+    const told: string[] = [];
+    await other.interact({
+      id: "click-1",
+      kind: "button",
+      ref: first.seen.stopRef,
+      value: "stop",
+      platform: "slack",
+      user: ALICE,
+      respond: async (t) => void told.push(t),
+    });
+    await answering;
+    expect(first.seen.ended).toBe("Stopped by alice.");
+    expect(told).toEqual([]);
+  }, 20_000);
 });

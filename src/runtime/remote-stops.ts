@@ -65,7 +65,7 @@ export class RemoteStops {
   ): Promise<string | undefined> {
     const { stops, ledger, lock, config } = this.deps;
     // Asked again here: a replica started a moment ago may not have seen the others yet.
-    if (!this.shared) this.shared = (await lock.others()).length > 0;
+    if (!this.shared) await this.lookForOthers();
     if (!this.shared) return undefined;
     const key = at.key ?? (at.ref ? await stops.threadOf(at.ref) : undefined);
     if (!key) return undefined;
@@ -81,11 +81,19 @@ export class RemoteStops {
     return "";
   }
 
+  private async lookForOthers(): Promise<void> {
+    const alone = !this.shared;
+    this.shared = (await this.deps.lock.others()).length > 0;
+    // A replica has just joined (a rolling deploy, a scale-out): the Stop buttons offered
+    // while this one was alone were not noted, and a click on them may now reach it.
+    if (alone && this.shared) for (const [ref, key] of this.deps.running().buttons()) this.offered(ref, key);
+  }
+
   private async poll(): Promise<void> {
     if (this.polling) return;
     this.polling = true;
     try {
-      this.shared = (await this.deps.lock.others()).length > 0;
+      await this.lookForOthers();
       if (!this.shared) return;
       const running = this.deps.running();
       const here = new Set(running.keys());

@@ -73,6 +73,11 @@ export class RunningTurns {
     return "";
   }
 
+  /** The Stop buttons offered for the answers written here now, with their threads. */
+  buttons(): [ref: string, key: ThreadKey][] {
+    return [...this.refs];
+  }
+
   /** The threads whose answers are written here now. */
   keys(): ThreadKey[] {
     return [...this.byKey.keys()];
