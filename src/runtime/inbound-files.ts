@@ -22,7 +22,13 @@ export interface PreparedInput {
 export async function prepareAttachments(
   text: string,
   files: InboundFile[],
-  opts: { config: Config; model: string; signal?: AbortSignal },
+  opts: {
+    config: Config;
+    model: string;
+    signal?: AbortSignal;
+    /** `text` already says what each file is (a takeover): only the images are fetched again, as parts. */
+    imagesOnly?: boolean;
+  },
 ): Promise<PreparedInput> {
   const { maxTextBytes, maxImageBytes } = opts.config.attachments;
   // Inlined files share the message's size limit with what the person typed.
@@ -34,11 +40,13 @@ export async function prepareAttachments(
     const label = `${file.name} (${file.mimeType}, ${formatBytes(file.size)})`;
     const isImage = IMAGE_TYPES.test(file.mimeType);
     const isText = TEXT_TYPES.test(file.mimeType) || TEXT_EXTENSIONS.test(file.name);
+    const shown = isImage && seesImages && file.size <= maxImageBytes;
+    if (opts.imagesOnly && !shown) continue;
     try {
-      if (isImage && seesImages && file.size <= maxImageBytes) {
+      if (shown) {
         const bytes = await file.fetch(opts.signal);
         parts.push({ type: "image", mimeType: file.mimeType, data: Buffer.from(bytes).toString("base64") });
-        notes.push(`[Attached image: ${label}, shown to you as an image]`);
+        if (!opts.imagesOnly) notes.push(`[Attached image: ${label}, shown to you as an image]`);
       } else if (isText && file.size <= maxTextBytes) {
         const content = new TextDecoder().decode(await file.fetch(opts.signal));
         const fits = content.slice(0, Math.max(0, room - label.length - 200));
@@ -57,7 +65,11 @@ export async function prepareAttachments(
       }
     } catch (err) {
       log.warn({ err, file: file.name }, "could not download an attachment");
-      notes.push(`[Attached file: ${label}; it could not be downloaded]`);
+      notes.push(
+        opts.imagesOnly
+          ? `[Attached image: ${label}; it could not be downloaded again, so it is not shown to you after all]`
+          : `[Attached file: ${label}; it could not be downloaded]`,
+      );
     }
   }
   return { text: notes.length ? `${text}\n\n${notes.join("\n\n")}`.trim() : text, parts };

@@ -383,7 +383,7 @@ describe("taking over a turn whose process died", () => {
     expect(fetched).toEqual(["http://127.0.0.1:9/files/notes.txt"]);
   }, 20_000);
 
-  it("a turn's record carries its message's files until they are read, then only what they said", async () => {
+  it("a turn's record carries its message's files, for a process taking it over while they download", async () => {
     const provider = new ScriptedProvider([say("Noted.")]);
     const { dispatcher } = setup(provider);
     const file = { name: "notes.txt", mimeType: "text/plain", size: 5, url: "http://127.0.0.1:9/notes.txt" };
@@ -405,6 +405,58 @@ describe("taking over a turn whose process died", () => {
     expect(whileReading?.input?.files).toEqual([file]);
     const asked = provider.requests[0]?.messages.findLast((m) => m.role === "user");
     expect(asked?.content).toContain("hello");
+  });
+
+  it("a turn taken over after its files were read asks with what they said once, and with its image fetched again", async () => {
+    const notes = { name: "notes.txt", mimeType: "text/plain", size: 5, url: "http://127.0.0.1:9/notes.txt" };
+    const cat = { name: "cat.png", mimeType: "image/png", size: 4, url: "http://127.0.0.1:9/cat.png" };
+    const provider = new ScriptedProvider([say("A cat.")]);
+    let whileAsking: TurnRecord | undefined;
+    const first = setup({
+      name: "openai",
+      listModels: async () => [],
+      async *stream(req) {
+        whileAsking = await ledger.get(KEY);
+        yield* provider.stream(req);
+      },
+    });
+    const onSlack = fakeSlack();
+    const fetched: string[] = [];
+    const fetching = (file: typeof notes, bytes: Uint8Array) => ({
+      ...file,
+      fetch: async () => {
+        fetched.push(file.url);
+        return bytes;
+      },
+    });
+    await first.dispatcher.handle({
+      ...aliceSays("e1", "what is this?", onSlack.reply),
+      attachments: [
+        fetching(notes, new TextEncoder().encode("hello")),
+        fetching(cat, new Uint8Array([1, 2, 3, 4])),
+      ],
+    });
+    const askedFirst = provider.requests[0]?.messages.findLast((m) => m.role === "user");
+    // As a process that died once the question was asked, before it was saved.
+    const input = whileAsking?.input;
+    expect(input?.filesNoted).toBe(true);
+    expect(input?.files).toEqual([notes, cat]);
+    if (!input) throw new Error("the turn kept no question");
+    await ledger.begin(KEY, { id: "turn-2", owner: "a-process-that-died", input });
+    fetched.length = 0;
+
+    const again = new ScriptedProvider([say("A cat.")]);
+    const { dispatcher } = setup(again);
+    const slack = fakeSlack();
+    slack.adapter.fileFrom = (file) => fetching(file, new Uint8Array([1, 2, 3, 4]));
+    await dispatcher.recoverInterrupted([slack.adapter]);
+
+    expect(slack.seen).toEqual(["A cat.", "<finish>"]);
+    expect(fetched).toEqual([cat.url]);
+    const asked = again.requests[0]?.messages.findLast((m) => m.role === "user");
+    expect(asked?.content).toBe(askedFirst?.content);
+    expect(asked?.content.match(/\[Attached file: notes\.txt/g)).toHaveLength(1);
+    expect(asked?.parts).toEqual([{ type: "image", mimeType: "image/png", data: "AQIDBA==" }]);
   });
 
   it("a message handed over past its sender's daily budget gets the sentence, and no model request", async () => {

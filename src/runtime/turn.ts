@@ -137,7 +137,7 @@ export async function runTurn(
 
 /**
  * Asks the model `text` with what its `files` say. The record keeps the question as
- * asked, so that a takeover asks with what the files said too (their images are not kept).
+ * asked, so that a takeover asks with what the files said too, fetching only the images again.
  */
 export async function askWithFiles(
   record: TurnRecord,
@@ -148,12 +148,14 @@ export async function askWithFiles(
   common: Common,
   signal: AbortSignal,
 ): Promise<AsyncGenerator<AgentEvent, unknown>> {
+  const noted = record.input?.filesNoted === true;
   const input = await prepareAttachments(text, files, {
     config: deps.config,
     model: deps.agent.modelFor(session),
     signal,
+    ...(noted ? { imagesOnly: true } : {}),
   });
-  if (input.text !== text) await deps.ledger.asked(record, input.text);
+  if (!noted && input.text !== text) await deps.ledger.asked(record, input.text);
   return deps.agent.runTurn({ ...common, text: input.text, parts: input.parts });
 }
 

@@ -43,6 +43,11 @@ export interface TurnInput {
   sentAt?: number;
   /** The files on a message handed over before it was answered, fetched by whoever answers it. */
   files?: StoredFile[];
+  /**
+   * `text` already says what the files are (the model was asked with them): a takeover
+   * fetches only the images again, which the text cannot carry.
+   */
+  filesNoted?: boolean;
 }
 
 /** What a turn's record starts with. */
@@ -147,7 +152,7 @@ export class TurnLedger {
     if (!record.input) return;
     record.input.text = text;
     // What they said is in the text now: read again, they would be in it twice.
-    delete record.input.files;
+    if (record.input.files?.length) record.input.filesNoted = true;
     await this.write(record);
   }
 
