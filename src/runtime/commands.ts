@@ -6,6 +6,7 @@ import type { Provenance } from "../core/inbound.js";
 import type { Platform, ThreadKey } from "../core/thread.js";
 import type { OAuthSignIns } from "../mcp/oauth/sign-ins.js";
 import type { ToolHub } from "../mcp/types.js";
+import { log } from "../log.js";
 import type { FeedbackBook } from "../store/feedback.js";
 import type { ThreadLock } from "../store/locks.js";
 import type { SessionRepository } from "../store/sessions.js";
@@ -267,7 +268,9 @@ const CATALOG = [
           return r.compressed
             ? `Folded ${r.archived} older messages into the summary.`
             : "Nothing to compress yet: the conversation is short.";
-        } catch {
+        } catch (err) {
+          log.warn({ err, key: cmd.key }, "compact failed");
+          if (err instanceof SwitchboardError && !err.code.startsWith("llm_")) return err.userMessage;
           return "I could not compress the conversation right now (the model did not answer). Nothing was lost; try again later.";
         }
       }),

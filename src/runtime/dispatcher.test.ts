@@ -20,9 +20,12 @@ import { Dispatcher, INTERRUPTED_NOTE } from "./dispatcher.js";
 class EchoProvider implements Provider {
   readonly name = "openai" as const;
   readonly asked: string[] = [];
+  /** Thrown by a summary request, when set. */
+  summaryFails?: SwitchboardError;
   async *stream(req: ModelRequest, signal: AbortSignal): AsyncIterable<ModelEvent> {
     const last = req.messages.at(-1);
     const text = last?.role === "user" ? last.content : "";
+    if (this.summaryFails && req.tools.length === 0 && /summar/i.test(req.system)) throw this.summaryFails;
     if (req.tools.length === 0 && /title/i.test(req.system)) {
       yield { type: "text", delta: "A title" };
       return;
@@ -266,5 +269,30 @@ describe("the dispatcher", () => {
       notices: [STORE_DOWN_SENTENCE],
     });
     expect(provider.asked).toEqual([]);
+  });
+  it("says why /compact could not fold: the model, or what else went wrong, in its own words", async () => {
+    for (const [i, text] of ["one", "two", "three", "four"].entries())
+      await dispatcher.handle(inbound(`ev${i}`, text));
+    const compact = () =>
+      dispatcher.command({
+        name: "compact",
+        key: "test:thread",
+        platform: "slack",
+        user: { id: "U1" },
+        channel: "C1",
+      });
+    provider.summaryFails = new SwitchboardError("llm_unavailable", "the model is down");
+    expect(await compact()).toBe(
+      "I could not compress the conversation right now (the model did not answer). Nothing was lost; try again later.",
+    );
+    provider.summaryFails = new SwitchboardError("store_unavailable", "no store", {
+      userMessage:
+        "I cannot reach my storage right now, so nothing was changed. Please try again in a minute.",
+    });
+    expect(await compact()).toBe(
+      "I cannot reach my storage right now, so nothing was changed. Please try again in a minute.",
+    );
+    provider.summaryFails = undefined;
+    expect(await compact()).toMatch(/^Folded \d+ older messages into the summary\.$/);
   });
 });

@@ -27,7 +27,8 @@ export function demoResponder(req: RecordedRequest): ScriptedTurn {
   }
   const results = trailingToolResults(req);
   if (results !== undefined) return { text: `Tool said: ${results}` };
-  const match = USE_TOOL.exec(lastUserText(req));
+  // A request that offers no tools (a summary quoting "use tool …") cannot get a call back.
+  const match = req.toolNames.length ? USE_TOOL.exec(lastUserText(req)) : null;
   if (!match?.[1]) return echoTurn(req);
   const rawArgs = (match[2] ?? "").trim() || "{}";
   let args: Record<string, unknown> | string = rawArgs;

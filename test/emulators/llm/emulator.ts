@@ -234,6 +234,12 @@ export class LlmEmulator {
       const write = protocol === "openai" ? writeOpenAiCut : writeAnthropicCut;
       return write(res, recorded, plan, turn.cut.afterChars, turn.cut.error);
     }
+    // A model offered no tools cannot call one: a script that says otherwise would pass a
+    // test that a real API never could.
+    if (turn.toolCalls?.length && recorded.toolNames.length === 0) {
+      const names = turn.toolCalls.map((c) => c.name).join(", ");
+      return sendError(res, protocol, 500, `scripted a call of ${names}, but the request offers no tools`);
+    }
     const plan = planReply(turn, recorded, idPrefix);
     recorded.reported = plan.usage;
     return protocol === "openai"

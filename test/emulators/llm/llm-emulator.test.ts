@@ -21,6 +21,11 @@ const weatherTool = {
   description: "Weather",
   input_schema: { type: "object" as const },
 };
+/** An OpenAI function tool. */
+const fn = (name: string, parameters: Record<string, unknown>) => ({
+  type: "function" as const,
+  function: { name, parameters },
+});
 const scriptedCalls = [
   { name: "weather__get", arguments: { city: "Paris", days: [1, 2, 3], metric: true } },
   { name: "search__find", arguments: { query: "umbrellas near the Louvre" } },
@@ -50,6 +55,7 @@ describe("OpenAI Chat Completions", () => {
     const stream = await openai().chat.completions.create({
       model: "gpt-4o",
       messages: user("go"),
+      tools: scriptedCalls.map((c) => fn(c.name, { type: "object" })),
       stream: true,
     });
     const calls: Array<{ id: string; name: string; args: string; pieces: number }> = [];
@@ -130,7 +136,11 @@ describe("OpenAI Chat Completions", () => {
 
   it("sends a scripted malformed arguments string exactly as given", async () => {
     emu.enqueue({ toolCalls: [{ name: "weather__get", arguments: '{"city": "Par', id: "call_fixed" }] });
-    const res = await openai().chat.completions.create({ model: "gpt-4o", messages: user("go") });
+    const res = await openai().chat.completions.create({
+      model: "gpt-4o",
+      messages: user("go"),
+      tools: [fn("weather__get", { type: "object" })],
+    });
     const call = res.choices[0]?.message.tool_calls?.[0];
     expect(call).toMatchObject({
       id: "call_fixed",
@@ -377,6 +387,34 @@ describe("demo responder", () => {
     });
     expect(second.choices[0]?.message.content).toBe("Tool said: Echo: ping");
   });
+
+  it("answers a request that offers no tools (a summary quoting a tool request) with text", async () => {
+    emu.setResponder(demoResponder);
+    const res = await openai().chat.completions.create({
+      model: "gpt-4o",
+      messages: user('<new_messages>\nuser: use tool echo {"message": "ping"}\n</new_messages>'),
+    });
+    expect(res.choices[0]?.message.tool_calls).toBeUndefined();
+    expect(res.choices[0]?.message.content).toContain("You said:");
+  });
+});
+
+describe("tool calls only where tools are offered", () => {
+  it("refuses to play a scripted tool call to a request without tools, loudly, on both APIs", async () => {
+    emu.enqueue({ toolCalls: scriptedCalls });
+    await expect(
+      openai().chat.completions.create({ model: "gpt-4o", messages: user("go") }),
+    ).rejects.toMatchObject({
+      status: 500,
+      message: expect.stringContaining(
+        "scripted a call of weather__get, search__find, but the request offers no tools",
+      ),
+    });
+    emu.enqueue({ toolCalls: scriptedCalls });
+    await expect(
+      anthropic().messages.create({ model: "claude-sonnet-4-5", max_tokens: 100, messages: user("go") }),
+    ).rejects.toMatchObject({ status: 500, message: expect.stringContaining("the request offers no tools") });
+  });
 });
 
 describe("context windows, as strict as the providers", () => {
@@ -462,10 +500,6 @@ describe("context windows, as strict as the providers", () => {
   });
 
   it("refuses tools the real APIs refuse: an array without items (OpenAI), a name outside the pattern (both)", async () => {
-    const fn = (name: string, parameters: Record<string, unknown>) => ({
-      type: "function" as const,
-      function: { name, parameters },
-    });
     const nested = {
       type: "object",
       properties: {
