@@ -1,4 +1,5 @@
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -24,7 +25,7 @@ describe("McpHub with the reference servers", () => {
         // A short per-server timeout: the progress and timeout cases below rely on it.
         stdio("everything", [EVERYTHING], { timeoutMs: 1_500, disabledTools: ["toggle-simulated-logging"] }),
         stdio("fs", [FILESYSTEM, folder], {
-          enabledTools: ["write_file", "read_text_file", "list_directory"],
+          enabledTools: ["write_file", "read_text_file", "read_media_file", "list_directory"],
         }),
         { ...stdio("missing", []), command: "switchboard-no-such-command" },
         stdio("quits", ["-e", "console.error('missing API key'); process.exit(3)"]),
@@ -74,7 +75,7 @@ describe("McpHub with the reference servers", () => {
     expect(Object.keys(byName)).toEqual(["everything", "fs", "missing", "quits", "blocked"]);
     expect(byName.everything).toMatchObject({ state: "connected", transport: "stdio" });
     expect(byName.everything?.pid).toBeTypeOf("number");
-    expect(byName.fs).toMatchObject({ state: "connected", toolCount: 3 });
+    expect(byName.fs).toMatchObject({ state: "connected", toolCount: 4 });
     expect(byName.missing).toMatchObject({ state: "failed", toolCount: 0 });
     expect(byName.missing?.error).toContain("command not found");
     expect(byName.quits).toMatchObject({ state: "failed" });
@@ -93,7 +94,7 @@ describe("McpHub with the reference servers", () => {
         .tools(["fs"])
         .map((t) => t.name)
         .sort(),
-    ).toEqual(["fs__list_directory", "fs__read_text_file", "fs__write_file"]);
+    ).toEqual(["fs__list_directory", "fs__read_media_file", "fs__read_text_file", "fs__write_file"]);
     expect(names.some((n) => n.startsWith("blocked__") || n.startsWith("off__"))).toBe(false);
     for (const entry of hub.tools()) {
       expect(entry.name).toMatch(/^[a-zA-Z0-9_-]{1,64}$/);
@@ -215,6 +216,18 @@ describe("McpHub with the reference servers", () => {
     expect(read.text).toContain("from the hub");
     const outside = await hub.call("fs__read_text_file", { path: "/etc/hostname" });
     expect(outside.ok).toBe(false);
+  });
+
+  it("gives an image read through server-filesystem to the thread as a file, and the model only a line about it", async () => {
+    const bytes = Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), randomBytes(60_000)]);
+    const path = join(folder, "chart.png");
+    writeFileSync(path, bytes);
+    const read = await hub.call("fs__read_media_file", { path });
+    expect(read.ok).toBe(true);
+    // The server repeats its image block as structured content: its base64 is not for the model.
+    expect(read.text).toBe("[Attached file: fs-read_media_file-1.png (image/png, 58.6 KB)]");
+    expect(read.artifacts).toHaveLength(1);
+    expect(Buffer.from(read.artifacts[0]?.bytes ?? []).equals(bytes)).toBe(true);
   });
 
   it("caps long output and says so", async () => {

@@ -94,6 +94,23 @@ describe("toModelResult", () => {
     expect(nested.text).toBe('```json\n{\n  "city": {\n    "name": "Oslo"\n  }\n}\n```');
   });
 
+  it("never gives the model a file's base64 from structured content beside an image", () => {
+    const big = Buffer.alloc(3_000, 7).toString("base64");
+    const r = toModelResult(
+      {
+        content: [{ type: "image", data: big, mimeType: "image/png" }],
+        structuredContent: { width: 40, height: 30, image: big, thumbnail: "A".repeat(2_400) },
+      },
+      { ...opts, maxChars: 100_000 },
+    );
+    expect(r.artifacts).toHaveLength(1);
+    expect(r.text).not.toContain(big.slice(0, 40));
+    expect(r.text).not.toContain("A".repeat(100));
+    expect(r.text).toContain("| width | 40 |");
+    expect(r.text).toContain("| image | [binary content, attached as files-read-1.png] |");
+    expect(r.text).toContain("| thumbnail | [2400 characters of base64 data left out] |");
+  });
+
   it("prefers the text over structured content when both are present", () => {
     const r = toModelResult(
       { content: [{ type: "text", text: "21 C" }], structuredContent: { t: 21 } },

@@ -75,9 +75,13 @@ export function toModelResult(result: CallToolResult, opts: ResultOptions): Mode
   const artifacts: Artifact[] = [];
   let hasText = false;
 
+  /** Each attached payload's file, so that structured content repeating it names the file instead. */
+  const attached = new Map<string, string>();
+
   const attach = (title: string, mimeType: string, base64: string) => {
     const bytes = new Uint8Array(Buffer.from(base64, "base64"));
     const filename = `${safePart(opts.server)}-${safePart(opts.tool)}-${artifacts.length + 1}.${extensionFor(mimeType)}`;
+    attached.set(base64, filename);
     artifacts.push({ title, filename, mimeType, bytes });
     const note = `[Attached file: ${filename} (${mimeType}, ${formatBytes(bytes.byteLength)})]`;
     notes.push(note);
@@ -122,8 +126,11 @@ export function toModelResult(result: CallToolResult, opts: ResultOptions): Mode
     }
   }
 
-  if (!hasText && result.structuredContent !== undefined) {
-    parts.unshift(renderStructured(result.structuredContent));
+  const structured = result.structuredContent;
+  // Some servers (server-filesystem's media reads) repeat their content blocks, images
+  // and all, as structured content: that would be the image's base64 for the model to read.
+  if (!hasText && structured !== undefined && !mirrorsContent(structured, result.content)) {
+    parts.unshift(renderStructured(withoutBinary(structured, attached)));
   }
   const ok = result.isError !== true;
   if (parts.length === 0) {
@@ -133,6 +140,33 @@ export function toModelResult(result: CallToolResult, opts: ResultOptions): Mode
   // Attachment notes cut off by the cap are put back: the model must know the files exist.
   const lost = capped.cut ? notes.filter((n) => !capped.text.includes(n)) : [];
   return { ok, text: [capped.text, ...lost].join("\n"), artifacts };
+}
+
+/** Whether structured content is only `{ content: [...] }` with the result's own content blocks. */
+function mirrorsContent(structured: unknown, content: CallToolResult["content"] | undefined): boolean {
+  if (!content?.length || typeof structured !== "object" || structured === null) return false;
+  const keys = Object.keys(structured);
+  return (
+    keys.length === 1 &&
+    keys[0] === "content" &&
+    JSON.stringify((structured as { content: unknown }).content) === JSON.stringify(content)
+  );
+}
+
+/** Base64 this long inside structured content is a file's bytes, never something to read. */
+const LONG_BASE64 = /^[A-Za-z0-9+/_-]{2000,}={0,2}$/;
+
+/** `value` with every string that is a file's bytes replaced by a line saying so. */
+function withoutBinary(value: unknown, attached: ReadonlyMap<string, string>): unknown {
+  if (typeof value === "string") {
+    const file = attached.get(value);
+    if (file) return `[binary content, attached as ${file}]`;
+    return LONG_BASE64.test(value) ? `[${value.length} characters of base64 data left out]` : value;
+  }
+  if (Array.isArray(value)) return value.map((v) => withoutBinary(v, attached));
+  if (typeof value === "object" && value !== null)
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, withoutBinary(v, attached)]));
+  return value;
 }
 
 /** Rows and columns a structured result is shown with as a table, at most. */
