@@ -1,7 +1,11 @@
 import { describe, expect, it } from "vitest";
+import { callTools, FunctionHub, ScriptedProvider, say } from "../../../test/support/scripted.js";
+import { type ResumedStep, runToolLoop } from "../../agent/loop.js";
+import { SEARCH_TOOL } from "../../agent/tool-offer.js";
 import { configSchema } from "../../config.js";
 import type { ToolEntry } from "../../mcp/types.js";
-import { approvalMode, mayDecide } from "./policy.js";
+import { approvalMode, callGate, mayDecide } from "./policy.js";
+import { unknownTool } from "./questions.js";
 
 const tool = (server: string, name: string, annotations?: ToolEntry["annotations"]): ToolEntry => ({
   name: `${server}__${name}`,
@@ -104,3 +108,65 @@ describe("who may decide", () => {
     expect(asked).toEqual([["S_ONCALL"]]);
   });
 });
+
+describe("the gate of a turn's calls", () => {
+  const config = configSchema.parse({});
+
+  it("refuses a tool no server offers now, so that approving its step's other call never runs it later", async () => {
+    const fns: Record<string, () => string> = { fs__write_file: () => "written" };
+    const hub = new FunctionHub(fns);
+    const gate = callGate({ hub, config }, slack, () => [], true);
+    const loop = (provider: ScriptedProvider, resumed?: ResumedStep) =>
+      drain(
+        runToolLoop(
+          {
+            provider,
+            hub,
+            model: "scripted",
+            maxSteps: 5,
+            repeatLimit: 3,
+            signal: new AbortController().signal,
+            gate,
+          },
+          {
+            system: "sys",
+            messages: [{ role: "user", content: "write it and merge" }],
+            tools: () => hub.tools(),
+          },
+          resumed,
+        ),
+      );
+    // github is down when the step is gated: its call is not in the catalog.
+    const waited = await loop(
+      new ScriptedProvider([callTools(["fs__write_file", { path: "a" }], ["github__merge_pr", { pr: 7 }])]),
+    );
+    expect(waited.pending?.asks).toEqual(["call_fs__write_file_0"]);
+    expect(waited.pending?.settled).toEqual([
+      expect.objectContaining({
+        name: "github__merge_pr",
+        content: unknownTool("github__merge_pr"),
+        isError: true,
+      }),
+    ]);
+    // github is back before anyone clicks; the write alone is approved.
+    fns.github__merge_pr = () => "merged";
+    const step = waited.pending;
+    if (!step) throw new Error("the step did not wait");
+    await loop(new ScriptedProvider([say("Written.")]), {
+      step,
+      verdicts: { call_fs__write_file_0: { run: true } },
+    });
+    expect(hub.calls.map((c) => c.name)).toEqual(["fs__write_file"]);
+  });
+
+  it("lets the tool search through, which the turn's offer answers itself", () => {
+    const gate = callGate({ hub: new FunctionHub({}), config }, slack, () => [], true);
+    expect(gate({ id: "c1", name: SEARCH_TOOL, arguments: { query: "files" } })).toBe("run");
+  });
+});
+
+async function drain<T>(gen: AsyncGenerator<unknown, T>): Promise<T> {
+  let next = await gen.next();
+  while (!next.done) next = await gen.next();
+  return next.value;
+}

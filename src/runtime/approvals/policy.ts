@@ -1,10 +1,11 @@
 import type { CallGate } from "../../agent/loop.js";
+import { SEARCH_TOOL } from "../../agent/tool-offer.js";
 import type { Config } from "../../config.js";
 import type { ToolCall } from "../../core/messages.js";
 import type { Platform } from "../../core/thread.js";
 import type { ToolEntry, ToolHub } from "../../mcp/types.js";
 import type { Interaction } from "../contract.js";
-import { CANNOT_ASK_REASON, NEVER_REASON } from "./questions.js";
+import { CANNOT_ASK_REASON, NEVER_REASON, unknownTool } from "./questions.js";
 
 export type ApprovalMode = "always" | "ask" | "never";
 
@@ -75,9 +76,12 @@ export function callGate(
   canAsk: boolean,
 ): (call: ToolCall) => CallGate {
   return (call) => {
+    // The offer answers its search itself; it runs no server's tool.
+    if (call.name === SEARCH_TOOL) return "run";
     const entry = deps.hub.tools().find((t) => t.name === call.name);
-    // An unknown tool is the hub's to report; it runs nothing.
-    if (!entry) return "run";
+    // Refused, not left to the hub: in a step that waits for approvals, a call let through
+    // would run when the step resumes, by which time its server may be back, unasked.
+    if (!entry) return { refuse: unknownTool(call.name) };
     const mode = approvalMode(deps.config, entry, place);
     if (mode === "never") return { refuse: NEVER_REASON };
     if (mode === "always" || approved()?.includes(call.name)) return "run";

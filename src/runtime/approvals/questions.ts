@@ -97,5 +97,9 @@ export const SUPERSEDED_REASON =
 export const CANNOT_ASK_REASON =
   "This tool needs a person's approval, and nobody can be asked here, so it was not run. Tell the user to ask in Slack or Discord, or to have an operator allow the tool for this place.";
 
+/** A call of a tool no connected server offers (a typo, or its server is down): it ran nowhere. */
+export const unknownTool = (name: string): string =>
+  `There is no tool named "${name}" right now (its server may be down), so it was not run. Call only the tools you are offered.`;
+
 export const NEVER_REASON =
   "This tool may not run here (an operator's rule), so it was not run. Tell the user; do not call it again in this conversation.";
