@@ -219,7 +219,10 @@ describe("McpHub with the reference servers", () => {
   });
 
   it("gives an image read through server-filesystem to the thread as a file, and the model only a line about it", async () => {
-    const bytes = Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), randomBytes(60_000)]);
+    const bytes = Buffer.concat([
+      Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+      randomBytes(60_000),
+    ]);
     const path = join(folder, "chart.png");
     writeFileSync(path, bytes);
     const read = await hub.call("fs__read_media_file", { path });
