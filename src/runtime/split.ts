@@ -268,31 +268,3 @@ export function joinParts(parts: readonly string[]): string {
   });
   return out;
 }
-
-/** `splitMarkdown`, made to fit after `render` (which may lengthen text, e.g. escapes). */
-export function splitToFit(
-  markdown: string,
-  max: number,
-  from: Fence | null,
-  render?: (markdown: string) => string,
-): MessagePart[] {
-  const out: MessagePart[] = [];
-  let rest = markdown;
-  let fence = from;
-  let limit = max;
-  while (rest !== "") {
-    const parts = splitMarkdown(rest, limit, fence);
-    const first = parts[0]!;
-    const over = render ? render(first.text).length - max : 0;
-    if (over > 0 && limit > 1) {
-      limit = Math.max(1, limit - over);
-      continue;
-    }
-    out.push(first);
-    if (parts.length === 1) break;
-    rest = rest.slice(first.source.length);
-    fence = first.open;
-    limit = max;
-  }
-  return out;
-}

@@ -3,6 +3,7 @@ import { MessageGoneError } from "./message-ops.js";
 import { joinParts, openFenceAtEnd } from "./split.js";
 import { FakeChannel, prng } from "./stream.fake.js";
 import { RateLimitedError, StreamWriter } from "./stream.js";
+import { tablesToCodeBlocks } from "./tables.js";
 
 /** Runs the fake clock until the writer has nothing left to do, and returns finish()'s outcome. */
 async function settle(done: Promise<void>): Promise<unknown> {
@@ -94,6 +95,25 @@ describe("StreamWriter", () => {
       .map((g) => g.gap);
     expect(gaps.length).toBeGreaterThan(3);
     expect(Math.min(...gaps)).toBeGreaterThanOrEqual(1000);
+  });
+
+  it("shows a long table as tables in every message it spans, streamed in small pieces, with its header repeated", async () => {
+    const rows = Array.from({ length: 120 }, (_, i) => `| item ${i} | value number ${i} |`);
+    const answer = `Figures:\n\n| item | value |\n| --- | --- |\n${rows.join("\n")}\n\nDone.`;
+    const channel = new FakeChannel();
+    const writer = new StreamWriter(channel, { limit: 2000, intervalMs: 100, render: tablesToCodeBlocks });
+    await stream(writer, answer, 7);
+    expect(await settle(writer.finish())).toBeNull();
+    const texts = channel.texts();
+    expect(texts.length).toBeGreaterThan(1);
+    for (const text of texts) {
+      expect(text.length).toBeLessThanOrEqual(2000);
+      expect(text.split("\n").filter((line) => line.startsWith("|"))).toEqual([]);
+    }
+    // Each row shows once, in the message that carries it.
+    for (const row of ["item 0 ", "item 64 ", "item 119 "])
+      expect(texts.filter((t) => t.includes(row))).toHaveLength(1);
+    expect(texts.at(-1)?.endsWith("Done.")).toBe(true);
   });
 
   it("finalises a message before it posts the next one, and never changes it afterwards", async () => {

@@ -1,5 +1,6 @@
 import { log } from "../log.js";
 import type { TextSink } from "./contract.js";
+import { PartCursor } from "./fit.js";
 import {
   clearStale,
   firstDirty,
@@ -19,7 +20,6 @@ import {
 } from "./message-ops.js";
 import { readBack } from "./reply-readback.js";
 import { type Lane, WriteDropped, WriteScheduler } from "./scheduler/write-scheduler.js";
-import { type Fence, openFenceAtEnd, splitToFit } from "./split.js";
 import {
   CONTINUE_AFTER_MS,
   EDIT_ATTEMPTS,
@@ -38,15 +38,14 @@ export type { StreamWriterOptions } from "./stream-options.js";
  * At most one write is in flight; deltas that arrive meanwhile are coalesced, and each
  * write carries the whole current text of its message. A message that fills up is
  * finalised with its part (its content never changes after that) and the rest goes on in
- * a new message. The final messages' texts, minus fence repairs (see `joinParts`) and
- * the status line, concatenate to the text written.
+ * a new message. The final messages' texts, minus fence repairs (see `joinParts`), the
+ * table headers repeated (see `splitToFit`) and the status line, concatenate to the text written.
  */
 export class StreamWriter implements TextSink {
   private readonly slots: Slot[] = [];
   private text = "";
-  /** Where the unfinished message's source starts in `text`, and the fence open there. */
-  private base = 0;
-  private baseFence: Fence | null = null;
+  /** Where the unfinished message's source starts in `text`, and what is open there. */
+  private readonly at = new PartCursor();
   private frozen = 0;
   private statusText = "";
   private ended = false;
@@ -286,15 +285,13 @@ export class StreamWriter implements TextSink {
     const slot = this.slots[this.frozen];
     if (!this.ops.buckets || !slot || slot.id === null || slot.want === slot.sent) return;
     if (slot.sent === null || !slot.sentClean || slot.sentEnd === undefined) return;
-    if (slot.sentEnd <= this.base || slot.sentEnd >= this.text.length) return;
+    if (slot.sentEnd <= this.at.base || slot.sentEnd >= this.text.length) return;
     const edits = this.scheduler.waitFor(this.ops.buckets("edit"), "final", now);
     if (edits <= CONTINUE_AFTER_MS) return;
     if (this.scheduler.waitFor(this.ops.buckets("post"), "final", now) >= edits) return;
-    const fence = openFenceAtEnd(this.text.slice(this.base, slot.sentEnd), this.baseFence);
     slot.want = slot.sent;
     this.frozen += 1;
-    this.base = slot.sentEnd;
-    this.baseFence = fence;
+    this.at.moveTo(this.text, slot.sentEnd);
     log.debug({ waitMs: edits }, "edits are spent for now: the answer goes on in a new message");
     this.layout();
   }
@@ -372,11 +369,10 @@ export class StreamWriter implements TextSink {
   /** Brings every slot's `want` up to date with the text, freezing the parts that are full. */
   private layout(): void {
     const render = this.opts.render ?? ((md: string) => md);
-    const parts = splitToFit(this.text.slice(this.base), this.opts.limit, this.baseFence, this.opts.render);
+    const parts = this.at.parts(this.text, this.opts.limit, this.opts.render);
     for (const part of parts.slice(0, -1)) {
       slotAt(this.slots, this.frozen, this.retaking).want = render(part.text);
-      this.base += part.source.length;
-      this.baseFence = part.open;
+      this.at.pass(part);
       this.frozen++;
     }
     const last = parts.at(-1);

@@ -29,6 +29,34 @@ export function tablesToCodeBlocks(markdown: string): string {
   return out.join("\n");
 }
 
+/**
+ * The header and delimiter rows (with their line breaks) of the table that `markdown` ends
+ * inside, outside any code fence, when it ends at a line break after one of its rows: the
+ * rows that follow belong to it. Null otherwise.
+ */
+export function tableOpenAtEnd(markdown: string): string | null {
+  if (!markdown.endsWith("\n")) return null;
+  const lines = markdown.slice(0, -1).split("\n");
+  let open: Fence | null = null;
+  let i = 0;
+  while (i < lines.length) {
+    const line = lines[i]!;
+    if (open) {
+      if (closesFence(line, open)) open = null;
+    } else {
+      open = parseOpener(line);
+      const table = open ? null : readTable(lines, i);
+      if (table) {
+        if (table.end === lines.length) return `${lines[i]}\n${lines[i + 1]}\n`;
+        i = table.end;
+        continue;
+      }
+    }
+    i++;
+  }
+  return null;
+}
+
 type Align = "left" | "right" | "center" | "none";
 
 interface Table {
