@@ -49,6 +49,20 @@ describe("configuration", () => {
     expect(loaded.config.llm).toMatchObject({ provider: "anthropic", model: "claude-sonnet-4-5" });
   });
 
+  it("names the variable of a bad value the environment sets, and only then the environment", () => {
+    const alone = configError(() => loadConfig({ PORT: "eighty" }, dirWith({})));
+    expect(alone.message).toBe(
+      "The environment has invalid settings:\n  slack.port (set by PORT): Invalid input: expected number, received NaN",
+    );
+    const dir = dirWith({ "switchboard.yaml": "agent:\n  maxSteps: many\n" });
+    const fileOnly = configError(() =>
+      loadConfig({ SWITCHBOARD_CONFIG: "switchboard.yaml", LLM_MODEL: "gpt-4o" }, dir),
+    );
+    expect(fileOnly.message.split("\n")[0]).toBe(
+      `The config file ${join(dir, "switchboard.yaml")} has invalid settings:`,
+    );
+  });
+
   it("names the file, the field and what is expected for a bad value", () => {
     const dir = dirWith({ "bad.yaml": "agent:\n  maxSteps: many\nllm:\n  provider: gemini\n" });
     const err = configError(() => loadConfig({ SWITCHBOARD_CONFIG: "bad.yaml" }, dir));

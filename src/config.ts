@@ -285,13 +285,23 @@ export interface LoadedConfig {
 }
 
 /** "llm.model: expected string, received number" for each problem, one per line. */
-export function describeZodError(error: z.ZodError): string {
+export function describeZodError(error: z.ZodError, sources: Readonly<Record<string, string>> = {}): string {
   return error.issues
     .map((issue) => {
       const path = issue.path.length ? issue.path.join(".") : "(top level)";
-      return `  ${path}: ${issue.message}`;
+      const from = sources[path];
+      return `  ${path}${from ? ` (set by ${from})` : ""}: ${issue.message}`;
     })
     .join("\n");
+}
+
+/** The settings the environment overrides (see applyEnvOverrides), by path: the variable to fix. */
+function envSources(env: NodeJS.ProcessEnv): Record<string, string> {
+  const sources: Record<string, string> = {};
+  if (nonEmpty(env.LLM_PROVIDER)) sources["llm.provider"] = "LLM_PROVIDER";
+  if (nonEmpty(env.LLM_MODEL)) sources["llm.model"] = "LLM_MODEL";
+  if (nonEmpty(env.PORT)) sources["slack.port"] = "PORT";
+  return sources;
 }
 
 function readYaml(file: string): unknown {
@@ -334,9 +344,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
   const withEnv = applyEnvOverrides(withoutEmptySections(raw as Record<string, unknown>), env);
   const parsed = configSchema.safeParse(withEnv);
   if (!parsed.success) {
+    const sources = envSources(env);
+    const fromEnv = parsed.error.issues.some((issue) => sources[issue.path.join(".")] !== undefined);
+    const where = !present
+      ? "The environment has"
+      : fromEnv
+        ? `The config file ${file} and the environment have`
+        : `The config file ${file} has`;
     throw new SwitchboardError(
       "config_invalid",
-      `The config file ${present ? file : "(defaults)"} has invalid settings:\n${describeZodError(parsed.error)}`,
+      `${where} invalid settings:\n${describeZodError(parsed.error, sources)}`,
     );
   }
   const mcpExplicit = nonEmpty(env.MCP_CONFIG);

@@ -49,6 +49,16 @@ describe("a bad configuration stops Switchboard with exit code 2 and says where"
     expect(out.stdout).toBe("");
   });
 
+  it("names the variable of a bad value set in the environment (chat)", async () => {
+    const { dir, env } = configured("");
+    const out = await run("chat", { ...env, LLM_PROVIDER: "openia" });
+    expect(out.code).toBe(2);
+    expect(out.stderr).toBe(
+      `Configuration error: The config file ${join(dir, "switchboard.yaml")} and the environment have invalid settings:\n` +
+        '  llm.provider (set by LLM_PROVIDER): Invalid option: expected one of "openai"|"anthropic"\n',
+    );
+  });
+
   it("names the file of a YAML syntax error (chat)", async () => {
     const { dir, env } = configured("llm: [unclosed\n");
     const out = await run("chat", env);
