@@ -221,7 +221,7 @@ export class ServerConnection {
     const transport = createTransport(
       this.config,
       (line) => stderr.add(line),
-      auth?.providerFor(this.name, this.opts.owner),
+      auth?.connectionAuth(this.name, this.opts.owner),
     );
     const client = new Client(this.opts.clientInfo, {
       capabilities: { elicitation: ELICITATION_CAPABILITY },

@@ -1,6 +1,7 @@
 import { UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
 import { StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
+import { SwitchboardError } from "../core/errors.js";
 import { networkReason, safeAddress } from "../core/unreachable.js";
 import { scrub } from "../log.js";
 import { seconds } from "../signals.js";
@@ -41,6 +42,8 @@ export function describeStartFailure(err: unknown, config: ServerConfig, stderrT
     }
   } else if (err instanceof UnauthorizedError) {
     reason = needsSignIn(config.name);
+  } else if (err instanceof SwitchboardError) {
+    reason = err.message;
   } else if (err instanceof StreamableHTTPError) {
     reason = `${safeAddress(config.url)} answered HTTP ${err.code ?? "error"}: ${err.message}`;
   } else if (err instanceof McpError) {
@@ -69,6 +72,8 @@ export function describeCallFailure(err: unknown, timeoutMs: number, aborted: bo
       text: "The tool's server needs a new sign-in: the bot's sign-in expired or was revoked. Tell the person that an admin can sign in again with the connect command.",
     };
   }
+  // The bot's own (a sign-in that could not be renewed): its sentence says what happened.
+  if (err instanceof SwitchboardError) return { kind: "server", text: err.userMessage };
   if (err instanceof McpError) {
     if (err.code === ErrorCode.RequestTimeout) {
       return {

@@ -3,11 +3,11 @@ import { EventEmitter, once } from "node:events";
 import { accessSync, constants, statSync } from "node:fs";
 import { delimiter, join, resolve } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import type { OAuthClientProvider } from "@modelcontextprotocol/sdk/client/auth.js";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { Prompt, Tool } from "@modelcontextprotocol/sdk/types.js";
+import type { ConnectionAuth } from "./oauth/sign-ins.js";
 import type { ServerConfig, StdioServerConfig } from "./servers.js";
 import { stderrLines } from "./stderr-tail.js";
 
@@ -19,12 +19,12 @@ const MAX_PAGES = 100;
 export function createTransport(
   config: ServerConfig,
   onStderrLine: (line: string) => void,
-  authProvider?: OAuthClientProvider,
+  auth?: ConnectionAuth,
 ): McpTransport {
   if (config.transport === "http") {
     return new StreamableHTTPClientTransport(new URL(config.url), {
       requestInit: { headers: config.headers },
-      ...(authProvider && { authProvider }),
+      ...auth,
     });
   }
   // The SDK passes only a safe subset of our environment (PATH, HOME…) plus `env`: our keys stay ours.

@@ -10,7 +10,11 @@ import { randomUUID } from "node:crypto";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { OAuthRegisteredClientsStore } from "@modelcontextprotocol/sdk/server/auth/clients.js";
-import { InvalidGrantError, InvalidTokenError } from "@modelcontextprotocol/sdk/server/auth/errors.js";
+import {
+  InvalidGrantError,
+  InvalidTokenError,
+  ServerError,
+} from "@modelcontextprotocol/sdk/server/auth/errors.js";
 import { requireBearerAuth } from "@modelcontextprotocol/sdk/server/auth/middleware/bearerAuth.js";
 import type {
   AuthorizationParams,
@@ -29,6 +33,7 @@ import type {
   OAuthTokens,
 } from "@modelcontextprotocol/sdk/shared/auth.js";
 import express, { type Response } from "express";
+import type { OAuthSignIns } from "../../src/mcp/oauth/sign-ins.js";
 
 interface Issued {
   clientId: string;
@@ -58,6 +63,12 @@ class TestAuthProvider implements OAuthServerProvider {
   revoked = 0;
   /** Seconds an access token lives. */
   expiresIn = 3600;
+  /** false: token responses leave out `expires_in`, so a client learns of expiry only from a 401. */
+  statesExpiry = true;
+  /** false: no refresh token is issued (as a GitHub OAuth app), so an expired sign-in needs a new one. */
+  issuesRefreshTokens = true;
+  /** true: a refresh is answered with a server error (HTTP 500), as by an authorization server that is down. */
+  refreshFails = false;
 
   async authorize(
     client: OAuthClientInformationFull,
@@ -88,6 +99,7 @@ class TestAuthProvider implements OAuthServerProvider {
 
   async exchangeRefreshToken(client: OAuthClientInformationFull, token: string): Promise<OAuthTokens> {
     this.refreshRequests += 1;
+    if (this.refreshFails) throw new ServerError("the authorization server is down");
     const found = this.refresh.get(token);
     if (!found || found.clientId !== client.client_id)
       throw new InvalidGrantError("refresh token expired or revoked");
@@ -121,17 +133,29 @@ class TestAuthProvider implements OAuthServerProvider {
     this.refresh.clear();
   }
 
+  /** Access tokens stop working before their stated expiry; refresh tokens still work. */
+  revokeAccessTokens(): void {
+    this.access.clear();
+  }
+
   private issue(clientId: string, resource?: URL): OAuthTokens {
     const access = `at-${randomUUID()}`;
-    const refresh = `rt-${randomUUID()}`;
     this.access.set(access, {
       clientId,
       expiresAt: Date.now() + this.expiresIn * 1000,
       ...(resource && { resource }),
     });
+    this.issued.push(access);
+    const tokens: OAuthTokens = {
+      access_token: access,
+      token_type: "bearer",
+      ...(this.statesExpiry && { expires_in: this.expiresIn }),
+    };
+    if (!this.issuesRefreshTokens) return tokens;
+    const refresh = `rt-${randomUUID()}`;
     this.refresh.set(refresh, { clientId, ...(resource && { resource }) });
-    this.issued.push(access, refresh);
-    return { access_token: access, token_type: "bearer", expires_in: this.expiresIn, refresh_token: refresh };
+    this.issued.push(refresh);
+    return { ...tokens, refresh_token: refresh };
   }
 }
 
@@ -186,6 +210,26 @@ export async function startOAuthMcpServer(): Promise<OAuthMcpServer> {
         server.close(() => resolve());
       }),
   };
+}
+
+/**
+ * A browser signed in at the authorization server, without the bot's HTTP server: follows
+ * the sign-in link until the redirect to the callback, and hands that to `finish`.
+ */
+export async function signInDirectly(
+  signIns: OAuthSignIns,
+  server: string,
+  callback: string,
+  owner?: string,
+): Promise<string> {
+  let next = (await signIns.begin(server, owner)).href;
+  for (;;) {
+    const res = await fetch(next, { redirect: "manual" });
+    const location = res.headers.get("location");
+    if (!location) throw new Error(`the sign-in stopped at HTTP ${res.status}, without a redirect`);
+    if (location.startsWith(callback)) return (await signIns.finish(new URL(location).searchParams)).text;
+    next = new URL(location, next).href;
+  }
 }
 
 /** An address whose MCP endpoint demands a sign-in but whose authorization metadata is not JSON. */

@@ -1,5 +1,6 @@
 import { auth, type OAuthClientProvider, UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
 import type { OAuthTokens } from "@modelcontextprotocol/sdk/shared/auth.js";
+import type { FetchLike } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { Tool } from "@modelcontextprotocol/sdk/types.js";
 import { ContextSlot } from "../../core/async-context.js";
 import { SwitchboardError } from "../../core/errors.js";
@@ -7,6 +8,7 @@ import { safeAddress, unreachable } from "../../core/unreachable.js";
 import { log, scrub } from "../../log.js";
 import type { HttpServerConfig } from "../servers.js";
 import { type KeptTokens, type PendingSignIn, StoredClientProvider } from "./client-provider.js";
+import { type Renewal, renewingFetch } from "./renewing-fetch.js";
 import type { TokenVault } from "./vault.js";
 
 /** Tokens are refreshed this long before they expire, so no request meets an expired one. */
@@ -27,6 +29,12 @@ export interface SignInOptions {
   onSignedIn?: (server: string, owner: string) => void;
 }
 
+/** What a streamable-HTTP transport is given to sign its requests. */
+export interface ConnectionAuth {
+  authProvider: OAuthClientProvider;
+  fetch: FetchLike;
+}
+
 /** What connections need of the sign-ins. `owner`: SHARED, or the person whose own sign-in it is. */
 export interface ServerAuth {
   uses(server: string): boolean;
@@ -34,7 +42,7 @@ export interface ServerAuth {
   perUser(server: string): boolean;
   signedIn(server: string, owner?: string): Promise<boolean>;
   signedInSince(server: string, ms: number, owner?: string): Promise<boolean>;
-  providerFor(server: string, owner?: string): OAuthClientProvider;
+  connectionAuth(server: string, owner?: string): ConnectionAuth;
   begin(server: string, owner?: string): Promise<URL>;
   /** Keeps a per-user server's tool list, so that every replica offers its tools before anyone signs in there. */
   rememberTools(server: string, tools: Tool[]): Promise<void>;
@@ -47,9 +55,10 @@ export type CallbackOutcome = { ok: true; server: string; text: string } | { ok:
  * OAuth sign-ins for streamable-HTTP servers, with the MCP SDK's client: discovery,
  * dynamic registration or a configured client, PKCE, refresh. Tokens live in the vault
  * (the shared store, encrypted), so any replica and the `mcp login` command see the same.
- * A token is refreshed ahead of expiry once at a time: in this process one promise, across
- * processes a lock in the store; concurrent calls wait for that refresh instead of making
- * their own (a rotating refresh token is spent by the first use).
+ * A token is refreshed once at a time, ahead of its expiry or after the server refused it:
+ * in this process one promise, across processes a lock in the store; concurrent calls wait
+ * for that refresh instead of making their own (a rotating refresh token is spent by the
+ * first use).
  */
 export class OAuthSignIns implements ServerAuth {
   private readonly inFlight = new Map<string, Promise<OAuthTokens | undefined>>();
@@ -80,9 +89,20 @@ export class OAuthSignIns implements ServerAuth {
     return kept?.serverUrl === this.configOf(server).url ? kept.tools : undefined;
   }
 
-  /** The SDK's auth provider for a connection: it never starts a sign-in by itself. */
-  providerFor(server: string, owner = SHARED): StoredClientProvider {
-    return this.provider(server, owner, {});
+  /**
+   * The SDK's auth provider and fetch for a connection. The provider never starts a sign-in,
+   * and is lent tokens without their refresh token: the SDK's transport, after a 401, would
+   * refresh without the lock. A refused token is renewed by the fetch, through replace().
+   */
+  connectionAuth(server: string, owner = SHARED): ConnectionAuth {
+    const provider = this.provider(server, owner, {});
+    const lent = Object.create(provider, {
+      tokens: { value: async () => withoutRefreshToken(await provider.tokens()) },
+    }) as StoredClientProvider;
+    return {
+      authProvider: lent,
+      fetch: renewingFetch(server, (refused) => this.renew(server, owner, refused)),
+    };
   }
 
   /** Starts a sign-in: the URL to open in a browser. Tokens already kept stay until it finishes. */
@@ -154,15 +174,16 @@ export class OAuthSignIns implements ServerAuth {
 
   /** Forgets the tokens and asks the authorization server to revoke them where it can (RFC 7009). */
   async revoke(server: string, owner = SHARED): Promise<boolean> {
-    const key = `${server}:${owner}:tokens`;
+    const key = tokensKey(server, owner);
     const kept = await this.vault.get<KeptTokens>(key);
     await this.vault.drop(key);
     if (!kept) return false;
-    const discovery = await this.providerFor(server, owner).discoveryState();
+    const provider = this.provider(server, owner, {});
+    const discovery = await provider.discoveryState();
     // OpenID-style metadata leaves it out of its type, though servers may publish it.
     const metadata = discovery?.authorizationServerMetadata as { revocation_endpoint?: string } | undefined;
     const endpoint = metadata?.revocation_endpoint;
-    const client = await this.providerFor(server, owner).clientInformation();
+    const client = await provider.clientInformation();
     if (endpoint && client) {
       for (const token of [kept.tokens.refresh_token, kept.tokens.access_token]) {
         if (!token) continue;
@@ -182,13 +203,13 @@ export class OAuthSignIns implements ServerAuth {
 
   /** Whether a sign-in to `server` finished after `ms` (ms since the epoch). */
   async signedInSince(server: string, ms: number, owner = SHARED): Promise<boolean> {
-    const kept = await this.vault.get<KeptTokens>(`${server}:${owner}:tokens`);
+    const kept = await this.vault.get<KeptTokens>(tokensKey(server, owner));
     return kept !== undefined && kept.savedAt >= ms;
   }
 
   /** Whether there are tokens for `server` (signed in, maybe to be refreshed). */
   async signedIn(server: string, owner = SHARED): Promise<boolean> {
-    return (await this.vault.get<KeptTokens>(`${server}:${owner}:tokens`)) !== undefined;
+    return (await this.vault.get<KeptTokens>(tokensKey(server, owner))) !== undefined;
   }
 
   private provider(
@@ -206,33 +227,44 @@ export class OAuthSignIns implements ServerAuth {
       ...(oauth.clientSecret && { clientSecret: oauth.clientSecret }),
       ...(oauth.scope && { scope: oauth.scope }),
       ...extra,
-      freshTokens: () => this.fresh(server, owner, provider),
+      freshTokens: () => this.fresh(server, owner),
     });
     return provider;
   }
 
   /** The kept tokens, refreshed first when they expire within a minute: one refresh for all who ask. */
-  private async fresh(
-    server: string,
-    owner: string,
-    provider: StoredClientProvider,
-  ): Promise<OAuthTokens | undefined> {
-    const key = `${server}:${owner}:tokens`;
+  private async fresh(server: string, owner: string): Promise<OAuthTokens | undefined> {
+    const kept = await this.vault.get<KeptTokens>(tokensKey(server, owner));
+    if (!kept || refreshing.get() || !expiresSoon(kept)) return kept?.tokens;
+    return this.replace(server, owner, kept.tokens.access_token);
+  }
+
+  /** The server refused the access token `refused` (401): what to send instead. */
+  private async renew(server: string, owner: string, refused: string): Promise<Renewal> {
+    const tokens = await this.replace(server, owner, refused);
+    if (tokens && tokens.access_token !== refused) return { token: tokens.access_token };
+    return tokens?.refresh_token ? "failed" : "signed-out";
+  }
+
+  /**
+   * Refreshes the tokens whose access token is `from`, unless they were replaced already
+   * (here or on another replica): one refresh per token, whoever asks and why.
+   */
+  private async replace(server: string, owner: string, from: string): Promise<OAuthTokens | undefined> {
+    const key = tokensKey(server, owner);
     const kept = await this.vault.get<KeptTokens>(key);
-    if (!kept || refreshing.get() || !expiresSoon(kept) || !kept.tokens.refresh_token) return kept?.tokens;
-    let running = this.inFlight.get(key);
+    if (!isReplaceable(kept, from)) return kept?.tokens;
+    const flight = `${key}\n${from}`;
+    let running = this.inFlight.get(flight);
     if (!running) {
-      running = this.refresh(server, key, provider).finally(() => this.inFlight.delete(key));
-      this.inFlight.set(key, running);
+      running = this.refresh(server, owner, from).finally(() => this.inFlight.delete(flight));
+      this.inFlight.set(flight, running);
     }
     return running;
   }
 
-  private async refresh(
-    server: string,
-    key: string,
-    provider: StoredClientProvider,
-  ): Promise<OAuthTokens | undefined> {
+  private async refresh(server: string, owner: string, from: string): Promise<OAuthTokens | undefined> {
+    const key = tokensKey(server, owner);
     const store = this.vault.store;
     const deadline = Date.now() + REFRESH_LOCK_MS;
     for (;;) {
@@ -241,8 +273,9 @@ export class OAuthSignIns implements ServerAuth {
         try {
           // Another replica may have refreshed while this one waited for the lock.
           const kept = await this.vault.get<KeptTokens>(key);
-          if (!kept || !expiresSoon(kept) || !kept.tokens.refresh_token) return kept?.tokens;
+          if (!isReplaceable(kept, from)) return kept?.tokens;
           this.refreshes += 1;
+          const provider = this.provider(server, owner, {});
           await refreshing.run(true, () => auth(provider, { serverUrl: this.configOf(server).url }));
           return (await this.vault.get<KeptTokens>(key))?.tokens;
         } catch (err) {
@@ -268,6 +301,19 @@ export class OAuthSignIns implements ServerAuth {
     }
     return config;
   }
+}
+
+const tokensKey = (server: string, owner: string) => `${server}:${owner}:tokens`;
+
+/** Still the tokens with access token `from`, and a refresh token to replace them with. */
+function isReplaceable(kept: KeptTokens | undefined, from: string): boolean {
+  return kept?.tokens.access_token === from && kept.tokens.refresh_token !== undefined;
+}
+
+function withoutRefreshToken(tokens: OAuthTokens | undefined): OAuthTokens | undefined {
+  if (!tokens?.refresh_token) return tokens;
+  const { refresh_token: _, ...rest } = tokens;
+  return rest;
 }
 
 function expiresSoon(kept: KeptTokens): boolean {
