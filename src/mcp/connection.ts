@@ -5,7 +5,7 @@ import { log } from "../log.js";
 import { DeadlineError, seconds, withDeadline } from "../signals.js";
 import { retryDelay } from "./backoff.js";
 import { answerElicitations, ELICITATION_CAPABILITY } from "./elicitation.js";
-import { describeCallFailure, describeStartFailure, needsSignIn } from "./failures.js";
+import { describeCallFailure, describeStartFailure, isRefusedSignIn, needsSignIn } from "./failures.js";
 import type { ServerAuth } from "./oauth/sign-ins.js";
 import type { ServerConfig } from "./servers.js";
 import { markLost, type Session } from "./session.js";
@@ -66,6 +66,8 @@ export class ServerConnection {
   private everConnected = false;
   /** Signs in with OAuth and has no sign-in: `failed` (its tools gone) until someone signs in. */
   private awaitingSignIn = false;
+  /** Its last start-up was refused the sign-in it had (expired or revoked, and not renewed). */
+  private signInRefused = false;
 
   constructor(
     readonly config: ServerConfig,
@@ -78,6 +80,11 @@ export class ServerConnection {
 
   get name(): string {
     return this.config.name;
+  }
+
+  /** Did not connect for want of a sign-in: none kept, or the server refused the one kept. */
+  get needsSignIn(): boolean {
+    return this.state !== "connected" && (this.awaitingSignIn || this.signInRefused);
   }
 
   status(): ServerStatus {
@@ -145,15 +152,21 @@ export class ServerConnection {
     const timeoutMs = this.config.timeoutMs ?? this.opts.callTimeoutMs;
     if (this.state === "connecting" || this.state === "reconnecting")
       await this.settled(timeoutMs, opts.signal);
-    if (opts.signal?.aborted) return { failure: describeCallFailure(opts.signal.reason, timeoutMs, true) };
+    if (opts.signal?.aborted)
+      return { failure: describeCallFailure(opts.signal.reason, timeoutMs, true, this.config) };
     const session = this.session;
     if (this.state !== "connected" || !session || session.down) {
       const why = this.error ?? "it is not connected";
       return { failure: { kind: "connection", text: `The server "${this.name}" is unavailable: ${why}` } };
     }
-    const answer = await callOnSession(session, this.name, tool, args, opts, timeoutMs);
-    // Over HTTP a dead server shows only as a failed request: treat it as a lost connection.
-    if ("failure" in answer && answer.failure.kind === "connection" && this.config.transport === "http") {
+    const answer = await callOnSession(session, this.config, tool, args, opts, timeoutMs);
+    // Over HTTP a dead server, or a sign-in gone, shows only as a failed request: treat it as a lost connection.
+    const kind = "failure" in answer ? answer.failure.kind : undefined;
+    // A person's own connection lives on: per-user.ts asks them to sign in again, and its
+    // requests then carry their new tokens.
+    if (kind === "unauthorized" && this.opts.owner === undefined)
+      this.connectionLost(session, "the server refused its credentials (HTTP 401)");
+    if (kind === "connection" && this.config.transport === "http") {
       this.connectionLost(session, "the server could not be reached");
     }
     // One server error fails its call alone; several in a row (a gateway whose backend is
@@ -211,6 +224,7 @@ export class ServerConnection {
     const auth = this.opts.oauth?.uses(this.name) ? this.opts.oauth : undefined;
     // Nobody signed in yet: fail without a request, so a waiting server costs its authorization server nothing.
     this.awaitingSignIn = false;
+    this.signInRefused = false;
     if (auth && !(await auth.signedIn(this.name, this.opts.owner).catch(() => false))) {
       if (attempt !== this.attempt || this.closed) return null;
       this.awaitingSignIn = true;
@@ -261,6 +275,7 @@ export class ServerConnection {
       markLost(session, "start-up failed");
       void closeClient(client, session.child, true).catch(() => {});
       if (attempt !== this.attempt || this.closed) return null;
+      this.signInRefused = auth !== undefined && isRefusedSignIn(err);
       const reason =
         err instanceof DeadlineError
           ? `did not finish starting within ${seconds(this.opts.connectTimeoutMs)}.`

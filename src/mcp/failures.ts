@@ -40,8 +40,10 @@ export function describeStartFailure(err: unknown, config: ServerConfig, stderrT
     } else {
       reason = `start-up failed: ${messageOf(err)}.${tail}`;
     }
-  } else if (err instanceof UnauthorizedError) {
-    reason = needsSignIn(config.name);
+  } else if (isRefusedSignIn(err)) {
+    reason = config.oauth
+      ? needsSignIn(config.name)
+      : `${safeAddress(config.url)} refused the bot's credentials (HTTP 401): an operator must update them in mcp.json`;
   } else if (err instanceof SwitchboardError) {
     reason = err.message;
   } else if (err instanceof StreamableHTTPError) {
@@ -54,7 +56,25 @@ export function describeStartFailure(err: unknown, config: ServerConfig, stderrT
   return scrub(reason);
 }
 
-export type CallFailureKind = "timeout" | "cancelled" | "connection" | "server";
+/** The server refused the credentials a request carried (401), and no refresh renewed them. */
+export function isRefusedSignIn(err: unknown): boolean {
+  return err instanceof UnauthorizedError || (err instanceof StreamableHTTPError && err.code === 401);
+}
+
+/** A 401 in words: whose credentials the server refused, and who can give it new ones. */
+function refusedCredentials(config: ServerConfig): string {
+  const oauth = config.transport === "http" ? config.oauth : undefined;
+  if (oauth?.perUser) {
+    return `The tool's server refused the person's own sign-in to ${config.name}: it expired or was revoked. They can sign in again with /switchboard connect ${config.name}, then ask again.`;
+  }
+  if (oauth) {
+    return "The tool's server needs a new sign-in: the bot's sign-in expired or was revoked. Tell the person that an admin can sign in again with the connect command.";
+  }
+  return "The tool's server refused the bot's credentials (HTTP 401). Tell the person that an operator must update them in mcp.json.";
+}
+
+/** `unauthorized`: the server refused the request's credentials (401); the request did not run. */
+export type CallFailureKind = "timeout" | "cancelled" | "connection" | "unauthorized" | "server";
 
 export interface CallFailure {
   kind: CallFailureKind;
@@ -64,14 +84,14 @@ export interface CallFailure {
 }
 
 /** Why a call failed, told to the model so that it can decide what to do next. */
-export function describeCallFailure(err: unknown, timeoutMs: number, aborted: boolean): CallFailure {
+export function describeCallFailure(
+  err: unknown,
+  timeoutMs: number,
+  aborted: boolean,
+  config: ServerConfig,
+): CallFailure {
   if (aborted) return { kind: "cancelled", text: "The call was cancelled before the tool answered." };
-  if (err instanceof UnauthorizedError || (err instanceof StreamableHTTPError && err.code === 401)) {
-    return {
-      kind: "connection",
-      text: "The tool's server needs a new sign-in: the bot's sign-in expired or was revoked. Tell the person that an admin can sign in again with the connect command.",
-    };
-  }
+  if (isRefusedSignIn(err)) return { kind: "unauthorized", text: refusedCredentials(config) };
   // The bot's own (a sign-in that could not be renewed): its sentence says what happened.
   if (err instanceof SwitchboardError) return { kind: "server", text: err.userMessage };
   if (err instanceof McpError) {

@@ -2,6 +2,7 @@ import type { ChildProcess } from "node:child_process";
 import { createServer, request, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { startOAuthMcpServer } from "../../test/support/oauth-mcp-server.js";
 import { McpHub } from "./hub.js";
 import { freePort, startEverythingHttp, stopChild } from "./testkit.js";
 
@@ -209,6 +210,45 @@ describe("a streamable HTTP server whose gateway fails one request", () => {
       await hub.close();
       await new Promise((done) => proxy.server.close(done));
       await stopChild(backend.child);
+    }
+  }, 30_000);
+});
+
+describe("a streamable HTTP server with a token in mcp.json's headers", () => {
+  it("says, when the server stops taking the token, that an operator must update it in mcp.json", async () => {
+    const secure = await startOAuthMcpServer();
+    const token = secure.auth.personalAccessToken();
+    const hub = await McpHub.start(
+      [
+        {
+          name: "gh",
+          transport: "http",
+          url: secure.url,
+          headers: { Authorization: `Bearer ${token}` },
+          disabled: false,
+        },
+      ],
+      options,
+    );
+    try {
+      expect(await hub.call("gh__whoami", {})).toMatchObject({ ok: true });
+      secure.auth.revokeAccessTokens();
+      const refused = await hub.call("gh__whoami", {});
+      expect(refused).toMatchObject({
+        ok: false,
+        text: "The tool's server refused the bot's credentials (HTTP 401). Tell the person that an operator must update them in mcp.json.",
+      });
+      // The next attempt to connect is refused too, and /tools says why.
+      await vi.waitFor(
+        () =>
+          expect(hub.status()[0]?.error).toContain(
+            `${secure.url} refused the bot's credentials (HTTP 401): an operator must update them in mcp.json`,
+          ),
+        { timeout: 20_000, interval: 50 },
+      );
+    } finally {
+      await hub.close();
+      await secure.close();
     }
   }, 30_000);
 });

@@ -3,7 +3,7 @@ import { SpanStatusCode } from "@opentelemetry/api";
 import { SwitchboardError } from "../core/errors.js";
 import { GEN_AI, inSpan } from "../core/spans.js";
 import { log, scrub } from "../log.js";
-import { ServerConnection } from "./connection.js";
+import { type CallAnswer, ServerConnection } from "./connection.js";
 import { ToolNameMap } from "./names.js";
 import type { ServerAuth } from "./oauth/sign-ins.js";
 import { PerUserServer, SIGN_IN_TOOL } from "./per-user.js";
@@ -220,15 +220,21 @@ export class McpHub implements ToolHub {
       const input = args !== null && typeof args === "object" && !Array.isArray(args) ? args : {};
       const invalid = checkArguments(name, item.original, input);
       if (invalid) return outcome(server, tool, false, invalid);
-      let connection = item.source;
-      if (connection instanceof PerUserServer) {
-        const own = await connection.connectionFor(opts);
+      const source = item.source;
+      let connection: ServerConnection;
+      let answer: CallAnswer;
+      if (source instanceof PerUserServer) {
+        const own = await source.connectionFor(opts);
         if (typeof own === "string") return outcome(server, tool, false, own);
         if (tool === SIGN_IN_TOOL && !own.tools.some((t) => t.name === SIGN_IN_TOOL))
-          return outcome(server, tool, true, connection.signedInText(own));
-        connection = own;
+          return outcome(server, tool, true, source.signedInText(own));
+        const answered = await source.callOn(own, tool, input, opts);
+        if (typeof answered === "string") return outcome(server, tool, false, answered);
+        ({ connection, answer } = answered);
+      } else {
+        connection = source;
+        answer = await connection.call(tool, input, opts);
       }
-      const answer = await connection.call(tool, input, opts);
       if ("failure" in answer) return outcome(server, tool, false, answer.failure.text);
       const linked = await withLinkedResources(answer.result, connection, opts.signal);
       const result = toModelResult(linked, { maxChars: this.opts.maxOutputChars, server, tool });

@@ -2,7 +2,7 @@ import type { Tool } from "@modelcontextprotocol/sdk/types.js";
 import { SwitchboardError } from "../core/errors.js";
 import { randomRef } from "../core/random-ref.js";
 import { log } from "../log.js";
-import { type ConnectionOptions, ServerConnection } from "./connection.js";
+import { type CallAnswer, type ConnectionOptions, ServerConnection } from "./connection.js";
 import type { ServerAuth } from "./oauth/sign-ins.js";
 import type { HttpServerConfig } from "./servers.js";
 import type { ServerStatus, ToolCallOptions } from "./types.js";
@@ -40,6 +40,8 @@ export class PerUserServer {
   private readonly open = new Map<string, { connection: ServerConnection; usedAt: number }>();
   /** One opening (and sign-in) per person at a time: ten calls at once ask them once. */
   private readonly opening = new Map<string, Promise<ServerConnection | string>>();
+  /** One sign-in question per person at a time, for calls their connection's server refused at once. */
+  private readonly asking = new Map<string, Promise<true | string>>();
   private readonly sweeper: NodeJS.Timeout;
   /** Made once: the hub keeps one provider copy of its schema per schema object. */
   private readonly signInEntry: Tool;
@@ -111,6 +113,36 @@ export class PerUserServer {
     return opening;
   }
 
+  /**
+   * A call on the person's own connection. A sign-in the server refuses (expired or revoked,
+   * with no refresh token to renew it) stays in the store, as the SDK leaves it: it is
+   * forgotten here, the person is asked to sign in again, and the call, which the server
+   * refused before running it, is made once more. The connection stays: its requests read
+   * the new tokens, and the other calls on it are not cut short.
+   */
+  async callOn(
+    own: ServerConnection,
+    tool: string,
+    args: Record<string, unknown>,
+    opts: ToolCallOptions,
+  ): Promise<{ connection: ServerConnection; answer: CallAnswer } | string> {
+    const since = Date.now();
+    const answer = await own.call(tool, args, opts);
+    if (!("failure" in answer) || answer.failure.kind !== "unauthorized" || !opts.owner)
+      return { connection: own, answer };
+    const owner = opts.owner;
+    log.info({ server: this.name }, "a per-user server refused a person's sign-in; they are asked again");
+    await this.opts.oauth.forget(this.name, owner, since).catch(() => undefined);
+    // Another call refused at the same time may have had them sign in again already.
+    if (!(await this.opts.oauth.signedIn(this.name, owner).catch(() => false))) {
+      const signed = await this.askOnce(owner, opts);
+      if (signed !== true) return signed;
+    }
+    const again = await this.connectionFor(opts);
+    if (typeof again === "string") return again;
+    return { connection: again, answer: await again.call(tool, args, opts) };
+  }
+
   /** What the sign-in tool answers once the person is signed in. */
   signedInText(connection: ServerConnection): string {
     const names = connection.tools.map((t) => t.name);
@@ -146,12 +178,12 @@ export class PerUserServer {
     this.open.delete(owner);
     await stale?.connection.close();
     const auth = this.opts.oauth;
-    // Tokens that no longer work are dropped by the first failed connection: then the person signs in again.
     for (let attempt = 0; attempt < 2; attempt++) {
       if (!(await auth.signedIn(this.name, owner).catch(() => false))) {
-        const signed = await this.signIn(owner, opts);
+        const signed = await this.askOnce(owner, opts);
         if (signed !== true) return signed;
       }
+      const since = Date.now();
       const connection: ServerConnection = new ServerConnection(
         this.config,
         { ...this.opts, owner, onChange: () => this.changed(connection) },
@@ -165,9 +197,9 @@ export class PerUserServer {
       }
       const why = connection.error ?? "it did not connect";
       await connection.close();
-      if (await auth.signedIn(this.name, owner).catch(() => true)) {
-        return `The server "${this.name}" is unavailable: ${why}`;
-      }
+      if (!connection.needsSignIn) return `The server "${this.name}" is unavailable: ${why}`;
+      // Refused (expired or revoked, and not renewed): the person signs in again.
+      await auth.forget(this.name, owner, since).catch(() => undefined);
     }
     return `${this.name} did not accept the person's sign-in. They can try again with /switchboard connect ${this.name}.`;
   }
@@ -227,6 +259,15 @@ export class PerUserServer {
       }, SIGN_IN_POLL_MS);
       stop.addEventListener("abort", () => clearInterval(poll), { once: true });
     });
+  }
+
+  private askOnce(owner: string, opts: ToolCallOptions): Promise<true | string> {
+    let asking = this.asking.get(owner);
+    if (!asking) {
+      asking = this.signIn(owner, opts).finally(() => this.asking.delete(owner));
+      this.asking.set(owner, asking);
+    }
+    return asking;
   }
 
   /** A person's connection came up or its list changed: that list is the server's, here and in the store. */

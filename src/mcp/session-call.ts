@@ -4,6 +4,7 @@ import { CallDeadline } from "./call-deadline.js";
 import type { Asker } from "./elicitation.js";
 import { withUrlPrerequisites } from "./elicitation.js";
 import { type CallFailure, describeCallFailure } from "./failures.js";
+import type { ServerConfig } from "./servers.js";
 import type { Session } from "./session.js";
 import type { Elicit, ToolCallOptions } from "./types.js";
 
@@ -21,12 +22,13 @@ const NO_SDK_TIMEOUT_MS = 2 ** 31 - 1;
  */
 export async function callOnSession(
   session: Session,
-  server: string,
+  config: ServerConfig,
   tool: string,
   args: Record<string, unknown>,
   opts: ToolCallOptions,
   timeoutMs: number,
 ): Promise<CallAnswer> {
+  const server = config.name;
   const onProgress = opts.onProgress;
   const deadline = new CallDeadline(timeoutMs, timeoutMs * MAX_TOTAL_TIMEOUTS);
   // Aborts when the call ends, however it ends (see Asker.over).
@@ -56,7 +58,7 @@ export async function callOnSession(
         try {
           onProgress({ progress: p.progress, total: p.total, message: p.message });
         } catch (err) {
-          log.warn({ err, server: server, tool }, "progress listener threw");
+          log.warn({ err, server, tool }, "progress listener threw");
         }
       },
     });
@@ -81,7 +83,7 @@ export async function callOnSession(
     request.then(
       (result): CallAnswer => ({ result: result as CallToolResult }),
       (err: unknown): CallAnswer => ({
-        failure: describeCallFailure(err, timeoutMs, opts.signal?.aborted === true),
+        failure: describeCallFailure(err, timeoutMs, opts.signal?.aborted === true, config),
       }),
     ),
     lost,

@@ -133,6 +133,11 @@ class TestAuthProvider implements OAuthServerProvider {
     this.refresh.clear();
   }
 
+  /** An access token made outside OAuth, as a personal access token put in mcp.json's headers. */
+  personalAccessToken(): string {
+    return this.issue("personal").access_token;
+  }
+
   /** Access tokens stop working before their stated expiry; refresh tokens still work. */
   revokeAccessTokens(): void {
     this.access.clear();
@@ -214,15 +219,10 @@ export async function startOAuthMcpServer(): Promise<OAuthMcpServer> {
 
 /**
  * A browser signed in at the authorization server, without the bot's HTTP server: follows
- * the sign-in link until the redirect to the callback, and hands that to `finish`.
+ * the sign-in link `url` until the redirect to the callback, and hands that to `finish`.
  */
-export async function signInDirectly(
-  signIns: OAuthSignIns,
-  server: string,
-  callback: string,
-  owner?: string,
-): Promise<string> {
-  let next = (await signIns.begin(server, owner)).href;
+export async function consentDirectly(signIns: OAuthSignIns, url: string, callback: string): Promise<string> {
+  let next = url;
   for (;;) {
     const res = await fetch(next, { redirect: "manual" });
     const location = res.headers.get("location");
@@ -230,6 +230,16 @@ export async function signInDirectly(
     if (location.startsWith(callback)) return (await signIns.finish(new URL(location).searchParams)).text;
     next = new URL(location, next).href;
   }
+}
+
+/** A whole sign-in to `server`, as `consentDirectly`. */
+export async function signInDirectly(
+  signIns: OAuthSignIns,
+  server: string,
+  callback: string,
+  owner?: string,
+): Promise<string> {
+  return consentDirectly(signIns, (await signIns.begin(server, owner)).href, callback);
 }
 
 /** An address whose MCP endpoint demands a sign-in but whose authorization metadata is not JSON. */

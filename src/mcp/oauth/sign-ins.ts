@@ -42,6 +42,8 @@ export interface ServerAuth {
   perUser(server: string): boolean;
   signedIn(server: string, owner?: string): Promise<boolean>;
   signedInSince(server: string, ms: number, owner?: string): Promise<boolean>;
+  /** Forgets tokens the server refused, unless they were saved at or after `savedBefore` (a sign-in since). */
+  forget(server: string, owner: string, savedBefore: number): Promise<void>;
   connectionAuth(server: string, owner?: string): ConnectionAuth;
   begin(server: string, owner?: string): Promise<URL>;
   /** Keeps a per-user server's tool list, so that every replica offers its tools before anyone signs in there. */
@@ -205,6 +207,12 @@ export class OAuthSignIns implements ServerAuth {
   async signedInSince(server: string, ms: number, owner = SHARED): Promise<boolean> {
     const kept = await this.vault.get<KeptTokens>(tokensKey(server, owner));
     return kept !== undefined && kept.savedAt >= ms;
+  }
+
+  async forget(server: string, owner: string, savedBefore: number): Promise<void> {
+    const key = tokensKey(server, owner);
+    const kept = await this.vault.get<KeptTokens>(key);
+    if (kept && kept.savedAt < savedBefore) await this.vault.drop(key);
   }
 
   /** Whether there are tokens for `server` (signed in, maybe to be refreshed). */
