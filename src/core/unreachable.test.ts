@@ -1,5 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { connectFailure, networkReason, safeAddress, unreachable, urlCredentials } from "./unreachable.js";
+import {
+  connectFailure,
+  networkReason,
+  neverSent,
+  safeAddress,
+  unreachable,
+  urlCredentials,
+} from "./unreachable.js";
 
 /** What undici's fetch throws: "fetch failed", the socket's error as its cause. */
 const fetchFailed = (code: string) =>
@@ -21,6 +28,22 @@ describe("why an endpoint could not be used", () => {
     expect(networkReason(slack)).toMatch(/^connection refused/);
     expect(networkReason(Object.assign(new Error("t"), { name: "TimeoutError" }))).toBe("no answer in time");
     expect(networkReason(new Error("HTTP 500"))).toBeUndefined();
+  });
+
+  it("tells a request that never left from one cut after it may have reached the server", () => {
+    expect(neverSent(fetchFailed("ECONNREFUSED"))).toBe(true);
+    expect(neverSent(fetchFailed("ENOTFOUND"))).toBe(true);
+    const connectTimedOut = Object.assign(new Error("connect ETIMEDOUT"), {
+      code: "ETIMEDOUT",
+      syscall: "connect",
+    });
+    expect(neverSent(new TypeError("fetch failed", { cause: connectTimedOut }))).toBe(true);
+    // undici's answer cut mid-body, and a reset of an open connection.
+    const closed = Object.assign(new Error("other side closed"), { code: "UND_ERR_SOCKET" });
+    expect(neverSent(new TypeError("terminated", { cause: closed }))).toBe(false);
+    const reset = Object.assign(new Error("read ECONNRESET"), { code: "ECONNRESET", syscall: "read" });
+    expect(neverSent(new TypeError("fetch failed", { cause: reset }))).toBe(false);
+    expect(neverSent(new Error("HTTP 500"))).toBe(false);
   });
 
   it("shows an address without credentials or a query", () => {

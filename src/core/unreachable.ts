@@ -25,27 +25,58 @@ const CAUSES: Record<string, string> = {
   ERR_SSL_WRONG_VERSION_NUMBER: "TLS or protocol error (is it https on a plain http port?)",
 };
 
-/** The network reason behind `err`, as a sentence part; undefined when it is not a network failure. */
-export function networkReason(err: unknown): string | undefined {
-  const seen = new Set<unknown>();
+/** `err` and every error behind it: its `cause` chain, with the members of aggregates. */
+function* causes(err: unknown, seen = new Set<unknown>()): Generator<object> {
   // `cause` (Node, undici, our own errors) or `original` (the Slack SDK's request errors).
   const next = (e: object) => (e as { cause?: unknown }).cause ?? (e as { original?: unknown }).original;
   for (let e: unknown = err; e && typeof e === "object" && !seen.has(e); e = next(e)) {
     seen.add(e);
+    yield e;
+    // undici's aggregate of several addresses tried (IPv4 and IPv6).
+    const errors = (e as { errors?: unknown }).errors;
+    if (Array.isArray(errors)) for (const inner of errors) yield* causes(inner, seen);
+  }
+}
+
+/** The network reason behind `err`, as a sentence part; undefined when it is not a network failure. */
+export function networkReason(err: unknown): string | undefined {
+  for (const e of causes(err)) {
     const code = (e as { code?: unknown }).code;
     if (typeof code === "string" && CAUSES[code]) return CAUSES[code];
-    const name = (e as { name?: unknown }).name;
-    if (name === "TimeoutError") return "no answer in time";
-    // undici's aggregate of several addresses tried (IPv4 and IPv6): the first one says why.
-    const errors = (e as { errors?: unknown }).errors;
-    if (Array.isArray(errors)) {
-      for (const inner of errors) {
-        const why = networkReason(inner);
-        if (why) return why;
-      }
-    }
+    if ((e as { name?: unknown }).name === "TimeoutError") return "no answer in time";
   }
   return undefined;
+}
+
+/** Failures of the connection itself, before a byte of the request is written. */
+const BEFORE_SENDING = new Set([
+  "ECONNREFUSED",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "UND_ERR_CONNECT_TIMEOUT",
+  "CERT_HAS_EXPIRED",
+  "DEPTH_ZERO_SELF_SIGNED_CERT",
+  "SELF_SIGNED_CERT_IN_CHAIN",
+  "UNABLE_TO_VERIFY_LEAF_SIGNATURE",
+  "UNABLE_TO_GET_ISSUER_CERT_LOCALLY",
+  "ERR_TLS_CERT_ALTNAME_INVALID",
+  "ERR_SSL_WRONG_VERSION_NUMBER",
+]);
+
+/**
+ * Whether `err` is a failure to connect (DNS, refused, unreachable, TLS handshake), so the
+ * request it was for never left. A connection reset, closed or timed out once open may
+ * have carried the request first: those are not.
+ */
+export function neverSent(err: unknown): boolean {
+  for (const e of causes(err)) {
+    const { code, syscall } = e as { code?: unknown; syscall?: unknown };
+    if (syscall === "connect" || syscall === "getaddrinfo") return true;
+    if (typeof code === "string" && BEFORE_SENDING.has(code)) return true;
+  }
+  return false;
 }
 
 /** An address to show: scheme, host and path, never credentials or a query. */

@@ -167,7 +167,7 @@ export class ServerConnection {
     if (kind === "unauthorized" && this.opts.owner === undefined)
       this.connectionLost(session, "the server refused its credentials (HTTP 401)");
     if (kind === "connection" && this.config.transport === "http") {
-      this.connectionLost(session, "the server could not be reached");
+      this.connectionLost(session, "a call to it lost the connection or the session");
     }
     // One server error fails its call alone; several in a row (a gateway whose backend is
     // down) mean the session is of no use: it is made anew, with back-off.

@@ -2,7 +2,7 @@ import { UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
 import { StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
 import { SwitchboardError } from "../core/errors.js";
-import { networkReason, safeAddress } from "../core/unreachable.js";
+import { networkReason, neverSent, safeAddress } from "../core/unreachable.js";
 import { scrub } from "../log.js";
 import { seconds } from "../signals.js";
 import type { ServerConfig } from "./servers.js";
@@ -83,6 +83,10 @@ export interface CallFailure {
   status?: number;
 }
 
+/** Said of a call that reached its server and got no answer: a repeated write could run twice. */
+export const MAY_HAVE_RUN =
+  "The call may or may not have run; do not assume either, and check whether it took effect before calling it again.";
+
 /** Why a call failed, told to the model so that it can decide what to do next. */
 export function describeCallFailure(
   err: unknown,
@@ -104,28 +108,36 @@ export function describeCallFailure(
     if (err.code === ErrorCode.ConnectionClosed) {
       return {
         kind: "connection",
-        text: "The connection to the tool's server closed before it answered. The server is being restarted; try again in a moment.",
+        text: `The connection to the tool's server closed before it answered. ${MAY_HAVE_RUN} The server is being restarted.`,
       };
     }
     return { kind: "server", text: `The server answered with an error: ${scrub(err.message)}` };
   }
   // An HTTP status is the server's (or its proxy's) answer to this one request: the
   // session lives on, and so do the other calls on it. Only 404 says the session is gone.
-  if (err instanceof StreamableHTTPError && err.code !== undefined && err.code !== 404) {
+  if (err instanceof StreamableHTTPError && err.code !== undefined) {
     // The SDK's example servers, and the many copied from them, answer a session they do
     // not know (they restarted) with 400 rather than the spec's 404.
-    if (err.code === 400 && /session/i.test(messageOf(err))) {
+    if (err.code === 404 || (err.code === 400 && /session/i.test(messageOf(err)))) {
       return {
         kind: "connection",
-        text: "The tool's server no longer knows this bot's session (it restarted). It is being reconnected; try again in a moment.",
+        text: "The tool's server no longer knows this bot's session (it restarted), so the call did not run. It is being reconnected; try again in a moment.",
       };
     }
     return { kind: "server", text: httpRefusal(err.code, messageOf(err)), status: err.code };
   }
   if (err instanceof StreamableHTTPError || err instanceof TypeError) {
+    const why = scrub(networkCause(err));
+    if (neverSent(err)) {
+      return {
+        kind: "connection",
+        text: `The tool's server could not be reached (${why}), so the call did not run. Try again in a moment.`,
+      };
+    }
+    // Cut after the request went out (a reset, a response ended mid-body): it reached the server.
     return {
       kind: "connection",
-      text: `The tool's server could not be reached (${scrub(networkCause(err))}). Try again in a moment.`,
+      text: `The connection to the tool's server broke before it answered (${why}). ${MAY_HAVE_RUN}`,
     };
   }
   return { kind: "server", text: `The call failed: ${scrub(messageOf(err))}` };

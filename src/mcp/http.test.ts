@@ -65,7 +65,9 @@ describe("a streamable HTTP server", () => {
     await stopChild(server.child);
     const out = await hub.call("web__echo", { message: "anyone?" });
     expect(out.ok).toBe(false);
-    expect(out.text).toContain("could not be reached");
+    expect(out.text).toContain(
+      "could not be reached (connection refused (nothing listens there)), so the call did not run",
+    );
     expect(hub.status()[0]?.state).toBe("reconnecting");
 
     server = await startEverythingHttp(port);
@@ -125,10 +127,12 @@ describe("a streamable HTTP server that is not up yet when the bot starts", () =
 
 /**
  * A reverse proxy on 127.0.0.1 in front of the server, as a gateway would stand: it
- * answers any request whose body holds `failWith:NNN` with that status itself, and passes
- * everything else through, streams included.
+ * answers any request whose body holds `failWith:NNN` with that status itself, cuts the
+ * server's answer to one whose body holds `cutAnswer` after its first bytes (counted in
+ * `cut`), and passes everything else through, streams included.
  */
-async function failingProxy(target: string): Promise<{ server: Server; url: string }> {
+async function failingProxy(target: string): Promise<{ server: Server; url: string; cut: number[] }> {
+  const cut: number[] = [];
   const to = new URL(target);
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -146,8 +150,16 @@ async function failingProxy(target: string): Promise<{ server: Server; url: stri
       const upstream = request(
         { host: to.hostname, port: to.port, path: req.url, method: req.method, headers: req.headers },
         (answer) => {
-          res.writeHead(answer.statusCode ?? 502, answer.headers);
-          answer.pipe(res);
+          if (!body.includes("cutAnswer")) {
+            res.writeHead(answer.statusCode ?? 502, answer.headers);
+            answer.pipe(res);
+            return;
+          }
+          // The server has answered: the call ran. Its client gets a JSON body that stops short.
+          cut.push(answer.statusCode ?? 0);
+          answer.resume();
+          res.writeHead(200, { "content-type": "application/json", "content-length": "10000" });
+          res.write('{"jsonrpc":"2.0",', () => res.destroy());
         },
       );
       upstream.on("error", () => res.destroy());
@@ -155,7 +167,7 @@ async function failingProxy(target: string): Promise<{ server: Server; url: stri
     });
   });
   await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
-  return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp` };
+  return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`, cut };
 }
 
 describe("a streamable HTTP server whose gateway fails one request", () => {
@@ -195,6 +207,16 @@ describe("a streamable HTTP server whose gateway fails one request", () => {
           text: "Echo: back",
         });
       };
+      // An answer cut short after the server ran the call: it may have run, so it is not "unreachable".
+      const broken = await hub.call("gw__echo", { message: "cutAnswer" });
+      expect(proxy.cut).toEqual([200]);
+      expect(broken.ok).toBe(false);
+      expect(broken.text).toContain("broke before it answered");
+      expect(broken.text).toContain(
+        "The call may or may not have run; do not assume either, and check whether it took effect before calling it again.",
+      );
+      expect(broken.text).not.toContain("could not be reached");
+      await back();
       // The server no longer knows the session: it is made anew at once.
       const unknown = await hub.call("gw__echo", { message: "failWith:400" });
       expect(unknown.text).toContain("no longer knows");

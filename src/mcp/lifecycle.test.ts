@@ -49,6 +49,9 @@ describe("a server that dies", () => {
     const out = await call;
     expect(out.ok).toBe(false);
     expect(out.text).toContain("stopped before it answered (the server process was killed by SIGKILL)");
+    // It had the call: repeating a write blindly could run it twice.
+    expect(out.text).toContain("may or may not have run; do not assume either");
+    expect(out.text).not.toContain("try again");
     expect(hub.status()[0]?.state).toBe("reconnecting");
 
     // A stopped turn's call does not wait for the restart: it is over before the server is back.
