@@ -11,7 +11,7 @@ import {
 } from "discord.js";
 import { log } from "../../log.js";
 import { asWriteError, type OutgoingMessage, type Place, type PlaceOps, type QuestionRow } from "./reply.js";
-import { channelBuckets } from "./write-policy.js";
+import { channelBuckets, webhookBucket } from "./write-policy.js";
 
 /** A channel, thread or DM the bot can write in. */
 export type WritableChannel = SendableChannels | ThreadChannel;
@@ -235,7 +235,7 @@ export function channelPlaceById(client: Client, id: string): Place {
 export function interactionPlace(interaction: ChatInputCommandInteraction | ModalSubmitInteraction): Place {
   let originalUsed = false;
   // An interaction's webhook is outside the global limit: its token is its own bucket.
-  const buckets = [`discord:webhook:${interaction.token.slice(0, 16)}`];
+  const buckets = [webhookBucket(interaction.token)];
   const ops: PlaceOps = {
     buckets: () => buckets,
     // Stop while the answer is written and 👍 / 👎 once it is done, as under a channel's answers.

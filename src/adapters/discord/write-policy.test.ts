@@ -50,6 +50,48 @@ describe("Discord requests through the write scheduler", () => {
   });
 });
 
+describe("interaction replies' budgets", () => {
+  const webhook = (token: string) =>
+    `${emulator.apiUrl}/v10/webhooks/${emulator.state.applicationId}/${token}/messages/@original`;
+  const deferred = async (channel: string) => {
+    const rec = emulator.slash("ask", { question: "hi" }, channel, emulator.state.alice.id);
+    const res = await fetch(`${emulator.apiUrl}/v10/interactions/${rec.id}/${rec.token}/callback`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ type: 5 }),
+    });
+    expect(res.status).toBe(204);
+    return rec;
+  };
+
+  it("keeps each interaction's replies in a bucket of its own: one spent token pauses no other", async () => {
+    const s = emulator.state;
+    const first = await deferred(s.general);
+    const second = await deferred(s.general);
+    // Discord's tokens all start alike (base64 of "interaction:"); only the whole token differs.
+    expect(first.token.slice(0, 16)).toBe(second.token.slice(0, 16));
+    const scheduler = new WriteScheduler(discordWritePolicy);
+    const edit = (token: string, n: number) =>
+      scheduledFetch(scheduler)(webhook(token), {
+        method: "PATCH",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ content: `edit ${n}` }),
+      });
+    let last: Response | undefined;
+    for (let n = 0; n < 5; n++) last = await edit(first.token, n);
+    expect(last?.headers.get("x-ratelimit-remaining")).toBe("0");
+    const [spent] = discordRoute("PATCH", webhook(first.token)).buckets;
+    const [other] = discordRoute("PATCH", webhook(second.token)).buckets;
+    expect(scheduler.waitFor([spent ?? ""], "final")).toBeGreaterThan(0);
+    expect(scheduler.waitFor([other ?? ""], "final")).toBe(0);
+    // The bucket's name is shared with other replicas and logged: it never carries the token.
+    for (const bucket of [spent, other]) {
+      expect(bucket).toMatch(/^discord:webhook:/);
+      expect(bucket).not.toContain(first.token.slice(0, 16));
+    }
+  });
+});
+
 describe("what Discord's answers teach the scheduler", () => {
   const post = discordRoute("POST", "https://discord.com/api/v10/channels/111111111/messages");
   const other = "discord:channel:222222222";

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { log } from "../../log.js";
 import type {
   BucketLimit,
@@ -35,6 +36,16 @@ export function channelBuckets(channel: string): string[] {
   return [`discord:channel:${channel}`, GLOBAL];
 }
 
+/**
+ * The bucket of one interaction's replies (its webhook: `@original` edits, follow-ups).
+ * Every token starts with base64 of "interaction:", so only the whole token tells two
+ * apart; it is hashed because bucket names are logged and shared with other replicas
+ * through the store, and the token is the credential of those writes.
+ */
+export function webhookBucket(token: string): string {
+  return `discord:webhook:${createHash("sha256").update(token).digest("base64url").slice(0, 22)}`;
+}
+
 interface Route {
   buckets: string[];
   lane: Lane;
@@ -47,7 +58,7 @@ export function discordRoute(method: string, url: string): Route {
   if (/^\/interactions\/\d+\/[^/]+\/callback$/.test(path)) return { buckets: [], lane: "first" };
   const webhook = /^\/webhooks\/(\d+)\/([^/?]+)/.exec(path);
   // An interaction's token is its own bucket; the 3 s / 15 min clocks make these urgent.
-  if (webhook) return { buckets: [`discord:webhook:${webhook[2]?.slice(0, 16)}`], lane: "final" };
+  if (webhook) return { buckets: [webhookBucket(webhook[2] ?? "")], lane: "final" };
   if (method === "GET") return { buckets: [GLOBAL], lane: "final" };
   const channel = /^\/channels\/(\d+)(\/.*)?$/.exec(path);
   if (channel) {

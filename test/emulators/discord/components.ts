@@ -1,6 +1,6 @@
 import type { DiscordEmulator } from "./index.js";
 import { type ModalValue, modalOpener, modalSubmission } from "./modal-submit.js";
-import { snowflake } from "./snowflake.js";
+import { interactionToken, snowflake } from "./snowflake.js";
 import { ALL_PERMISSIONS } from "./state.js";
 import type { StoredInteraction, StoredMessage } from "./types.js";
 
@@ -26,9 +26,10 @@ function deliver(
   const channel = s.channels.get(channelId);
   const user = s.users.get(userId);
   if (!channel || !user) throw new Error(`No channel ${channelId} or user ${userId}`);
+  const id = snowflake();
   const record: StoredInteraction = {
-    id: snowflake(),
-    token: `itoken-${snowflake()}`,
+    id,
+    token: interactionToken(id),
     type,
     name: String(data.custom_id),
     channelId,

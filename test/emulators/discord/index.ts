@@ -3,7 +3,7 @@ import type { AddressInfo } from "node:net";
 import { Gateway } from "./gateway.js";
 import { RateLimiter, type RateLimitOptions } from "./ratelimit.js";
 import { handleRest, Intent, PRIVILEGED_INTENTS, type RestContext, withoutContent } from "./rest.js";
-import { snowflake } from "./snowflake.js";
+import { interactionToken, snowflake } from "./snowflake.js";
 import { ALL_PERMISSIONS, type BotPermission, DiscordState } from "./state.js";
 import type {
   ChannelObject,
@@ -316,9 +316,10 @@ export class DiscordEmulator implements RestContext {
     const registered = [...s.commands.global, ...(s.commands.guild.get(s.guildId) ?? [])].find(
       (c) => c.name === name,
     );
+    const id = snowflake();
     const record: StoredInteraction = {
-      id: snowflake(),
-      token: `itoken-${snowflake()}`,
+      id,
+      token: interactionToken(id),
       type,
       name,
       channelId,
