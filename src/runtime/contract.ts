@@ -6,7 +6,7 @@ import type { ReplyAddress, ResumeFrom } from "../core/replies.js";
 import type { Platform, ThreadKey } from "../core/thread.js";
 import type { StateStore } from "../store/state.js";
 import type { Command } from "./commands.js";
-import type { PromptOutcome } from "./prompts.js";
+import type { PromptOptions, PromptOutcome } from "./prompts.js";
 
 export type { ReplyAddress, ResumeFrom };
 
@@ -230,9 +230,10 @@ export interface TurnRunner {
   admit?(who: Pick<Inbound, "platform" | "channel" | "user" | "from">): "yes" | "tell" | "silent";
   /**
    * `/prompt name key=value …`: the prompt's text to ask as the person's message, or a
-   * sentence for them; with `forms`, a form for the required arguments still missing.
+   * sentence for them; with `forms`, a form for the required arguments still missing, of at
+   * most `fieldsPerForm` inputs.
    */
-  prompt?(text: string, opts?: { forms?: boolean }): Promise<PromptOutcome>;
+  prompt?(text: string, opts?: PromptOptions): Promise<PromptOutcome>;
   /** A submitted prompt form (its id's value is PROMPT_FORM): run as `/prompt` with the typed arguments. */
   promptForm?(ref: string, values: FormValues): Promise<PromptOutcome>;
   /** Stops the thread's answer in progress (see Dispatcher.stop); the sentence is for `by`. */

@@ -24,7 +24,7 @@ import { FeedbackDesk } from "./feedback.js";
 import { FormDesk } from "./forms/desk.js";
 import { accept } from "./intake.js";
 import { routeInteraction } from "./interactions.js";
-import { expandPrompt, expandPromptForm, type PromptOutcome } from "./prompts.js";
+import { expandPrompt, expandPromptForm, type PromptOptions, type PromptOutcome } from "./prompts.js";
 import { RemoteStops } from "./remote-stops.js";
 import { type RunningTurn, RunningTurns } from "./stops.js";
 import { resumeTurn, takeOverTurn } from "./stored-turns.js";
@@ -284,7 +284,7 @@ export class Dispatcher implements TurnRunner {
     return (await this.remote.request({ key }, by, inGroups)) ?? said;
   }
 
-  prompt(text: string, opts: { forms?: boolean } = {}): Promise<PromptOutcome> {
+  prompt(text: string, opts: PromptOptions = {}): Promise<PromptOutcome> {
     return expandPrompt(this.deps.hub, text, opts);
   }
 

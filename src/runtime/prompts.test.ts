@@ -120,4 +120,34 @@ describe("/prompt", () => {
       say: "The prompt none is no longer offered by any connected server.",
     });
   });
+
+  it("asks, in a form of fewer inputs than the prompt has, for the required arguments and those given", async () => {
+    const wide: PromptEntry = {
+      server: "ops",
+      name: "report",
+      description: "",
+      arguments: ["title", "severity", "owner", "team", "region", "notes"].map((name) => ({
+        name,
+        required: name === "title" || name === "owner",
+      })),
+    };
+    const h = hub([wide]);
+    const fields = async (text: string) => {
+      const outcome = await expandPrompt(h, text, { forms: true, fieldsPerForm: 5 });
+      return "form" in outcome ? outcome.form.fields.map((f) => `${f.id}:${f.name}`) : outcome;
+    };
+    expect(await fields("report")).toEqual(["f0:title", "f2:owner"]);
+    expect(await fields("report region=eu")).toEqual(["f0:title", "f2:owner", "f4:region"]);
+    expect(await fields("report severity=high team=db region=eu notes='see log'")).toEqual({
+      say: 'The prompt ops/report needs title=…, owner=…; with the arguments you gave, that is more than one form holds, so type them after its name, like /prompt ops/report title=… owner=… severity=high team=db region=eu notes="see log".',
+    });
+    // A submission of the smaller form runs with the arguments it carries.
+    expect(await expandPromptForm(h, "pfb3BzL3JlcG9ydA", { f0: "Disk full", f2: "bob", f4: "eu" })).toEqual({
+      ask: 'ops/report with {"title":"Disk full","owner":"bob","region":"eu"}',
+    });
+    // Without a limit (Slack), every argument is in the form.
+    const all = await expandPrompt(h, "report", { forms: true });
+    expect("form" in all && all.form.fields.map((f) => f.name)).toEqual(wide.arguments.map((a) => a.name));
+    expect(h.asked).toHaveLength(1);
+  });
 });

@@ -10,6 +10,15 @@ import { INTERACTION_ID_MAX } from "./interaction-ids.js";
  */
 export type PromptOutcome = { ask: string } | { say: string } | { form: FormView };
 
+/**
+ * `forms`: the platform can show a form for missing arguments; `fieldsPerForm`: the most
+ * inputs one of its forms holds (Discord's modals five), when it holds fewer than a prompt has.
+ */
+export interface PromptOptions {
+  forms?: boolean;
+  fieldsPerForm?: number;
+}
+
 /** A prompt form's submission carries this value after its ref. */
 export const PROMPT_FORM = "prompt";
 const REF_PREFIX = "pf";
@@ -58,7 +67,7 @@ export function listPrompts(hub: ToolHub): string {
 export async function expandPrompt(
   hub: ToolHub,
   text: string,
-  opts: { forms?: boolean } = {},
+  opts: PromptOptions = {},
 ): Promise<PromptOutcome> {
   const request = parsePromptRequest(text.trim());
   if (typeof request === "string") return { say: request };
@@ -86,17 +95,39 @@ export async function expandPromptForm(
   return runPrompt(hub, { name, args }, {});
 }
 
-/** The form for a prompt's arguments, those already given filled in; undefined when its name is too long to carry. */
-function promptForm(prompt: PromptEntry, given: Record<string, string>): FormView | undefined {
+type PromptArgument = PromptEntry["arguments"][number];
+
+/**
+ * The arguments a prompt's form asks for: all of them, or, where a form holds fewer, the
+ * required ones and those given in the command (pre-filled, so the submission keeps them);
+ * undefined when even those do not fit.
+ */
+function formArguments(
+  prompt: PromptEntry,
+  given: Record<string, string>,
+  room: number,
+): PromptArgument[] | undefined {
+  if (prompt.arguments.length <= room) return prompt.arguments;
+  const asked = prompt.arguments.filter((a) => a.required || given[a.name]);
+  return asked.length <= room ? asked : undefined;
+}
+
+/** The form for a prompt's arguments (see formArguments); undefined when its name is too long to carry. */
+function promptForm(
+  prompt: PromptEntry,
+  given: Record<string, string>,
+  asked: readonly PromptArgument[],
+): FormView | undefined {
   const ref = `${REF_PREFIX}${Buffer.from(label(prompt)).toString("base64url")}`;
   if (`sb:${ref}:${PROMPT_FORM}`.length > INTERACTION_ID_MAX) return undefined;
   return {
     ref,
     title: prompt.name,
     ...(prompt.description ? { intro: prompt.description } : {}),
-    fields: prompt.arguments.map((a, i) => ({
+    // Ids are the argument's place in the prompt, which expandPromptForm reads back.
+    fields: asked.map((a) => ({
       name: a.name,
-      id: `f${i}`,
+      id: `f${prompt.arguments.indexOf(a)}`,
       label: a.name,
       ...(a.description ? { description: a.description } : {}),
       kind: "text",
@@ -113,7 +144,7 @@ function promptForm(prompt: PromptEntry, given: Record<string, string>): FormVie
 async function runPrompt(
   hub: ToolHub,
   request: { name: string; args: Record<string, string> },
-  opts: { forms?: boolean },
+  opts: PromptOptions,
 ): Promise<PromptOutcome> {
   const prompts = hub.prompts?.() ?? [];
   const slash = request.name.indexOf("/");
@@ -138,9 +169,18 @@ async function runPrompt(
   }
   const missing = prompt.arguments.filter((a) => a.required && !request.args[a.name]);
   if (missing.length > 0) {
-    const form = opts.forms ? promptForm(prompt, request.args) : undefined;
-    if (form) return { form };
     const needs = missing.map((a) => `${a.name}=…${a.description ? ` (${a.description})` : ""}`).join(", ");
+    if (!opts.forms) return { say: `The prompt ${label(prompt)} needs ${needs}. ${USAGE}` };
+    const asked = formArguments(prompt, request.args, opts.fieldsPerForm ?? Number.POSITIVE_INFINITY);
+    if (!asked) {
+      const typed = Object.entries(request.args).map(([k, v]) => `${k}=${/\s/.test(v) ? `"${v}"` : v}`);
+      const example = [...missing.map((a) => `${a.name}=…`), ...typed].join(" ");
+      return {
+        say: `The prompt ${label(prompt)} needs ${needs}; with the arguments you gave, that is more than one form holds, so type them after its name, like /prompt ${label(prompt)} ${example}.`,
+      };
+    }
+    const form = promptForm(prompt, request.args, asked);
+    if (form) return { form };
     return { say: `The prompt ${label(prompt)} needs ${needs}. ${USAGE}` };
   }
   if (!hub.getPrompt) return { say: "Prompts cannot be run here." };

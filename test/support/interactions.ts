@@ -10,7 +10,7 @@ import { LocalThreadLock } from "../../src/store/locks.js";
  * Each interaction is recorded in `seen` when it arrives and in `handled` once the
  * dispatcher is done with it.
  */
-export function dispatchInteractions(runner: { interact(i: Interaction): Promise<void> }): {
+export function dispatchInteractions(runner: { interact(i: Interaction): Promise<unknown> }): {
   seen: Interaction[];
   handled: Interaction[];
 } {

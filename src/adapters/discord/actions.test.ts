@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { clickComponent, submitModal } from "../../../test/emulators/discord/components.js";
 import { type StoredMessage, waitFor } from "../../../test/emulators/discord/index.js";
 import { dispatchInteractions } from "../../../test/support/interactions.js";
+import { OPEN_FORM } from "../../runtime/contract.js";
 import { interactionId } from "../../runtime/interaction-ids.js";
 import { EXPIRED_NOTE } from "../../runtime/interactions.js";
 import { type Harness, startHarness } from "./harness.test-helper.js";
@@ -62,7 +63,7 @@ describe("Discord adapter: buttons, selects and modals", () => {
     h = await startHarness();
     let release = () => {};
     const held = new Promise<void>((r) => (release = r));
-    h.runner.interact = () => held;
+    h.runner.interact = () => held.then(() => undefined);
     const rec = clickComponent(h.emulator, {
       message: buttonMessage(h),
       customId: interactionId("slow"),
@@ -171,5 +172,39 @@ describe("Discord adapter: buttons, selects and modals", () => {
     expect(reply.content).toBe(EXPIRED_NOTE);
     expect(reply.flags & EPHEMERAL).toBe(EPHEMERAL);
     expect(rec.followupIds).toEqual([]);
+  });
+
+  it("tells the person when Discord will not open a form, rather than leave the click unanswered", async () => {
+    h = await startHarness();
+    // Six inputs: Discord refuses the modal (400, 50035), as it would any modal it finds wrong.
+    h.runner.interactReply = {
+      open: {
+        ref: "form9",
+        title: "Details",
+        fields: ["a", "b", "c", "d", "e", "f"].map((name, i) => ({
+          name,
+          id: `f${i}`,
+          label: name,
+          kind: "text" as const,
+          required: true,
+        })),
+        part: 0,
+        count: 1,
+        submitLabel: "Send",
+      },
+    };
+    const s = h.emulator.state;
+    const rec = clickComponent(h.emulator, {
+      message: buttonMessage(h),
+      customId: interactionId("form9", OPEN_FORM),
+      userId: s.alice.id,
+    });
+    await waitFor(() => rec.callbacks.length > 0, { message: "the click was never acknowledged" });
+    expect(rec.callbacks).toEqual([4]);
+    const told = followUps(h, rec.id)[0];
+    expect((told?.flags ?? 0) & EPHEMERAL).toBe(EPHEMERAL);
+    expect(told?.content).toBe(
+      "Discord would not open this form. Press Fill in again in a moment, or use Decline or Cancel.",
+    );
   });
 });

@@ -72,6 +72,9 @@ Press Fill in again to fix them; what you typed is kept.`).catch((err: unknown) 
   }
 }
 
+export const FORM_NOT_OPENED =
+  "Discord would not open this form. Press Fill in again in a moment, or use Decline or Cancel.";
+
 /**
  * A click on a form's Fill in button: its first (and only) response must be the modal,
  * within Discord's 3 s, so nothing is deferred; a refusal is the ephemeral reply instead.
@@ -98,8 +101,12 @@ async function openForm(ctx: DiscordContext, interaction: ButtonInteraction, ref
     respond,
   });
   if (!outcome || !("open" in outcome) || replied) return;
-  await interaction.showModal(discordModal(outcome.open)).catch((err: unknown) => {
+  await interaction.showModal(discordModal(outcome.open)).catch(async (err: unknown) => {
     log.warn({ err, ref }, "could not open a form");
+    // Unanswered, the click would end in Discord's "This interaction failed".
+    await respond(FORM_NOT_OPENED).catch((e: unknown) =>
+      log.warn({ err: e, ref }, "could not say a form did not open"),
+    );
   });
 }
 

@@ -33,7 +33,7 @@ import {
   provenanceOf,
   provisionalName,
 } from "./context.js";
-import { discordModal, modalValues } from "./modals.js";
+import { discordModal, MODAL_FIELDS_MAX, modalValues } from "./modals.js";
 import { openThread } from "./open-thread.js";
 import { channelPlace, interactionPlace } from "./places.js";
 import { DISCORD_MESSAGE_LIMIT, DiscordReply, type Place } from "./reply.js";
@@ -210,14 +210,24 @@ async function renameOnRequest(
  * 3 s); a prompt that cannot be run is told to the person alone.
  */
 async function prompt(ctx: DiscordContext, interaction: ChatInputCommandInteraction): Promise<void> {
-  const pending = ctx.deps.runner.prompt!(interaction.options.getString("name", true), { forms: true });
+  const typed = interaction.options.getString("name", true);
+  const pending = ctx.deps.runner.prompt!(typed, { forms: true, fieldsPerForm: MODAL_FIELDS_MAX });
   // A form for missing arguments is decided before the server is asked anything, so it
   // comes quickly; the modal must be the first response, within Discord's 3 s.
   const quick = await Promise.race([pending, sleep(FORM_DECISION_MS).then(() => undefined)]);
   if (quick && "form" in quick) {
-    await interaction
-      .showModal(discordModal(quick.form))
-      .catch((err: unknown) => log.warn({ err }, "could not open a prompt's form"));
+    await interaction.showModal(discordModal(quick.form)).catch(async (err: unknown) => {
+      log.warn({ err }, "could not open a prompt's form");
+      // Unanswered, the command would end in Discord's "The application did not respond".
+      const name = typed.trim().split(/\s+/)[0] ?? "";
+      const args = quick.form.fields.map((f) => `${f.name}=…`).join(" ");
+      await interaction
+        .reply({
+          content: `Discord would not open the form for this prompt's arguments. Type them after its name instead, like /prompt ${name} ${args}.`,
+          flags: MessageFlags.Ephemeral,
+        })
+        .catch((e: unknown) => log.warn({ err: e }, "could not say a prompt's form did not open"));
+    });
     return;
   }
   await interaction.deferReply();

@@ -2,7 +2,7 @@ import { DiscordEmulator } from "../../../test/emulators/discord/index.js";
 import { adapterState } from "../../../test/support/adapter-state.js";
 import { configSchema } from "../../config.js";
 import type { ThreadKey } from "../../core/thread.js";
-import type { Command, Inbound, Interaction, TurnRunner } from "../../runtime/contract.js";
+import type { Command, Inbound, Interaction, InteractionReply, TurnRunner } from "../../runtime/contract.js";
 import { createDiscordAdapter, type DiscordAdapter } from "./index.js";
 
 export type Script = (inbound: Inbound) => Promise<void>;
@@ -40,9 +40,12 @@ export class ScriptedRunner implements TurnRunner {
   }
 
   readonly interactions: Interaction[] = [];
+  /** What a click is answered with, when a test sets it (a form to open). */
+  interactReply?: InteractionReply;
 
-  async interact(interaction: Interaction): Promise<void> {
+  async interact(interaction: Interaction): Promise<InteractionReply | undefined> {
     this.interactions.push(interaction);
+    return this.interactReply;
   }
 
   async firstSight(id: string): Promise<boolean> {

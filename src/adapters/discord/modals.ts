@@ -18,6 +18,9 @@ const SELECT_OPTIONS_MAX = 25;
 const TEXT_MAX = 4_000;
 const PLACEHOLDER_MAX = 100;
 
+/** A modal holds at most five top-level components (discord-api-types), here one field each. */
+export const MODAL_FIELDS_MAX = 5;
+
 const ComponentType = { StringSelect: 3, TextInput: 4, Label: 18, Checkbox: 23 } as const;
 
 function cut(text: string, max: number): string {
