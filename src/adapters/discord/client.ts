@@ -1,5 +1,6 @@
 import {
   Client,
+  GatewayCloseCodes,
   GatewayIntentBits,
   OAuth2Scopes,
   Partials,
@@ -74,6 +75,32 @@ export function createClient(opts: ClientOptions = {}): Client {
       retries: 0,
     },
   });
+}
+
+/**
+ * What to do about a close of the gateway discord.js will not reconnect after (it emits
+ * ShardDisconnect only for these): the bot stays up but deaf until someone acts.
+ */
+const CLOSED_FOR_GOOD: Partial<Record<number, string>> = {
+  [GatewayCloseCodes.AuthenticationFailed]:
+    "authentication failed): the token was refused. Set DISCORD_TOKEN to the bot's current token and restart",
+  [GatewayCloseCodes.InvalidShard]:
+    "invalid shard): check discord.shard (an id from 0 to count - 1, the same count on every replica) and restart",
+  [GatewayCloseCodes.ShardingRequired]:
+    "sharding required): the bot is in too many servers for one connection. Set discord.shard on each replica and restart",
+  [GatewayCloseCodes.InvalidAPIVersion]:
+    "invalid API version): this discord.js speaks a gateway version Discord no longer takes. Update the bot and restart",
+  [GatewayCloseCodes.InvalidIntents]:
+    "invalid intents): the bot asked for intents Discord does not know. Update the bot and restart",
+  [GatewayCloseCodes.DisallowedIntents]:
+    "disallowed intents): turn on the Message Content Intent on the Bot page of the Developer Portal and restart",
+};
+
+/** The log line for a gateway close Discord will not take the bot back after. */
+export function closedForGood(code: number): string {
+  const what =
+    CLOSED_FOR_GOOD[code] ?? "a close discord.js does not recover from): see the log above and restart";
+  return `Discord closed the gateway and will not take the bot back (${code}, ${what}; until then no message or command reaches the bot.`;
 }
 
 export function inviteUrl(applicationId: string): string {

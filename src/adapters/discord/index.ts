@@ -8,7 +8,7 @@ import { log } from "../../log.js";
 import type { Adapter, AdapterDeps, Reply, ReplyAddress, ResumeFrom } from "../../runtime/contract.js";
 import { SharedBudgets } from "../../runtime/scheduler/shared-budgets.js";
 import { WriteScheduler } from "../../runtime/scheduler/write-scheduler.js";
-import { createClient, inviteUrl } from "./client.js";
+import { closedForGood, createClient, inviteUrl } from "./client.js";
 import { onInteraction, registerCommands } from "./commands.js";
 import { channelOfKey, DiscordContext } from "./context.js";
 import { onMessage } from "./events.js";
@@ -50,6 +50,9 @@ export class DiscordAdapter implements Adapter {
     );
     this.client.on(Events.ShardReconnecting, (id) => log.warn({ shard: id }, "Discord gateway reconnecting"));
     this.client.on(Events.ShardError, (err, id) => log.warn({ err, shard: id }, "Discord gateway error"));
+    this.client.on(Events.ShardDisconnect, ({ code }, id) =>
+      log.error({ shard: id, code }, closedForGood(code)),
+    );
     this.client.on(Events.Error, (err) => log.error({ err }, "Discord client error"));
   }
 
@@ -91,7 +94,9 @@ export class DiscordAdapter implements Adapter {
   }
 
   ready(): boolean {
-    return this.client.isReady() && this.client.ws.status === Status.Ready;
+    // The manager's status turns Ready once and stays so; each shard's follows its socket.
+    const { shards } = this.client.ws;
+    return this.client.isReady() && shards.size > 0 && shards.every((s) => s.status === Status.Ready);
   }
 
   /**

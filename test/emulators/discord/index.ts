@@ -77,7 +77,8 @@ export type SlashOptions = Record<string, string | number | boolean>;
  * downloads under `/attachments`. Point discord.js at it with `rest: { api: emulator.apiUrl }`.
  */
 export class DiscordEmulator implements RestContext {
-  readonly token: string;
+  /** The bot's token; `resetToken` replaces it. */
+  token: string;
   readonly state: DiscordState;
   readonly limiter: RateLimiter;
   readonly maxFileBytes: number;
@@ -258,6 +259,14 @@ export class DiscordEmulator implements RestContext {
 
   release(): void {
     this.gateway.hold(false);
+  }
+
+  /**
+   * Someone resets the bot's token in the Developer Portal: the old one is refused from now
+   * on, by REST (401) and by the gateway (a RESUME is invalid, an IDENTIFY closed with 4004).
+   */
+  resetToken(): void {
+    this.token = `emulated.discord.bot.token.${snowflake()}`;
   }
 
   /** The next `count` edits (all edits when omitted) answer 429 with this retry_after. */
