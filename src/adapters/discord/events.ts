@@ -1,5 +1,5 @@
 import { type Message, MessageType, type SendableChannels, type ThreadChannel } from "discord.js";
-import type { PriorMessage } from "../../core/inbound.js";
+import type { InboundFile, PriorMessage } from "../../core/inbound.js";
 import type { ThreadKey } from "../../core/thread.js";
 import { log } from "../../log.js";
 import { REFUSED_NOTE } from "../../runtime/access.js";
@@ -22,7 +22,7 @@ import { firstTellingIn, tellAuthor } from "./unwritable.js";
 const HISTORY_LIMIT = 100;
 
 /** The message text with the bot's mention removed and other mentions as @names. */
-export function cleanText(message: Message, botId: string): string {
+export function cleanText(message: Pick<Message, "content" | "mentions">, botId: string): string {
   return message.content
     .replace(new RegExp(`<@!?${botId}>`, "g"), "")
     .replace(/<@!?(\d+)>/g, (whole, id: string) => {
@@ -31,6 +31,29 @@ export function cleanText(message: Message, botId: string): string {
     })
     .trim();
 }
+
+/** What a message asks: its text and files. */
+interface Said {
+  text: string;
+  files: InboundFile[];
+}
+
+/**
+ * What a message gives the model: its own text and files, or, for a forward (which has none
+ * of its own), the text and files Discord copied from the message forwarded. A sticker or a
+ * poll alone gives nothing.
+ */
+function said(message: Message, botId: string): Said {
+  const own = { text: cleanText(message, botId), files: inboundFiles(message.attachments) };
+  const forwarded = message.messageSnapshots.first();
+  if (own.text || own.files.length > 0 || !forwarded) return own;
+  const text = cleanText(forwarded, botId);
+  const files = inboundFiles(forwarded.attachments);
+  if (!text && files.length === 0) return own;
+  return { text: text ? `Forwarded message:\n${text}` : "Forwarded message with files.", files };
+}
+
+const nothing = (s: Said) => s.text === "" && s.files.length === 0;
 
 function authorName(message: Message): string {
   return message.member?.displayName ?? message.author.displayName ?? message.author.username;
@@ -43,23 +66,27 @@ export async function onMessage(ctx: DiscordContext, message: Message): Promise<
   if (message.author.bot && !ctx.deps.config.discord.allowBots) return;
   if (message.type !== MessageType.Default && message.type !== MessageType.Reply) return;
 
+  const asked = said(message, botId);
+
   if (!message.inGuild()) {
     const channel = message.channel;
-    if (!channel.isSendable()) return;
-    await dispatch(ctx, message, dmKey(message.channelId), channelPlace(channel));
+    if (!channel.isSendable() || nothing(asked)) return;
+    await dispatch(ctx, message, asked, dmKey(message.channelId), channelPlace(channel));
     return;
   }
 
   const mentioned = message.mentions.users.has(botId);
   const channel = message.channel;
   if (channel.isThread()) {
+    // A mention with nothing else still asks: the model answers the thread so far.
+    if (!mentioned && nothing(asked)) return;
     const key = guildKey(message.guildId, channel.id);
     // A thread opened from a message has the message's id: its opening is that message.
     const follow =
       ctx.deps.config.discord.followThreads && (await ctx.deps.runner.knows(key, `discord:m:${channel.id}`));
     if (!mentioned && !follow) return;
     const place = channelPlace(channel, { rename: ctx.renamer(channel) });
-    await dispatch(ctx, message, key, place, {
+    await dispatch(ctx, message, asked, key, place, {
       history: mentioned ? () => threadHistory(channel, message.id, botId) : undefined,
     });
     return;
@@ -82,7 +109,7 @@ export async function onMessage(ctx: DiscordContext, message: Message): Promise<
   }
   // Two gateway sessions (a deploy) both see the mention; only one may open the thread.
   if (!(await ctx.deps.runner.firstSight(`discord:thread-for:${message.id}`))) return;
-  const text = cleanText(message, botId);
+  const text = asked.text;
   // The turn starts while Discord opens the thread: the model need not wait for it. A
   // thread opened from a message has the message's id, so the session's key is known now;
   // if Discord refuses the thread, the answer goes to the channel under the same key.
@@ -101,17 +128,17 @@ export async function onMessage(ctx: DiscordContext, message: Message): Promise<
     (thread) => ctx.renamer(thread),
     message.id,
   );
-  await dispatch(ctx, message, guildKey(message.guildId, message.id), place);
+  await dispatch(ctx, message, asked, guildKey(message.guildId, message.id), place);
 }
 
 async function dispatch(
   ctx: DiscordContext,
   message: Message,
+  asked: Said,
   key: ThreadKey,
   place: Place,
   opts: { history?: () => Promise<PriorMessage[]> } = {},
 ): Promise<void> {
-  const botId = ctx.botId ?? "";
   const { history } = opts;
   // In a DM the asker is the place: a DM refused (they blocked the bot) has nowhere else to go.
   if (message.inGuild())
@@ -126,8 +153,8 @@ async function dispatch(
     sentAt: message.createdTimestamp,
     user: { id: message.author.id, name: authorName(message) },
     from: provenanceOf(message.guildId, message.member),
-    text: cleanText(message, botId),
-    attachments: inboundFiles(message.attachments),
+    text: asked.text,
+    attachments: asked.files,
     ...(history ? { history } : {}),
     reply: new DiscordReply(place, ctx.replyOptions()),
   };
@@ -148,6 +175,6 @@ export async function threadHistory(
     if (starter) list.unshift(starter);
   }
   return list
-    .filter((m) => m.content.trim() !== "")
-    .map((m) => ({ author: authorName(m), text: cleanText(m, botId), fromBot: m.author.id === botId }));
+    .map((m) => ({ author: authorName(m), text: said(m, botId).text, fromBot: m.author.id === botId }))
+    .filter((m) => m.text !== "");
 }

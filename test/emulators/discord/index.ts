@@ -68,6 +68,8 @@ export interface MessageOptions {
   mentionsBot?: boolean;
   author?: UserObject;
   attachments?: IncomingFile[];
+  /** What else it carries: stickers, a poll, or the message it forwards (see StoredMessage). */
+  carries?: Pick<StoredMessage, "stickers" | "poll" | "forwarded">;
 }
 
 export type SlashOptions = Record<string, string | number | boolean>;
@@ -188,6 +190,7 @@ export class DiscordEmulator implements RestContext {
       author,
       content,
       attachments: (opts.attachments ?? []).map((f) => this.storeFile(channelId, f)),
+      ...opts.carries,
       // As on Discord, every <@id> in the content is a mention.
       mentions: [...content.matchAll(/<@!?(\d+)>/g)]
         .map((m) => s.users.get(m[1] ?? ""))

@@ -239,6 +239,14 @@ export class DiscordState {
         ...(m.guildId ? { guild_id: m.guildId } : {}),
       };
     }
+    if (m.stickers)
+      json.sticker_items = m.stickers.map((name) => ({ id: snowflake(), name, format_type: 1 }));
+    if (m.poll) json.poll = pollJson(m.poll, m.createdAt);
+    if (m.forwarded) {
+      Object.assign(json, forwardJson(this.messageJson(m.forwarded)));
+      // 16384: HAS_SNAPSHOT.
+      json.flags = m.flags | 16384;
+    }
     // Gateway MESSAGE_CREATE carries channel_type; discord.js needs it to build an uncached DM channel.
     const channelType = this.channels.get(m.channelId)?.type;
     if (channelType !== undefined) json.channel_type = channelType;
@@ -325,4 +333,31 @@ export class DiscordState {
       shard: [0, 1],
     };
   }
+}
+
+function pollJson(poll: NonNullable<StoredMessage["poll"]>, createdAt: number): Record<string, unknown> {
+  return {
+    question: { text: poll.question },
+    answers: poll.answers.map((text, i) => ({ answer_id: i + 1, poll_media: { text } })),
+    expiry: new Date(createdAt + 24 * 3600_000).toISOString(),
+    allow_multiselect: false,
+    layout_type: 1,
+  };
+}
+
+/** A forward's reference (type 1) and snapshot: the fields Discord keeps of the original, no author. */
+function forwardJson(original: Record<string, unknown>): Record<string, unknown> {
+  const kept = ["type", "content", "embeds", "attachments", "timestamp", "edited_timestamp", "flags"];
+  const message = Object.fromEntries(kept.map((k) => [k, original[k]]));
+  return {
+    message_reference: {
+      type: 1,
+      message_id: original.id,
+      channel_id: original.channel_id,
+      ...(original.guild_id ? { guild_id: original.guild_id } : {}),
+    },
+    message_snapshots: [
+      { message: { ...message, mentions: [], mention_roles: [], sticker_items: [], components: [] } },
+    ],
+  };
 }

@@ -72,6 +72,15 @@ export interface StoredMessage {
   components?: unknown[];
   /** The message this one replies to (`message_reference`), in the same channel. */
   replyTo?: string;
+  /** Stickers sent in the message, by name (`sticker_items`). */
+  stickers?: string[];
+  /** A poll the message carries: its question and answers. */
+  poll?: { question: string; answers: string[] };
+  /**
+   * A forward: the message forwarded, as it was then. The forward has no content of its own;
+   * Discord sends the original's text and files in `message_snapshots`, without its author.
+   */
+  forwarded?: StoredMessage;
 }
 
 export interface StoredInteraction {

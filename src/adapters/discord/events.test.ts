@@ -1,0 +1,70 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { waitFor } from "../../../test/emulators/discord/index.js";
+import { untilQuiet } from "../../../test/support/quiet.js";
+import { answer, type Harness, ScriptedRunner, startHarness } from "./harness.test-helper.js";
+
+let h: Harness;
+
+afterEach(async () => {
+  await h?.close();
+});
+
+const asked = () => h.runner.inbounds.map((i) => i.text);
+
+describe("Discord adapter: messages with nothing to ask", () => {
+  it("asks the model nothing for a sticker or a poll in a DM", async () => {
+    h = await startHarness({ runner: new ScriptedRunner(answer("Hi.")) });
+    const s = h.emulator.state;
+    h.emulator.dm(s.alice.id, "", { carries: { stickers: ["wave"] } });
+    h.emulator.dm(s.alice.id, "", { carries: { poll: { question: "Lunch?", answers: ["yes", "no"] } } });
+    h.emulator.dm(s.alice.id, "hello");
+    await waitFor(() => h.runner.done.length >= 1);
+    await untilQuiet(h.emulator.requests);
+    expect(asked()).toEqual(["hello"]);
+  });
+
+  it("asks the model nothing for a sticker in a thread it follows", async () => {
+    h = await startHarness({ runner: new ScriptedRunner(answer("Sure.")) });
+    const s = h.emulator.state;
+    const question = h.emulator.userMessage(s.general, "plan the release", { mentionsBot: true });
+    await waitFor(() => h.runner.done.length === 1);
+    h.emulator.userMessage(question.id, "", { carries: { stickers: ["thumbs up"] } });
+    h.emulator.userMessage(question.id, "and the date?");
+    await waitFor(() => h.runner.done.length >= 2);
+    await untilQuiet(h.emulator.requests);
+    expect(asked()).toEqual(["plan the release", "and the date?"]);
+  });
+
+  it("gives the model a forwarded message's text and files", async () => {
+    h = await startHarness({ runner: new ScriptedRunner(answer("It failed at 10:00.")) });
+    const s = h.emulator.state;
+    const original = h.emulator.userMessage(s.random, "The build is red since 10:00.", {
+      attachments: [{ filename: "log.txt", contentType: "text/plain", data: Buffer.from("FAIL: test 12") }],
+    });
+    h.emulator.dm(s.alice.id, "", { carries: { forwarded: original } });
+    await waitFor(() => h.runner.done.length === 1);
+    const inbound = h.runner.inbounds[0];
+    expect(inbound?.text).toBe("Forwarded message:\nThe build is red since 10:00.");
+    expect(inbound?.attachments.map((f) => f.name)).toEqual(["log.txt"]);
+    expect(Buffer.from((await inbound?.attachments[0]?.fetch()) ?? []).toString()).toBe("FAIL: test 12");
+  });
+
+  it("shows a forwarded message in the thread's earlier messages when mentioned mid-thread", async () => {
+    h = await startHarness({ runner: new ScriptedRunner(answer("Looks like test 12.")) });
+    const s = h.emulator.state;
+    const original = h.emulator.userMessage(s.random, "The build is red since 10:00.");
+    const thread = h.emulator.existingThread(s.general, "ci", [
+      { author: s.bob, content: "anyone seen this?" },
+    ]);
+    const forward = h.emulator.userMessage(thread.id, "", { carries: { forwarded: original } });
+    h.emulator.userMessage(thread.id, "what do you make of it?", { mentionsBot: true });
+    await waitFor(() => h.runner.done.length === 1);
+    expect(asked()).toEqual(["what do you make of it?"]);
+    const history = await h.runner.inbounds[0]?.history?.();
+    expect(history?.map((m) => m.text)).toEqual([
+      "anyone seen this?",
+      "Forwarded message:\nThe build is red since 10:00.",
+    ]);
+    expect(forward.content).toBe("");
+  });
+});
