@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
+import { forumPost } from "../../../test/emulators/discord/forum.js";
 import { waitFor } from "../../../test/emulators/discord/index.js";
 import { untilQuiet } from "../../../test/support/quiet.js";
 import { answer, type Harness, ScriptedRunner, startHarness } from "./harness.test-helper.js";
@@ -66,5 +67,36 @@ describe("Discord adapter: messages with nothing to ask", () => {
       "Forwarded message:\nThe build is red since 10:00.",
     ]);
     expect(forward.content).toBe("");
+  });
+});
+
+describe("Discord adapter: a forum post", () => {
+  it("answers a post that mentions it with its question once, not again as an earlier message", async () => {
+    h = await startHarness({ runner: new ScriptedRunner(answer("Restart the runner.")) });
+    const { thread, starter } = forumPost(h.emulator, {
+      title: "CI stuck",
+      text: "the CI queue is stuck, what now?",
+      mentionsBot: true,
+    });
+    expect(starter.id).toBe(thread.id);
+    await waitFor(() => h.runner.done.length === 1);
+    const inbound = h.runner.inbounds[0];
+    expect(inbound?.text).toBe("the CI queue is stuck, what now?");
+    expect(await inbound?.history?.()).toEqual([]);
+    expect(h.emulator.botMessages(thread.id).map((m) => m.content)).toEqual(["Restart the runner."]);
+  });
+
+  it("gives a later mention in the post its opening message as an earlier one", async () => {
+    h = await startHarness({ runner: new ScriptedRunner(answer("Restart the runner.")) });
+    const s = h.emulator.state;
+    const { thread } = forumPost(h.emulator, {
+      title: "CI stuck",
+      text: "the CI queue is stuck",
+      author: s.bob,
+    });
+    h.emulator.userMessage(thread.id, "any idea?", { mentionsBot: true });
+    await waitFor(() => h.runner.done.length === 1);
+    const history = await h.runner.inbounds[0]?.history?.();
+    expect(history?.map((m) => `${m.author}: ${m.text}`)).toEqual(["bob: the CI queue is stuck"]);
   });
 });

@@ -169,8 +169,10 @@ export async function threadHistory(
 ): Promise<PriorMessage[]> {
   const fetched = await thread.messages.fetch({ before: beforeId, limit: HISTORY_LIMIT });
   const list = [...fetched.values()].reverse();
-  // A thread opened from a channel message starts with that message, which lives in the parent channel.
-  if (!list.some((m) => m.id === thread.id)) {
+  // A thread opened from a channel message starts with that message, which lives in the parent
+  // channel. A forum post's opening message has the thread's id too: when it is the message
+  // being answered (beforeId), it is the question, not an earlier message.
+  if (thread.id !== beforeId && !list.some((m) => m.id === thread.id)) {
     const starter = await thread.fetchStarterMessage().catch(() => null);
     if (starter) list.unshift(starter);
   }

@@ -68,8 +68,8 @@ export interface MessageOptions {
   mentionsBot?: boolean;
   author?: UserObject;
   attachments?: IncomingFile[];
-  /** What else it carries: stickers, a poll, or the message it forwards (see StoredMessage). */
-  carries?: Pick<StoredMessage, "stickers" | "poll" | "forwarded">;
+  /** What else it carries: stickers, a poll, the message it forwards (see StoredMessage), or its id. */
+  carries?: Pick<StoredMessage, "stickers" | "poll" | "forwarded"> & { id?: string };
 }
 
 export type SlashOptions = Record<string, string | number | boolean>;

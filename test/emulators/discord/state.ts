@@ -124,7 +124,10 @@ export class DiscordState {
   }
 
   addMessage(
-    m: Omit<StoredMessage, "id" | "edits" | "createdAt" | "editedAt" | "flags"> & { flags?: number },
+    m: Omit<StoredMessage, "id" | "edits" | "createdAt" | "editedAt" | "flags"> & {
+      flags?: number;
+      id?: string;
+    },
   ): StoredMessage {
     const stored: StoredMessage = {
       id: snowflake(),
