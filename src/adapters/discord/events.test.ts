@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { forumPost } from "../../../test/emulators/discord/forum.js";
 import { waitFor } from "../../../test/emulators/discord/index.js";
+import { forumPost } from "../../../test/emulators/discord/threads.js";
 import { untilQuiet } from "../../../test/support/quiet.js";
 import { answer, type Harness, ScriptedRunner, startHarness } from "./harness.test-helper.js";
 

@@ -1,11 +1,12 @@
 import { once } from "node:events";
-import { type Client, Events, Status } from "discord.js";
+import { type Client, DiscordAPIError, Events, RESTJSONErrorCodes, Status } from "discord.js";
 import { SwitchboardError } from "../../core/errors.js";
 import type { InboundFile, StoredFile } from "../../core/inbound.js";
 import type { ThreadKey } from "../../core/thread.js";
 import { connectFailure } from "../../core/unreachable.js";
 import { log } from "../../log.js";
 import type { Adapter, AdapterDeps, Reply, ReplyAddress, ResumeFrom } from "../../runtime/contract.js";
+import { MessageGoneError } from "../../runtime/message-ops.js";
 import { SharedBudgets } from "../../runtime/scheduler/shared-budgets.js";
 import { WriteScheduler } from "../../runtime/scheduler/write-scheduler.js";
 import { closedForGood, createClient, inviteUrl } from "./client.js";
@@ -102,10 +103,20 @@ export class DiscordAdapter implements Adapter {
   /**
    * The interrupted message itself ends with the note (read back, then edited; a message
    * too full for it continues in one more). Without an address, or when the message is
-   * gone, the note is posted in the thread. Rejects when Discord refuses, so the turn stays
-   * pending for the next start.
+   * gone, the note is posted in the thread. A thread that is gone leaves nothing to mend:
+   * it resolves. Rejects when Discord refuses, so the turn stays pending for the next start.
    */
   async recover(key: ThreadKey, address: ReplyAddress | undefined, note: string): Promise<void> {
+    try {
+      await this.mend(key, address, note);
+    } catch (err) {
+      // Rejecting would keep the turn pending, tried again every round in every replica, forever.
+      if (!gone(err)) throw err;
+      log.debug({ err, key }, "the interrupted reply's thread or message is gone; nothing to mend");
+    }
+  }
+
+  private async mend(key: ThreadKey, address: ReplyAddress | undefined, note: string): Promise<void> {
     if (address && address.messages.length > 0) {
       // No typing indicator: nobody is waiting for an answer to this.
       await this.rebuilt(key, address, false).stream().fail(note);
@@ -145,6 +156,15 @@ export class DiscordAdapter implements Adapter {
       .finally(() => this.inFlight.delete(p));
     this.inFlight.add(p);
   }
+}
+
+/** Discord answered that the channel, thread or message is not there (deleted). */
+function gone(err: unknown): boolean {
+  if (err instanceof MessageGoneError) return true;
+  return (
+    err instanceof DiscordAPIError &&
+    (err.code === RESTJSONErrorCodes.UnknownChannel || err.code === RESTJSONErrorCodes.UnknownMessage)
+  );
 }
 
 export function createDiscordAdapter(deps: AdapterDeps): DiscordAdapter {

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { waitFor } from "../../../test/emulators/discord/index.js";
+import { deleteThread } from "../../../test/emulators/discord/threads.js";
 import type { Inbound, ReplyAddress } from "../../runtime/contract.js";
 import { postKeys } from "../../runtime/write-keys.js";
 import { type Harness, ScriptedRunner, startHarness } from "./harness.test-helper.js";
@@ -99,6 +100,17 @@ describe("Discord adapter: the interrupted message itself ends with the note", (
     h!.emulator.botMessages(channel)[0]!.deleted = true;
     await h!.adapter.recover(inbound.key, addresses.at(-1), NOTE);
     expect(h!.emulator.botMessages(channel).map((m) => m.content)).toEqual([NOTE]);
+  });
+
+  it("ends quietly, writing nothing, when the thread was deleted meanwhile: there is nothing to mend", async () => {
+    const { inbound, channel, addresses } = await mentionCutOff();
+    deleteThread(h!.emulator, channel);
+    const from = h!.emulator.requests.length;
+    await expect(h!.adapter.recover(inbound.key, addresses.at(-1), NOTE)).resolves.toBeUndefined();
+    // Told 10003 Unknown Channel, it wrote nowhere else.
+    const tried = h!.emulator.requests.slice(from);
+    expect(tried.filter((r) => r.method !== "GET")).toEqual([]);
+    expect(tried.map((r) => r.status)).toContain(404);
   });
 
   it("posts the note in the thread when nothing was written before the crash", async () => {

@@ -1,7 +1,7 @@
 import type { DiscordEmulator } from "./index.js";
 import { Intent } from "./rest.js";
 import { snowflake } from "./snowflake.js";
-import type { ChannelObject, StoredMessage, UserObject } from "./types.js";
+import { type ChannelObject, ChannelType, type StoredMessage, type UserObject } from "./types.js";
 
 /**
  * A person opens a post in the forum: a thread whose first message lives in the thread and
@@ -23,4 +23,21 @@ export function forumPost(
     carries: { id },
   });
   return { thread, starter };
+}
+
+/**
+ * Someone deletes a thread: it is gone with its messages, REST answers its routes with 404
+ * Unknown Channel (10003), and the bot gets THREAD_DELETE (discord.js drops it from its cache).
+ */
+export function deleteThread(emu: DiscordEmulator, id: string): void {
+  const s = emu.state;
+  const thread = s.channels.get(id);
+  if (!thread || thread.type !== ChannelType.PublicThread) throw new Error(`No thread ${id}`);
+  s.channels.delete(id);
+  s.messages.delete(id);
+  emu.dispatch(
+    "THREAD_DELETE",
+    { id, guild_id: thread.guild_id, parent_id: thread.parent_id, type: thread.type },
+    Intent.Guilds,
+  );
 }
