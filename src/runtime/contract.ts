@@ -236,8 +236,15 @@ export interface TurnRunner {
   prompt?(text: string, opts?: PromptOptions): Promise<PromptOutcome>;
   /** A submitted prompt form (its id's value is PROMPT_FORM): run as `/prompt` with the typed arguments. */
   promptForm?(ref: string, values: FormValues): Promise<PromptOutcome>;
-  /** Stops the thread's answer in progress (see Dispatcher.stop); the sentence is for `by`. */
-  stop?(key: ThreadKey, by: { id: string; name?: string }): Promise<string>;
+  /**
+   * Stops the thread's answer in progress (see Dispatcher.stop); the sentence is for `by`.
+   * `inGroups`: as on an Interaction, for approvers listed by Slack user group.
+   */
+  stop?(
+    key: ThreadKey,
+    by: { id: string; name?: string },
+    inGroups?: Interaction["inGroups"],
+  ): Promise<string>;
 }
 
 /** What every platform adapter is built from (see src/app.ts). */

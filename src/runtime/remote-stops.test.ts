@@ -89,8 +89,8 @@ describe("Stop reaching another replica than the one writing the answer", () => 
     rmSync(dir, { recursive: true, force: true });
   });
 
-  async function replica(): Promise<Dispatcher> {
-    const config = configSchema.parse({});
+  async function replica(settings: unknown = {}): Promise<Dispatcher> {
+    const config = configSchema.parse(settings);
     const sessions = new SessionRepository(store);
     const hub = new FunctionHub({});
     const dispatcher = new Dispatcher({
@@ -145,6 +145,21 @@ describe("Stop reaching another replica than the one writing the answer", () => 
     // The answer itself says it stopped: nothing more to tell the clicker.
     expect(told).toEqual([]);
   }, 20_000);
+  it("stops the answer for an approver listed by Slack user group (Slack's own stop button reaching another replica)", async () => {
+    const approvers = { approvals: { approvers: [{ platform: "slack", slackUserGroups: ["S_OPS"] }] } };
+    const writing = await replica(approvers);
+    const other = await replica(approvers);
+    await new Promise((r) => setTimeout(r, 1_500));
+    const first = asked("e1", "slack:T1:C1:1.1");
+    const answering = writing.handle(first.inbound);
+    await vi.waitFor(() => expect(first.seen.text.length).toBeGreaterThan(0), { timeout: 5_000 });
+    const inOps = async (groups: string[]) => groups.includes("S_OPS");
+    expect(await other.stop(first.inbound.key, BOB)).toBe("Only alice or an approver can stop this answer.");
+    expect(await other.stop(first.inbound.key, BOB, inOps)).toBe("");
+    await answering;
+    expect(first.seen.ended).toBe("Stopped by bob.");
+  }, 20_000);
+
   it("stops from a Stop button offered before another replica joined", async () => {
     const writing = await replica();
     const first = asked("e1", "slack:T1:C1:1.1");

@@ -36,10 +36,11 @@ describe("Slack agent sessions", () => {
   beforeAll(async () => {
     llm = await LlmEmulator.start({ responder });
     slack = await SlackEmulator.start();
-    running = await startWithEverything("llm:\n  maxRetries: 0\nslack:\n  updateIntervalMs: 250\n", {
-      llm,
-      slack,
-    });
+    slack.state.userGroups.set("S_OPS", ["U_CAROL"]);
+    running = await startWithEverything(
+      "llm:\n  maxRetries: 0\nslack:\n  updateIntervalMs: 250\napprovals:\n  approvers:\n    - { platform: slack, slackUserGroups: [S_OPS] }\n",
+      { llm, slack },
+    );
   }, 60_000);
 
   afterAll(async () => {
@@ -87,6 +88,36 @@ describe("Slack agent sessions", () => {
     expect(text).toContain("Stopped by alice.");
     expect(text).not.toContain("word119");
     expect(session(m.ts)?.status).toBe("active");
+  });
+
+  it("lets a member of an approvers' user group stop someone else's answer with Slack's stop", async () => {
+    const lookups = () => slack.api.calls.filter((c) => c.method === "usergroups.users.list");
+    const looked = lookups().length;
+    const m = slack.mention("C1", "U_ALICE", "another slow answer please");
+    await waitFor(() => session(m.ts)?.status === "processing");
+    const answer = () => slack.botReplies("C1", m.ts)[0];
+    await waitFor(() => (answer()?.text.length ?? 0) > 0 || (answer()?.stream?.chunks.length ?? 0) > 0);
+
+    slack.stopAgentSession("U_CAROL", "C1", m.ts);
+    await waitFor(
+      () => llm.requests.find((r) => lastUserText(r).includes("another slow answer"))?.abandoned,
+      {
+        timeoutMs: 5_000,
+      },
+    );
+    await running.app.dispatcher.settled();
+    await untilQuiet(slack.api.calls);
+    const text = slack
+      .botReplies("C1", m.ts)
+      .map((r) => r.text)
+      .join("\n");
+    expect(text).toContain("Stopped by carol.");
+    expect(slack.state.ephemerals.filter((e) => e.user === "U_CAROL")).toEqual([]);
+    expect(
+      lookups()
+        .slice(looked)
+        .map((c) => c.params.usergroup),
+    ).toEqual(["S_OPS"]);
   });
 
   it("is suspended while it waits for an approval (toggle-simulated-logging is not read-only), and processing again once it goes on", async () => {

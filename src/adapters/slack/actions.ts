@@ -7,6 +7,7 @@ import { PROMPT_FORM } from "../../runtime/prompts.js";
 import type { SlackIdentity } from "./events.js";
 import { slackModal, submittedValues } from "./modals.js";
 import { toMrkdwn } from "./mrkdwn.js";
+import { inGroups } from "./user-groups.js";
 
 export interface ActionDeps {
   runner: TurnRunner;
@@ -105,19 +106,6 @@ export function registerActions(app: App, deps: ActionDeps): void {
       else await ack();
     },
   );
-}
-
-/** Whether `user` is a member of one of the user groups (usergroups.users.list, scope usergroups:read). */
-export async function inGroups(web: WebClient, user: string, groups: string[]): Promise<boolean> {
-  for (const usergroup of groups) {
-    try {
-      const res = await web.usergroups.users.list({ usergroup });
-      if (res.users?.includes(user)) return true;
-    } catch (err) {
-      log.warn({ err, usergroup }, "could not read a user group's members; its members are not approvers");
-    }
-  }
-  return false;
 }
 
 async function hand(deps: ActionDeps, interaction: Interaction): Promise<InteractionReply | undefined> {

@@ -3,6 +3,7 @@ import type { ThreadKey } from "../../core/thread.js";
 import { log } from "../../log.js";
 import type { TurnRunner } from "../../runtime/contract.js";
 import { WriteDropped, type WriteScheduler } from "../../runtime/scheduler/write-scheduler.js";
+import { inGroups } from "./user-groups.js";
 
 export type SessionStatus = "processing" | "active" | "suspended" | "closed";
 
@@ -154,7 +155,9 @@ export async function sessionStopped(
   place: SessionPlace,
   name: string | undefined,
 ): Promise<void> {
-  const said = (await deps.runner.stop?.(key, { id: place.user, ...(name ? { name } : {}) })) ?? "";
+  const by = { id: place.user, ...(name ? { name } : {}) };
+  const said =
+    (await deps.runner.stop?.(key, by, (groups) => inGroups(deps.writes, place.user, groups))) ?? "";
   if (!said) return;
   await deps.writes.chat
     .postEphemeral({ channel: place.channel, user: place.user, thread_ts: place.threadTs, text: said })

@@ -7,11 +7,12 @@ import type { TurnRunner } from "../../runtime/contract.js";
 import { INTERACTION_PREFIX, parseInteractionId } from "../../runtime/interaction-ids.js";
 import { PROMPT_FORM } from "../../runtime/prompts.js";
 import type { WriteScheduler } from "../../runtime/scheduler/write-scheduler.js";
-import { formMetadata, inGroups, originOf, registerActions } from "./actions.js";
+import { formMetadata, originOf, registerActions } from "./actions.js";
 import type { ReportingWebClient } from "./app.js";
 import { type SlackEvents, type SlackIdentity, threadKey } from "./events.js";
 import { slackModal, submittedValues } from "./modals.js";
 import { escapeMrkdwn, fromSlackText, toMrkdwn } from "./mrkdwn.js";
+import { inGroups } from "./user-groups.js";
 
 /**
  * Said when a thread-scoped subcommand has no thread to act on (the latest thread is only

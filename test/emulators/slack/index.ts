@@ -300,6 +300,7 @@ export class SlackEmulator {
    * moving it on is the app's job.
    */
   stopAgentSession(user: string, channel: string, threadTs: string): Delivery[] {
+    this.state.user(user);
     const streaming = this.state.messages.filter(
       (m) => m.channel === channel && (m.thread_ts ?? m.ts) === threadTs && m.stream?.state === "streaming",
     );
