@@ -68,6 +68,10 @@ describe("Slack agent sessions", () => {
     await waitFor(() => session(m.ts)?.status === "processing");
     const answer = () => slack.botReplies("C1", m.ts)[0];
     await waitFor(() => (answer()?.text.length ?? 0) > 0 || (answer()?.stream?.chunks.length ?? 0) > 0);
+    // Slack's stop button is on the session: no private one besides it, also once the
+    // answer has taken longer than the 2 s after which the private one would come.
+    await waitFor(() => answer()?.text.includes("word40"), { timeoutMs: 10_000 });
+    expect(slack.state.ephemerals.filter((e) => e.thread_ts === m.ts)).toEqual([]);
 
     slack.stopAgentSession("U_BOB", "C1", m.ts);
     await waitFor(() => slack.state.ephemerals.find((e) => e.user === "U_BOB"));
@@ -147,6 +151,40 @@ describe("Slack agent sessions", () => {
     const statuses = session(m.ts)?.statuses ?? [];
     expect(statuses.slice(0, 2)).toEqual(["processing", "suspended"]);
     expect(statuses.at(-1)).toBe("active");
+  }, 30_000);
+
+  it("offers the asker the private Stop button where this thread's session could not start (its limit spent)", async () => {
+    // Every setStatus answered with a 429 (Retry-After 1 s): the session's start waits past
+    // its 3 s and is dropped, while Slack has not refused sessions.
+    slack.rates.configure({ speed: 60, perMinute: { "agents.sessions.setStatus": 0 } });
+    try {
+      const m = slack.mention("C1", "U_ALICE", "a slow answer without its session");
+      const offer = await waitFor(
+        () => slack.state.ephemerals.find((e) => e.user === "U_ALICE" && e.thread_ts === m.ts),
+        { timeoutMs: 10_000 },
+      );
+      expect(session(m.ts)).toBeUndefined();
+      const stop = ((offer.blocks ?? []) as Array<{ elements?: Array<{ action_id: string; value: string }> }>)
+        .flatMap((b) => b.elements ?? [])
+        .find((e) => e.value === "stop")!;
+      clickAction(slack, {
+        user: "U_ALICE",
+        channel: "C1",
+        messageTs: m.ts,
+        actionId: stop.action_id,
+        value: "stop",
+      });
+      const text = () =>
+        slack
+          .botReplies("C1", m.ts)
+          .map((r) => r.text)
+          .join("\n");
+      await waitFor(() => text().includes("Stopped by alice."), { timeoutMs: 10_000 });
+      await running.app.dispatcher.settled();
+      expect(text()).not.toContain("word119");
+    } finally {
+      slack.rates.configure({ speed: 1, perMinute: {} });
+    }
   }, 30_000);
 
   it("answers as before where Slack refuses sessions, and asks only once", async () => {

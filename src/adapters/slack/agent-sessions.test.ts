@@ -66,6 +66,19 @@ describe("Slack agent sessions", () => {
     expect(s.calls).toEqual(["processing", "rename Title"]);
   });
 
+  it("says whether Slack shows a thread's session as working once its status has gone, and only for that thread", async () => {
+    const s = slack();
+    const sessions = new AgentSessions(s.web, true, unpaced);
+    s.hold();
+    void sessions.status(place, "processing");
+    const asked = sessions.working(place);
+    expect(await sessions.working({ ...place, threadTs: "2.2" })).toBe(false);
+    s.release();
+    expect(await asked).toBe(true);
+    await sessions.status(place, "active");
+    expect(await sessions.working(place)).toBe(false);
+  });
+
   it("stops asking for the rest of the process once Slack refuses sessions", async () => {
     const s = slack({ refuse: "missing_scope" });
     const sessions = new AgentSessions(s.web, true, unpaced);

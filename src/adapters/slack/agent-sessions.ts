@@ -20,6 +20,8 @@ const TITLE_MAX = 200;
 const PROCESSING_LATE_MS = 3_000;
 const MAX_REMEMBERED = 10_000;
 
+const keyOf = (place: SessionPlace) => `${place.channel}:${place.threadTs}`;
+
 /**
  * Slack's agent sessions (`agents.sessions.*`, apps with `agent_view` in their manifest):
  * each thread the bot answers is a session, `processing` while an answer is written (which
@@ -37,6 +39,8 @@ export class AgentSessions {
   private readonly pending = new Map<string, SessionStatus>();
   /** The last status sent per thread: a thread without one has no session to move on or rename. */
   private readonly sent = new Map<string, SessionStatus>();
+  /** Per thread, the statuses on their way to Slack, until the last one has gone or been dropped. */
+  private readonly flights = new Map<string, Promise<void>>();
 
   constructor(
     private readonly web: WebClient,
@@ -57,21 +61,38 @@ export class AgentSessions {
    */
   async status(place: SessionPlace, status: SessionStatus): Promise<void> {
     if (!this.available) return;
-    const key = `${place.channel}:${place.threadTs}`;
+    const key = keyOf(place);
     const running = this.pending.has(key);
     this.pending.set(key, status);
     if (running) return;
-    try {
-      for (;;) {
-        const next = this.pending.get(key) as SessionStatus;
-        const last = this.sent.get(key);
-        if (next === last || (last === undefined && next !== "processing")) break;
-        if (!(await this.send(place, next))) break;
-        this.remember(key, next);
-      }
-    } finally {
+    const flight = this.sendLatest(place, key).finally(() => {
       this.pending.delete(key);
+      this.flights.delete(key);
+    });
+    this.flights.set(key, flight);
+    await flight;
+  }
+
+  private async sendLatest(place: SessionPlace, key: string): Promise<void> {
+    for (;;) {
+      const next = this.pending.get(key) as SessionStatus;
+      const last = this.sent.get(key);
+      if (next === last || (last === undefined && next !== "processing")) return;
+      if (!(await this.send(place, next))) return;
+      this.remember(key, next);
     }
+  }
+
+  /**
+   * Whether Slack shows the thread's session as working, with its stop button: asked once
+   * the status on its way has gone or been dropped. A thread whose `processing` was
+   * dropped (late under load, a 429) or refused has no stop button of Slack's, even
+   * where sessions are on.
+   */
+  async working(place: SessionPlace): Promise<boolean> {
+    const key = keyOf(place);
+    await this.flights.get(key);
+    return this.available && this.sent.get(key) === "processing";
   }
 
   private remember(key: string, status: SessionStatus): void {
@@ -109,7 +130,7 @@ export class AgentSessions {
 
   /** Whether the thread has a session here, which a title would name. */
   has(place: SessionPlace): boolean {
-    return this.available && this.sent.has(`${place.channel}:${place.threadTs}`);
+    return this.available && this.sent.has(keyOf(place));
   }
 
   async rename(place: SessionPlace, title: string): Promise<void> {

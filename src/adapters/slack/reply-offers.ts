@@ -49,18 +49,20 @@ export async function showRatingButtons(
 
 /**
  * A Stop button for the asker, in a private message under the thread, once the answer
- * has taken longer than a glance (unless `answered` aborted first): a message written
- * with `markdown_text` cannot carry buttons, and a quick answer needs none.
+ * has taken longer than a glance (unless `answered` aborted first, or `shownElsewhere`
+ * says then that another stop button is on screen): a message written with
+ * `markdown_text` cannot carry buttons, and a quick answer needs none.
  */
 export function offerStopLater(
   deps: OfferDeps,
   place: { channel: string; threadTs: string; user: string },
   ref: string,
   answered: AbortSignal,
+  shownElsewhere: () => Promise<boolean> = async () => false,
 ): void {
   const { channel, threadTs, user } = place;
-  const timer = setTimeout(() => {
-    if (answered.aborted) return;
+  const timer = setTimeout(async () => {
+    if (answered.aborted || (await shownElsewhere().catch(() => false)) || answered.aborted) return;
     const text = "Still working on your answer. Stop it here if it is going the wrong way.";
     // An offer, not an answer: it goes after every answer's writes, and not at all when late.
     void deps.scheduler

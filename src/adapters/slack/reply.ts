@@ -326,9 +326,12 @@ export class SlackReply implements Reply {
    */
   offerStop(ref: string): void {
     const { user } = this.place;
-    // An agent session has Slack's own stop button, which comes to the same Stop.
-    if (!user || this.deps.sessions?.on) return;
-    offerStopLater(this.deps, { ...this.place, user }, ref, this.stopOffer.signal);
+    if (!user) return;
+    const { sessions } = this.deps;
+    // A working agent session has Slack's own stop button, which comes to the same Stop.
+    // Asked when the offer is due: whether this thread's session started is known only then.
+    const shownElsewhere = sessions ? () => sessions.working(this.place) : undefined;
+    offerStopLater(this.deps, { ...this.place, user }, ref, this.stopOffer.signal, shownElsewhere);
   }
 
   async ask(question: Question): Promise<string> {
