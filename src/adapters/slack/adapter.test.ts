@@ -133,6 +133,23 @@ describe("Slack adapter: where it answers", () => {
     expect(h.runner.inbounds[0]?.user.id).toBe("U_OTHERBOT");
     await waitFor(() => finalText(h!, "C1", m.ts).length === 1);
   });
+
+  it("keeps agent sessions for the next thread when Slack refuses one to a bot's thread", async () => {
+    h = await startHarness({ config: { slack: { allowBots: true } } });
+    const statuses = () => h!.emu.api.calls.filter((c) => c.method === "agents.sessions.setStatus");
+    const bot = h.emu.botPost("C1", `<@${BOT_USER_ID}> status report please`);
+    await waitFor(() => statuses().find((c) => c.params.thread_ts === bot.ts && c.error));
+    await waitFor(() => finalText(h!, "C1", bot.ts).length === 1);
+    const m = h.emu.mention("C1", "U_ALICE", "hello");
+    await settled(h, "C1", m);
+    // The scripted answer ends without saying it answered: its session is left suspended.
+    await waitFor(() => h!.emu.api.sessions.get(`C1:${m.ts}`)?.status === "suspended");
+    expect(statuses().map((c) => [c.params.thread_ts, c.params.status, c.error])).toEqual([
+      [bot.ts, "processing", "user_not_in_channel"],
+      [m.ts, "processing", undefined],
+      [m.ts, "suspended", undefined],
+    ]);
+  });
 });
 
 describe("Slack adapter: a reply rebuilt from its record", () => {

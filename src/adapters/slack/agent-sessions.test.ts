@@ -9,16 +9,17 @@ const unpaced = {
   scheduler: { as: (_lane: string, fn: () => Promise<unknown>) => fn() } as unknown as WriteScheduler,
 };
 
-function slack(opts: { refuse?: string } = {}) {
+function slack(opts: { refuse?: string; refuseThread?: (threadTs: string) => string | undefined } = {}) {
   const calls: string[] = [];
   let release: () => void = () => {};
   let gate: Promise<void> | undefined;
   const web = {
     agents: {
       sessions: {
-        setStatus: async (a: { status: string }) => {
+        setStatus: async (a: { status: string; thread_ts: string }) => {
           calls.push(a.status);
-          if (opts.refuse) throw Object.assign(new Error("refused"), { data: { error: opts.refuse } });
+          const refused = opts.refuse ?? opts.refuseThread?.(a.thread_ts);
+          if (refused) throw Object.assign(new Error("refused"), { data: { error: refused } });
           await gate;
           return { ok: true };
         },
@@ -86,5 +87,26 @@ describe("Slack agent sessions", () => {
     await sessions.status({ ...place, threadTs: "2.2" }, "processing");
     expect(s.calls).toEqual(["processing"]);
     expect(sessions.on).toBe(false);
+  });
+
+  it("keeps sessions on when Slack refuses one thread's session for a reason of that thread", async () => {
+    for (const error of ["channel_not_found", "not_in_channel", "thread_not_found", "user_not_in_channel"]) {
+      const s = slack({ refuseThread: (ts) => (ts === "1.1" ? error : undefined) });
+      const sessions = new AgentSessions(s.web, true, unpaced);
+      await sessions.status(place, "processing");
+      expect(sessions.on).toBe(true);
+      expect(await sessions.working(place)).toBe(false);
+      const next = { ...place, threadTs: "2.2" };
+      await sessions.status(next, "processing");
+      expect(await sessions.working(next)).toBe(true);
+    }
+  });
+
+  it("turns sessions off for errors that say the app cannot use them anywhere", async () => {
+    for (const error of ["missing_scope", "not_allowed_token_type", "unknown_method", "invalid_auth"]) {
+      const sessions = new AgentSessions(slack({ refuse: error }).web, true, unpaced);
+      await sessions.status(place, "processing");
+      expect(sessions.on).toBe(false);
+    }
   });
 });

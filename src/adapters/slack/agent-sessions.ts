@@ -23,12 +23,40 @@ const MAX_REMEMBERED = 10_000;
 const keyOf = (place: SessionPlace) => `${place.channel}:${place.threadTs}`;
 
 /**
+ * Refusals that say the app cannot have agent sessions anywhere: a scope or token Slack's
+ * common errors name, or a method the workspace does not offer. Slack does not document
+ * what an app without `agent_view` gets; `missing_scope` is the likeliest, and the
+ * emulator's. Any other refusal concerns one thread (a channel the bot is not in, a thread
+ * gone, an initiator who is not a person in it) and must not take Slack's status and stop
+ * button from every other thread.
+ */
+const APP_REFUSALS = new Set([
+  "missing_scope",
+  "not_allowed_token_type",
+  "no_permission",
+  "access_denied",
+  "unknown_method",
+  "method_deprecated",
+  "deprecated_endpoint",
+  "feature_disabled",
+  "not_authed",
+  "invalid_auth",
+  "account_inactive",
+  "token_revoked",
+  "token_expired",
+  "team_access_not_granted",
+  "ekm_access_denied",
+  "enterprise_is_restricted",
+]);
+
+/**
  * Slack's agent sessions (`agents.sessions.*`, apps with `agent_view` in their manifest):
  * each thread the bot answers is a session, `processing` while an answer is written (which
  * gives the person Slack's own stop button, arriving as `agent_session_stopped`) and
  * `active` once it is done; its title is the thread's. An app that is not declared as an
  * agent is refused: sessions are then off for the rest of the process, said once, and the
- * bot works as before (assistant threads keep their own status and title).
+ * bot works as before (assistant threads keep their own status and title). A refusal about
+ * one thread leaves that thread without a session, and the others with theirs.
  */
 export class AgentSessions {
   private available: boolean;
@@ -123,7 +151,7 @@ export class AgentSessions {
       );
       return true;
     } catch (err) {
-      this.failed(err, "status");
+      this.failed(err, "status", place);
       return false;
     }
   }
@@ -142,11 +170,11 @@ export class AgentSessions {
         title: title.slice(0, TITLE_MAX),
       });
     } catch (err) {
-      this.failed(err, "title");
+      this.failed(err, "title", place);
     }
   }
 
-  private failed(err: unknown, what: string): void {
+  private failed(err: unknown, what: string, place: SessionPlace): void {
     const code = (err as { data?: { error?: string } }).data?.error;
     if (
       err instanceof WriteDropped ||
@@ -155,6 +183,15 @@ export class AgentSessions {
       code === undefined
     ) {
       log.debug({ err, what }, "agent session not updated");
+      return;
+    }
+    if (!APP_REFUSALS.has(code)) {
+      // Whatever Slack keeps of it, this thread's session is not one to move on or name.
+      this.sent.delete(keyOf(place));
+      log.info(
+        { error: code, what, channel: place.channel, threadTs: place.threadTs },
+        "Slack refused this thread's agent session; its answer goes on without Slack's session status and stop button",
+      );
       return;
     }
     this.available = false;

@@ -277,10 +277,11 @@ export class SlackEmulator {
     text: string,
     opts: MessageOptions & { botId?: string; user?: string } = {},
   ): EmuMessage {
+    const { id: user, botId } = this.state.botUser(opts.user ?? "U_OTHERBOT", opts.botId ?? "B_OTHER");
     const m = this.state.addMessage({
       channel,
-      user: opts.user ?? "U_OTHERBOT",
-      bot_id: opts.botId ?? "B_OTHER",
+      user,
+      bot_id: botId,
       text,
       thread_ts: opts.threadTs,
     });

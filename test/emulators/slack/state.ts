@@ -160,6 +160,17 @@ export class SlackState implements ModalState {
     return user;
   }
 
+  /** Another app's bot user (created on first use), as users.info knows it. */
+  botUser(id: string, botId: string): EmuUser {
+    let user = this.users.get(id);
+    if (!user) {
+      const name = id.replace(/^U_?/, "").toLowerCase();
+      user = { id, name, realName: name, isBot: true, botId };
+      this.users.set(id, user);
+    }
+    return user;
+  }
+
   /** The DM channel between the bot and `user` (created on first use). */
   dmChannel(user: string): EmuChannel {
     const id = `D${user.replace(/^U_?/, "")}`;

@@ -21,8 +21,10 @@ export const sessionKey = (channel: string, threadTs: string) => `${channel}:${t
  * agents.sessions.setStatus / rename (docs.slack.dev, "Agent sessions"): setStatus creates
  * the thread's session on first use (its title and initiator count only then) and moves
  * it between processing, active, suspended and closed; rename needs an existing session.
- * A thread-based session needs its root message to exist. Apps not declared as agents are
- * refused; tests do that with `api.refuse(method, "missing_scope")`.
+ * A thread-based session needs its root message to exist, and its initiator must be a
+ * person (the emulator knows no channel membership). These refuse one thread's session;
+ * apps not declared as agents are refused every session, which tests do with
+ * `api.refuse(method, "missing_scope")`.
  */
 export function agentHandlers(ctx: ApiContext, sessions: Map<string, AgentSession>): Record<string, Handler> {
   const { state } = ctx;
@@ -48,6 +50,11 @@ export function agentHandlers(ctx: ApiContext, sessions: Map<string, AgentSessio
       if (!session) {
         const t = title(p);
         const initiator = str(p, "initiator_user_id");
+        // "Must be a member of the channel": a person (users are made on first use, as
+        // everywhere in the emulator), not another app's bot nor a bot id. Slack does not
+        // document the code; the one it uses for a user outside a channel stands in for it.
+        if (initiator !== undefined && (!/^[UW]/.test(initiator) || state.user(initiator).isBot))
+          fail("user_not_in_channel");
         session = {
           channel,
           threadTs,

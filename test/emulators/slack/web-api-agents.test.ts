@@ -1,0 +1,55 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { SlackEmulator } from "./index.js";
+
+let emu: SlackEmulator | undefined;
+afterEach(async () => {
+  await emu?.stop();
+  emu = undefined;
+});
+
+/** A Web API call as raw HTTP, form-encoded as the WebClient sends it. */
+async function call(e: SlackEmulator, method: string, args: Record<string, string>) {
+  const res = await fetch(`${e.apiUrl}${method}`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${e.botToken}`, "content-type": "application/x-www-form-urlencoded" },
+    body: new URLSearchParams(args).toString(),
+  });
+  return (await res.json()) as { ok: boolean; error?: string; status?: string };
+}
+
+describe("Slack emulator: agents.sessions.setStatus", () => {
+  it("refuses to start a session for an initiator who is another app's bot, and only that session", async () => {
+    emu = await SlackEmulator.start();
+    const bot = emu.botPost("C1", "a webhook's report");
+    const person = emu.post("C1", "U_ALICE", "a question");
+    const start = (threadTs: string, initiator: string) =>
+      call(emu!, "agents.sessions.setStatus", {
+        channel_id: "C1",
+        thread_ts: threadTs,
+        status: "processing",
+        initiator_user_id: initiator,
+      });
+    expect(await start(bot.ts, "U_OTHERBOT")).toEqual({ ok: false, error: "user_not_in_channel" });
+    expect(await start(bot.ts, "B_OTHER")).toEqual({ ok: false, error: "user_not_in_channel" });
+    expect(emu.api.sessions.size).toBe(0);
+    expect(await start(person.ts, "U_ALICE")).toMatchObject({ ok: true, status: "processing" });
+    // The initiator counts only when the session is made: moving it on names nobody.
+    const done = await call(emu, "agents.sessions.setStatus", {
+      channel_id: "C1",
+      thread_ts: person.ts,
+      status: "active",
+    });
+    expect(done).toMatchObject({ ok: true, status: "active" });
+  });
+
+  it("refuses a session in a thread that does not exist, or in an unknown channel", async () => {
+    emu = await SlackEmulator.start();
+    const args = { status: "processing", initiator_user_id: "U_ALICE" };
+    expect(
+      await call(emu, "agents.sessions.setStatus", { ...args, channel_id: "C1", thread_ts: "1.000001" }),
+    ).toEqual({ ok: false, error: "thread_not_found" });
+    expect(
+      await call(emu, "agents.sessions.setStatus", { ...args, channel_id: "C9", thread_ts: "1.000001" }),
+    ).toEqual({ ok: false, error: "channel_not_found" });
+  });
+});
