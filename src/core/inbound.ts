@@ -17,6 +17,11 @@ export interface InboundFile {
   size: number;
   /** Where the platform serves it, when it can be fetched again elsewhere (see StoredFile). */
   url?: string;
+  /**
+   * Why it cannot be read at all (the platform would not say what it is): the model is
+   * told this instead of its content, and it is not fetched.
+   */
+  unreadable?: string;
   /** Loads the bytes (platform download with auth, at most 30 s); may throw, also when `signal` aborts. */
   fetch(signal?: AbortSignal): Promise<Uint8Array>;
 }

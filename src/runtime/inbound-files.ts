@@ -37,6 +37,10 @@ export async function prepareAttachments(
   const parts: UserPart[] = [];
   const seesImages = modelSupportsVision(opts.config, opts.model);
   for (const file of files) {
+    if (file.unreadable) {
+      if (!opts.imagesOnly) notes.push(`[Attached file: ${file.name}; ${file.unreadable}]`);
+      continue;
+    }
     const label = `${file.name} (${file.mimeType}, ${formatBytes(file.size)})`;
     const isImage = IMAGE_TYPES.test(file.mimeType);
     const isText = TEXT_TYPES.test(file.mimeType) || TEXT_EXTENSIONS.test(file.name);

@@ -49,9 +49,13 @@ function useBot(model: string, yaml = ""): () => App | undefined {
 }
 
 /** Mentions the bot with `files` and returns the last user message of the model request it made. */
-async function ask(text: string, files: { name: string; mimetype: string; bytes: Uint8Array }[]) {
+async function ask(
+  text: string,
+  files: { name: string; mimetype: string; bytes: Uint8Array }[],
+  user = "U_ALICE",
+) {
   const before = llm.requests.length;
-  const m = slack.mention("C1", "U_ALICE", text, { files });
+  const m = slack.mention("C1", user, text, { files });
   await waitFor(() => slack.botReplies("C1", m.ts).some((r) => r.text === "Got it."), { timeoutMs: 20_000 });
   const req = llm.requests.slice(before).find((r) => !isTitleRequest(r));
   if (!req) throw new Error(`no model request for "${text}"`);
@@ -120,6 +124,35 @@ describe("files attached to a message, for a model that sees images (gpt-4o)", (
         "[Attached file: backup.zip (application/zip, 4 B); a type I cannot read, so its content is not included]",
       ].join("\n\n"),
     );
+  });
+});
+
+describe("files shared from another organization in a Slack Connect channel", () => {
+  useBot("gpt-4o");
+  const NOTES = [{ name: "plan.txt", mimetype: "text/plain", bytes: Buffer.from("launch on friday") }];
+  const infoCalls = () => slack.api.calls.filter((c) => c.method === "files.info");
+
+  it("reads a file Slack sends as a stub, after asking files.info what it is", async () => {
+    slack.externalUser("U_EXT", "T_OTHER");
+    const asked = infoCalls().length;
+    const sent = await ask("what does our plan say?", NOTES, "U_EXT");
+    expect(sent.content).toBe(
+      "[ext] what does our plan say?\n\n[Attached file: plan.txt (text/plain, 16 B)]\n```\nlaunch on friday\n```",
+    );
+    expect(infoCalls().slice(asked)).toHaveLength(1);
+  });
+
+  it("tells the model a file could not be read when files.info is refused, instead of dropping it", async () => {
+    slack.externalUser("U_EXT2", "T_OTHER");
+    slack.api.refuse("files.info", "file_not_found");
+    try {
+      const sent = await ask("and this one?", NOTES, "U_EXT2");
+      expect(sent.content).toMatch(
+        /^\[ext2\] and this one\?\n\n\[Attached file: F\w+; Slack would not say what this file is \(file_not_found\), so it could not be read\]$/,
+      );
+    } finally {
+      slack.api.allow("files.info");
+    }
   });
 });
 

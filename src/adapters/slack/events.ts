@@ -10,7 +10,7 @@ import type { Inbound, TurnRunner } from "../../runtime/contract.js";
 import type { WriteScheduler } from "../../runtime/scheduler/write-scheduler.js";
 import type { StateStore } from "../../store/state.js";
 import { type AgentSessions, sessionStopped } from "./agent-sessions.js";
-import { type SlackFile, toInboundFiles } from "./files.js";
+import { messageFiles, type SlackFile } from "./files.js";
 import { MessageCopies } from "./message-copies.js";
 import { fromSlackText } from "./mrkdwn.js";
 import { UserNames } from "./names.js";
@@ -308,7 +308,11 @@ export class SlackEvents {
       if (admitted === "tell") await reply.notice(REFUSED_NOTE).catch(() => undefined);
       return;
     }
-    const [asker] = await Promise.all([name ?? t.author, t.before]);
+    const [asker, attachments] = await Promise.all([
+      name ?? t.author,
+      messageFiles(t.files, this.deps.token, this.deps.reads),
+      t.before,
+    ]);
     // Acknowledged once the runner accepts it: a copy of a message already taken
     // (app_mention + message, a redelivery, also on another replica) gets no second :eyes:.
     let ack: Promise<boolean> = Promise.resolve(false);
@@ -324,7 +328,7 @@ export class SlackEvents {
       // Slack's direct-message channel ids start with D.
       from,
       text: t.text,
-      attachments: toInboundFiles(t.files, this.deps.token),
+      attachments,
       history: t.withHistory
         ? () =>
             threadHistory(this.deps, this.names, { channel: t.channel, ts: t.ts, threadRoot: t.threadRoot })

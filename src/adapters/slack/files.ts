@@ -19,22 +19,75 @@ export interface SlackFile {
   size?: number;
   url_private?: string;
   url_private_download?: string;
+  /** `file_access` for a stub, `tombstone` for a deleted file, `hidden_by_limit` past a free plan's limit. */
+  mode?: string;
+  /** `check_file_info` on a stub: only files.info says what the file is. */
+  file_access?: string;
 }
 
 /**
  * Files on the user's message, downloadable with the bot token. Without `files:read`
  * Slack answers the download with its HTML sign-in page and status 200: that is an
  * error here, not a file.
+ *
+ * In a Slack Connect channel, a file shared from another organization comes as a stub
+ * (`file_access: "check_file_info"`), without name, type or URL: files.info (scope
+ * `files:read`) says the rest, asked here before the turn so its record can keep the URL.
+ * A file Slack will not describe or serve is still named to the model, with why, so that
+ * it never answers as if there were no file, or as if it had read it.
  */
-export function toInboundFiles(files: SlackFile[] | undefined, token: string): InboundFile[] {
-  return (files ?? []).flatMap((f) => {
-    const url = f.url_private_download ?? f.url_private;
-    if (!url) return [];
-    const name = f.name ?? f.title ?? "file";
-    return [
-      slackFile({ name, mimeType: f.mimetype || "application/octet-stream", size: f.size ?? 0, url }, token),
-    ];
-  });
+export async function messageFiles(
+  files: SlackFile[] | undefined,
+  token: string,
+  reads: WebClient,
+): Promise<InboundFile[]> {
+  return Promise.all(
+    (files ?? []).map(async (f) => {
+      if (f.file_access !== "check_file_info") return inboundFile(f, token);
+      const info = await lookUp(reads, f.id ?? "");
+      return typeof info === "string" ? unreadable(f.id ?? "file", info) : inboundFile(info, token);
+    }),
+  );
+}
+
+function inboundFile(f: SlackFile, token: string): InboundFile {
+  const url = f.url_private_download ?? f.url_private;
+  const name = f.name ?? f.title ?? f.id ?? "file";
+  if (!url)
+    return unreadable(
+      name,
+      `Slack did not give me this file (${f.mode ?? "no address"}), so it could not be read`,
+    );
+  return slackFile(
+    { name, mimeType: f.mimetype || "application/octet-stream", size: f.size ?? 0, url },
+    token,
+  );
+}
+
+/** The file as files.info describes it, or why Slack would not. */
+async function lookUp(reads: WebClient, id: string): Promise<SlackFile | string> {
+  try {
+    const res = await reads.files.info({ file: id });
+    if (res.file) return res.file as SlackFile;
+    return "Slack would not say what this file is, so it could not be read";
+  } catch (err) {
+    log.warn(
+      { err, file: id },
+      "files.info refused a Slack Connect file; the model is told it could not be read",
+    );
+    const code = (err as { data?: { error?: string } }).data?.error ?? "no answer";
+    return `Slack would not say what this file is (${code}), so it could not be read`;
+  }
+}
+
+function unreadable(name: string, why: string): InboundFile {
+  return {
+    name,
+    mimeType: "application/octet-stream",
+    size: 0,
+    unreadable: why,
+    fetch: () => Promise.reject(new Error(`${name}: ${why}`)),
+  };
 }
 
 /** A Slack file fetched from its private URL with the bot token (also one another process stored). */

@@ -1,0 +1,59 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { SlackEmulator } from "./index.js";
+
+let emu: SlackEmulator | undefined;
+afterEach(async () => {
+  await emu?.stop();
+  emu = undefined;
+});
+
+/** A Web API call as raw HTTP, form-encoded as the WebClient sends it. */
+async function call(e: SlackEmulator, method: string, args: Record<string, string>) {
+  const res = await fetch(`${e.apiUrl}${method}`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${e.botToken}`, "content-type": "application/x-www-form-urlencoded" },
+    body: new URLSearchParams(args).toString(),
+  });
+  return (await res.json()) as { ok: boolean; error?: string; file?: Record<string, unknown> };
+}
+
+const NOTES = [{ name: "notes.txt", mimetype: "text/plain", bytes: Buffer.from("launch on friday") }];
+
+/** The files of the events delivered for message `ts`. */
+function deliveredFiles(e: SlackEmulator, ts: string): unknown[] {
+  return e.delivery.deliveries
+    .map((d) => d.payload.event as { ts?: string; files?: unknown[] } | undefined)
+    .filter((ev) => ev?.ts === ts)
+    .map((ev) => ev?.files);
+}
+
+describe("Slack emulator: files in a Slack Connect channel", () => {
+  it("sends a stub for a file a person of another organization shares, and files.info gives the rest", async () => {
+    emu = await SlackEmulator.start();
+    emu.externalUser("U_EXT", "T_OTHER");
+    const m = emu.mention("C1", "U_EXT", "see the plan", { files: NOTES });
+    const id = m.files[0]?.id ?? "";
+    const stub = [{ id, mode: "file_access", file_access: "check_file_info" }];
+    // app_mention and message alike.
+    expect(deliveredFiles(emu, m.ts)).toEqual([stub, stub]);
+
+    const info = await call(emu, "files.info", { file: id });
+    expect(info).toMatchObject({
+      ok: true,
+      file: { id, name: "notes.txt", mimetype: "text/plain", size: 16 },
+    });
+    const res = await fetch(String(info.file?.url_private_download), {
+      headers: { authorization: `Bearer ${emu.botToken}` },
+    });
+    expect(await res.text()).toBe("launch on friday");
+    expect(await call(emu, "files.info", { file: "F_NONE" })).toEqual({ ok: false, error: "file_not_found" });
+  });
+
+  it("sends a file of the bot's own workspace whole", async () => {
+    emu = await SlackEmulator.start();
+    const m = emu.mention("C1", "U_ALICE", "see the plan", { files: NOTES });
+    const [files] = deliveredFiles(emu, m.ts) as Array<Array<Record<string, unknown>>>;
+    expect(files?.[0]).toMatchObject({ name: "notes.txt", mimetype: "text/plain" });
+    expect(files?.[0]?.url_private).toBeDefined();
+  });
+});
