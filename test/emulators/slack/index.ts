@@ -13,6 +13,7 @@ import {
 import { bearer, type Params, parseParams, readBody, sendJson, str } from "./http-util.js";
 import { type EmuView, issueTrigger } from "./modals.js";
 import { RateLimiter, type RateLimitOptions } from "./rate-limit.js";
+import { ResponseUrls } from "./response-urls.js";
 import { BOT_USER_ID, type EmuFile, type EmuMessage, SlackState } from "./state.js";
 import { WebApi, type WebApiLimits } from "./web-api.js";
 
@@ -21,6 +22,7 @@ export type { EmuTrigger, EmuView, ModalJson, TriggerSource } from "./modals.js"
 export { type RateLimitOptions, SLACK_PER_CHANNEL_LIMITS } from "./rate-limit.js";
 export type { EmuFile, EmuMessage } from "./state.js";
 export { BOT_ID, BOT_USER_ID, TEAM_ID } from "./state.js";
+export { type Truthy, waitFor } from "./wait.js";
 
 /** Slack: a trigger_id is valid for 3 s (views.open docs; PLATFORMS.md). */
 export const TRIGGER_TTL_MS = 3_000;
@@ -70,8 +72,7 @@ export class SlackEmulator {
   private port = 0;
   private readonly echo: boolean;
   private readonly mentionAlsoAsMessage: boolean;
-  private readonly responseUrls = new Map<string, { channel: string; user: string; uses: number }>();
-  private responseSeq = 0;
+  private readonly responseUrls: ResponseUrls;
 
   private constructor(options: SlackEmulatorOptions) {
     this.rates = new RateLimiter(options.rateLimits);
@@ -90,6 +91,7 @@ export class SlackEmulator {
       triggerTtlMs: () => this.triggerTtlMs,
     });
     this.api.limits = { ...this.api.limits, ...options.limits };
+    this.responseUrls = new ResponseUrls(this.state, (m) => this.echoBotWrite("posted", m));
     this.server = createServer((req, res) => {
       this.route(req, res).catch((err: unknown) => {
         sendJson(res, 500, { ok: false, error: "internal_error", detail: String(err) });
@@ -147,7 +149,7 @@ export class SlackEmulator {
       res.writeHead(ok ? 200 : 404, { "content-type": "text/plain" });
       return void res.end(ok ? `OK - ${bytes.byteLength}` : "not found");
     }
-    if (root === "response" && id) return this.respond(res, id, await parseParams(req, body));
+    if (root === "response" && id) return this.responseUrls.respond(res, id, await parseParams(req, body));
     sendJson(res, 404, { ok: false, error: "unknown_path" });
   }
 
@@ -161,41 +163,6 @@ export class SlackEmulator {
     if (!file) return void sendJson(res, 404, { ok: false, error: "file_not_found" });
     res.writeHead(200, { "content-type": file.mimetype, "content-length": file.bytes.byteLength });
     res.end(Buffer.from(file.bytes));
-  }
-
-  private respond(res: ServerResponse, id: string, body: Params): void {
-    const entry = this.responseUrls.get(id);
-    if (!entry) {
-      sendJson(res, 404, { ok: false, error: "expired_url" });
-      return;
-    }
-    entry.uses += 1;
-    if (entry.uses > 5) {
-      sendJson(res, 404, { ok: false, error: "used_url" });
-      return;
-    }
-    this.state.responses.push({ id, body });
-    const text = str(body, "text") ?? "";
-    const blocks = Array.isArray(body.blocks) ? body.blocks : undefined;
-    if (str(body, "response_type") === "in_channel") {
-      const m = this.state.addMessage({
-        channel: entry.channel,
-        user: BOT_USER_ID,
-        bot_id: "B_BOT",
-        text,
-        blocks,
-      });
-      this.echoBotWrite("posted", m);
-    } else {
-      this.state.ephemerals.push({
-        channel: entry.channel,
-        user: entry.user,
-        text,
-        blocks,
-        via: "response_url",
-      });
-    }
-    sendJson(res, 200, { ok: true });
   }
 
   private echoBotWrite(kind: "posted" | "changed" | "deleted", m: EmuMessage, previous?: EmuMessage): void {
@@ -345,9 +312,7 @@ export class SlackEmulator {
   /** A user runs a slash command in a channel. */
   slash(command: string, text: string, user: string, channel = "C1"): SlashHandle {
     const info = this.state.user(user);
-    this.responseSeq += 1;
-    const id = `R${this.responseSeq}`;
-    this.responseUrls.set(id, { channel, user, uses: 0 });
+    const id = this.responseUrls.issue(channel, user);
     const responseUrl = `${this.baseUrl}/response/${id}`;
     const payload = slashCommandPayload({
       command,
@@ -399,29 +364,5 @@ export class SlackEmulator {
     await this.delivery.close();
     this.server.closeAllConnections();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
-  }
-}
-
-export type Truthy<T> = Exclude<T, false | null | undefined | 0 | "">;
-
-/** Polls `predicate` until it returns a truthy value; fails with `message` after `timeoutMs`. */
-export async function waitFor<T>(
-  predicate: () => T | Promise<T>,
-  opts: { timeoutMs?: number; intervalMs?: number; message?: string } = {},
-): Promise<Truthy<T>> {
-  const deadline = Date.now() + (opts.timeoutMs ?? 10_000);
-  let last: unknown;
-  for (;;) {
-    try {
-      const value = await predicate();
-      if (value) return value as Truthy<T>;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline) {
-      const why = last instanceof Error ? `: ${last.message}` : "";
-      throw new Error(`waitFor timed out${opts.message ? ` (${opts.message})` : ""}${why}`);
-    }
-    await new Promise((r) => setTimeout(r, opts.intervalMs ?? 20));
   }
 }
