@@ -112,6 +112,8 @@ describe("config/slack-manifest.yaml", () => {
         "message.channels",
         "assistant_thread_started",
         "agent_session_stopped",
+        // An agent app's Messages tab opened: where its DM's suggested prompts are set.
+        "app_home_opened",
       ]),
     );
     // Agent sessions are the default; the retiring Assistant view is not declared.

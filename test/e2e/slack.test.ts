@@ -166,6 +166,14 @@ describe("Switchboard in Slack (real app, emulated Slack and LLM)", () => {
     ]);
   });
 
+  it("offers suggested prompts in the Messages tab when a person opens it (an agent app's way into its DM)", async () => {
+    const dm = slack.openMessagesTab("U_GRACE");
+    await waitFor(() => slack.state.tabPrompts.get(dm)?.length);
+    expect(slack.state.tabPrompts.get(dm)).toEqual([
+      { prompts: [{ title: "Login issues", message: "Find open issues about login" }] },
+    ]);
+  });
+
   it("answers each slash subcommand, informational ones only to the asker", async () => {
     const asked = async (text: string) => {
       const before = slack.state.ephemerals.length;

@@ -15,7 +15,7 @@ import { MessageCopies } from "./message-copies.js";
 import { fromSlackText } from "./mrkdwn.js";
 import { UserNames } from "./names.js";
 import { type ReplyDeps, type SlackPlace, SlackReply } from "./reply.js";
-import { suggestedPrompts } from "./suggested-prompts.js";
+import { offerPrompts } from "./suggested-prompts.js";
 import { threadHistory } from "./thread-history.js";
 
 export { HISTORY_PAGE_SIZE, HISTORY_PAGES } from "./thread-history.js";
@@ -144,6 +144,11 @@ export class SlackEvents {
       await this.onAssistantThread(t.channel_id, t.thread_ts, body.event_id);
     });
     app.event("assistant_thread_context_changed", async () => undefined);
+    // An agent app's Messages tab opened: its DM's suggested prompts (see offerPrompts).
+    app.event("app_home_opened", async ({ event, body }) => {
+      if (event.tab !== "messages" || !(await this.deps.runner.firstSight(body.event_id))) return;
+      await offerPrompts(this.deps, event.channel);
+    });
     // Slack's stop button on an agent session: the same Stop as ours, for the same people.
     app.event("agent_session_stopped", async ({ event, body }) => {
       await this.onSessionStopped(event.channel, event.thread_ts, event.user, body.event_id);
@@ -162,20 +167,8 @@ export class SlackEvents {
     await this.deps.state
       .set(assistantKey(threadKey(me.teamId, channel, threadTs)), true, REMEMBER_MS)
       .catch((err: unknown) => log.warn({ err }, "assistant thread not remembered"));
-    const prompts = suggestedPrompts(
-      this.deps.config.slack.suggestedPrompts,
-      this.deps.promptSuggestions?.() ?? [],
-    );
     if (!(await this.deps.runner.firstSight(eventId))) return;
-    try {
-      await this.deps.writes.assistant.threads.setSuggestedPrompts({
-        channel_id: channel,
-        thread_ts: threadTs,
-        prompts,
-      });
-    } catch (err) {
-      log.warn({ err }, "suggested prompts not set");
-    }
+    await offerPrompts(this.deps, channel, threadTs);
   }
 
   async onMessage(e: SlackMessageEvent, eventId: string): Promise<void> {

@@ -309,6 +309,24 @@ export class SlackEmulator {
     return { channel, threadTs: root.ts };
   }
 
+  /**
+   * The user opens the app's Messages tab (its DM): an agent app (`agent_view`) learns of
+   * it from `app_home_opened` with `tab: "messages"`, not `assistant_thread_started`.
+   * Returns the DM channel.
+   */
+  openMessagesTab(user: string): string {
+    this.state.user(user);
+    const channel = this.state.dmChannel(user).id;
+    this.deliverEvent({
+      type: "app_home_opened",
+      user,
+      channel,
+      tab: "messages",
+      event_ts: this.state.clock.next(),
+    });
+    return channel;
+  }
+
   /** A user runs a slash command in a channel. */
   slash(command: string, text: string, user: string, channel = "C1"): SlashHandle {
     const info = this.state.user(user);

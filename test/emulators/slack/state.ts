@@ -121,6 +121,8 @@ export class SlackState implements ModalState {
   private readonly byChannel = new Map<string, EmuMessage[]>();
   readonly ephemerals: EmuEphemeral[] = [];
   readonly assistant = new Map<string, AssistantThreadState>();
+  /** DM channel -> the suggested prompts set for its Messages tab (setSuggestedPrompts without a thread), in order. */
+  readonly tabPrompts = new Map<string, AssistantThreadState["prompts"]>();
   readonly files = new Map<string, EmuFile>();
   readonly responses: ResponseUrlPost[] = [];
   readonly clock = new TsClock();

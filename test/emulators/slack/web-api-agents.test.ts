@@ -53,3 +53,25 @@ describe("Slack emulator: agents.sessions.setStatus", () => {
     ).toEqual({ ok: false, error: "channel_not_found" });
   });
 });
+
+describe("Slack emulator: an agent app's Messages tab", () => {
+  it("tells the app a person opened it, and takes suggested prompts for the DM without a thread", async () => {
+    emu = await SlackEmulator.start();
+    const dm = emu.openMessagesTab("U_ALICE");
+    const opened = emu.delivery.deliveries.map((d) => d.payload.event).at(-1);
+    expect(opened).toMatchObject({ type: "app_home_opened", user: "U_ALICE", channel: dm, tab: "messages" });
+    const prompts = JSON.stringify([{ title: "Hi", message: "Say hi" }]);
+    expect(await call(emu, "assistant.threads.setSuggestedPrompts", { channel_id: dm, prompts })).toEqual({
+      ok: true,
+    });
+    expect(emu.state.tabPrompts.get(dm)).toEqual([{ prompts: [{ title: "Hi", message: "Say hi" }] }]);
+    // A channel's prompts need a thread; and one to four prompts, as ever.
+    expect(await call(emu, "assistant.threads.setSuggestedPrompts", { channel_id: "C1", prompts })).toEqual({
+      ok: false,
+      error: "invalid_arguments",
+    });
+    expect(
+      await call(emu, "assistant.threads.setSuggestedPrompts", { channel_id: dm, prompts: "[]" }),
+    ).toEqual({ ok: false, error: "invalid_arguments" });
+  });
+});

@@ -71,18 +71,34 @@ export function chatHandlers(ctx: ApiContext): Record<string, Handler> {
     return {};
   };
 
+  /** One to four prompts, as Slack takes them. */
+  const promptsOf = (p: Params): { title: string; message: string }[] => {
+    const prompts = Array.isArray(p.prompts) ? (p.prompts as { title: string; message: string }[]) : [];
+    if (prompts.length === 0 || prompts.length > 4) fail("invalid_arguments");
+    return prompts;
+  };
+
   const assistant = (p: Params, what: "status" | "title" | "prompts"): Params => {
     const channel = ctx.channel(p, "channel_id");
+    // Prompts may go to a DM without a thread: its Messages tab, as an agent app opens it.
+    if (
+      what === "prompts" &&
+      str(p, "thread_ts") === undefined &&
+      state.channels.get(channel)?.kind === "im"
+    ) {
+      const prompts = promptsOf(p);
+      state.tabPrompts.set(channel, [
+        ...(state.tabPrompts.get(channel) ?? []),
+        { title: str(p, "title"), prompts },
+      ]);
+      return {};
+    }
     const threadTs = str(p, "thread_ts") ?? fail("invalid_arguments");
     if (!state.find(channel, threadTs)) fail("thread_not_found");
     const thread = state.assistantThread(channel, threadTs);
     if (what === "status") thread.statuses.push(str(p, "status") ?? fail("invalid_arguments"));
     if (what === "title") thread.titles.push(str(p, "title") ?? fail("invalid_arguments"));
-    if (what === "prompts") {
-      const prompts = Array.isArray(p.prompts) ? (p.prompts as { title: string; message: string }[]) : [];
-      if (prompts.length === 0 || prompts.length > 4) fail("invalid_arguments");
-      thread.prompts.push({ title: str(p, "title"), prompts });
-    }
+    if (what === "prompts") thread.prompts.push({ title: str(p, "title"), prompts: promptsOf(p) });
     return {};
   };
 
