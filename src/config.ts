@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
+import { applyEnvOverrides, envSources, nonEmpty, readSecrets, type Secrets } from "./config-env.js";
 import { SwitchboardError } from "./core/errors.js";
 import { interpolate } from "./interpolate.js";
 
@@ -258,20 +259,7 @@ export const configSchema = z
   .strict();
 
 export type Config = z.infer<typeof configSchema>;
-
-export interface Secrets {
-  slackBotToken?: string;
-  slackAppToken?: string;
-  slackSigningSecret?: string;
-  slackApiUrl?: string;
-  discordToken?: string;
-  discordApiUrl?: string;
-  discordGuildId?: string;
-  openaiApiKey?: string;
-  openaiBaseUrl?: string;
-  anthropicApiKey?: string;
-  anthropicBaseUrl?: string;
-}
+export type { Secrets };
 
 export interface LoadedConfig {
   config: Config;
@@ -295,15 +283,6 @@ export function describeZodError(error: z.ZodError, sources: Readonly<Record<str
     .join("\n");
 }
 
-/** The settings the environment overrides (see applyEnvOverrides), by path: the variable to fix. */
-function envSources(env: NodeJS.ProcessEnv): Record<string, string> {
-  const sources: Record<string, string> = {};
-  if (nonEmpty(env.LLM_PROVIDER)) sources["llm.provider"] = "LLM_PROVIDER";
-  if (nonEmpty(env.LLM_MODEL)) sources["llm.model"] = "LLM_MODEL";
-  if (nonEmpty(env.PORT)) sources["slack.port"] = "PORT";
-  return sources;
-}
-
 function readYaml(file: string): unknown {
   let text: string;
   try {
@@ -320,8 +299,6 @@ function readYaml(file: string): unknown {
     });
   }
 }
-
-const nonEmpty = (v: string | undefined) => (v && v.trim() !== "" ? v.trim() : undefined);
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): LoadedConfig {
   const explicit = nonEmpty(env.SWITCHBOARD_CONFIG);
@@ -380,34 +357,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
  */
 function withoutEmptySections(raw: Record<string, unknown>): Record<string, unknown> {
   return Object.fromEntries(Object.entries(raw).filter(([, value]) => value !== null));
-}
-
-function applyEnvOverrides(raw: Record<string, unknown>, env: NodeJS.ProcessEnv): Record<string, unknown> {
-  const llm = { ...((raw.llm as Record<string, unknown> | undefined) ?? {}) };
-  const provider = nonEmpty(env.LLM_PROVIDER);
-  const model = nonEmpty(env.LLM_MODEL);
-  if (provider) llm.provider = provider;
-  if (model) llm.model = model;
-  const out: Record<string, unknown> = { ...raw, llm };
-  const port = nonEmpty(env.PORT);
-  if (port) out.slack = { ...((raw.slack as Record<string, unknown> | undefined) ?? {}), port: Number(port) };
-  return out;
-}
-
-function readSecrets(env: NodeJS.ProcessEnv): Secrets {
-  return {
-    slackBotToken: nonEmpty(env.SLACK_BOT_TOKEN),
-    slackAppToken: nonEmpty(env.SLACK_APP_TOKEN),
-    slackSigningSecret: nonEmpty(env.SLACK_SIGNING_SECRET),
-    slackApiUrl: nonEmpty(env.SLACK_API_URL),
-    discordToken: nonEmpty(env.DISCORD_TOKEN),
-    discordApiUrl: nonEmpty(env.DISCORD_API_URL),
-    discordGuildId: nonEmpty(env.DISCORD_GUILD_ID),
-    openaiApiKey: nonEmpty(env.OPENAI_API_KEY),
-    openaiBaseUrl: nonEmpty(env.OPENAI_BASE_URL),
-    anthropicApiKey: nonEmpty(env.ANTHROPIC_API_KEY),
-    anthropicBaseUrl: nonEmpty(env.ANTHROPIC_BASE_URL),
-  };
 }
 
 /** The models a thread may use: the configured one first, then `models.allowed`. */

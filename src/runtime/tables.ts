@@ -8,24 +8,12 @@ import { closesFence, type Fence, parseOpener } from "./split.js";
 export function tablesToCodeBlocks(markdown: string): string {
   const lines = markdown.split("\n");
   const out: string[] = [];
-  let open: Fence | null = null;
-  let i = 0;
-  while (i < lines.length) {
-    const line = lines[i]!;
-    if (open) {
-      if (closesFence(line, open)) open = null;
-    } else {
-      open = parseOpener(line);
-      const table = open ? null : readTable(lines, i);
-      if (table) {
-        out.push(...renderTable(table));
-        i = table.end;
-        continue;
-      }
-    }
-    out.push(line);
-    i++;
+  let from = 0;
+  for (const { at, table } of tablesIn(lines)) {
+    out.push(...lines.slice(from, at), ...renderTable(table));
+    from = table.end;
   }
+  out.push(...lines.slice(from));
   return out.join("\n");
 }
 
@@ -37,6 +25,13 @@ export function tablesToCodeBlocks(markdown: string): string {
 export function tableOpenAtEnd(markdown: string): string | null {
   if (!markdown.endsWith("\n")) return null;
   const lines = markdown.slice(0, -1).split("\n");
+  for (const { at, table } of tablesIn(lines))
+    if (table.end === lines.length) return `${lines[at]}\n${lines[at + 1]}\n`;
+  return null;
+}
+
+/** The tables among `lines` that are outside code fences, in order, with their header row's index. */
+function* tablesIn(lines: string[]): Generator<{ at: number; table: Table }> {
   let open: Fence | null = null;
   let i = 0;
   while (i < lines.length) {
@@ -47,14 +42,13 @@ export function tableOpenAtEnd(markdown: string): string | null {
       open = parseOpener(line);
       const table = open ? null : readTable(lines, i);
       if (table) {
-        if (table.end === lines.length) return `${lines[i]}\n${lines[i + 1]}\n`;
+        yield { at: i, table };
         i = table.end;
         continue;
       }
     }
     i++;
   }
-  return null;
 }
 
 type Align = "left" | "right" | "center" | "none";

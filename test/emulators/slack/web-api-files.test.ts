@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { SlackEmulator } from "./index.js";
+import { rawCall } from "./raw-call.js";
 
 let emu: SlackEmulator | undefined;
 afterEach(async () => {
@@ -7,15 +8,8 @@ afterEach(async () => {
   emu = undefined;
 });
 
-/** A Web API call as raw HTTP, form-encoded as the WebClient sends it. */
-async function call(e: SlackEmulator, method: string, args: Record<string, string>) {
-  const res = await fetch(`${e.apiUrl}${method}`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${e.botToken}`, "content-type": "application/x-www-form-urlencoded" },
-    body: new URLSearchParams(args).toString(),
-  });
-  return (await res.json()) as { ok: boolean; error?: string; file?: Record<string, unknown> };
-}
+const call = (e: SlackEmulator, method: string, args: Record<string, string>) =>
+  rawCall<{ file?: Record<string, unknown> }>(e, method, args);
 
 const NOTES = [{ name: "notes.txt", mimetype: "text/plain", bytes: Buffer.from("launch on friday") }];
 
