@@ -52,4 +52,20 @@ describe("splitToFit with tables", () => {
     const ended = splitToFit(`${table(3)}\n\nAfter it.\n`, 2_000, null);
     expect(ended[0]?.table).toBeNull();
   });
+  it("finds a table cut after a code block that began in the message before", () => {
+    const code = Array.from({ length: 60 }, (_, i) => `line ${i} of the log`).join("\n");
+    const answer = `\`\`\`\n${code}\n\`\`\`\n\n${table(150)}\n`;
+    const parts = splitToFit(answer, 1_000, null, tablesToCodeBlocks);
+    expect(parts[0]?.open).not.toBeNull();
+    for (const part of parts) expect(pipeLines(tablesToCodeBlocks(part.text))).toEqual([]);
+  });
+
+  it("does not repeat a header that would fill most of a message, and never goes over the limit", () => {
+    const wide = `| ${"a".repeat(700)} | b |\n| --- | --- |\n`;
+    const rows = Array.from({ length: 40 }, (_, i) => `| ${i} | row ${i} |`).join("\n");
+    const parts = splitToFit(`${wide}${rows}\n`, 1_000, null);
+    expect(parts.length).toBeGreaterThan(1);
+    for (const part of parts) expect(part.text.length).toBeLessThanOrEqual(1_000);
+    expect(parts.slice(1).some((p) => p.text.includes("a".repeat(700)))).toBe(false);
+  });
 });

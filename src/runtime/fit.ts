@@ -28,7 +28,8 @@ export function splitToFit(
   let table = fromTable;
   let limit = max;
   while (rest !== "") {
-    const head = table !== null && !fence && startsRow(rest) ? table : "";
+    // A header that would fill most of a message (a very wide table) is not repeated.
+    const head = table !== null && !fence && startsRow(rest) && shown(table, render) <= max / 2 ? table : "";
     const parts = splitMarkdown(rest, Math.max(1, limit - head.length), fence);
     const first = parts[0]!;
     const text = head + first.text;
@@ -37,7 +38,7 @@ export function splitToFit(
       limit = Math.max(1, limit - over);
       continue;
     }
-    const open = first.open ? null : tableOpenAtEnd(head + first.source);
+    const open = first.open ? null : tableOpenAtEnd(head + first.source, head ? null : fence);
     out.push({ ...first, text, table: open });
     if (parts.length === 1) break;
     rest = rest.slice(first.source.length);
@@ -47,6 +48,9 @@ export function splitToFit(
   }
   return out;
 }
+
+const shown = (markdown: string, render?: (markdown: string) => string): number =>
+  (render ? render(markdown) : markdown).length;
 
 function startsRow(text: string): boolean {
   const line = text.slice(0, text.indexOf("\n") + 1 || text.length);
@@ -75,7 +79,7 @@ export class PartCursor {
   moveTo(text: string, end: number): void {
     const source = text.slice(this.base, end);
     const fence = openFenceAtEnd(source, this.fence);
-    this.table = fence ? null : tableOpenAtEnd((this.table ?? "") + source);
+    this.table = fence ? null : tableOpenAtEnd((this.table ?? "") + source, this.table ? null : this.fence);
     this.fence = fence;
     this.base = end;
   }

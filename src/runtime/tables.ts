@@ -22,17 +22,20 @@ export function tablesToCodeBlocks(markdown: string): string {
  * inside, outside any code fence, when it ends at a line break after one of its rows: the
  * rows that follow belong to it. Null otherwise.
  */
-export function tableOpenAtEnd(markdown: string): string | null {
+export function tableOpenAtEnd(markdown: string, from: Fence | null = null): string | null {
   if (!markdown.endsWith("\n")) return null;
   const lines = markdown.slice(0, -1).split("\n");
-  for (const { at, table } of tablesIn(lines))
+  for (const { at, table } of tablesIn(lines, from))
     if (table.end === lines.length) return `${lines[at]}\n${lines[at + 1]}\n`;
   return null;
 }
 
-/** The tables among `lines` that are outside code fences, in order, with their header row's index. */
-function* tablesIn(lines: string[]): Generator<{ at: number; table: Table }> {
-  let open: Fence | null = null;
+/**
+ * The tables among `lines` that are outside code fences, in order, with their header row's
+ * index. `from`: the fence open where the lines start (a message that goes on inside one).
+ */
+function* tablesIn(lines: string[], from: Fence | null = null): Generator<{ at: number; table: Table }> {
+  let open = from;
   let i = 0;
   while (i < lines.length) {
     const line = lines[i]!;
