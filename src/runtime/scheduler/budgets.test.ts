@@ -1,5 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { type BucketView, LocalBudgets, UNKNOWN_LIMIT_HISTORY_MS, type WritePolicy } from "./budgets.js";
+import {
+  type BucketView,
+  IDLE_BUCKET_MS,
+  LocalBudgets,
+  UNKNOWN_LIMIT_HISTORY_MS,
+  type WritePolicy,
+} from "./budgets.js";
 
 /** "edits": 2 per second, known only once a 429 taught it (as Slack's chat.update per channel). */
 const policy: WritePolicy = {
@@ -11,6 +17,10 @@ const policy: WritePolicy = {
 class Book extends LocalBudgets {
   view(key: string): BucketView | undefined {
     return this.ownView(key);
+  }
+
+  count(): number {
+    return [...this.own()].length;
   }
 }
 
@@ -51,5 +61,29 @@ describe("local write budgets", () => {
     expect(book.wait("wide", 0, 300)).toBe(0);
     expect(book.view("narrow")?.sent).toEqual([100]);
     expect(book.view("wide")?.sent).toEqual([100]);
+  });
+
+  it("forgets the buckets of interactions long done, however many, but not one still paused or in use", () => {
+    const book = new Book(policy);
+    const start = 1_000_000;
+    // A thousand interactions' buckets, one a second, each written to and refused once.
+    for (let i = 0; i < 1_000; i++) {
+      book.spend([`hook:${i}`, "global"], start + i * 1_000);
+      book.pause(`hook:${i}`, 1_000, start + i * 1_000);
+    }
+    // Paused for longer than a bucket may stay idle.
+    book.pause("edits", 3 * IDLE_BUCKET_MS, start);
+    const later = start + 999_000 + IDLE_BUCKET_MS + 60_000;
+    book.spend(["hook:next", "global"], later);
+    // What is left: the bucket written to all along, the one still paused, and the newest.
+    expect(book.count()).toBe(3);
+    expect(book.view("hook:999")).toBeUndefined();
+    expect(book.view("global")).toBeDefined();
+    expect(book.wait("edits", 0, later)).toBe(start + 3 * IDLE_BUCKET_MS - later);
+    // Once its pause is over and nothing used it for as long, it goes too.
+    const after = start + 3 * IDLE_BUCKET_MS + 1;
+    book.spend(["global"], after);
+    expect(book.view("edits")).toBeUndefined();
+    expect(book.count()).toBe(2);
   });
 });

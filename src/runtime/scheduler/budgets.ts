@@ -56,6 +56,18 @@ export interface BudgetBook {
  */
 export const UNKNOWN_LIMIT_HISTORY_MS = 600_000;
 
+/**
+ * A bucket unused this long, with nothing in its window and no pause, is forgotten. Many
+ * buckets are named by something short-lived (a Discord interaction's token, which lives
+ * 15 minutes; a thread), and kept for ever each was held in memory, read at every shared
+ * sync and, once a 429 had taught it, published to the other replicas until the end of
+ * the process. Longer than every window (Discord's renames' ten minutes), so that nothing
+ * forgotten still counts; a limit learned there is learned again at its next 429.
+ */
+export const IDLE_BUCKET_MS = 15 * 60_000;
+/** How often the buckets are looked through for idle ones: a sweep reads them all. */
+const SWEEP_EVERY_MS = 60_000;
+
 /** A wider bucket counts as spent when this many of its narrower buckets met a 429 within this long. */
 const ESCALATE_AFTER = 2;
 const ESCALATE_WINDOW_MS = 60_000;
@@ -71,6 +83,8 @@ export interface BucketView {
 interface Bucket extends BucketView {
   /** Narrower buckets that met a 429, and when (for escalation). */
   limitedBelow: Map<string, number>;
+  /** When a write last spent from it, paused it or met a 429 below it. */
+  usedAt: number;
 }
 
 /** No writes, no pause, nothing learned: what a bucket no process used looks like. */
@@ -80,6 +94,7 @@ export const NO_429S: ReadonlyMap<string, number> = new Map();
 /** One process's budgets: sliding windows kept in memory. */
 export class LocalBudgets implements BudgetBook {
   private readonly buckets = new Map<string, Bucket>();
+  private sweptAt = Number.NEGATIVE_INFINITY;
 
   constructor(protected readonly policy: WritePolicy) {}
 
@@ -110,13 +125,26 @@ export class LocalBudgets implements BudgetBook {
     return this.buckets.get(key);
   }
 
-  private bucket(key: string): Bucket {
+  private bucket(key: string, now: number): Bucket {
     let b = this.buckets.get(key);
     if (!b) {
-      b = { sent: [], pausedUntil: 0, learned: false, limitedBelow: new Map() };
+      b = { sent: [], pausedUntil: 0, learned: false, limitedBelow: new Map(), usedAt: now };
       this.buckets.set(key, b);
     }
+    b.usedAt = Math.max(b.usedAt, now);
     return b;
+  }
+
+  /** Forgets the buckets idle for IDLE_BUCKET_MS (see there), at most once per SWEEP_EVERY_MS. */
+  protected forgetIdle(now: number): void {
+    if (now < this.sweptAt + SWEEP_EVERY_MS) return;
+    this.sweptAt = now;
+    for (const [key, b] of this.buckets) {
+      if (b.usedAt + IDLE_BUCKET_MS > now || b.pausedUntil > now) continue;
+      const last = b.sent.at(-1);
+      const window = this.policy.limitOf(key, true)?.windowMs ?? UNKNOWN_LIMIT_HISTORY_MS;
+      if (last === undefined || last + window <= now) this.buckets.delete(key);
+    }
   }
 
   /** A bucket's limit as known now: documented, or learned from a 429 here or in another process. */
@@ -145,7 +173,8 @@ export class LocalBudgets implements BudgetBook {
   }
 
   spend(buckets: readonly string[], now: number): void {
-    for (const key of buckets) this.bucket(key).sent.push(now);
+    for (const key of buckets) this.bucket(key, now).sent.push(now);
+    this.forgetIdle(now);
   }
 
   refund(buckets: readonly string[], grantedAt: number): void {
@@ -157,13 +186,13 @@ export class LocalBudgets implements BudgetBook {
   }
 
   pause(key: string, ms: number, now: number): void {
-    const b = this.bucket(key);
+    const b = this.bucket(key, now);
     b.pausedUntil = Math.max(b.pausedUntil, now + ms);
     b.learned = true;
   }
 
   limitedWithin(wide: string, narrow: string, now: number): boolean {
-    const b = this.bucket(wide);
+    const b = this.bucket(wide, now);
     if (!this.spentAlone(wide, narrow, now)) b.limitedBelow.set(narrow, now);
     for (const [k, at] of b.limitedBelow) if (at + ESCALATE_WINDOW_MS <= now) b.limitedBelow.delete(k);
     // Counted with the other replicas' 429s: together they learn a workspace's tier as soon as one would.

@@ -1,7 +1,7 @@
 import { afterEach, expect, it, vi } from "vitest";
 import { createState } from "../../store/state.js";
 import { describeEachStore, type TestStores, testStores } from "../../store/testing.js";
-import type { WritePolicy } from "./budgets.js";
+import { IDLE_BUCKET_MS, type WritePolicy } from "./budgets.js";
 import { SharedBudgets } from "./shared-budgets.js";
 
 /**
@@ -283,5 +283,40 @@ describeEachStore("write budgets shared by replicas on %s", (kind) => {
     await a.close();
     await b.sync();
     expect(b.wait("posts", 0, now + 100)).toBe(9_900);
+  });
+
+  it("publishes a record that stays small however many interactions' buckets it used", async () => {
+    inTurns();
+    const [a] = await replicas();
+    const reader = createState(await stores.open());
+    const published = async () => {
+      await a.sync();
+      const [owner] = await reader.listMembers("budgets:test");
+      return reader.get<{ spent: object; paused: object; learned: string[] }>(`budget:test:${owner}`);
+    };
+    try {
+      const start = Date.now();
+      // Five hundred interactions, each written to and refused once: a 429 on one token's
+      // bucket teaches nothing of the next (no limit either way), so none is listed as learned.
+      for (let i = 0; i < 500; i++) {
+        a.spend([`hook:${i}`], start);
+        a.pause(`hook:${i}`, 1_000, start);
+      }
+      // A limit a 429 did teach, paused for longer than a bucket may stay idle.
+      a.pause("edits", 2 * IDLE_BUCKET_MS, start);
+      expect((await published())?.learned).toEqual(["edits"]);
+      vi.setSystemTime(start + IDLE_BUCKET_MS + 60_000);
+      const idle = await published();
+      expect(idle?.spent).toEqual({});
+      expect(idle?.paused).toEqual({ edits: start + 2 * IDLE_BUCKET_MS });
+      expect(idle?.learned).toEqual(["edits"]);
+      // Its pause over and nothing written since, the last bucket is forgotten too.
+      vi.setSystemTime(start + 2 * IDLE_BUCKET_MS + 60_000);
+      const empty = await published();
+      expect(empty?.paused).toEqual({});
+      expect(empty?.learned).toEqual([]);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });

@@ -288,6 +288,8 @@ export class SharedBudgets extends LocalBudgets {
     // From here to the record's snapshot nothing awaits: the shares, the claims and the
     // writes the record lists are one moment's.
     this.granted = new Map();
+    // Also while no write comes: an idle process's record, and the walk over its buckets, shrink too.
+    this.forgetIdle(now);
     this.allowance = this.allowances(now);
     // Without the lock, whatever this process claimed before is withdrawn, not renewed.
     this.claimed = mayClaim ? this.claims(now) : new Map();
@@ -358,9 +360,21 @@ export class SharedBudgets extends LocalBudgets {
       const recent = b.sent.filter((at) => at + window > now);
       if (recent.length) record.spent[bucket] = recent;
       if (b.pausedUntil > now) record.paused[bucket] = b.pausedUntil;
-      if (b.learned) record.learned.push(bucket);
+      if (b.learned && this.learningMatters(bucket)) record.learned.push(bucket);
     }
     return record;
+  }
+
+  /**
+   * Whether a 429 on `bucket` changes the limit the others assume for it. Discord's
+   * interaction buckets have no limit either way: each is one token's, and what one
+   * token met says nothing of the next, so listing every one ever refused (the channel
+   * buckets too, whose limit is documented) only grew every replica's record.
+   */
+  private learningMatters(bucket: string): boolean {
+    const learned = this.policy.limitOf(bucket, true);
+    const known = this.policy.limitOf(bucket, false);
+    return learned?.capacity !== known?.capacity || learned?.windowMs !== known?.windowMs;
   }
 
   private recordKey(owner: string): string {
