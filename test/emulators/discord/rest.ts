@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { type ParsedBody, parseBody, readRaw } from "./body.js";
+import { nonceOf, writeMessage } from "./message-writes.js";
 import type { RateLimiter } from "./ratelimit.js";
 import { snowflake } from "./snowflake.js";
 import type { DiscordState } from "./state.js";
@@ -8,13 +9,9 @@ import {
   ChannelType,
   type RenameRecord,
   type RestRecord,
-  type StoredAttachment,
   type StoredMessage,
 } from "./types.js";
 import { handleInteractionRoute } from "./webhooks.js";
-
-export const CONTENT_LIMIT = 2_000;
-export const ATTACHMENT_LIMIT = 10;
 
 /** What the REST routes need from the emulator. */
 export interface RestContext {
@@ -242,20 +239,6 @@ async function route(
   throw new HttpError(404, { message: "404: Not Found", code: 0 });
 }
 
-/** Discord's limit on a nonce: an integer, or a string of at most 25 characters. */
-const NONCE_CHARS = 25;
-
-function nonceOf(json: Record<string, unknown>): string | undefined {
-  const nonce = json.nonce;
-  if (nonce === undefined || nonce === null) return undefined;
-  if (typeof nonce === "number" && Number.isInteger(nonce)) return String(nonce);
-  if (typeof nonce !== "string")
-    throw invalidForm("nonce", "MODEL_TYPE_CONVERT", "Nonce must be a string or an integer.");
-  if (nonce.length > NONCE_CHARS)
-    throw invalidForm("nonce", "BASE_TYPE_BAD_LENGTH", `Must be between 1 and ${NONCE_CHARS} in length.`);
-  return nonce;
-}
-
 /** A message read over REST: without the Message Content intent approved, as `withoutContent`. */
 function readable(ctx: RestContext, json: Record<string, unknown>): Record<string, unknown> {
   return ctx.messageContentApproved ? json : withoutContent(json, ctx.state.bot.id);
@@ -273,156 +256,6 @@ function history(s: DiscordState, channelId: string, url: URL): Record<string, u
     .slice(-limit)
     .reverse()
     .map((x) => s.messageJson(x));
-}
-
-/** Creates or edits a message, enforcing Discord's content, attachment and file-size rules. */
-export function writeMessage(
-  ctx: RestContext,
-  channelId: string,
-  body: ParsedBody,
-  existing: StoredMessage | undefined,
-  extra: { interactionId?: string; flags?: number; nonce?: string } = {},
-): StoredMessage {
-  const s = ctx.state;
-  const content = typeof body.json.content === "string" ? body.json.content : undefined;
-  if (content !== undefined && content.length > CONTENT_LIMIT) {
-    throw invalidForm("content", "BASE_TYPE_MAX_LENGTH", `Must be ${CONTENT_LIMIT} or fewer in length.`);
-  }
-  const components = body.json.components === undefined ? undefined : checkComponents(body.json.components);
-  const listed = Array.isArray(body.json.attachments)
-    ? (body.json.attachments as { id: string | number }[])
-    : undefined;
-  const kept = existing
-    ? listed
-      ? existing.attachments.filter((a) => listed.some((l) => String(l.id) === a.id))
-      : existing.attachments
-    : [];
-  if (kept.length + body.files.length > ATTACHMENT_LIMIT) {
-    throw invalidForm(
-      "attachments",
-      "BASE_TYPE_MAX_LENGTH",
-      `Must be ${ATTACHMENT_LIMIT} or fewer in length.`,
-    );
-  }
-  for (const f of body.files) {
-    if (f.data.length > ctx.maxFileBytes) {
-      throw new HttpError(413, { message: "Request entity too large", code: 40005 });
-    }
-  }
-  const added: StoredAttachment[] = body.files.map((f) => s.storeFile(channelId, f));
-  const channel = s.channels.get(channelId);
-  const guildId = channel?.guild_id;
-  const intent = guildId ? Intent.GuildMessages : Intent.DirectMessages;
-  if (existing) {
-    if (content !== undefined && content !== existing.content) {
-      existing.edits.push(existing.content);
-      existing.content = content;
-    }
-    existing.attachments = [...kept, ...added];
-    if (components !== undefined) existing.components = components;
-    existing.editedAt = Date.now();
-    if (body.json.allowed_mentions !== undefined) existing.allowedMentions = body.json.allowed_mentions;
-    if (typeof extra.flags === "number") existing.flags = extra.flags;
-    ctx.dispatch("MESSAGE_UPDATE", s.messageJson(existing), intent);
-    return existing;
-  }
-  // Whitespace alone is no content to Discord (it trims it); components or files are.
-  const blank = !content || content.trim() === "";
-  const some = (v: unknown) => Array.isArray(v) && v.length > 0;
-  if (blank && added.length === 0 && !some(body.json.embeds) && !some(body.json.components)) {
-    throw new HttpError(400, { message: "Cannot send an empty message", code: 50006 });
-  }
-  const flags = extra.flags ?? (typeof body.json.flags === "number" ? body.json.flags : 0);
-  const replyTo = replyTarget(s, channelId, body.json.message_reference);
-  const msg = s.addMessage({
-    channelId,
-    guildId,
-    author: s.bot,
-    content: content ?? "",
-    attachments: added,
-    mentions: [],
-    flags,
-    interactionId: extra.interactionId,
-    ...(extra.nonce ? { nonce: extra.nonce } : {}),
-    allowedMentions: body.json.allowed_mentions,
-    ...(components?.length ? { components } : {}),
-    ...(replyTo ? { replyTo } : {}),
-  });
-  // The bot receives its own messages on the gateway, as on Discord; ephemeral ones stay private.
-  if ((flags & 64) === 0) ctx.dispatch("MESSAGE_CREATE", s.messageJson(msg), intent);
-  return msg;
-}
-
-/**
- * The message a new one replies to, as Discord checks a `message_reference`: a message of
- * the same channel. One that is not there (deleted, another channel's) fails the send,
- * unless `fail_if_not_exists` is false, which sends it as a plain message.
- */
-function replyTarget(s: RestContext["state"], channelId: string, value: unknown): string | undefined {
-  if (value === undefined || value === null) return undefined;
-  const ref = value as { message_id?: unknown; channel_id?: unknown; fail_if_not_exists?: unknown };
-  if (typeof ref.message_id !== "string" && typeof ref.message_id !== "number")
-    throw invalidForm("message_reference", "MODEL_TYPE_CONVERT", "Must be a reply's message_id.");
-  const id = String(ref.message_id);
-  const sameChannel = ref.channel_id === undefined || String(ref.channel_id) === channelId;
-  const there = sameChannel && s.messages.get(channelId)?.some((m) => m.id === id && !m.deleted);
-  if (there) return id;
-  if (ref.fail_if_not_exists === false) return undefined;
-  throw invalidForm("message_reference", "REPLIES_UNKNOWN_MESSAGE", "Unknown message");
-}
-
-/**
- * A message's components as Discord checks them: at most 5 action rows of at most 5
- * buttons (or one select), each interactive one with a custom id of 1-100 characters that
- * is unique in the message, button labels of at most 80 characters.
- */
-function checkComponents(value: unknown): unknown[] {
-  if (!Array.isArray(value)) throw invalidForm("components", "MODEL_TYPE_CONVERT", "Not a list.");
-  if (value.length > 5)
-    throw invalidForm("components", "BASE_TYPE_MAX_LENGTH", "Must be 5 or fewer in length.");
-  const ids = new Set<string>();
-  value.forEach((row: { type?: unknown; components?: unknown }, r) => {
-    if (row?.type !== 1 || !Array.isArray(row.components) || row.components.length === 0) {
-      throw invalidForm(
-        `components.${r}`,
-        "COMPONENT_LAYOUT_WIDTH_EXCEEDED",
-        "Must be an action row of 1 to 5 components.",
-      );
-    }
-    if (row.components.length > 5) {
-      throw invalidForm(
-        `components.${r}.components`,
-        "BASE_TYPE_MAX_LENGTH",
-        "Must be 5 or fewer in length.",
-      );
-    }
-    row.components.forEach(
-      (c: { type?: unknown; custom_id?: unknown; label?: unknown; style?: unknown }, i) => {
-        const at = `components.${r}.components.${i}`;
-        if (c?.type === 2 && typeof c.label === "string" && c.label.length > 80) {
-          throw invalidForm(`${at}.label`, "BASE_TYPE_MAX_LENGTH", "Must be 80 or fewer in length.");
-        }
-        if (c?.type === 2 && c.style === 5) return;
-        const id = c?.custom_id;
-        if (typeof id !== "string" || id.length < 1 || id.length > 100) {
-          throw invalidForm(
-            `${at}.custom_id`,
-            "BASE_TYPE_BAD_LENGTH",
-            "Must be between 1 and 100 in length.",
-          );
-        }
-        if (ids.has(id)) {
-          throw invalidForm(
-            `${at}.custom_id`,
-            "COMPONENT_CUSTOM_ID_DUPLICATED",
-            "Component custom id cannot be duplicated",
-          );
-        }
-        ids.add(id);
-      },
-    );
-  });
-  return value;
 }
 
 /** Discord's answer to a write the bot's permissions do not allow. */

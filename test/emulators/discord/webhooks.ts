@@ -1,6 +1,7 @@
 import type { ParsedBody } from "./body.js";
+import { writeMessage } from "./message-writes.js";
 import { CALLBACK_MODAL, openModal } from "./modals.js";
-import { HttpError, type Reply, type RestContext, tooManyRequests, writeMessage } from "./rest.js";
+import { HttpError, type Reply, type RestContext, tooManyRequests } from "./rest.js";
 import type { StoredInteraction, StoredMessage } from "./types.js";
 
 /** Discord's deadline for the first interaction callback: later ones get 404 Unknown interaction (10062). */
