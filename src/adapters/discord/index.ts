@@ -16,6 +16,7 @@ import { onMessage } from "./events.js";
 import { discordFile } from "./files.js";
 import { channelPlaceById } from "./places.js";
 import { DiscordReply } from "./reply.js";
+import { refusalForOperators } from "./unwritable.js";
 import { discordWritePolicy } from "./write-policy.js";
 
 export { BOT_PERMISSIONS, inviteUrl } from "./client.js";
@@ -103,16 +104,25 @@ export class DiscordAdapter implements Adapter {
   /**
    * The interrupted message itself ends with the note (read back, then edited; a message
    * too full for it continues in one more). Without an address, or when the message is
-   * gone, the note is posted in the thread. A thread that is gone leaves nothing to mend:
-   * it resolves. Rejects when Discord refuses, so the turn stays pending for the next start.
+   * gone, the note is posted in the thread. A thread that is gone, or closed to the bot,
+   * leaves nothing to mend: it resolves. Rejects on anything else (an outage), so the turn
+   * stays pending and is tried again.
    */
   async recover(key: ThreadKey, address: ReplyAddress | undefined, note: string): Promise<void> {
     try {
       await this.mend(key, address, note);
     } catch (err) {
-      // Rejecting would keep the turn pending, tried again every round in every replica, forever.
-      if (!gone(err)) throw err;
-      log.debug({ err, key }, "the interrupted reply's thread or message is gone; nothing to mend");
+      // Rejecting would keep the turn pending, tried again every round in every replica.
+      if (gone(err)) {
+        log.debug({ err, key }, "the interrupted reply's thread or message is gone; nothing to mend");
+        return;
+      }
+      const refused = refusalForOperators(err);
+      if (!refused) throw err;
+      log.warn(
+        { err, key, channel: channelOfKey(key) },
+        `the interrupted reply was left as it was: ${refused}`,
+      );
     }
   }
 

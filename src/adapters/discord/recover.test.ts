@@ -1,6 +1,7 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, onTestFinished, vi } from "vitest";
 import { waitFor } from "../../../test/emulators/discord/index.js";
-import { deleteThread } from "../../../test/emulators/discord/threads.js";
+import { archiveThread, deleteThread } from "../../../test/emulators/discord/threads.js";
+import { log } from "../../log.js";
 import type { Inbound, ReplyAddress } from "../../runtime/contract.js";
 import { postKeys } from "../../runtime/write-keys.js";
 import { type Harness, ScriptedRunner, startHarness } from "./harness.test-helper.js";
@@ -111,6 +112,37 @@ describe("Discord adapter: the interrupted message itself ends with the note", (
     const tried = h!.emulator.requests.slice(from);
     expect(tried.filter((r) => r.method !== "GET")).toEqual([]);
     expect(tried.map((r) => r.status)).toContain(404);
+  });
+
+  describe("leaves the reply as it is, with one warning saying what an admin can do, when Discord refuses the bot the thread", () => {
+    /** Resolves (the turn's record then ends) and warns once, with the code and who can act. */
+    async function recoversWithWarning(cut: CutOff, address: ReplyAddress | undefined, says: RegExp) {
+      const warn = vi.spyOn(log, "warn");
+      onTestFinished(() => warn.mockRestore());
+      await expect(h!.adapter.recover(cut.inbound.key, address, NOTE)).resolves.toBeUndefined();
+      const warned = warn.mock.calls.filter(([, msg]) => String(msg).includes("interrupted reply"));
+      expect(warned).toHaveLength(1);
+      expect(String(warned[0]?.[1])).toMatch(says);
+      expect(h!.emulator.botMessages(cut.channel).map((m) => m.content)).toEqual([PARTIAL]);
+    }
+
+    it("a permission taken away (50013)", async () => {
+      const cut = await mentionCutOff();
+      h!.emulator.denyBot(h!.emulator.state.general, "SEND_MESSAGES_IN_THREADS");
+      await recoversWithWarning(cut, undefined, /50013.*admin can grant/);
+    });
+
+    it("the channel out of its sight (50001)", async () => {
+      const cut = await mentionCutOff();
+      h!.emulator.denyBot(h!.emulator.state.general, "VIEW_CHANNEL");
+      await recoversWithWarning(cut, cut.addresses.at(-1), /50001.*admin can give it back/);
+    });
+
+    it("the thread archived and locked (50083)", async () => {
+      const cut = await mentionCutOff();
+      archiveThread(h!.emulator, cut.channel, { locked: true });
+      await recoversWithWarning(cut, cut.addresses.at(-1), /archived or locked.*moderator/);
+    });
   });
 
   it("posts the note in the thread when nothing was written before the crash", async () => {

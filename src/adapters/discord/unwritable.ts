@@ -46,6 +46,25 @@ export function unwritableSentence(err: unknown, channel: string | undefined): s
   }
 }
 
+/**
+ * Why Discord refuses the bot a place, and what a server admin can do, as an operator reads
+ * it in the log; undefined when `err` is no such refusal. It stays refused until someone
+ * acts, so what met it is not tried again.
+ */
+export function refusalForOperators(err: unknown): string | undefined {
+  switch (discordCode(err)) {
+    case MISSING_ACCESS:
+      return "Discord refuses the bot the channel (50001 Missing Access: the bot was removed from it, or lost View Channel); a server admin can give it back";
+    case MISSING_PERMISSIONS:
+      return "the bot lacks a permission there (50013 Missing Permissions: Send Messages, or Send Messages in Threads in a thread); a server admin can grant it";
+    case THREAD_ARCHIVED:
+    case THREAD_LOCKED:
+      return "the thread is archived or locked; a moderator can reopen it";
+    default:
+      return undefined;
+  }
+}
+
 /** Who was told about which place: once an hour is enough to act on it. */
 const told = new OncePer(60 * 60_000);
 

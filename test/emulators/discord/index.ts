@@ -169,7 +169,8 @@ export class DiscordEmulator implements RestContext {
 
   /**
    * A server admin takes `permissions` from the bot's role in guild channel `channelId`
-   * (its threads inherit them): its writes there get 403 Missing Permissions, as on Discord.
+   * (its threads inherit them): its writes there get 403 Missing Permissions, as on Discord;
+   * without VIEW_CHANNEL every request there gets 403 Missing Access (see permissions.ts).
    */
   denyBot(channelId: string, ...permissions: BotPermission[]): void {
     const denied = this.state.botDenied.get(channelId) ?? new Set();

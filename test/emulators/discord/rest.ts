@@ -1,16 +1,11 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { type ParsedBody, parseBody, readRaw } from "./body.js";
 import { nonceOf, writeMessage } from "./message-writes.js";
+import { mayChange, mayView, mayWrite, missingPermissions, reopenToPost } from "./permissions.js";
 import type { RateLimiter } from "./ratelimit.js";
 import { snowflake } from "./snowflake.js";
 import type { DiscordState } from "./state.js";
-import {
-  type ChannelObject,
-  ChannelType,
-  type RenameRecord,
-  type RestRecord,
-  type StoredMessage,
-} from "./types.js";
+import { ChannelType, type RenameRecord, type RestRecord, type StoredMessage } from "./types.js";
 import { handleInteractionRoute } from "./webhooks.js";
 
 /** What the REST routes need from the emulator. */
@@ -187,6 +182,7 @@ async function route(
   if (!m?.[1]) throw new HttpError(404, { message: "404: Not Found", code: 0 });
   const channel = s.channels.get(m[1]);
   if (!channel) throw new HttpError(404, { message: "Unknown Channel", code: 10003 });
+  mayView(s, channel);
   const rest = m[2] ?? "";
   if (rest === "" && method === "GET") return { status: 200, body: channel };
   if (rest === "" && method === "PATCH") return renameChannel(ctx, channel.id, (await parsed()).json);
@@ -200,6 +196,7 @@ async function route(
   }
   if (rest === "/messages" && method === "POST") {
     mayWrite(s, channel);
+    reopenToPost(ctx, channel);
     const verdict = ctx.limiter.take(`messages:${channel.id}`, "post", p);
     if (!verdict.ok) return tooManyRequests(verdict.retryAfterMs, verdict.headers);
     const body = await parsed();
@@ -222,6 +219,7 @@ async function route(
     if (!msg) throw new HttpError(404, { message: "Unknown Message", code: 10008 });
     if (one[2] && method === "POST") return startThread(ctx, channel.id, msg, (await parsed()).json);
     if (method === "GET") return { status: 200, body: readable(ctx, s.messageJson(msg)) };
+    if (method === "DELETE" || method === "PATCH") mayChange(channel);
     if (method === "DELETE") {
       msg.deleted = true;
       return { status: 204 };
@@ -256,20 +254,6 @@ function history(s: DiscordState, channelId: string, url: URL): Record<string, u
     .slice(-limit)
     .reverse()
     .map((x) => s.messageJson(x));
-}
-
-/** Discord's answer to a write the bot's permissions do not allow. */
-const missingPermissions = () => new HttpError(403, { message: "Missing Permissions", code: 50013 });
-
-/**
- * Sending (and typing) needs Send Messages in a channel and Send Messages in Threads in a
- * thread, both read off the guild channel (a thread's parent); DMs need neither.
- */
-function mayWrite(s: DiscordState, channel: ChannelObject): void {
-  if (channel.type === ChannelType.DM) return;
-  const thread = channel.type === ChannelType.PublicThread;
-  const denied = s.botDenied.get(thread ? (channel.parent_id ?? "") : channel.id);
-  if (denied?.has(thread ? "SEND_MESSAGES_IN_THREADS" : "SEND_MESSAGES")) throw missingPermissions();
 }
 
 function startThread(

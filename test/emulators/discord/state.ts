@@ -30,7 +30,11 @@ function user(id: string, username: string, bot = false): UserObject {
 const NONCE_WINDOW_MS = 5 * 60_000;
 
 /** The permissions the emulator checks on the bot's writes. */
-export type BotPermission = "SEND_MESSAGES" | "SEND_MESSAGES_IN_THREADS" | "CREATE_PUBLIC_THREADS";
+export type BotPermission =
+  | "VIEW_CHANNEL"
+  | "SEND_MESSAGES"
+  | "SEND_MESSAGES_IN_THREADS"
+  | "CREATE_PUBLIC_THREADS";
 
 export class DiscordState {
   readonly bot = user(snowflake(), "Switchboard", true);

@@ -41,3 +41,17 @@ export function deleteThread(emu: DiscordEmulator, id: string): void {
     Intent.Guilds,
   );
 }
+
+/**
+ * A moderator archives a thread (and locks it, with `locked`): the bot's edits and deletes
+ * there are refused with 50083 Thread is archived; a message posted reopens it unless it
+ * is locked (see permissions.ts). The bot gets THREAD_UPDATE.
+ */
+export function archiveThread(emu: DiscordEmulator, id: string, o: { locked?: boolean } = {}): void {
+  const thread = emu.state.channels.get(id);
+  if (!thread?.thread_metadata) throw new Error(`No thread ${id}`);
+  thread.thread_metadata.archived = true;
+  thread.thread_metadata.locked = o.locked ?? false;
+  thread.thread_metadata.archive_timestamp = new Date().toISOString();
+  emu.dispatch("THREAD_UPDATE", thread, Intent.Guilds);
+}

@@ -1,0 +1,53 @@
+import { HttpError, Intent, type RestContext } from "./rest.js";
+import type { DiscordState } from "./state.js";
+import { type ChannelObject, ChannelType } from "./types.js";
+
+/** Discord's answer to a write the bot's permissions do not allow. */
+export const missingPermissions = () => new HttpError(403, { message: "Missing Permissions", code: 50013 });
+
+const threadArchived = () => new HttpError(400, { message: "Thread is archived", code: 50083 });
+
+/** The guild channel whose permissions apply: a thread's parent, or the channel itself. */
+function permissionsOf(channel: ChannelObject): string {
+  return channel.type === ChannelType.PublicThread ? (channel.parent_id ?? "") : channel.id;
+}
+
+/**
+ * Without View Channel (the bot's role denied it, or the bot was removed from a private
+ * channel) every route of the channel and its threads answers 403 Missing Access (50001),
+ * reads included, as on Discord.
+ */
+export function mayView(s: DiscordState, channel: ChannelObject): void {
+  if (channel.type === ChannelType.DM) return;
+  if (s.botDenied.get(permissionsOf(channel))?.has("VIEW_CHANNEL"))
+    throw new HttpError(403, { message: "Missing Access", code: 50001 });
+}
+
+/**
+ * Sending (and typing) needs Send Messages in a channel and Send Messages in Threads in a
+ * thread, both read off the guild channel (a thread's parent); DMs need neither.
+ */
+export function mayWrite(s: DiscordState, channel: ChannelObject): void {
+  if (channel.type === ChannelType.DM) return;
+  const thread = channel.type === ChannelType.PublicThread;
+  const denied = s.botDenied.get(permissionsOf(channel));
+  if (denied?.has(thread ? "SEND_MESSAGES_IN_THREADS" : "SEND_MESSAGES")) throw missingPermissions();
+}
+
+/**
+ * A message posted in an archived thread unarchives it, as on Discord; a locked one only
+ * a member with Manage Threads may reopen, which the emulated bot is not: 50083.
+ */
+export function reopenToPost(ctx: RestContext, channel: ChannelObject): void {
+  const meta = channel.thread_metadata;
+  if (!meta?.archived) return;
+  if (meta.locked) throw threadArchived();
+  meta.archived = false;
+  meta.archive_timestamp = new Date().toISOString();
+  ctx.dispatch("THREAD_UPDATE", channel, Intent.Guilds);
+}
+
+/** A message of an archived thread is not edited or deleted (50083): the thread must be reopened first. */
+export function mayChange(channel: ChannelObject): void {
+  if (channel.thread_metadata?.archived) throw threadArchived();
+}
