@@ -27,6 +27,8 @@ export interface TurnRecord {
   calling?: PendingStep;
   /** How many times its process died under it; it ends with the restart note past a limit. */
   takeovers?: number;
+  /** How many times ending it with the restart note failed; it is given up past a limit. */
+  recoverFailures?: number;
   /** Its process handed it over as it stopped (SIGTERM): its next takeover is no death. */
   handedOver?: boolean;
   /** How many replies the turn started before the current one (it goes on in a new one after approvals). */
@@ -165,6 +167,12 @@ export class TurnLedger {
     record.owner = owner;
     if (died) record.takeovers = (record.takeovers ?? 0) + 1;
     delete record.handedOver;
+    await this.write(record);
+  }
+
+  /** Its reply could not be ended with the restart note this time (see `Takeovers`). */
+  async recoverFailed(record: TurnRecord): Promise<void> {
+    record.recoverFailures = (record.recoverFailures ?? 0) + 1;
     await this.write(record);
   }
 
