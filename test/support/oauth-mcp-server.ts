@@ -170,6 +170,12 @@ export interface OAuthMcpServer {
   auth: TestAuthProvider;
   /** Tool calls answered, by access token. */
   calls: string[];
+  /**
+   * `slow`: a request whose token is refused gets its 401 with a body that keeps coming (a
+   * proxy's error page, say), so the connection is the client's until it reads or cancels
+   * it; `open` counts those answers still open.
+   */
+  refusals: { slow: boolean; open: number };
   close(): Promise<void>;
 }
 
@@ -185,6 +191,18 @@ export async function startOAuthMcpServer(): Promise<OAuthMcpServer> {
   const mcpUrl = new URL("/mcp", base);
   app.use(mcpAuthRouter({ provider: auth, issuerUrl: base, resourceServerUrl: mcpUrl }));
   app.use(express.json());
+  const refusals = { slow: false, open: 0 };
+  app.all("/mcp", (req, res, next) => {
+    const token = /^Bearer (.+)$/i.exec(req.headers.authorization ?? "")?.[1];
+    const issued = token === undefined ? undefined : auth.access.get(token);
+    if (!refusals.slow || token === undefined || (issued && issued.expiresAt >= Date.now())) return next();
+    res.status(401).set("WWW-Authenticate", 'Bearer error="invalid_token"').type("text/html");
+    res.write("<html><body>Sign in again");
+    refusals.open += 1;
+    res.on("close", () => {
+      refusals.open -= 1;
+    });
+  });
   app.all(
     "/mcp",
     requireBearerAuth({ verifier: auth, resourceMetadataUrl: getOAuthProtectedResourceMetadataUrl(mcpUrl) }),
@@ -209,6 +227,7 @@ export async function startOAuthMcpServer(): Promise<OAuthMcpServer> {
     url: mcpUrl.href,
     auth,
     calls,
+    refusals,
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();

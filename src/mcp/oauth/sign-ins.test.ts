@@ -1,13 +1,14 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import {
   type OAuthMcpServer,
   signInDirectly,
   startOAuthMcpServer,
 } from "../../../test/support/oauth-mcp-server.js";
 import { openStore, type Store } from "../../store/index.js";
+import { createState } from "../../store/state.js";
 import { McpHub } from "../hub.js";
 import type { HttpServerConfig } from "../servers.js";
 import { setUpSignIns } from "./setup.js";
@@ -116,5 +117,45 @@ describe("OAuth sign-ins: a token the server refuses before its stated expiry", 
     secure.auth.refreshFails = false;
     expect((await hub.call("secure__whoami", {})).text).toBe("signed in as token #2");
     expect(secure.auth.refreshRequests - before).toBe(2);
+  });
+
+  it("says so in a sentence, and lets the refused answer go, when the store fails while the token is renewed", async () => {
+    const { hub, signIns } = await replica();
+    expect(await signInDirectly(signIns, "secure", CALLBACK)).toContain("Signed in to secure");
+    await hub.reconnect("secure");
+
+    secure.auth.revokeAccessTokens();
+    // The refused answer keeps its connection until the bot reads or cancels its body.
+    secure.refusals.slow = true;
+    const locks = Object.getPrototypeOf(createState(store)) as { acquireLock: () => Promise<unknown> };
+    vi.spyOn(locks, "acquireLock").mockRejectedValue(new Error("connect ECONNREFUSED 127.0.0.1:6379"));
+    try {
+      const down = await hub.call("secure__whoami", {});
+      expect(down.ok).toBe(false);
+      expect(down.text).toBe(
+        "The tool's server refused the bot's sign-in to secure as expired, and the bot could not renew it just now (its store did not answer), so the request was not sent. Try again in a moment.",
+      );
+      await vi.waitFor(() => expect(secure.refusals.open).toBe(0));
+    } finally {
+      vi.restoreAllMocks();
+    }
+  });
+
+  it("names the person's own sign-in, not the bot's, when a per-user server's refresh fails for now", async () => {
+    config = { ...config, oauth: { perUser: true } };
+    const { hub, signIns } = await replica();
+    const person = { owner: "slack:U1", conversation: "t1" };
+    expect(await signInDirectly(signIns, "secure", CALLBACK, person.owner)).toContain("Signed in to secure");
+    expect((await hub.call("secure__sign_in", {}, person)).ok).toBe(true);
+    expect((await hub.call("secure__whoami", {}, person)).text).toBe("signed in as token #0");
+
+    secure.auth.revokeAccessTokens();
+    secure.auth.refreshFails = true;
+    const down = await hub.call("secure__whoami", {}, person);
+    expect(down.ok).toBe(false);
+    expect(down.text).toBe(
+      "The tool's server refused the person's own sign-in to secure as expired, and its authorization server did not renew it just now, so the request was not sent. Try again in a moment.",
+    );
+    expect(await signIns.signedIn("secure", person.owner)).toBe(true);
   });
 });

@@ -103,7 +103,7 @@ export class OAuthSignIns implements ServerAuth {
     }) as StoredClientProvider;
     return {
       authProvider: lent,
-      fetch: renewingFetch(server, (refused) => this.renew(server, owner, refused)),
+      fetch: renewingFetch(server, (refused) => this.renew(server, owner, refused), this.perUser(server)),
     };
   }
 
