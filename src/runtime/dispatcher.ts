@@ -4,7 +4,6 @@ import type { FormValues } from "../core/forms.js";
 import type { InboundFile } from "../core/inbound.js";
 import { platformOf, type ThreadKey } from "../core/thread.js";
 import { log } from "../log.js";
-import type { Held } from "../store/locks.js";
 import type { TurnRecord } from "../store/turns.js";
 import { Access, commandOrigin, REFUSED_NOTE } from "./access.js";
 import { Answering } from "./answering.js";
@@ -31,6 +30,7 @@ import { resumeTurn, takeOverTurn } from "./stored-turns.js";
 import { Takeovers } from "./takeover.js";
 import { runTurn, type TurnDeps, type TurnHooks, type TurnResult } from "./turn.js";
 import { TurnAccounts, type WorkKind } from "./turn-accounts.js";
+import { TurnControls } from "./turn-controls.js";
 import { type InFlight, WorkInFlight } from "./work-in-flight.js";
 
 export const INTERRUPTED_NOTE = "Interrupted by a restart; ask again.";
@@ -52,7 +52,11 @@ export class Dispatcher implements TurnRunner {
   private readonly forms: FormDesk | undefined;
   /** Other replicas were alive when this one began to stop: its unfinished turns go to them. */
   private handingOver = false;
-  private readonly held = new WeakMap<AbortController, Held>(); // each turn's hold on its lock
+  private readonly controls = new TurnControls({
+    stopping: () => this.stopping,
+    handingOver: () => this.handingOver,
+    note: INTERRUPTED_NOTE,
+  });
 
   constructor(private readonly deps: DispatcherDeps) {
     this.desk = new ApprovalDesk({
@@ -75,7 +79,7 @@ export class Dispatcher implements TurnRunner {
       running: this.running,
       accounts: this.accounts,
       ratings: this.ratings,
-      hooksFor: (turn) => this.hooksFor(turn),
+      hooksFor: (turn) => this.controls.hooksFor(turn),
       work: this.work,
       after: deps,
       stopping: () => this.stopping,
@@ -133,7 +137,7 @@ export class Dispatcher implements TurnRunner {
         inbound.key,
         async (held) => {
           if (entry.noted) return;
-          this.hold(controller, held);
+          this.controls.hold(controller, held);
           leaveQueue();
           return this.turn(inbound, controller, entry);
         },
@@ -198,16 +202,22 @@ export class Dispatcher implements TurnRunner {
     });
   }
 
-  /** Goes on with a turn whose process stopped (see Takeovers), under the lock the caller holds. */
+  /**
+   * Goes on with a turn whose process stopped (see Takeovers), under the lock `parent`
+   * holds, which may run more turns after it: a Stop of this one ends it alone.
+   */
   private async goOn(
     record: TurnRecord,
     reply: Reply,
-    controller: AbortController,
+    parent: AbortController,
     attachments: InboundFile[],
   ): Promise<void> {
-    if (!record.input) return;
-    await this.stored("takeover", record.key, record.input, reply, controller, (signal, hooks) =>
-      takeOverTurn(record, reply, this.turnDeps, signal, hooks, attachments),
+    const input = record.input;
+    if (!input) return;
+    await this.controls.own(parent, (controller) =>
+      this.stored("takeover", record.key, input, reply, controller, (signal, hooks) =>
+        takeOverTurn(record, reply, this.turnDeps, signal, hooks, attachments),
+      ),
     );
   }
 
@@ -243,34 +253,12 @@ export class Dispatcher implements TurnRunner {
     this.work.turns.add(entry);
     entry.done = this.deps.lock
       .run(key, (held) => {
-        this.hold(controller, held);
+        this.controls.hold(controller, held);
         return work(controller);
       })
       .catch((err: unknown) => log.error({ err, key }, "a stored turn could not go on"))
       .finally(() => this.work.turns.delete(entry));
     return entry.done;
-  }
-
-  /** A turn's lock, as it holds it: losing the lock stops the turn. */
-  private hold(controller: AbortController, held: Held): void {
-    this.held.set(controller, held);
-    held.lost.addEventListener("abort", () => controller.abort(held.lost.reason), { once: true });
-  }
-
-  private hooksFor(turn: RunningTurn): TurnHooks {
-    const { controller } = turn;
-    const held = this.held.get(controller);
-    return {
-      ...(held ? { held } : {}),
-      interruptedNote: () => this.endingNote(turn, controller),
-      handingOver: () => this.handingOver && controller.signal.aborted && turn.stoppedBy === undefined,
-    };
-  }
-
-  /** The sentence that ends an aborted answer: who stopped it, or the restart note. */
-  private endingNote(turn: RunningTurn, controller: AbortController): string | undefined {
-    if (turn.stoppedBy !== undefined) return `Stopped by ${turn.stoppedBy}.`;
-    return controller.signal.aborted && this.stopping ? INTERRUPTED_NOTE : undefined;
   }
 
   private replyFor(key: ThreadKey, channel?: string): Reply | undefined {

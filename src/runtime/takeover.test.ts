@@ -144,6 +144,42 @@ describe("taking over a turn whose process died", () => {
     expect(fresh.seen).toEqual(["The second answer.", "<finish>"]);
   });
 
+  it("a Stop of the cut-off answer finished before a new message stops that answer alone: the messages after it are answered", async () => {
+    const asked: string[] = [];
+    const provider: Provider = {
+      name: "openai",
+      listModels: async () => [],
+      async *stream(req, signal): AsyncIterable<ModelEvent> {
+        const last = req.messages.findLast((m) => m.role === "user");
+        const text = typeof last?.content === "string" ? last.content : "";
+        asked.push(text);
+        if (text !== "write the file, then read it") {
+          yield* say(`About "${text}".`);
+          return;
+        }
+        yield { type: "text", delta: "Writing it" };
+        await new Promise((_, reject) => signal.addEventListener("abort", () => reject(signal.reason)));
+      },
+    };
+    const { dispatcher } = setup(provider);
+    const slack = fakeSlack();
+    expect(await dispatcher.recoverInterrupted([slack.adapter])).toBe(0);
+    // Cut off with a message handed over behind it, answered after it and before the new one.
+    const meanwhile = { text: "meanwhile", user: ALICE, channel: "C1", sentAt: 1 };
+    await leftBy("a-process-that-died", { address: { messages: ["1.1"] }, queued: [meanwhile] });
+    const fresh = fakeSlack();
+    const handled = dispatcher.handle(aliceSays("e2", "and another thing", fresh.reply));
+    await vi.waitFor(() => expect(slack.seen).toEqual(["Writing it"]), { timeout: 5_000 });
+
+    expect(await dispatcher.stop(KEY, ALICE)).toBe("");
+    await handled;
+
+    expect(asked).toEqual(["write the file, then read it", "meanwhile", "and another thing"]);
+    expect(slack.seen).toEqual(["Writing it", "<fail:Stopped by alice.>", 'About "meanwhile".', "<finish>"]);
+    expect(fresh.seen).toEqual(['About "and another thing".', "<finish>"]);
+    expect(await ledger.pending()).toEqual([]);
+  });
+
   it("a turn's record carries its message's files, for a process taking it over while they download", async () => {
     const provider = new ScriptedProvider([say("Noted.")]);
     const { dispatcher } = setup(provider);
