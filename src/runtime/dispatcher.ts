@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import { SwitchboardError, toUserFacing } from "../core/errors.js";
 import type { FormValues } from "../core/forms.js";
@@ -196,7 +197,7 @@ export class Dispatcher implements TurnRunner {
       const outcome = await this.desk.outcome(key, record.waiting, reply);
       if (!outcome) return;
       const { user, channel } = record.waiting;
-      await this.stored("resume", key, { user, channel }, reply, controller, (signal, hooks) =>
+      await this.stored("resume", record, { user, channel }, reply, controller, (signal, hooks) =>
         resumeTurn(record, outcome, reply, this.turnDeps, signal, hooks),
       );
     });
@@ -215,7 +216,7 @@ export class Dispatcher implements TurnRunner {
     const input = record.input;
     if (!input) return;
     await this.controls.own(parent, (controller) =>
-      this.stored("takeover", record.key, input, reply, controller, (signal, hooks) =>
+      this.stored("takeover", record, input, reply, controller, (signal, hooks) =>
         takeOverTurn(record, reply, this.turnDeps, signal, hooks, attachments),
       ),
     );
@@ -229,15 +230,16 @@ export class Dispatcher implements TurnRunner {
    */
   private async stored(
     kind: WorkKind,
-    key: ThreadKey,
+    record: TurnRecord,
     asked: { user: RunningTurn["asker"]; channel: string },
     reply: Reply,
     controller: AbortController,
     run: (signal: AbortSignal, hooks: TurnHooks) => Promise<TurnResult>,
   ): Promise<void> {
     const started = Date.now();
+    const { key, id } = record;
     const place = { platform: platformOf(key) ?? "console", channel: asked.channel };
-    const turn: RunningTurn = { controller, asker: asked.user, place };
+    const turn: RunningTurn = { controller, asker: asked.user, place, ...(id ? { run: id } : {}) };
     const payer = { platform: place.platform, user: asked.user.id, channel: asked.channel, key };
     await this.answering.run(kind, payer, turn, reply, started, (hooks) => run(controller.signal, hooks));
   }
@@ -354,8 +356,11 @@ export class Dispatcher implements TurnRunner {
     delete entry.queued;
     if (signal.aborted) return this.refuse(inbound);
     observer?.turnStarted?.(inbound);
+    // Its record's id, known before the record is written: a Stop another replica takes names it.
+    const run = randomUUID();
     const turn: RunningTurn = {
       controller,
+      run,
       asker: inbound.user,
       place: { platform: inbound.platform, channel: inbound.channel },
     };
@@ -379,6 +384,7 @@ export class Dispatcher implements TurnRunner {
           controller.signal,
           { firstVisible: (ms) => observer?.firstVisible?.(inbound, ms), ...hooks },
           known,
+          run,
         ),
       (result, ms) => observer?.turnEnded?.(inbound, result.outcome, ms, result.events),
     );

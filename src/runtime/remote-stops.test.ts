@@ -89,18 +89,22 @@ describe("Stop reaching another replica than the one writing the answer", () => 
     rmSync(dir, { recursive: true, force: true });
   });
 
-  async function replica(settings: unknown = {}): Promise<Dispatcher> {
+  async function replica(
+    settings: unknown = {},
+    provider: Provider = endless,
+    stops = new StopRequests(store),
+  ): Promise<Dispatcher> {
     const config = configSchema.parse(settings);
     const sessions = new SessionRepository(store);
     const hub = new FunctionHub({});
     const dispatcher = new Dispatcher({
-      agent: new Agent({ config, hub, providerFor: () => endless, sessions }),
+      agent: new Agent({ config, hub, providerFor: () => provider, sessions }),
       sessions,
       ledger: new TurnLedger(store),
       lock: createThreadLock(store),
       dedupe: new MemoryDedupe(),
       approvals: new ApprovalBook(store),
-      stops: new StopRequests(store),
+      stops,
       hub,
       config,
     });
@@ -183,5 +187,64 @@ describe("Stop reaching another replica than the one writing the answer", () => 
     await answering;
     expect(first.seen.ended).toBe("Stopped by alice.");
     expect(told).toEqual([]);
+  }, 20_000);
+
+  it("a Stop left for an answer that ended before its replica took it stops nothing after it", async () => {
+    // The writing replica's look for requests waits while the answer ends and the next one starts.
+    let looked = 0;
+    let lookOn!: () => void;
+    const looking = new Promise<void>((r) => {
+      lookOn = r;
+    });
+    class HeldStops extends StopRequests {
+      override async asked() {
+        looked++;
+        await looking;
+        return super.asked();
+      }
+    }
+    const ends = new Map<string, () => void>();
+    const untilEnded: Provider = {
+      name: "openai",
+      listModels: async () => [],
+      async *stream(req, signal): AsyncIterable<ModelEvent> {
+        const last = req.messages.findLast((m) => m.role === "user");
+        const text = typeof last?.content === "string" ? last.content : "";
+        yield { type: "text", delta: `On ${text}.` };
+        await new Promise<void>((resolve, reject) => {
+          ends.set(text, resolve);
+          signal.addEventListener("abort", () => reject(signal.reason));
+        });
+        yield { type: "stop", reason: "end" };
+      },
+    };
+    const writing = await replica({}, untilEnded, new HeldStops(store));
+    const other = await replica();
+    const key = "slack:T1:C1:1.1";
+    const first = asked("e1", key);
+    first.inbound.text = "first";
+    const answering = writing.handle(first.inbound);
+    await vi.waitFor(() => expect(ends.has("first")).toBe(true), { timeout: 5_000 });
+    await vi.waitFor(() => expect(looked).toBeGreaterThan(0), { timeout: 5_000 });
+
+    // Slack's own stop button and the stop command carry no button: the request names the thread.
+    expect(await other.stop(key, ALICE)).toBe("");
+    ends.get("first")!();
+    await answering;
+    expect(first.seen.ended).toBe("");
+
+    const second = asked("e2", key);
+    second.inbound.text = "second";
+    const answering2 = writing.handle(second.inbound);
+    await vi.waitFor(() => expect(ends.has("second")).toBe(true), { timeout: 5_000 });
+    lookOn();
+    // The request is taken (and dropped) before the second answer ends.
+    await vi.waitFor(async () => expect(await new StopRequests(store).asked()).toEqual([]), {
+      timeout: 5_000,
+    });
+    ends.get("second")!();
+    await answering2;
+    expect(second.seen.ended).toBe("");
+    expect(second.seen.text).toBe("On second.");
   }, 20_000);
 });

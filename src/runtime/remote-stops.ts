@@ -76,7 +76,11 @@ export class RemoteStops {
     const asker = record.input.user;
     const place = { platform: platformOf(key) ?? "console", channel: record.input.channel };
     if (!(await mayDecide(config, place, asker.id, by, inGroups))) return mayNotStop(asker);
-    await stops.ask(key, { by: by.name ?? by.id, ...(at.ref ? { ref: at.ref } : {}) });
+    await stops.ask(key, {
+      by: by.name ?? by.id,
+      ...(record.id ? { run: record.id } : {}),
+      ...(at.ref ? { ref: at.ref } : {}),
+    });
     log.info({ key, owner }, "stop passed to the replica writing the answer");
     return "";
   }

@@ -16,6 +16,8 @@ export interface RunningTurn {
   stoppedBy?: string;
   /** Its Stop button's ref, once tracked. */
   ref?: string;
+  /** The id of its record (`TurnRecord.id`), by which a Stop another replica took names it. */
+  run?: string;
 }
 
 /** What someone who may not stop an answer is told. */
@@ -84,13 +86,15 @@ export class RunningTurns {
   }
 
   /**
-   * Stops the thread's answer for a Stop another replica took and checked: the one under
-   * Stop button `ref`, or whichever is written now when no button was clicked. False when
-   * that answer is not written here (any more).
+   * Stops the thread's answer for a Stop another replica took and checked: the turn the
+   * request names, and the one under Stop button `ref` if a button was clicked. False
+   * when that answer is not written here (any more): a later answer of the thread goes on.
    */
-  stopAsked(key: ThreadKey, request: { by: string; ref?: string }): boolean {
+  stopAsked(key: ThreadKey, request: { by: string; run?: string; ref?: string }): boolean {
     const turn = this.byKey.get(key);
-    if (!turn || (request.ref !== undefined && request.ref !== turn.ref)) return false;
+    if (!turn) return false;
+    if (request.run !== undefined && request.run !== turn.run) return false;
+    if (request.ref !== undefined && request.ref !== turn.ref) return false;
     this.end(key, turn, request.by);
     return true;
   }

@@ -84,6 +84,8 @@ export async function runTurn(
   hooks: TurnHooks,
   /** The thread's record as the caller just read it under the lock, if it did. */
   known?: { previous: TurnRecord | undefined },
+  /** The id of the turn's record (see `TurnRecord.id`). */
+  id: string = randomUUID(),
 ): Promise<TurnResult> {
   const { ledger, config, agent } = deps;
   const place: TurnPlace = {
@@ -94,7 +96,7 @@ export async function runTurn(
   };
   const files = storedFiles(inbound.attachments);
   const run = {
-    id: randomUUID(),
+    id,
     owner: deps.owner,
     // With its files: a process taking the turn over before they are read reads them itself.
     input: {

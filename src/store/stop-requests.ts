@@ -2,10 +2,16 @@ import type { ThreadKey } from "../core/thread.js";
 import type { Store } from "./index.js";
 import { createState, type StateStore } from "./state.js";
 
-/** A Stop asked of the replica writing a thread's answer: by whom, and for which of its Stop buttons, if one. */
+/** A Stop asked of the replica writing a thread's answer: by whom, for which turn, and which of its Stop buttons, if one. */
 export interface StopRequest {
   by: string;
-  /** The Stop button's ref: only the answer it was under stops. Absent: the thread's answer now (the stop command). */
+  /**
+   * The id of the turn's record (`TurnRecord.id`): only that turn stops. A request its
+   * replica takes after the turn ended (a poll a second apart) stops nothing, not the
+   * thread's next answer. Absent from a request left by an older version.
+   */
+  run?: string;
+  /** The Stop button's ref: only the answer it was under stops. Absent: the stop command, or Slack's own stop button. */
   ref?: string;
 }
 
