@@ -55,16 +55,16 @@ export interface TurnInput {
   onCalls?: (step: PendingStep) => Promise<void>;
   /** Asks the person what a tool's server requests while it runs (see LoopOptions.elicit). */
   elicit?: Elicit;
-}
-
-/**
- * A turn going on from its session (which holds its question and finished steps): after
- * approvals, with their step and decisions; after a takeover, with the step whose calls
- * were cut off, if any.
- */
-export interface ResumeInput extends Omit<TurnInput, "text" | "parts"> {
+  /**
+   * A step finished before the model is asked: after approvals, with their decisions;
+   * after a takeover, the step whose calls were cut off (also the question's first step,
+   * cut off before the question was saved with it).
+   */
   resumed?: ResumedStep;
 }
+
+/** A turn going on from its session, which holds its question and finished steps. */
+export type ResumeInput = Omit<TurnInput, "text" | "parts">;
 
 export interface TurnSummary {
   toolCalls: number;
@@ -165,7 +165,7 @@ export class Agent {
       };
       return { toolCalls: 0, steps: 0, ok: false };
     }
-    return yield* this.run(input, current, input.parts);
+    return yield* this.run(input, current, input.parts, input.resumed);
   }
 
   /** Goes on with a turn from its session: the resumed step first, if any, then the model as usual. */

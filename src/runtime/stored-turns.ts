@@ -63,16 +63,18 @@ export async function takeOverTurn(
   const kept = record.shown ?? "";
   return drive(record, place, reply, deps, signal, hooks, { kept }, async (session, common) => {
     const asked = session.messages.some((m) => m.role === "user" && m.turn === id);
-    // A handed message's files are read by the process that answers it.
-    if (!asked) return askWithFiles(record, input.text, attachments, deps, session, common, signal);
+    const calling = record.calling;
+    const cutOff =
+      calling && !stepSaved(session, calling)
+        ? { resumed: { step: calling, verdicts: afterCrash(calling, deps.hub) } }
+        : {};
+    // Not saved before its first step's results: asked again, that step's calls said as
+    // they may have run (a handed message's files are read by the process that answers it).
+    if (!asked)
+      return askWithFiles(record, input.text, attachments, deps, session, { ...common, ...cutOff }, signal);
     const last = session.messages.at(-1);
     // The answer was saved, but not the turn's end: only its text is left to show.
     if (last?.role === "assistant" && !last.toolCalls?.length) return answered(last.content);
-    const calling = record.calling;
-    const resumed =
-      calling && !stepSaved(session, calling)
-        ? { step: calling, verdicts: afterCrash(calling, deps.hub) }
-        : undefined;
-    return deps.agent.resumeTurn({ ...common, ...(resumed ? { resumed } : {}) });
+    return deps.agent.resumeTurn({ ...common, ...cutOff });
   });
 }

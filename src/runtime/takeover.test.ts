@@ -67,6 +67,35 @@ describe("taking over a turn whose process died", () => {
     expect(await ledger.pending()).toEqual([]);
   });
 
+  it("does not run again a call of the first step, cut off before the question was saved, and asks with the question once", async () => {
+    // The question is saved with the first step's results: here neither was.
+    await leftBy("a-process-that-died", {
+      address: { messages: ["1712345679.000200"] },
+      calling: {
+        assistant: {
+          role: "assistant",
+          content: "",
+          toolCalls: [{ id: "c1", name: "fs__write", arguments: { path: "a.txt" } }],
+        },
+        asks: ["c1"],
+        settled: [],
+      },
+    });
+    const provider = new ScriptedProvider([say("I cannot tell whether a.txt was written.")]);
+    const { dispatcher, hub } = setup(provider);
+    const slack = fakeSlack();
+
+    expect(await dispatcher.recoverInterrupted([slack.adapter])).toBe(1);
+
+    expect(hub.calls).toEqual([]);
+    const asked = provider.requests[0]!.messages;
+    expect(asked.map((m) => m.role)).toEqual(["user", "assistant", "tool"]);
+    expect(asked.findLast((m) => m.role === "tool")?.content).toBe(MAY_HAVE_RUN);
+    const session = await sessions.get(KEY);
+    expect(session?.messages.map((m) => m.role)).toEqual(["user", "assistant", "tool", "assistant"]);
+    expect(session?.messages[0]).toMatchObject({ content: "write the file, then read it", turn: "turn-1" });
+  });
+
   it("asks the model again when the question was not saved yet, and saves it once", async () => {
     await leftBy("a-process-that-died", { address: { messages: ["1712345679.000200"] } });
     const provider = new ScriptedProvider([say("Here you are.")]);
