@@ -1,12 +1,30 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { ScriptedProvider, say } from "../../test/support/scripted.js";
+import { callTools, ScriptedProvider, say } from "../../test/support/scripted.js";
 import type { ModelEvent, Provider } from "../agent/providers/provider.js";
+import type { ToolMessage } from "../core/messages.js";
+import type { ToolCallOptions, ToolOutcome } from "../mcp/types.js";
 import type { Store } from "../store/index.js";
 import { createThreadLock } from "../store/locks.js";
 import type { SessionRepository } from "../store/sessions.js";
 import type { TurnLedger } from "../store/turns.js";
 import { UsageLedger } from "../store/usage.js";
-import { ALICE, aliceSays, fakeSlack, KEY, TakeoverBed } from "./takeover.test-helper.js";
+import { ALICE, aliceSays, fakeSlack, HintedHub, KEY, TakeoverBed } from "./takeover.test-helper.js";
+import { MAY_HAVE_RUN } from "./turn.js";
+
+/** fs__write answers only when its call is cancelled, as the hub answers a call whose signal aborts. */
+class SlowWrites extends HintedHub {
+  override async call(
+    name: string,
+    args: Record<string, unknown>,
+    opts?: ToolCallOptions,
+  ): Promise<ToolOutcome> {
+    if (name !== "fs__write") return super.call(name, args);
+    this.calls.push({ name, args, start: performance.now() });
+    await new Promise((r) => opts?.signal?.addEventListener("abort", r, { once: true }));
+    const text = "The call was cancelled before the tool answered.";
+    return { ok: false, text, artifacts: [], ms: 1, server: "fs", tool: "write" };
+  }
+}
 
 describe("a stopping replica handing its turns and messages to a live one", () => {
   let bed: TakeoverBed;
@@ -184,5 +202,28 @@ describe("a stopping replica handing its turns and messages to a live one", () =
     // Refused, not parked: no record is left for a watcher to run later.
     expect(await ledger.pending()).toEqual([]);
     expect(await ledger.takeHanded(KEY)).toEqual([]);
+  }, 20_000);
+
+  it("a tool call the hand-over cut short is one that may have run for the replica taking over, not run again", async () => {
+    const slow = new SlowWrites({ fs__write: () => "written" });
+    const stopping = setup(new ScriptedProvider([callTools(["fs__write", { path: "a.txt" }])]), {
+      lock: createThreadLock(store),
+      hub: slow,
+    });
+    const other = new ScriptedProvider([say("I cannot tell whether a.txt was written.")]);
+    const live = setup(other, { lock: createThreadLock(store) });
+    const onLive = fakeSlack();
+    await live.dispatcher.recoverInterrupted([onLive.adapter]);
+    const onStopping = fakeSlack();
+    const handled = stopping.dispatcher.handle(aliceSays("e1", "write a.txt", onStopping.reply));
+    await vi.waitFor(() => expect(slow.calls.map((c) => c.name)).toEqual(["fs__write"]), { timeout: 5_000 });
+
+    expect(await stopping.dispatcher.drain(50)).toEqual({ interrupted: 0, handedOver: 1 });
+    await handled;
+    await vi.waitFor(() => expect(onLive.seen.at(-1)).toBe("<finish>"), { timeout: 15_000 });
+
+    const results = other.requests[0]?.messages.filter((m): m is ToolMessage => m.role === "tool");
+    expect(results?.map((r) => [r.toolCallId, r.content])).toEqual([["call_fs__write_0", MAY_HAVE_RUN]]);
+    expect(live.hub.calls).toEqual([]);
   }, 20_000);
 });

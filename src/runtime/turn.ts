@@ -235,6 +235,10 @@ export async function drive(
       ...(record.id ? { turn: record.id } : {}),
       checkpoint: () =>
         fenced(async () => {
+          // Aborted to be handed over: the step's calls were cut short, answered "cancelled"
+          // whatever their servers did. Unsaved, with `calling` kept, the step tells the
+          // process taking over that they may have run, so a write is not repeated blindly.
+          if (hooks.handingOver?.()) throw signal.reason;
           // The session is not fenced itself: its save follows a check that the lease is held.
           await ledger.confirm(record);
           await sessions.save(current);
