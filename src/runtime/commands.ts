@@ -49,6 +49,8 @@ export interface CommandDeps {
   ): Promise<string>;
   /** Sign-ins of the tool servers that use OAuth. */
   oauth?: OAuthSignIns;
+  /** Ends the thread's turn waiting for approvals, if there is one (see ApprovalDesk.abandon). */
+  abandonWaiting?(key: ThreadKey): Promise<void>;
 }
 
 /** Lists a platform can offer while the argument is typed (Discord autocomplete). */
@@ -126,8 +128,11 @@ const CATALOG = [
     name: "new",
     help: "start a fresh conversation in this thread",
     thread: "always",
-    async run(cmd, { lock, sessions }) {
-      await lock.run(cmd.key, () => sessions.reset(cmd.key));
+    async run(cmd, { lock, sessions, abandonWaiting }) {
+      await lock.run(cmd.key, async () => {
+        await abandonWaiting?.(cmd.key);
+        await sessions.reset(cmd.key);
+      });
       return "Started a new conversation. I have forgotten what was said before in this thread.";
     },
   },

@@ -293,6 +293,7 @@ export class Dispatcher implements TurnRunner {
       runCommand(cmd, {
         ...this.deps,
         stopTurn: async (key, by, inGroups) => (await this.stop(key, by, inGroups)) || "Stopped.",
+        abandonWaiting: (key) => this.desk.abandon(key),
       }),
     );
   }

@@ -222,6 +222,18 @@ export class ApprovalDesk {
     }
   }
 
+  /**
+   * The thread starts a new conversation (/new, under its lock): a turn waiting here ends,
+   * its questions unanswered as when the person writes again, since a click would go on
+   * with the old conversation's step in the new one.
+   */
+  async abandon(key: ThreadKey): Promise<void> {
+    const record = await this.deps.ledger.get(key);
+    if (!record?.waiting) return;
+    await this.supersede(key, record.waiting, this.deps.replyFor(key, record.address?.channel));
+    await this.deps.ledger.end(record);
+  }
+
   /** Runs the turn on at its expiry, in case nobody decides. */
   arm(key: ThreadKey, expiresAt: string): void {
     this.disarm(key);
