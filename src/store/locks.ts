@@ -3,6 +3,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { log } from "../log.js";
 import type { Store } from "./index.js";
 import { createState, type Lease, leaseOwner, type StateStore } from "./state.js";
+import { earlierWaiting, PlaceInLine } from "./thread-line.js";
 
 /** What the holder of a thread's lock is given. */
 export interface Held {
@@ -122,8 +123,6 @@ const HEARTBEAT_EVERY_MS = 1_000;
  */
 const STALL_MS = HEARTBEAT_TTL_MS / 2;
 const aliveKey = (owner: string) => `alive:${owner}`;
-/** The tickets of a thread's turns waiting for its lock in the processes sharing the store. */
-const lineKey = (key: string) => `line:${key}`;
 /** Every process that beat once; `others` reads the live ones from it and forgets the rest. */
 const PROCESSES = "processes";
 
@@ -228,12 +227,14 @@ export class LeaseThreadLock implements ThreadLock {
       }
     }
     // This process's next turn of the thread waits in the thread's line with its send time.
-    const ticket = sentAt === undefined ? undefined : `${sentAt}|${this.owner}|${randomUUID()}`;
-    if (ticket) await this.state.listAdd(lineKey(key), ticket);
+    const place =
+      sentAt === undefined
+        ? undefined
+        : await PlaceInLine.join(this.state, key, sentAt, this.owner, this.renewEveryMs);
     try {
       let pause = 20;
       for (;;) {
-        if (sentAt === undefined || !(await this.earlierWaiting(key, sentAt, ticket))) {
+        if (sentAt === undefined || !(await this.earlierWaiting(key, sentAt))) {
           const lease = await this.state.acquireLock(key, this.ttlMs, this.owner);
           if (lease) return lease;
           if (await this.takeOverFromStopped(key)) continue;
@@ -243,24 +244,14 @@ export class LeaseThreadLock implements ThreadLock {
         pause = Math.min(pause * 2, this.maxPollMs);
       }
     } finally {
-      if (ticket) await this.state.listRemove(lineKey(key), ticket).catch(() => undefined);
+      await place?.leave();
     }
   }
 
-  /**
-   * Another process waits with a message of the thread sent before this one's. Each
-   * process has one ticket per thread at a time (its local line's head), so two
-   * processes never wait for each other; a ticket whose process stopped is dropped.
-   */
-  private async earlierWaiting(key: string, sent: number, mine?: string): Promise<boolean> {
-    const sentAt = (ticket: string) => Number(ticket.slice(0, ticket.indexOf("|")));
-    const ownerOf = (ticket: string) => ticket.split("|")[1] ?? "";
-    for (const ticket of await this.state.listMembers(lineKey(key))) {
-      if (ticket === mine || ownerOf(ticket) === this.owner || !(sentAt(ticket) < sent)) continue;
-      if (await this.alive(ownerOf(ticket))) return true;
-      await this.state.listRemove(lineKey(key), ticket);
-    }
-    return false;
+  /** Another process waits with a message of the thread sent before `sent`. */
+  private earlierWaiting(key: string, sent: number): Promise<boolean> {
+    // A waiter refreshes its ticket every renewEveryMs: one a lease's life old waits no more.
+    return earlierWaiting(this.state, key, sent, this.owner, (o) => this.alive(o), this.ttlMs);
   }
 
   /**
