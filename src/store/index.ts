@@ -1,12 +1,12 @@
 import { mkdirSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { setImmediate as nextTurn } from "node:timers/promises";
-import KeyvPostgres from "@keyv/postgres";
 import KeyvRedis from "@keyv/redis";
 import { createClient } from "@redis/client";
 import Keyv, { type DeserializedData } from "keyv";
 import { SwitchboardError } from "../core/errors.js";
 import { log } from "../log.js";
+import { keyvPostgres } from "./postgres-pool.js";
 import { SqliteConnection, SqliteKeyvAdapter } from "./sqlite.js";
 import { CHECKPOINTS_START_AFTER_MS, Checkpoints } from "./sqlite-checkpoints.js";
 
@@ -283,19 +283,19 @@ async function openSqlite(url: string, namespace: string): Promise<Store> {
 }
 
 async function openPostgres(url: string, namespace: string): Promise<Store> {
-  const adapter = new KeyvPostgres({
-    uri: url,
+  const adapter = keyvPostgres({
+    url,
     table: TABLE,
-    keySize: 1024,
-    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
-  } as ConstructorParameters<typeof KeyvPostgres>[0]);
+    keySize: KEY_SIZE,
+    connectTimeoutMs: CONNECT_TIMEOUT_MS,
+  });
   let setupError: unknown;
   adapter.on("error", (err: unknown) => {
     setupError = err;
   });
   const query = async (sql: string, params: unknown[]) => {
     const rows = (await adapter.query(sql, params)) as Array<Record<string, unknown>> | undefined;
-    // The adapter swallows a failed connection and then fails every query with a TypeError.
+    // The adapter tells of a failed setup (its CREATE TABLE) only by this event.
     if (setupError) throw setupError;
     return rows ?? [];
   };
@@ -311,7 +311,6 @@ async function openPostgres(url: string, namespace: string): Promise<Store> {
     namespace,
     sql: { table: TABLE, query },
     ping: () => answersWithin(() => query("SELECT 1 AS ok", [])),
-    // The adapter keeps one pool per process; disconnect ends it.
     close: () => adapter.disconnect(),
   };
 }

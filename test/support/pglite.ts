@@ -104,6 +104,8 @@ class SessionQueue {
 export interface PgliteServer {
   /** postgres://postgres@127.0.0.1:<free port>/test; PGlite ignores the user and database names. */
   url: string;
+  /** Closes every client's connection from the server's side, as a restart of PostgreSQL does; new ones are taken. */
+  dropConnections(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -130,6 +132,10 @@ export async function startPgliteServer(): Promise<PgliteServer> {
   const { port } = server.address() as AddressInfo;
   return {
     url: `postgres://postgres@127.0.0.1:${port}/test`,
+    async dropConnections() {
+      for (const handler of [...handlers]) await handler.detach(true);
+      handlers.clear();
+    },
     async stop() {
       for (const handler of handlers) await handler.detach(true);
       await new Promise<void>((resolve) => server.close(() => resolve()));
