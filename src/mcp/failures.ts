@@ -83,8 +83,11 @@ export interface CallFailure {
   status?: number;
 }
 
-/** Said of a call that reached its server and got no answer: a repeated write could run twice. */
-export const MAY_HAVE_RUN =
+/**
+ * Said of a call that reached its server and got no answer: a repeated write could run twice.
+ * (runtime/takeover-steps.ts MAY_HAVE_RUN says it of a call whose own process stopped.)
+ */
+export const OUTCOME_UNKNOWN =
   "The call may or may not have run; do not assume either, and check whether it took effect before calling it again.";
 
 /** Why a call failed, told to the model so that it can decide what to do next. */
@@ -108,7 +111,7 @@ export function describeCallFailure(
     if (err.code === ErrorCode.ConnectionClosed) {
       return {
         kind: "connection",
-        text: `The connection to the tool's server closed before it answered. ${MAY_HAVE_RUN} The server is being restarted.`,
+        text: `The connection to the tool's server closed before it answered. ${OUTCOME_UNKNOWN} The server is being restarted.`,
       };
     }
     return { kind: "server", text: `The server answered with an error: ${scrub(err.message)}` };
@@ -137,7 +140,7 @@ export function describeCallFailure(
     // Cut after the request went out (a reset, a response ended mid-body): it reached the server.
     return {
       kind: "connection",
-      text: `The connection to the tool's server broke before it answered (${why}). ${MAY_HAVE_RUN}`,
+      text: `The connection to the tool's server broke before it answered (${why}). ${OUTCOME_UNKNOWN}`,
     };
   }
   return { kind: "server", text: `The call failed: ${scrub(messageOf(err))}` };

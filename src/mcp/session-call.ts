@@ -3,7 +3,7 @@ import { log } from "../log.js";
 import { CallDeadline } from "./call-deadline.js";
 import type { Asker } from "./elicitation.js";
 import { withUrlPrerequisites } from "./elicitation.js";
-import { type CallFailure, describeCallFailure, MAY_HAVE_RUN } from "./failures.js";
+import { type CallFailure, describeCallFailure, OUTCOME_UNKNOWN } from "./failures.js";
 import type { ServerConfig } from "./servers.js";
 import type { Session } from "./session.js";
 import type { Elicit, ToolCallOptions } from "./types.js";
@@ -74,7 +74,7 @@ export async function callOnSession(
       resolve({
         failure: {
           kind: "connection",
-          text: `The tool's server stopped before it answered (${reason}). ${MAY_HAVE_RUN} It is being restarted.`,
+          text: `The tool's server stopped before it answered (${reason}). ${OUTCOME_UNKNOWN} It is being restarted.`,
         },
       });
   });
