@@ -6,6 +6,7 @@ import type { ChatMessage } from "../core/messages.js";
 import { log } from "../log.js";
 import { withTimeout } from "../signals.js";
 import type { Session, SessionRepository } from "../store/sessions.js";
+import type { Lease } from "../store/state.js";
 import { countTokens, messagesTokens, messagesTokensAtMost, tokensAtMost } from "./context.js";
 import { type ModelLimits, modelLimits } from "./model-limits.js";
 import type { Provider } from "./providers/provider.js";
@@ -256,17 +257,19 @@ export async function planCompression(
  * session as it is now (turns since the plan only appended, so its first `count` messages
  * are the planned ones). False, changing nothing, when /new or another fold came between.
  * The caller saves the session; until then the stored one does not point at the new
- * archive record, and the next fold overwrites it.
+ * archive record, and the next fold overwrites it. `lease`: the thread's lock the archive
+ * record is written under (see `SessionRepository.archive`).
  */
 export async function applyFold(
   session: Session,
   plan: FoldPlan,
   sessions: SessionRepository,
+  lease?: Lease,
 ): Promise<boolean> {
   if (session.generation !== plan.generation || session.archivedCount !== plan.archivedCount) return false;
   if (session.messages.length < plan.count) return false;
   const folded = session.messages.slice(0, plan.count);
-  await sessions.archive(session, folded);
+  await sessions.archive(session, folded, lease);
   session.summary = plan.summary;
   session.messages = session.messages.slice(plan.count);
   log.info(

@@ -1,8 +1,9 @@
 import type { Agent } from "../agent/agent.js";
 import { applyFold, type FoldPlan } from "../agent/memory.js";
 import { log } from "../log.js";
-import type { ThreadLock } from "../store/locks.js";
+import { LockLost, type ThreadLock } from "../store/locks.js";
 import type { Session, SessionRepository } from "../store/sessions.js";
+import type { Lease } from "../store/state.js";
 import type { Reply } from "./contract.js";
 
 export interface AfterTurnDeps {
@@ -25,7 +26,10 @@ export function hasWorkAfter(session: Session, reply: Reply, agent: Agent): bool
  * model calls run on the turn's copy of the session while the thread's next message is
  * already being answered (with the summary as it was). What they produce is then applied
  * to the stored session under the lock, in one save, and only where the thread has not
- * moved on in a way that makes it wrong (/new, another fold).
+ * moved on in a way that makes it wrong (/new, another fold). Its writes are fenced by the
+ * lock's lease: a job that stalls under the lock past its heartbeat (a long GC pause, a
+ * store answering late) while another replica takes the thread and saves its next turn
+ * writes nothing over that turn, and is applied once more, to the session as it is then.
  */
 export async function runAfterTurn(
   session: Session,
@@ -47,7 +51,15 @@ export async function runAfterTurn(
     }),
   ]);
   if ((!title && !plan) || signal.aborted) return;
-  const applied = await lock.run(session.key, () => apply(session.key, title, plan, sessions));
+  const held = () => lock.run(session.key, ({ lease }) => apply(session.key, title, plan, sessions, lease));
+  const applied = await held().catch((err: unknown) => {
+    if (!(err instanceof LockLost) || signal.aborted) throw err;
+    log.warn(
+      { key: session.key },
+      "lost the thread's lock while saving its title or summary; applying them again",
+    );
+    return held();
+  });
   if (applied.title) {
     await reply.title(applied.title).catch((err: unknown) => log.warn({ err }, "title not set"));
   }
@@ -58,12 +70,13 @@ async function apply(
   title: string | undefined,
   plan: FoldPlan | undefined,
   sessions: SessionRepository,
+  lease: Lease | undefined,
 ): Promise<{ title?: string }> {
   const current = await sessions.get(key);
   if (!current) return {};
   const titled = title !== undefined && !current.title;
   if (titled) current.title = title;
-  const folded = plan ? await applyFold(current, plan, sessions) : false;
-  if (titled || folded) await sessions.save(current);
+  const folded = plan ? await applyFold(current, plan, sessions, lease) : false;
+  if (titled || folded) await sessions.save(current, lease);
   return titled ? { title } : {};
 }

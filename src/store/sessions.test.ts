@@ -1,6 +1,8 @@
 import { afterEach, expect, it } from "vitest";
 import type { ChatMessage } from "../core/messages.js";
+import { LockLost } from "./locks.js";
 import { SessionRepository } from "./sessions.js";
+import { createState } from "./state.js";
 import { describeEachStore, type TestStores, testStores } from "./testing.js";
 
 const KEY = "slack:T1:C1:1712345678.000100";
@@ -140,5 +142,24 @@ describeEachStore("SessionRepository on %s", (kind) => {
     old.messages.push(...exchange(1));
     await a.save(old);
     expect((await b.get(KEY))?.messages).toEqual([]);
+  });
+
+  it("saves and archives under a lease only while it is held: the thread's new holder's session stays", async () => {
+    stores = testStores(kind);
+    const [storeA, storeB] = [await stores.open(), await stores.open()];
+    const [a, b] = [new SessionRepository(storeA), new SessionRepository(storeB)];
+    const lease = (await createState(storeA).acquireLock(KEY, 60_000))!;
+    const stale = await a.getOrCreate(KEY);
+    stale.messages.push(...exchange(1));
+    await a.save(stale, lease);
+    // The holder stalled; another process took the thread and saved its next turn.
+    await createState(storeB).releaseLock(lease);
+    const newer = (await b.get(KEY))!;
+    newer.messages.push(...exchange(2));
+    await b.save(newer);
+    await expect(a.archive(stale, exchange(1), lease)).rejects.toBeInstanceOf(LockLost);
+    await expect(a.save(stale, lease)).rejects.toBeInstanceOf(LockLost);
+    expect((await b.get(KEY))?.messages).toEqual([...exchange(1), ...exchange(2)]);
+    expect(await b.readArchive(KEY)).toEqual([]);
   });
 });

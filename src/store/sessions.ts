@@ -2,7 +2,8 @@ import type { ChatMessage, Usage } from "../core/messages.js";
 import { zeroUsage } from "../core/messages.js";
 import { log } from "../log.js";
 import type { Store } from "./index.js";
-import { LocalThreadLock } from "./locks.js";
+import { LocalThreadLock, LockLost } from "./locks.js";
+import { createState, type Lease, type StateStore } from "./state.js";
 
 export interface SessionSettings {
   model?: string;
@@ -63,6 +64,7 @@ export class SessionRepository {
   /** Serialized bytes this repository has written (sessions, archive chunks, index), for the benchmark. */
   bytesWritten = 0;
   private readonly writes = new LocalThreadLock();
+  private state: StateStore | undefined;
 
   constructor(private readonly store: Store) {}
 
@@ -84,8 +86,14 @@ export class SessionRepository {
     return newSession(key, generation, session?.settings);
   }
 
-  /** Writes the session record only. A save from an older generation than the stored one is dropped. */
-  async save(session: Session): Promise<void> {
+  /**
+   * Writes the session record only. A save from an older generation than the stored one is
+   * dropped. With `lease` (the thread's lock, as the saver holds it) it is written only while
+   * the lease is held, in the same atomic step, else `LockLost` is thrown and nothing changes:
+   * a saver that stalled past its heartbeat never writes over the session of the process
+   * that took the thread meanwhile.
+   */
+  async save(session: Session, lease?: Lease): Promise<void> {
     await this.writes.run(session.key, async () => {
       const current = (await this.store.kv.get<number>(generationKey(session.key))) ?? 0;
       if (session.generation < current) {
@@ -96,7 +104,7 @@ export class SessionRepository {
         return;
       }
       session.updatedAt = new Date().toISOString();
-      await this.write(sessionKey(session.key), session);
+      await this.write(sessionKey(session.key), session, lease && { lease, thread: session.key });
     });
   }
 
@@ -105,15 +113,18 @@ export class SessionRepository {
    * Session the caller removes them from `session.messages` and saves; with a key the
    * stored session is loaded, counted and saved here. A crash before the save leaves the
    * messages in the window and the chunk number unused, so the next archive rewrites it.
+   * `lease`: fenced as `save` is, since the process that took the thread may have written
+   * that chunk number already.
    */
-  async archive(target: Session | string, messages: ChatMessage[]): Promise<void> {
+  async archive(target: Session | string, messages: ChatMessage[], lease?: Lease): Promise<void> {
     if (messages.length === 0) return;
     const byKey = typeof target === "string";
     const session = byKey ? await this.getOrCreate(target) : target;
-    await this.write(archiveKey(session.key, session.generation, session.archiveChunks), messages);
+    const chunk = archiveKey(session.key, session.generation, session.archiveChunks);
+    await this.write(chunk, messages, lease && { lease, thread: session.key });
     session.archiveChunks++;
     session.archivedCount += messages.length;
-    if (byKey) await this.save(session);
+    if (byKey) await this.save(session, lease);
   }
 
   /** All archived messages of the thread's current generation, oldest first. */
@@ -164,8 +175,13 @@ export class SessionRepository {
     return [session ?? undefined, generation ?? 0];
   }
 
-  private async write(key: string, value: unknown): Promise<void> {
+  private async write(key: string, value: unknown, fence?: { lease: Lease; thread: string }): Promise<void> {
     this.bytesWritten += Buffer.byteLength(JSON.stringify(value));
-    await this.store.kv.set(key, value);
+    if (!fence) {
+      await this.store.kv.set(key, value);
+      return;
+    }
+    this.state ??= createState(this.store);
+    if (!(await this.state.kvSetIfHolding(fence.lease, key, value))) throw new LockLost(fence.thread);
   }
 }

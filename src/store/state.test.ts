@@ -84,6 +84,22 @@ describeEachStore("the state store on %s", (kind) => {
     expect(await a.get("record")).toBeUndefined();
   });
 
+  it("writes a value the store's keyv reads only while the lease is held", async () => {
+    stores = testStores(kind);
+    const store = await stores.open();
+    const [a, b] = [createState(store), await open()];
+    const lease = (await a.acquireLock("kv-fenced", 60_000))!;
+    expect(await a.kvSetIfHolding(lease, "session:s1", { by: "a", messages: [1, 2] })).toBe(true);
+    expect(await store.kv.get("session:s1")).toEqual({ by: "a", messages: [1, 2] });
+    // Taken by another process: the old holder's write changes nothing.
+    await b.releaseLock(lease);
+    const taker = (await b.acquireLock("kv-fenced", 60_000))!;
+    await store.kv.set("session:s1", { by: "b" });
+    expect(await a.kvSetIfHolding(lease, "session:s1", { by: "a", messages: [] })).toBe(false);
+    expect(await b.kvSetIfHolding(taker, "session:s1", { by: "b", n: 2 })).toBe(true);
+    expect(await (await stores.open()).kv.get("session:s1")).toEqual({ by: "b", n: 2 });
+  });
+
   it("keeps a list of members that several writers add to at once", async () => {
     stores = testStores(kind);
     const [a, b] = [await open(), await open()];

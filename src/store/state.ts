@@ -36,6 +36,11 @@ export interface StateStore {
    * thread over) from overwriting what the new holder wrote. False when it did not write.
    */
   setIfHolding<T>(lease: Lease, key: string, value: T): Promise<boolean>;
+  /**
+   * `setIfHolding` for a value read through the store's keyv (`store.kv.get`: a session,
+   * its archive), written as keyv writes it, without expiry.
+   */
+  kvSetIfHolding<T>(lease: Lease, key: string, value: T): Promise<boolean>;
   /** Deletes `key` only while `lease` is held; false when it did not. */
   deleteIfHolding(lease: Lease, key: string): Promise<boolean>;
   /**
@@ -90,6 +95,7 @@ abstract class Leases implements StateStore {
   abstract extendLock(lease: Lease, ttlMs: number): Promise<boolean>;
   abstract releaseLock(lease: Lease): Promise<void>;
   abstract setIfHolding<T>(lease: Lease, key: string, value: T): Promise<boolean>;
+  abstract kvSetIfHolding<T>(lease: Lease, key: string, value: T): Promise<boolean>;
   abstract deleteIfHolding(lease: Lease, key: string): Promise<boolean>;
   abstract listAdd(list: string, member: string): Promise<void>;
   abstract listAddEach(lists: readonly string[], member: string): Promise<void>;
@@ -163,6 +169,15 @@ class RedisState extends Leases {
     const wrote = await this.redis.eval(SET_IF_HOLDING, {
       keys: [this.raw(lease.key), this.raw(key)],
       arguments: [JSON.stringify(lease.token), JSON.stringify(value)],
+    });
+    return wrote === 1;
+  }
+
+  /** Keyv's envelope under @keyv/redis's own key, which the adapter prefixes with `ns::` (see openRedis). */
+  async kvSetIfHolding<T>(lease: Lease, key: string, value: T): Promise<boolean> {
+    const wrote = await this.redis.eval(SET_IF_HOLDING, {
+      keys: [this.raw(lease.key), `${this.store.namespace}::${key}`],
+      arguments: [JSON.stringify(lease.token), JSON.stringify({ value })],
     });
     return wrote === 1;
   }
@@ -290,6 +305,11 @@ class SqlState extends Leases {
       [this.raw(key), JSON.stringify({ value }), this.raw(lease.key), lease.token, Date.now()],
     );
     return rows.length > 0;
+  }
+
+  /** On SQL every value is already keyv's row. */
+  kvSetIfHolding<T>(lease: Lease, key: string, value: T): Promise<boolean> {
+    return this.setIfHolding(lease, key, value);
   }
 
   async deleteIfHolding(lease: Lease, key: string): Promise<boolean> {
