@@ -186,7 +186,7 @@ export class Dispatcher implements TurnRunner {
   /** Runs a parked turn on once its approvals are decided (or expired), in a reply rebuilt from its record. */
   resumeWaiting(key: ThreadKey): void {
     const { ledger } = this.deps;
-    void this.track(key, async (controller) => {
+    const work = this.track(key, async (controller) => {
       const record = await ledger.get(key);
       if (!record?.waiting) return;
       const reply = this.replyFor(key, record.address?.channel);
@@ -195,12 +195,14 @@ export class Dispatcher implements TurnRunner {
         return;
       }
       const outcome = await this.desk.outcome(key, record.waiting, reply);
-      if (!outcome) return;
+      // Stopped before it went on: left parked, for a replica or the next start to run whole.
+      if (!outcome || controller.signal.aborted) return;
       const { user, channel } = record.waiting;
       await this.stored("resume", record, { user, channel }, reply, controller, (signal, hooks) =>
         resumeTurn(record, outcome, reply, this.turnDeps, signal, hooks),
       );
     });
+    if (!work) log.info({ key }, "stopping: a decided turn is left to the other replicas or the next start");
   }
 
   /**

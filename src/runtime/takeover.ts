@@ -79,7 +79,8 @@ export class Takeovers {
     this.watch();
     const finishing: Promise<void>[] = [];
     for (const record of pending) {
-      if (record.waiting) this.arm(record);
+      // Decided while the last process stopped: gone on with now, whenever it was decided.
+      if (record.waiting) await this.parked(record, 0);
       else {
         const claimed = await this.claim(record);
         if (claimed) finishing.push(claimed.done);
@@ -127,7 +128,7 @@ export class Takeovers {
         .pending(mine)
         .then(async (records) => {
           for (const r of records) {
-            if (r.waiting) this.arm(r);
+            if (r.waiting) void this.parked(r, PENDING_WATCH_MS);
             else void this.claim(r);
           }
         })
@@ -145,11 +146,26 @@ export class Takeovers {
   /**
    * Every replica arms a parked turn's expiry: the one that parked it may be gone, and a
    * question nobody answers must still end. The expiry is a first-wins decision, so
-   * firing in two processes is harmless.
+   * firing in two processes is harmless. A turn whose questions were all decided more
+   * than `after` ms ago and that still waits is gone on with now: the process that took
+   * the last click did not (it was stopping, or died, or the store failed it), and the
+   * turn would otherwise wait for its expiry, up to `approvals.expireAfterMs`. `after`
+   * leaves that process the time to go on with it itself; should both try, the one that
+   * gets the thread's lock second finds the turn no longer waiting.
    */
-  private arm(record: TurnRecord): void {
-    if (record.waiting && !this.deps.desk.armed(record.key))
-      this.deps.desk.arm(record.key, record.waiting.expiresAt);
+  private async parked(record: TurnRecord, after: number): Promise<void> {
+    const { desk } = this.deps;
+    const waiting = record.waiting;
+    if (!waiting) return;
+    if (!desk.armed(record.key)) desk.arm(record.key, waiting.expiresAt);
+    if (!this.adapterFor(record.key)) return;
+    const decidedAt = await desk.decidedAt(waiting).catch((err: unknown) => {
+      log.debug({ err, key: record.key }, "could not read a parked turn's decisions");
+      return undefined;
+    });
+    if (decidedAt === undefined || Date.now() - decidedAt < after) return;
+    log.info({ key: record.key }, "going on with a turn whose approvals were decided and not gone on with");
+    desk.resume(record.key);
   }
 
   /** Takes an orphaned turn over, once per process; `done` when it is finished (undefined: not taken). */

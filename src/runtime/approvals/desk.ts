@@ -201,6 +201,25 @@ export class ApprovalDesk {
     return { verdicts, approvedForThread };
   }
 
+  /**
+   * When the last of a waiting step's calls was decided, once each has a decision (ms since
+   * the epoch); undefined while someone can still decide.
+   */
+  async decidedAt(waiting: WaitingTurn): Promise<number | undefined> {
+    let last = 0;
+    for (const ref of Object.values(waiting.refs)) {
+      const decision = await this.deps.book.decision(ref);
+      if (!decision) return undefined;
+      last = Math.max(last, Date.parse(decision.at));
+    }
+    return last;
+  }
+
+  /** Runs the waiting turn of `key` on now, if it can go on (see `DeskDeps.resume`). */
+  resume(key: ThreadKey): void {
+    this.deps.resume(key);
+  }
+
   /** The person wrote again while the turn waited: its questions end unanswered. */
   async supersede(key: ThreadKey, waiting: WaitingTurn, reply: Reply | undefined): Promise<void> {
     this.disarm(key);
