@@ -15,6 +15,8 @@ import { isTitleRequest, lastUserText, toolResultsSinceUser } from "../support/l
 import { untilQuiet } from "../support/quiet.js";
 
 const SLOW = Array.from({ length: 120 }, (_, i) => `word${i}`).join(" ");
+/** Long enough (about 3 s) for the thread's next message to wait behind it. */
+const MEDIUM = Array.from({ length: 30 }, (_, i) => `step${i}`).join(" ");
 
 function responder(req: RecordedRequest): ScriptedTurn {
   if (isTitleRequest(req)) return { text: "Weekly numbers" };
@@ -25,6 +27,7 @@ function responder(req: RecordedRequest): ScriptedTurn {
     };
   }
   if (lastUserText(req).includes("slow")) return { text: SLOW, chunkSize: 6, delayMs: 100 };
+  if (lastUserText(req).includes("medium")) return { text: MEDIUM, chunkSize: 6, delayMs: 100 };
   return { text: "Quick answer." };
 }
 
@@ -73,12 +76,6 @@ describe("Slack agent sessions", () => {
     await waitFor(() => answer()?.text.includes("word40"), { timeoutMs: 10_000 });
     expect(slack.state.ephemerals.filter((e) => e.thread_ts === m.ts)).toEqual([]);
 
-    slack.stopAgentSession("U_BOB", "C1", m.ts);
-    await waitFor(() => slack.state.ephemerals.find((e) => e.user === "U_BOB"));
-    expect(slack.state.ephemerals.filter((e) => e.user === "U_BOB").map((e) => e.text)).toEqual([
-      "Only alice or an approver can stop this answer.",
-    ]);
-
     slack.stopAgentSession("U_ALICE", "C1", m.ts);
     await waitFor(() => llm.requests.find((r) => lastUserText(r).includes("a slow answer"))?.abandoned, {
       timeoutMs: 5_000,
@@ -93,6 +90,65 @@ describe("Slack agent sessions", () => {
     expect(text).not.toContain("word119");
     expect(session(m.ts)?.status).toBe("active");
   });
+
+  it("tells someone else who presses Slack's stop that they may not, and the answer goes on", async () => {
+    const m = slack.mention("C1", "U_ALICE", "a medium answer please");
+    await waitFor(() => session(m.ts)?.status === "processing");
+    const text = () =>
+      slack
+        .botReplies("C1", m.ts)
+        .map((r) => r.text)
+        .join("\n");
+    await waitFor(() => text().includes("step3"), { timeoutMs: 10_000 });
+
+    slack.stopAgentSession("U_BOB", "C1", m.ts);
+    await waitFor(() => slack.state.ephemerals.find((e) => e.user === "U_BOB" && e.thread_ts === m.ts));
+    expect(slack.state.ephemerals.filter((e) => e.user === "U_BOB").map((e) => e.text)).toEqual([
+      "Only alice or an approver can stop this answer.",
+    ]);
+    await waitFor(() => text().includes("step29"), { timeoutMs: 10_000 });
+    await running.app.dispatcher.settled();
+    await untilQuiet(slack.api.calls);
+    expect(text()).not.toContain("Stopped");
+    // Slack stopped the stream at the press: the session is moved on from processing.
+    expect(session(m.ts)?.status).toBe("active");
+  });
+
+  it("gives a message that waited behind the thread's answer its own working session, with Slack's stop, once its answer starts", async () => {
+    const m = slack.mention("C1", "U_ALICE", "a medium answer first");
+    await waitFor(() => session(m.ts)?.status === "processing");
+    const replies = () => slack.botReplies("C1", m.ts).map((r) => r.text);
+    await waitFor(() => replies().join("\n").includes("step3"), { timeoutMs: 10_000 });
+    // Written while the first answer is: it waits for the thread, acknowledged meanwhile.
+    const next = slack.post("C1", "U_ALICE", "then a slow answer please", { threadTs: m.ts });
+    await waitFor(() =>
+      slack.api.calls.find((c) => c.method === "reactions.add" && c.params.timestamp === next.ts),
+    );
+    expect(replies().join("\n")).not.toContain("step29");
+    await waitFor(() => replies().join("\n").includes("step29"), { timeoutMs: 10_000 });
+    // Its answer has started: the session is working again, with Slack's stop button.
+    await waitFor(
+      () => {
+        expect(session(m.ts)?.statuses).toEqual(["processing", "active", "processing"]);
+        return true;
+      },
+      { timeoutMs: 5_000 },
+    );
+    // Past the 2 s after which a private Stop would come where Slack shows no stop button.
+    await waitFor(() => replies().join("\n").includes("word40"), { timeoutMs: 10_000 });
+    expect(slack.state.ephemerals.filter((e) => e.thread_ts === m.ts)).toEqual([]);
+
+    slack.stopAgentSession("U_ALICE", "C1", m.ts);
+    await waitFor(() => llm.requests.find((r) => lastUserText(r).includes("then a slow answer"))?.abandoned, {
+      timeoutMs: 5_000,
+    });
+    await running.app.dispatcher.settled();
+    await untilQuiet(slack.api.calls);
+    const text = replies().join("\n");
+    expect(text).toContain("Stopped by alice.");
+    expect(text).not.toContain("word119");
+    expect(session(m.ts)?.statuses).toEqual(["processing", "active", "processing", "active"]);
+  }, 30_000);
 
   it("lets a member of an approvers' user group stop someone else's answer with Slack's stop", async () => {
     const lookups = () => slack.api.calls.filter((c) => c.method === "usergroups.users.list");

@@ -206,7 +206,8 @@ export class SlackReply implements Reply {
   }
 
   stream(): TextSink {
-    // A reply rebuilt for a resumed turn starts its session here (an event's, when acknowledged).
+    // A reply rebuilt for a resumed turn starts its session here; an event's, started when
+    // acknowledged, again if the thread's earlier answer has moved it on since (see startSession).
     void this.startSession();
     const writer = this.sink();
     const clear = async () => {
@@ -243,11 +244,18 @@ export class SlackReply implements Reply {
     await uploadArtifact(this.deps.web, this.place, a);
   }
 
-  /** The thread's agent session is `processing`: Slack shows it, with its stop button. */
+  /**
+   * The thread's agent session is `processing`: Slack shows it, with its stop button. A
+   * message that waited behind the thread's answer is acknowledged while that answer is
+   * written, whose end then moves the session on: so asked again as the answer starts, where
+   * Slack took the session (one it refused is not asked twice for one answer), and nothing
+   * is sent while it is `processing` already.
+   */
   async startSession(): Promise<void> {
-    if (this.sessionStarted) return;
+    const sessions = this.deps.sessions;
+    if (!sessions || (this.sessionStarted && !sessions.has(this.place))) return;
     this.sessionStarted = true;
-    await this.deps.sessions?.status(this.place, "processing");
+    await sessions.status(this.place, "processing");
   }
 
   /** After the answer (Slack does not move it on): `active`, or `suspended` while it waits for an approval or a takeover. */

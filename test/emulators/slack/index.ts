@@ -16,6 +16,7 @@ import { RateLimiter, type RateLimitOptions } from "./rate-limit.js";
 import { ResponseUrls } from "./response-urls.js";
 import { BOT_USER_ID, type EmuFile, type EmuMessage, SlackState } from "./state.js";
 import { WebApi, type WebApiLimits } from "./web-api.js";
+import { sessionKey } from "./web-api-agents.js";
 
 export type { Delivery } from "./delivery.js";
 export type { EmuTrigger, EmuView, ModalJson, TriggerSource } from "./modals.js";
@@ -262,12 +263,16 @@ export class SlackEmulator {
   }
 
   /**
-   * A person presses Slack's stop button on an agent session (shown while it is
-   * `processing`): Slack stops the app's streams in the thread itself and sends
-   * `agent_session_stopped` with their timestamps. The session's status is left as it was:
-   * moving it on is the app's job.
+   * A person presses Slack's stop button on an agent session: Slack stops the app's streams
+   * in the thread itself and sends `agent_session_stopped` with their timestamps. The
+   * session's status is left as it was: moving it on is the app's job. Slack shows the
+   * button only while the session is `processing` (docs.slack.dev, agent_session_stopped),
+   * so a press at any other time throws: no one could have made it.
    */
   stopAgentSession(user: string, channel: string, threadTs: string): Delivery[] {
+    const status = this.api.sessions.get(sessionKey(channel, threadTs))?.status ?? "none";
+    if (status !== "processing")
+      throw new Error(`No stop button to press: the agent session of ${channel}:${threadTs} is ${status}`);
     this.state.user(user);
     const streaming = this.state.messages.filter(
       (m) => m.channel === channel && (m.thread_ts ?? m.ts) === threadTs && m.stream?.state === "streaming",

@@ -48,6 +48,24 @@ describe("Slack emulator: agents.sessions.setStatus", () => {
   });
 });
 
+describe("Slack emulator: Slack's stop button on an agent session", () => {
+  it("is there only while the session is processing", async () => {
+    emu = await SlackEmulator.start();
+    const m = emu.post("C1", "U_ALICE", "a question");
+    const setStatus = (status: string) =>
+      call(emu!, "agents.sessions.setStatus", { channel_id: "C1", thread_ts: m.ts, status });
+    expect(() => emu!.stopAgentSession("U_ALICE", "C1", m.ts)).toThrow("is none");
+    await setStatus("processing");
+    expect(emu.stopAgentSession("U_ALICE", "C1", m.ts)).toHaveLength(1);
+    const stopped = emu.delivery.deliveries.at(-1)?.payload.event;
+    expect(stopped).toMatchObject({ type: "agent_session_stopped", user: "U_ALICE", thread_ts: m.ts });
+    for (const status of ["active", "suspended", "closed"]) {
+      await setStatus(status);
+      expect(() => emu!.stopAgentSession("U_ALICE", "C1", m.ts)).toThrow(`is ${status}`);
+    }
+  });
+});
+
 describe("Slack emulator: an agent app's Messages tab", () => {
   it("tells the app a person opened it, and takes suggested prompts for the DM without a thread", async () => {
     emu = await SlackEmulator.start();
