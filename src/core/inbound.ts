@@ -26,9 +26,31 @@ export interface InboundFile {
   fetch(signal?: AbortSignal): Promise<Uint8Array>;
 }
 
-/** What the store keeps of a message's files: those the platform serves at a URL. */
-export function storedFiles(files: readonly InboundFile[]): StoredFile[] {
-  return files.flatMap(({ name, mimeType, size, url }) => (url ? [{ name, mimeType, size, url }] : []));
+/**
+ * What the store keeps of a file the platform would not give (see `InboundFile.unreadable`):
+ * why, so that a process answering the message in another's place tells the model too.
+ */
+export interface UnreadableFile {
+  name: string;
+  unreadable: string;
+}
+
+/** What the store keeps of a message's files: those the platform serves at a URL, and those it would not give. */
+export function storedFiles(files: readonly InboundFile[]): Array<StoredFile | UnreadableFile> {
+  return files.flatMap<StoredFile | UnreadableFile>(({ name, mimeType, size, url, unreadable }) =>
+    unreadable ? [{ name, unreadable }] : url ? [{ name, mimeType, size, url }] : [],
+  );
+}
+
+/** A file that cannot be read at all: the model is told `why`, and nothing is fetched. */
+export function unreadableFile(name: string, why: string): InboundFile {
+  return {
+    name,
+    mimeType: "application/octet-stream",
+    size: 0,
+    unreadable: why,
+    fetch: () => Promise.reject(new Error(`${name}: ${why}`)),
+  };
 }
 
 /** An earlier message of a thread the bot joins mid-way. */

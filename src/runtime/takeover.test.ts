@@ -233,6 +233,45 @@ describe("taking over a turn whose process died", () => {
     expect(asked?.content).toContain("hello");
   });
 
+  it("a turn's record keeps why a file could not be read, and a process taking it over before its files were read tells the model", async () => {
+    const why = "Slack would not say what this file is (file_not_found), so it could not be read";
+    const notes = { name: "notes.txt", mimeType: "text/plain", size: 5, url: "http://127.0.0.1:9/notes.txt" };
+    const hello = async () => new TextEncoder().encode("hello");
+    const provider = new ScriptedProvider([say("One of them I could not read.")]);
+    const first = setup(provider);
+    let whileReading: TurnRecord | undefined;
+    await first.dispatcher.handle({
+      ...aliceSays("e1", "compare these", fakeSlack().reply),
+      attachments: [
+        { name: "F0001", mimeType: "application/octet-stream", size: 0, unreadable: why, fetch: hello },
+        {
+          ...notes,
+          fetch: async () => {
+            whileReading = await ledger.get(KEY);
+            return hello();
+          },
+        },
+      ],
+    });
+    const askedFirst = provider.requests[0]?.messages.findLast((m) => m.role === "user");
+    expect(askedFirst?.content).toContain(`[Attached file: F0001; ${why}]`);
+    // As a process that died while the notes downloaded: its question not yet asked.
+    const input = whileReading?.input;
+    expect(input?.files).toEqual([{ name: "F0001", unreadable: why }, notes]);
+    if (!input) throw new Error("the turn kept no question");
+    await ledger.begin(KEY, { id: "turn-2", owner: "a-process-that-died", input });
+
+    const again = new ScriptedProvider([say("One of them I could not read.")]);
+    const { dispatcher } = setup(again);
+    const slack = fakeSlack();
+    slack.adapter.fileFrom = (file) => ({ ...file, fetch: hello });
+    await dispatcher.recoverInterrupted([slack.adapter]);
+
+    expect(slack.seen).toEqual(["One of them I could not read.", "<finish>"]);
+    const asked = again.requests[0]?.messages.findLast((m) => m.role === "user");
+    expect(asked?.content).toBe(askedFirst?.content);
+  });
+
   it("a turn taken over after its files were read asks with what they said once, and with its image fetched again", async () => {
     const notes = { name: "notes.txt", mimeType: "text/plain", size: 5, url: "http://127.0.0.1:9/notes.txt" };
     const cat = { name: "cat.png", mimeType: "image/png", size: 4, url: "http://127.0.0.1:9/cat.png" };

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { type InboundFile, storedFiles } from "../core/inbound.js";
+import { type InboundFile, storedFiles, unreadableFile } from "../core/inbound.js";
 import { platformOf, type ThreadKey } from "../core/thread.js";
 import { log } from "../log.js";
 import type { ThreadLock } from "../store/locks.js";
@@ -278,7 +278,9 @@ export class Takeovers {
       await ledger.takeOver(record, lock.owner, fresh ? false : undefined);
       log.info({ key: record.key, from, takeovers: record.takeovers }, "taking a turn over");
       const fileFrom = adapter.fileFrom?.bind(adapter);
-      const attachments = fileFrom ? (record.input?.files ?? []).map(fileFrom) : [];
+      const attachments = (record.input?.files ?? []).flatMap((f) =>
+        "unreadable" in f ? [unreadableFile(f.name, f.unreadable)] : fileFrom ? [fileFrom(f)] : [],
+      );
       await this.deps.goOn(record, reply, controller, attachments);
       return;
     }

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { StoredFile } from "../core/inbound.js";
+import type { StoredFile, UnreadableFile } from "../core/inbound.js";
 import type { PendingStep } from "../core/messages.js";
 import type { ReplyAddress } from "../core/replies.js";
 import type { ThreadKey } from "../core/thread.js";
@@ -43,8 +43,11 @@ export interface TurnInput {
   channel: string;
   /** When it was sent (see `Inbound.sentAt`): messages handed over are answered in this order. */
   sentAt?: number;
-  /** The files on a message handed over before it was answered, fetched by whoever answers it. */
-  files?: StoredFile[];
+  /**
+   * The files on the message, fetched by whoever answers it (a message handed over, a turn
+   * taken over before they were read), and why the platform would not give any it did not.
+   */
+  files?: Array<StoredFile | UnreadableFile>;
   /**
    * `text` already says what the files are (the model was asked with them): a takeover
    * fetches only the images again, which the text cannot carry.

@@ -76,6 +76,33 @@ describe("Slack adapter: where it answers", () => {
     expect(h.runner.inbounds[0]?.key).toBe(`slack:T1:C1:${root.ts}`);
   });
 
+  it("names the files another organization shared earlier in the thread, as files.info describes them", async () => {
+    h = await startHarness();
+    h.emu.externalUser("U_EXT", "T_OTHER");
+    const file = (name: string) => ({ name, mimetype: "text/plain", bytes: Buffer.from("launch on friday") });
+    const root = h.emu.post("C1", "U_ALICE", "Our plan, and theirs?", { files: [file("ours.txt")] });
+    h.emu.post("C1", "U_EXT", "Here is ours", { threadTs: root.ts, files: [file("theirs.txt")] });
+    const gone = h.emu.post("C1", "U_EXT", "And the old one", {
+      threadTs: root.ts,
+      files: [file("old.txt")],
+    });
+    // Unshared since: Slack lists it as a stub, and files.info no longer knows it.
+    const goneId = gone.files[0]?.id ?? "";
+    h.emu.state.files.delete(goneId);
+    h.emu.mention("C1", "U_CAROL", "do they match?", { threadTs: root.ts });
+    await waitFor(() => h!.runner.histories.length === 1);
+    expect(h.runner.histories[0]).toEqual([
+      { author: "alice", fromBot: false, text: "Our plan, and theirs? [file: ours.txt]" },
+      { author: "ext", fromBot: false, text: "Here is ours [file: theirs.txt]" },
+      {
+        author: "ext",
+        fromBot: false,
+        text: `And the old one [file: ${goneId}; Slack would not say what this file is (file_not_found), so it could not be read]`,
+      },
+    ]);
+    expect(h.emu.api.calls.filter((c) => c.method === "files.info")).toHaveLength(2);
+  });
+
   it("reads at most 5 pages of a very long thread's history", async () => {
     h = await startHarness();
     const root = h.emu.post("C1", "U_ALICE", "message 0");

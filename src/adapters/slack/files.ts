@@ -1,6 +1,6 @@
 import type { WebClient } from "@slack/web-api";
 import type { Artifact } from "../../core/artifacts.js";
-import type { InboundFile, StoredFile } from "../../core/inbound.js";
+import { type InboundFile, type StoredFile, unreadableFile } from "../../core/inbound.js";
 import { log } from "../../log.js";
 import { withTimeout } from "../../signals.js";
 
@@ -45,7 +45,7 @@ export async function messageFiles(
     (files ?? []).map(async (f) => {
       if (f.file_access !== "check_file_info") return inboundFile(f, token);
       const info = await lookUp(reads, f.id ?? "");
-      return typeof info === "string" ? unreadable(f.id ?? "file", info) : inboundFile(info, token);
+      return typeof info === "string" ? unreadableFile(f.id ?? "file", info) : inboundFile(info, token);
     }),
   );
 }
@@ -54,7 +54,7 @@ function inboundFile(f: SlackFile, token: string): InboundFile {
   const url = f.url_private_download ?? f.url_private;
   const name = f.name ?? f.title ?? f.id ?? "file";
   if (!url)
-    return unreadable(
+    return unreadableFile(
       name,
       `Slack did not give me this file (${f.mode ?? "no address"}), so it could not be read`,
     );
@@ -78,16 +78,6 @@ async function lookUp(reads: WebClient, id: string): Promise<SlackFile | string>
     const code = (err as { data?: { error?: string } }).data?.error ?? "no answer";
     return `Slack would not say what this file is (${code}), so it could not be read`;
   }
-}
-
-function unreadable(name: string, why: string): InboundFile {
-  return {
-    name,
-    mimeType: "application/octet-stream",
-    size: 0,
-    unreadable: why,
-    fetch: () => Promise.reject(new Error(`${name}: ${why}`)),
-  };
 }
 
 /** A Slack file fetched from its private URL with the bot token (also one another process stored). */

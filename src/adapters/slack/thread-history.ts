@@ -1,6 +1,7 @@
 import type { ConversationsRepliesResponse, WebClient } from "@slack/web-api";
 import type { PriorMessage } from "../../core/inbound.js";
 import { log } from "../../log.js";
+import { messageFiles, type SlackFile } from "./files.js";
 import { fromSlackText } from "./mrkdwn.js";
 import type { UserNames } from "./names.js";
 
@@ -11,10 +12,12 @@ export const HISTORY_PAGE_SIZE = 200;
 /**
  * The thread's messages before this one, for a mention in the middle of a thread, at
  * most `HISTORY_PAGES` pages of them. Slack lists replies oldest first and offers no
- * newest-first order, so a thread longer than that keeps its first 1,000 messages.
+ * newest-first order, so a thread longer than that keeps its first 1,000 messages. Their
+ * files are named as the message's own are (see messageFiles): a Slack Connect stub by
+ * what files.info says of it, one Slack will not describe with why.
  */
 export async function threadHistory(
-  deps: { identity: () => { botUserId: string; botId?: string }; reads: WebClient },
+  deps: { identity: () => { botUserId: string; botId?: string }; reads: WebClient; token: string },
   people: UserNames,
   { channel, ts, threadRoot }: { channel: string; ts: string; threadRoot: string },
 ): Promise<PriorMessage[]> {
@@ -45,15 +48,20 @@ export async function threadHistory(
     }
     return name;
   };
+  // Looked up at once, not one message after the other: each stub is a round trip.
+  const described = raw.map((m) => ({
+    m,
+    files: messageFiles(m.files as SlackFile[] | undefined, deps.token, deps.reads),
+  }));
   const out: PriorMessage[] = [];
-  for (const m of raw) {
+  for (const { m, files: looking } of described) {
     const fromBot = m.user === me.botUserId || (m.bot_id !== undefined && m.bot_id === me.botId);
     const author = fromBot ? "Switchboard" : m.user ? await nameOf(m.user) : "a bot";
     const text = fromSlackText(m.text ?? "", me.botUserId, people.known);
-    if (text || m.files?.length) {
-      const files = (m.files ?? []).map((f) => `[file: ${f.name ?? f.title ?? "file"}]`).join(" ");
-      out.push({ author, fromBot, text: [text, files].filter(Boolean).join(" ") });
-    }
+    const files = (await looking)
+      .map((f) => `[file: ${f.name}${f.unreadable ? `; ${f.unreadable}` : ""}]`)
+      .join(" ");
+    if (text || files) out.push({ author, fromBot, text: [text, files].filter(Boolean).join(" ") });
   }
   return out;
 }

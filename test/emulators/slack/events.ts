@@ -50,7 +50,7 @@ function channelType(channel: EmuChannel | undefined): string {
 
 /** A `message` event for a message someone (or the bot) wrote. */
 export function messageEvent(m: EmuMessage, channel: EmuChannel | undefined, baseUrl: string): Params {
-  const json = withFileStubs(m, messageJson(m, baseUrl));
+  const json = messageJson(m, baseUrl);
   return {
     ...json,
     channel: m.channel,
@@ -62,7 +62,7 @@ export function messageEvent(m: EmuMessage, channel: EmuChannel | undefined, bas
 }
 
 export function appMentionEvent(m: EmuMessage, baseUrl: string): Params {
-  const json = withFileStubs(m, messageJson(m, baseUrl));
+  const json = messageJson(m, baseUrl);
   delete json.subtype;
   return { ...json, type: "app_mention", channel: m.channel, event_ts: m.ts, ...authorTeam(m) };
 }
@@ -73,19 +73,6 @@ export function appMentionEvent(m: EmuMessage, baseUrl: string): Params {
  */
 function authorTeam(m: EmuMessage): Params {
   return m.team ? { team: m.team, user_team: m.team, source_team: m.team } : { team: TEAM_ID };
-}
-
-/**
- * A file shared by a person of another organization in a Slack Connect channel reaches an
- * app's events as a stub: its id and `file_access: "check_file_info"`, no name, type or
- * URL. The app must ask files.info for the rest.
- */
-function withFileStubs(m: EmuMessage, json: Params): Params {
-  if (!m.team || m.team === TEAM_ID || m.files.length === 0) return json;
-  return {
-    ...json,
-    files: m.files.map((f) => ({ id: f.id, mode: "file_access", file_access: "check_file_info" })),
-  };
 }
 
 export function messageChangedEvent(

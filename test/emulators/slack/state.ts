@@ -236,7 +236,12 @@ export class SlackState implements ModalState {
   }
 }
 
-/** The JSON Slack returns for a message (conversations.replies, events). */
+/**
+ * The JSON Slack returns for a message (conversations.replies and .history, events). A file
+ * shared by a person of another organization in a Slack Connect channel is a stub in all of
+ * them: its id and `file_access: "check_file_info"`, no name, type or URL. The app must ask
+ * files.info for the rest.
+ */
 export function messageJson(m: EmuMessage, baseUrl: string, withMetadata = false): Record<string, unknown> {
   const out: Record<string, unknown> = { type: "message", ts: m.ts, text: m.text };
   if (withMetadata && m.metadata) out.metadata = m.metadata;
@@ -246,7 +251,8 @@ export function messageJson(m: EmuMessage, baseUrl: string, withMetadata = false
   if (m.subtype) out.subtype = m.subtype;
   if (m.thread_ts) out.thread_ts = m.thread_ts;
   if (m.blocks) out.blocks = m.blocks;
-  if (m.files.length) out.files = m.files.map((f) => fileJson(f, baseUrl));
+  const stubs = m.team !== undefined && m.team !== TEAM_ID;
+  if (m.files.length) out.files = m.files.map((f) => (stubs ? fileStub(f) : fileJson(f, baseUrl)));
   if (m.edits.length) out.edited = { user: m.user ?? BOT_USER_ID, ts: m.ts };
   if (m.reactions.size) {
     out.reactions = [...m.reactions].map(([name, users]) => ({
@@ -256,6 +262,10 @@ export function messageJson(m: EmuMessage, baseUrl: string, withMetadata = false
     }));
   }
   return out;
+}
+
+function fileStub(f: EmuFile): Record<string, unknown> {
+  return { id: f.id, mode: "file_access", file_access: "check_file_info" };
 }
 
 export function fileJson(f: EmuFile, baseUrl: string): Record<string, unknown> {

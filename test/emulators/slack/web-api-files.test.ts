@@ -43,6 +43,22 @@ describe("Slack emulator: files in a Slack Connect channel", () => {
     expect(await call(emu, "files.info", { file: "F_NONE" })).toEqual({ ok: false, error: "file_not_found" });
   });
 
+  it("lists such a file as a stub in the thread's history too", async () => {
+    emu = await SlackEmulator.start();
+    emu.externalUser("U_EXT", "T_OTHER");
+    const root = emu.post("C1", "U_ALICE", "the plan?", { files: NOTES });
+    const m = emu.post("C1", "U_EXT", "see ours", { threadTs: root.ts, files: NOTES });
+    const { messages } = await rawCall<{ messages: Array<{ files: Array<Record<string, unknown>> }> }>(
+      emu,
+      "conversations.replies",
+      { channel: "C1", ts: root.ts },
+    );
+    expect(messages[0]?.files[0]).toMatchObject({ name: "notes.txt", mimetype: "text/plain" });
+    expect(messages[1]?.files).toEqual([
+      { id: m.files[0]?.id, mode: "file_access", file_access: "check_file_info" },
+    ]);
+  });
+
   it("sends a file of the bot's own workspace whole", async () => {
     emu = await SlackEmulator.start();
     const m = emu.mention("C1", "U_ALICE", "see the plan", { files: NOTES });

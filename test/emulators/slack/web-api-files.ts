@@ -20,7 +20,7 @@ export class FileApi {
     return {
       "files.getUploadURLExternal": (p) => this.uploadUrl(p),
       "files.completeUploadExternal": (p) => this.completeUpload(p),
-      // What an event's stub of a Slack Connect file leaves out (see `fileStub`).
+      // What a message's stub of a Slack Connect file leaves out (see `messageJson`).
       "files.info": (p) => {
         const file = this.ctx.state.files.get(str(p, "file") ?? "") ?? fail("file_not_found");
         return { file: fileJson(file, this.ctx.hooks.baseUrl()) };
