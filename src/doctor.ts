@@ -7,8 +7,8 @@ import { McpHub } from "./mcp/hub.js";
 import { setUpSignIns } from "./mcp/oauth/setup.js";
 import { loadMcpConfig } from "./mcp/servers.js";
 import { clockSkewMs, skewWarning } from "./store/clock-skew.js";
+import { liveProcesses } from "./store/heartbeat.js";
 import { openStore } from "./store/index.js";
-import { liveProcesses } from "./store/locks.js";
 import { TurnLedger } from "./store/turns.js";
 
 interface Check {

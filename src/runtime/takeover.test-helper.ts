@@ -70,6 +70,8 @@ export interface SetupOptions {
   lock?: ThreadLock;
   usage?: unknown;
   hub?: FunctionHub;
+  /** The bed's store as this dispatcher's process reaches it (see test/support/cut-off-store.ts). */
+  store?: Store;
 }
 
 /** A store in a temporary folder, with the thread already titled, and the dispatchers made on it. */
@@ -101,25 +103,28 @@ export class TakeoverBed {
   /** A dispatcher whose tools run without asking. */
   setup = (provider: Provider, opts: SetupOptions = {}) => {
     const { lock = new LocalThreadLock(), usage } = opts;
+    const store = opts.store ?? this.store;
+    const sessions = opts.store ? new SessionRepository(store) : this.sessions;
+    const ledger = opts.store ? new TurnLedger(store) : this.ledger;
     const hub = opts.hub ?? new HintedHub({ fs__write: () => "written", fs__read: () => "the file says hi" });
     const config = configSchema.parse({
       approvals: { rules: [{ server: "*", mode: "always" }] },
       ...(usage ? { usage } : {}),
     });
-    const agent = new Agent({ config, hub, providerFor: () => provider, sessions: this.sessions });
+    const agent = new Agent({ config, hub, providerFor: () => provider, sessions });
     const dispatcher = new Dispatcher({
       agent,
-      sessions: this.sessions,
-      ledger: this.ledger,
+      sessions,
+      ledger,
       lock,
       dedupe: new MemoryDedupe(),
-      approvals: new ApprovalBook(this.store),
+      approvals: new ApprovalBook(store),
       hub,
       config,
-      ...(usage ? { budgets: new Budgets(config, new UsageLedger(this.store)) } : {}),
+      ...(usage ? { budgets: new Budgets(config, new UsageLedger(store)) } : {}),
     });
     this.running.push(dispatcher);
-    return { dispatcher, hub, lock };
+    return { dispatcher, hub, lock, ledger };
   };
 
   /** A turn as a process left it: begun by `owner`, with what `extra` says it got to. */

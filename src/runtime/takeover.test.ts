@@ -133,13 +133,16 @@ describe("taking over a turn whose process died", () => {
 
   it("leaves alone a turn whose process still beats", async () => {
     const provider = new ScriptedProvider([say("never")]);
-    const { dispatcher, lock } = setup(provider);
-    await leftBy(lock.owner);
+    const { dispatcher } = setup(provider, { lock: createThreadLock(store) });
+    const other = createThreadLock(store);
+    await other.others();
+    await leftBy(other.owner);
     const slack = fakeSlack();
 
     expect(await dispatcher.recoverInterrupted([slack.adapter])).toBe(0);
     expect(provider.requests).toHaveLength(0);
     expect(await ledger.pending()).toHaveLength(1);
+    await other.close();
   });
 
   it(`ends a turn taken over ${MAX_TAKEOVERS} times already with the restart note`, async () => {

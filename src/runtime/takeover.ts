@@ -11,8 +11,10 @@ import { MAX_TAKEOVERS } from "./turn.js";
 
 /**
  * How often the turns in the store are looked over: parked ones get their expiry armed
- * here too, and turns whose process stopped are taken over. A turn whose process died is
- * found within this plus the heartbeat's expiry (4 s).
+ * here too, and turns nobody runs are taken over (their process stopped, or this one
+ * dropped them). A turn whose process died is found within this plus the heartbeat's
+ * expiry (4 s); one this process dropped when its store fell silent, within this once the
+ * store answers again.
  */
 export const PENDING_WATCH_MS = 2_000;
 
@@ -177,7 +179,10 @@ export class Takeovers {
       try {
         const now = await this.deps.ledger.get(key);
         // Read again under the lock: another process may have finished or taken it meanwhile.
-        if (now && !now.waiting && (await this.orphaned(now))) await this.finish(now, controller);
+        // One naming this process is nobody's now: this process runs the thread's turns one
+        // at a time, and this is the one.
+        const ours = now?.owner === this.deps.lock.owner;
+        if (now && !now.waiting && (ours || (await this.orphaned(now)))) await this.finish(now, controller);
       } finally {
         this.claimed.delete(key);
       }
@@ -189,10 +194,15 @@ export class Takeovers {
     return { done: work };
   }
 
-  /** Left by a process that no longer beats (a record of this process is its own business). */
+  /**
+   * Nobody runs it: left by a process that no longer beats, or by this one with no turn of
+   * the thread here, running or queued (it dropped the turn when its store fell silent, or
+   * could not end the turn's record). This process writes a record only under the thread's
+   * lock, queued for it from before the record is written: one just starting is counted.
+   */
   private async orphaned(record: TurnRecord): Promise<boolean> {
     const { lock } = this.deps;
-    if (record.owner === lock.owner) return false;
+    if (record.owner === lock.owner) return lock.queued(record.key) === 0;
     return record.owner === undefined || !(await lock.alive(record.owner));
   }
 
@@ -276,7 +286,9 @@ export class Takeovers {
       // A handed message's first run is where it is admitted: the process that took it did not.
       if (fresh && record.input && (await this.refused(record, record.input, reply))) return;
       await ledger.takeOver(record, lock.owner, fresh ? false : undefined);
-      log.info({ key: record.key, from, takeovers: record.takeovers }, "taking a turn over");
+      const what =
+        from === lock.owner ? "going on with a turn this process had dropped" : "taking a turn over";
+      log.info({ key: record.key, from, takeovers: record.takeovers }, what);
       const fileFrom = adapter.fileFrom?.bind(adapter);
       const attachments = (record.input?.files ?? []).flatMap((f) =>
         "unreadable" in f ? [unreadableFile(f.name, f.unreadable)] : fileFrom ? [fileFrom(f)] : [],

@@ -25,7 +25,9 @@ export class TurnControls {
   /** A turn's lock, as it holds it: losing the lock stops the turn. */
   hold(controller: AbortController, held: Held): void {
     this.held.set(controller, held);
-    held.lost.addEventListener("abort", () => controller.abort(held.lost.reason), { once: true });
+    // Lost already when it was taken (the store fell silent meanwhile): an abort event is never sent twice.
+    if (held.lost.aborted) controller.abort(held.lost.reason);
+    else held.lost.addEventListener("abort", () => controller.abort(held.lost.reason), { once: true });
   }
 
   /**

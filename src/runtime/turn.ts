@@ -220,7 +220,9 @@ export async function drive(
   );
   // Lost at any moment, even while its last words wait for the rate budget: nothing more is
   // written over what the process that has the thread now writes.
-  hooks.held?.lost.addEventListener("abort", () => void renderer.abandon(), { once: true });
+  const lost = hooks.held?.lost;
+  if (lost?.aborted) void renderer.abandon();
+  else lost?.addEventListener("abort", () => void renderer.abandon(), { once: true });
   let outcome: RenderOutcome = "ok";
   let session: Session | undefined;
   let pending: PendingStep | undefined;
@@ -304,7 +306,10 @@ export async function drive(
   } finally {
     if (isGone()) {
       await renderer.abandon();
-      log.warn({ key: place.key }, "lost the thread's lock mid-turn; the process that has it now goes on");
+      log.warn(
+        { key: place.key },
+        "lost the thread's lock mid-turn; the process that takes the thread next goes on",
+      );
     } else if (handedOver) {
       // Still under the thread's lock: the process taking it over counts no death.
       await ledger

@@ -1,14 +1,8 @@
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { blockFor } from "../../test/support/event-loop.js";
+import { liveProcesses } from "./heartbeat.js";
 import type { Store } from "./index.js";
-import {
-  createThreadLock,
-  LeaseThreadLock,
-  LocalThreadLock,
-  LockLost,
-  liveProcesses,
-  type ThreadLock,
-} from "./locks.js";
+import { createThreadLock, LeaseThreadLock, LocalThreadLock, LockLost, type ThreadLock } from "./locks.js";
 import { createState, type Lease, type StateStore } from "./state.js";
 import { describeEachStore, needsServer, type TestStores, testStores } from "./testing.js";
 

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import { log } from "../log.js";
+import { beats, forget, Heartbeat, type HeartbeatTimings, processes } from "./heartbeat.js";
 import type { Store } from "./index.js";
 import { createState, type Lease, leaseOwner, type StateStore } from "./state.js";
 import { earlierWaiting, PlaceInLine } from "./thread-line.js";
@@ -9,8 +10,8 @@ import { earlierWaiting, PlaceInLine } from "./thread-line.js";
 export interface Held {
   /**
    * Aborted when the lock was lost while held: the process stalled past its heartbeat's
-   * expiry and another process may have taken the thread over. Its holder stops at once
-   * and writes nothing more.
+   * expiry, or its store stopped confirming its heartbeat, and another process may have
+   * taken the thread over (or soon may). Its holder stops at once and writes nothing more.
    */
   lost: AbortSignal;
   /** The lease in the store (absent for a one-process lock): the fence of writes that must not outlive it. */
@@ -107,24 +108,9 @@ export interface LeaseLockOptions {
   renewEveryMs?: number;
   /** Longest pause between two attempts of a waiting turn. */
   maxPollMs?: number;
+  /** The process's heartbeat (tests shorten it; see `HEARTBEAT`). */
+  heartbeat?: HeartbeatTimings;
 }
-
-/**
- * How long a process counts as alive after its last heartbeat. A live process whose
- * event loop stalls for longer can lose its thread locks to another process; a dead one
- * holds its threads for at most this long.
- */
-const HEARTBEAT_TTL_MS = 4_000;
-const HEARTBEAT_EVERY_MS = 1_000;
-/**
- * A gap between two heartbeats this long means the process stalled (a long GC pause, a
- * starved CPU, SIGSTOP): its heartbeat may have expired meanwhile, so every lease it
- * holds is checked at once rather than at its next renewal.
- */
-const STALL_MS = HEARTBEAT_TTL_MS / 2;
-const aliveKey = (owner: string) => `alive:${owner}`;
-/** Every process that beat once; `others` reads the live ones from it and forgets the rest. */
-const PROCESSES = "processes";
 
 /**
  * The lock across processes and replicas, on any backend: a lease in the state store
@@ -136,9 +122,7 @@ export class LeaseThreadLock implements ThreadLock {
   private readonly local = new LocalThreadLock();
   /** Names this process in its lease tokens and its heartbeat. */
   readonly owner = randomUUID();
-  private beating: Promise<void> | undefined;
-  private beatTimer: NodeJS.Timeout | undefined;
-  private lastBeat = 0;
+  private readonly beat: Heartbeat;
   /** The leases this process holds now, each with what aborts its holder when it is lost. */
   private readonly holding = new Map<Lease, AbortController>();
   private closed = false;
@@ -153,6 +137,17 @@ export class LeaseThreadLock implements ThreadLock {
     this.ttlMs = options.ttlMs ?? 30_000;
     this.renewEveryMs = options.renewEveryMs ?? Math.floor(this.ttlMs / 3);
     this.maxPollMs = options.maxPollMs ?? 250;
+    this.beat = new Heartbeat(
+      state,
+      this.owner,
+      {
+        // Its heartbeat may have expired meanwhile: every lease is checked now, not at its next renewal.
+        stalled: () => this.checkHeld(),
+        silent: (ms) => this.silenced(ms),
+        heard: () => log.info("the store confirms this process's heartbeat again"),
+      },
+      options.heartbeat,
+    );
   }
 
   run<T>(key: string, fn: (held: Held) => Promise<T>, sentAt?: number): Promise<T> {
@@ -165,32 +160,31 @@ export class LeaseThreadLock implements ThreadLock {
 
   async alive(owner: string): Promise<boolean> {
     if (owner === this.owner) return !this.closed;
-    return (await this.state.get(aliveKey(owner))) !== undefined;
+    return beats(this.state, owner);
   }
 
   async others(): Promise<string[]> {
-    await this.heartbeat();
+    await this.beat.start();
     const { live, gone } = await processes(this.state);
-    // Forgotten once gone: the list stays as long as the replicas running now.
-    await Promise.all(gone.map((o) => this.state.listRemove(PROCESSES, o))).catch(() => undefined);
+    await forget(this.state, gone).catch(() => undefined);
     return live.filter((o) => o !== this.owner);
   }
 
   async close(): Promise<void> {
     this.closed = true;
-    clearInterval(this.beatTimer);
     // Once its heartbeat is gone the others may take these threads at once: whatever of
     // this process still holds one (a write stuck behind a rate limit) must write no more.
     for (const [lease, lost] of this.holding) lost.abort(new LockLost(lease.key));
-    if (!this.beating) return;
-    await this.state.delete(aliveKey(this.owner)).catch(() => undefined);
-    await this.state.listRemove(PROCESSES, this.owner).catch(() => undefined);
+    await this.beat.stop();
   }
 
   private async hold<T>(key: string, fn: (held: Held) => Promise<T>, sentAt?: number): Promise<T> {
     const lease = await this.acquire(key, sentAt);
     const lost = new AbortController();
     this.holding.set(lease, lost);
+    // Taken just as the store fell silent (`acquire` waits while it is): its holder must
+    // not start writing (see `silenced`).
+    if (this.beat.silent) lost.abort(new LockLost(key));
     const timer = setInterval(() => void this.extend(lease), this.renewEveryMs);
     timer.unref();
     try {
@@ -207,7 +201,8 @@ export class LeaseThreadLock implements ThreadLock {
   }
 
   private async acquire(key: string, sentAt?: number): Promise<Lease> {
-    await this.heartbeat();
+    await this.beat.start();
+    await this.whileSilent();
     // The usual case, nobody waiting in the thread's line: the lease is tried at once, and
     // the ticket (two more writes on every turn's way to its first word) only when it is
     // taken. The line is read while the lease is tried, not before (a round trip less); a
@@ -234,6 +229,7 @@ export class LeaseThreadLock implements ThreadLock {
     try {
       let pause = 20;
       for (;;) {
+        await this.whileSilent();
         if (sentAt === undefined || !(await this.earlierWaiting(key, sentAt))) {
           const lease = await this.state.acquireLock(key, this.ttlMs, this.owner);
           if (lease) return lease;
@@ -248,6 +244,15 @@ export class LeaseThreadLock implements ThreadLock {
     }
   }
 
+  /**
+   * No lease is taken while the store does not confirm this process's beats: its holder
+   * would be stopped at once. A turn waits for the next beat confirmed instead (a moment
+   * when the store has just come back, the whole outage when it is gone).
+   */
+  private whileSilent(): Promise<void> {
+    return this.beat.silent ? this.beat.answering() : Promise.resolve();
+  }
+
   /** Another process waits with a message of the thread sent before `sent`. */
   private earlierWaiting(key: string, sent: number): Promise<boolean> {
     // A waiter refreshes its ticket every renewEveryMs: one a lease's life old waits no more.
@@ -257,12 +262,20 @@ export class LeaseThreadLock implements ThreadLock {
   /**
    * A lease whose process no longer beats (killed, or its machine gone) is released here
    * rather than waited out: after a crash the thread's next turn, or the restart's
-   * recovery, starts within a heartbeat's expiry instead of the lease's.
+   * recovery, starts within a heartbeat's expiry instead of the lease's. So is one of this
+   * process that none of its turns holds, left by a release the store did not answer (it
+   * was cut off): the thread's turns here run one at a time, and this one waits for it.
    */
   private async takeOverFromStopped(key: string): Promise<boolean> {
     const holder = await this.state.lockHolder(key);
     const owner = holder && leaseOwner(holder);
-    if (!holder || !owner || owner === this.owner) return false;
+    if (!holder || !owner) return false;
+    if (owner === this.owner) {
+      if ([...this.holding.keys()].some((held) => held.token === holder.token)) return false;
+      await this.state.releaseLock(holder);
+      log.info({ key }, "released a thread lock this process had failed to release");
+      return true;
+    }
     if (await this.alive(owner)) return false;
     await this.state.releaseLock(holder);
     log.info({ key, owner }, "took over the thread lock of a process that stopped");
@@ -270,30 +283,18 @@ export class LeaseThreadLock implements ThreadLock {
   }
 
   /**
-   * This process's sign of life, renewed while it runs; the first one is written before
-   * any lease or turn record names it.
+   * The store has not confirmed a heartbeat for `silentAfterMs` (`ms`): cut off from this
+   * process, or down. Soon the others may count this process gone and take its threads
+   * over, so every turn here stops writing now. Their records stay as they are (they could
+   * not be written anyway), naming this process: whoever gets each thread next goes on
+   * with its turn, another replica, or this one once the store answers again.
    */
-  private heartbeat(): Promise<void> {
-    const beat = () => this.state.set(aliveKey(this.owner), 1, HEARTBEAT_TTL_MS);
-    this.beating ??= (async () => {
-      await beat();
-      await this.state.listAdd(PROCESSES, this.owner);
-      this.lastBeat = Date.now();
-      this.beatTimer = setInterval(() => {
-        if (this.closed) return;
-        const stalled = Date.now() - this.lastBeat > STALL_MS;
-        this.lastBeat = Date.now();
-        if (stalled) this.checkHeld();
-        void beat().catch((err: unknown) => log.debug({ err }, "heartbeat not written"));
-      }, HEARTBEAT_EVERY_MS);
-      this.beatTimer.unref();
-    })();
-    // A first beat the store refused (a failover, a busy SQLite) is tried again by the
-    // next turn: kept, it failed every turn of the process until a restart.
-    this.beating.catch(() => {
-      this.beating = undefined;
-    });
-    return this.beating;
+  private silenced(ms: number): void {
+    log.warn(
+      { silentMs: Math.round(ms), turns: this.holding.size },
+      "the store has not confirmed this process's heartbeat: stopping its answers before other replicas may take them over; they go on once the store answers",
+    );
+    for (const [lease, lost] of this.holding) lost.abort(new LockLost(lease.key));
   }
 
   /** After a stall: every lease held is renewed now, and the holders of those lost are stopped. */
@@ -311,21 +312,6 @@ export class LeaseThreadLock implements ThreadLock {
       log.warn({ err, lock: lease.key }, "extending thread lock failed");
     }
   }
-}
-
-/** The processes that ever beat in this store, split by whether they beat now. */
-async function processes(state: StateStore): Promise<{ live: string[]; gone: string[] }> {
-  const all = await state.listMembers(PROCESSES);
-  const beats = await Promise.all(all.map((owner) => state.get(aliveKey(owner))));
-  return {
-    live: all.filter((_, i) => beats[i] !== undefined),
-    gone: all.filter((_, i) => beats[i] === undefined),
-  };
-}
-
-/** How many bot processes beat in this store now; read only: the caller does not join them. */
-export async function liveProcesses(store: Store): Promise<number> {
-  return (await processes(createState(store))).live.length;
 }
 
 export function createThreadLock(store: Store, options?: LeaseLockOptions): ThreadLock {

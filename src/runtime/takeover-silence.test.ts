@@ -1,0 +1,273 @@
+import { setTimeout as sleep } from "node:timers/promises";
+import { afterEach, beforeEach, describe, expect, it, type MockInstance, vi } from "vitest";
+import { StoreLink } from "../../test/support/cut-off-store.js";
+import { callTools, say } from "../../test/support/scripted.js";
+import type { ModelEvent, ModelRequest, Provider } from "../agent/providers/provider.js";
+import { createThreadLock } from "../store/locks.js";
+import type { TurnLedger } from "../store/turns.js";
+import type { Adapter, Reply } from "./contract.js";
+import { aliceSays, KEY, TakeoverBed } from "./takeover.test-helper.js";
+
+/*
+ * A replica cut off from the store while it still reaches the platform: it must stop
+ * writing its answers before another replica may take them over, and finish them itself
+ * when the store answers again and nobody else did.
+ */
+
+/** A quarter of the production heartbeat (every 1 s, alive for 4 s, silent after 3 s), for short tests. */
+const BEATS = { everyMs: 250, ttlMs: 1_000, silentAfterMs: 750 };
+
+type Step = ModelEvent[] | ((signal: AbortSignal) => AsyncIterable<ModelEvent>);
+
+/** A model that plays `steps`, one per request, and keeps the requests. */
+function model(...steps: Step[]): Provider & { requests: ModelRequest[] } {
+  const requests: ModelRequest[] = [];
+  return {
+    name: "openai",
+    requests,
+    listModels: async () => [],
+    async *stream(req, signal) {
+      requests.push(structuredClone(req));
+      const step = steps.shift();
+      if (!step) throw new Error("script exhausted");
+      yield* Array.isArray(step) ? step : step(signal);
+    },
+  };
+}
+
+/** An answer that goes on, a word every 20 ms, until its request is aborted. */
+async function* endless(signal: AbortSignal): AsyncIterable<ModelEvent> {
+  for (let i = 1; ; i++) {
+    yield { type: "text", delta: `word${i} ` };
+    await sleep(20, undefined, { signal });
+  }
+}
+
+const lookFirst: ModelEvent[] = [
+  { type: "text", delta: "Let me look." },
+  ...callTools(["fs__read", { path: "a.txt" }]),
+];
+
+/**
+ * One replica's Slack: each write it makes is a line `who: what` of `timeline`, in the
+ * order they land beside the other replica's. Its stream drops what comes after `abandon`,
+ * as the real one does ("no write starts after this").
+ */
+function slackOf(who: string, timeline: string[]): { adapter: Adapter; reply: Reply } {
+  const wrote = (what: string) => void timeline.push(`${who}: ${what}`);
+  const reply: Reply = {
+    status: async (text) => wrote(`<status:${text}>`),
+    stream: () => {
+      let abandoned = false;
+      const unlessAbandoned = (what: string) => {
+        if (!abandoned) wrote(what);
+      };
+      return {
+        write: (d) => unlessAbandoned(d),
+        finish: async () => unlessAbandoned("<finish>"),
+        fail: async (m) => unlessAbandoned(`<fail:${m}>`),
+        abandon: async () => {
+          abandoned = true;
+          wrote("<abandon>");
+        },
+      };
+    },
+    upload: async () => wrote("<upload>"),
+    title: async () => undefined,
+    notice: async (t) => wrote(`<notice:${t}>`),
+  };
+  const adapter: Adapter = {
+    platform: "slack",
+    start: async () => undefined,
+    stop: async () => undefined,
+    ready: () => true,
+    replyFor: (_key, from) => {
+      wrote(`<takes the reply over from "${from.retake ?? ""}">`);
+      return reply;
+    },
+    recover: async (_key, _address, note) => wrote(`<recover:${note}>`),
+  };
+  return { adapter, reply };
+}
+
+/** Resolves once the watcher of `ledger`'s process has looked over the pending turns again. */
+async function nextWatch(pending: MockInstance<TurnLedger["pending"]>): Promise<void> {
+  const seen = pending.mock.calls.length;
+  await vi.waitFor(() => expect(pending.mock.calls.length).toBeGreaterThan(seen), { timeout: 5_000 });
+  await pending.mock.results[seen]?.value;
+}
+
+describe("a replica the store stops answering", () => {
+  let bed: TakeoverBed;
+  const links: StoreLink[] = [];
+
+  beforeEach(async () => {
+    bed = await TakeoverBed.open();
+  });
+
+  afterEach(async () => {
+    for (const link of links.splice(0)) link.restore();
+    await bed.close();
+  });
+
+  /** A replica whose every store call goes through `link`. */
+  function cutOffable(provider: Provider) {
+    const link = new StoreLink();
+    links.push(link);
+    const store = link.store(bed.store);
+    return { link, ...bed.setup(provider, { store, lock: createThreadLock(store, { heartbeat: BEATS }) }) };
+  }
+
+  it("stops writing its answer before the other replica takes the turn over, and leaves it to that one once the store is back", async () => {
+    const timeline: string[] = [];
+    const a = cutOffable(model(endless));
+    let answer!: () => void;
+    const answering = new Promise<void>((r) => {
+      answer = r;
+    });
+    let takerAsked = false;
+    const b = bed.setup(
+      model(async function* () {
+        takerAsked = true;
+        await answering;
+        yield* say("The whole answer.");
+      }),
+      { lock: createThreadLock(bed.store, { heartbeat: BEATS }) },
+    );
+    const onA = slackOf("A", timeline);
+    await a.dispatcher.recoverInterrupted([onA.adapter]);
+    await b.dispatcher.recoverInterrupted([slackOf("B", timeline).adapter]);
+    const watchedByA = vi.spyOn(a.ledger, "pending");
+    const aliveForA = vi.spyOn(a.lock, "alive");
+    const handled = a.dispatcher.handle(aliceSays("e1", "a long question", onA.reply));
+    await vi.waitFor(() => expect(timeline).toContain("A: word3 "), { timeout: 5_000 });
+
+    a.link.cutOff();
+    const takesOver = (e: string) => e.startsWith("B: <takes the reply over");
+    await vi.waitFor(() => expect(timeline.some(takesOver)).toBe(true), { timeout: 15_000 });
+    const takeover = timeline.findIndex(takesOver);
+    expect(timeline.slice(0, takeover)).toContain("A: <abandon>");
+    expect(timeline.slice(takeover).filter((e) => e.startsWith("A:"))).toEqual([]);
+    await vi.waitFor(() => expect(takerAsked).toBe(true), { timeout: 5_000 });
+
+    // The store answers A again while B is still writing the answer it took over.
+    a.link.restore();
+    await handled;
+    await nextWatch(watchedByA);
+    await vi.waitFor(() => expect(aliveForA).toHaveBeenCalledWith(b.lock.owner), { timeout: 5_000 });
+    await Promise.allSettled(aliveForA.mock.results.map((r) => r.value));
+    expect(a.lock.queued(KEY)).toBe(0);
+    answer();
+    await vi.waitFor(() => expect(timeline.at(-1)).toBe("B: <finish>"), { timeout: 5_000 });
+    await Promise.all([a.dispatcher.settled(), b.dispatcher.settled()]);
+
+    expect(timeline.slice(takeover)).toEqual([
+      'B: <takes the reply over from "">',
+      "B: The whole answer.",
+      "B: <finish>",
+    ]);
+    const session = await bed.sessions.get(KEY);
+    expect(session?.messages.map((m) => [m.role, m.content])).toEqual([
+      ["user", "a long question"],
+      ["assistant", "The whole answer."],
+    ]);
+    expect(await bed.ledger.pending()).toEqual([]);
+  }, 30_000);
+
+  it("a turn running here while its watcher looks over the pending turns is not taken for one it dropped", async () => {
+    const timeline: string[] = [];
+    let answer!: () => void;
+    const answering = new Promise<void>((r) => {
+      answer = r;
+    });
+    const provider = model(async function* () {
+      yield { type: "text", delta: "Thinking. " };
+      await answering;
+      yield* say("Done.");
+    });
+    const a = cutOffable(provider);
+    const onA = slackOf("A", timeline);
+    await a.dispatcher.recoverInterrupted([onA.adapter]);
+    const watched = vi.spyOn(a.ledger, "pending");
+    const handled = a.dispatcher.handle(aliceSays("e1", "a question", onA.reply));
+    await vi.waitFor(async () => expect(await bed.ledger.get(KEY)).toMatchObject({ owner: a.lock.owner }));
+
+    // Its record names this process, as a dropped one would.
+    await nextWatch(watched);
+    answer();
+    await handled;
+    await a.dispatcher.settled();
+
+    expect(timeline).toEqual(["A: Thinking. ", "A: Done.", "A: <finish>"]);
+    expect(provider.requests).toHaveLength(1);
+    expect(await bed.ledger.pending()).toEqual([]);
+  }, 30_000);
+
+  it("alone, with its store gone for longer than a heartbeat lives, finishes its cut-off answer from the checkpoint once the store is back, once", async () => {
+    const timeline: string[] = [];
+    const provider = model(lookFirst, endless, say("It says hi."));
+    const a = cutOffable(provider);
+    const onA = slackOf("A", timeline);
+    await a.dispatcher.recoverInterrupted([onA.adapter]);
+    const handled = a.dispatcher.handle(aliceSays("e1", "what does a.txt say?", onA.reply));
+    // Past the tool step's checkpoint, writing the next one.
+    await vi.waitFor(() => expect(timeline).toContain("A: word2 "), { timeout: 5_000 });
+
+    a.link.cutOff();
+    await vi.waitFor(() => expect(timeline).toContain("A: <abandon>"), { timeout: 10_000 });
+    // Out longer than a beat lives: to the store, this process is gone as well.
+    const onlooker = createThreadLock(bed.store);
+    await vi.waitFor(async () => expect(await onlooker.alive(a.lock.owner)).toBe(false), { timeout: 10_000 });
+    expect(await bed.ledger.get(KEY)).toMatchObject({ owner: a.lock.owner, shown: "Let me look." });
+    const stopped = timeline.length;
+    a.link.restore();
+    await handled;
+    await vi.waitFor(() => expect(timeline.at(-1)).toBe("A: <finish>"), { timeout: 15_000 });
+    await a.dispatcher.settled();
+
+    expect(timeline.slice(stopped - 1)).toEqual([
+      "A: <abandon>",
+      'A: <takes the reply over from "Let me look.">',
+      "A: \n\nIt says hi.",
+      "A: <finish>",
+    ]);
+    expect(provider.requests).toHaveLength(3);
+    const session = await bed.sessions.get(KEY);
+    expect(session?.messages.map((m) => m.role)).toEqual(["user", "assistant", "tool", "assistant"]);
+    expect(await bed.ledger.pending()).toEqual([]);
+  }, 30_000);
+
+  it("both replicas cut off: once the store answers again, the cut-off answer is finished by one of them, once", async () => {
+    const timeline: string[] = [];
+    const first = model(lookFirst, endless, say("It says hi."));
+    const second = model(say("It says hi."));
+    const a = cutOffable(first);
+    const b = cutOffable(second);
+    const onA = slackOf("A", timeline);
+    await a.dispatcher.recoverInterrupted([onA.adapter]);
+    await b.dispatcher.recoverInterrupted([slackOf("B", timeline).adapter]);
+    const handled = a.dispatcher.handle(aliceSays("e1", "what does a.txt say?", onA.reply));
+    await vi.waitFor(() => expect(timeline).toContain("A: word2 "), { timeout: 5_000 });
+
+    a.link.cutOff();
+    b.link.cutOff();
+    await vi.waitFor(() => expect(timeline).toContain("A: <abandon>"), { timeout: 10_000 });
+    const onlooker = createThreadLock(bed.store);
+    await vi.waitFor(async () => expect(await onlooker.alive(a.lock.owner)).toBe(false), { timeout: 10_000 });
+    a.link.restore();
+    b.link.restore();
+    await handled;
+    await vi.waitFor(() => expect(timeline.filter((e) => e.endsWith("<finish>"))).toHaveLength(1), {
+      timeout: 15_000,
+    });
+    await vi.waitFor(async () => expect(await bed.ledger.pending()).toEqual([]), { timeout: 5_000 });
+    await Promise.all([a.dispatcher.settled(), b.dispatcher.settled()]);
+
+    expect(timeline.filter((e) => e.endsWith("<finish>"))).toHaveLength(1);
+    expect(timeline.filter((e) => e.endsWith("It says hi."))).toHaveLength(1);
+    expect(timeline.filter((e) => e.includes("<takes the reply over"))).toHaveLength(1);
+    expect(first.requests.length + second.requests.length).toBe(3);
+    const session = await bed.sessions.get(KEY);
+    expect(session?.messages.map((m) => m.role)).toEqual(["user", "assistant", "tool", "assistant"]);
+  }, 30_000);
+});
