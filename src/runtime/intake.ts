@@ -4,6 +4,13 @@ import { REFUSED_NOTE } from "./access.js";
 import type { Inbound } from "./contract.js";
 import type { PromptOutcome } from "./prompts.js";
 
+/**
+ * Said, in place, to a mention that asks nothing (no text, no files, nothing before it in
+ * its thread to answer): the adapters tell it before a thread is opened or a turn queued.
+ */
+export const NOTHING_ASKED =
+  "You mentioned me without asking anything. Write your question after the mention, in the same message.";
+
 /** A message that is a `/prompt` command. */
 const PROMPT_MESSAGE = /^\/prompt\s+/;
 

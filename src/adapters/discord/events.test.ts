@@ -3,6 +3,7 @@ import { waitFor } from "../../../test/emulators/discord/index.js";
 import { forumPost } from "../../../test/emulators/discord/threads.js";
 import { untilQuiet } from "../../../test/support/quiet.js";
 import { answer, type Harness, ScriptedRunner, startHarness } from "./harness.test-helper.js";
+import { NOTHING_ASKED_ON_DISCORD } from "./replies.js";
 
 let h: Harness;
 
@@ -67,6 +68,59 @@ describe("Discord adapter: messages with nothing to ask", () => {
       "Forwarded message:\nThe build is red since 10:00.",
     ]);
     expect(forward.content).toBe("");
+  });
+});
+
+describe("Discord adapter: a mention with nothing after it", () => {
+  it("answers a bare mention in a channel in place, saying what to ask: no thread, nothing asked of the model", async () => {
+    h = await startHarness({ runner: new ScriptedRunner(answer("Never shown.")) });
+    const s = h.emulator.state;
+    const bare = h.emulator.userMessage(s.general, "", { mentionsBot: true });
+    const told = await waitFor(() => h.emulator.botMessages(s.general).find((m) => m.replyTo === bare.id));
+    expect(told.content).toBe(NOTHING_ASKED_ON_DISCORD);
+    expect(told.allowedMentions).toMatchObject({ parse: [], replied_user: false });
+    await untilQuiet(h.emulator.requests);
+    expect(h.emulator.threads(s.general)).toEqual([]);
+    expect(h.runner.inbounds).toEqual([]);
+    expect(h.emulator.botMessages(s.general)).toHaveLength(1);
+  });
+
+  it("asks about the message a bare mention replies to, in a thread opened from the mention", async () => {
+    h = await startHarness({ runner: new ScriptedRunner(answer("Rotate them in the vault.")) });
+    const s = h.emulator.state;
+    const bobs = h.emulator.userMessage(s.general, "how do I rotate the deploy keys?", {
+      author: s.bob,
+      attachments: [{ filename: "keys.txt", contentType: "text/plain", data: Buffer.from("key-1") }],
+    });
+    const bare = h.emulator.userMessage(s.general, "", {
+      mentionsBot: true,
+      carries: { replyTo: bobs.id, pingReplied: false },
+    });
+    await waitFor(() => h.runner.done.length === 1);
+    const inbound = h.runner.inbounds[0];
+    expect(inbound?.text).toBe("About this message by bob:\nhow do I rotate the deploy keys?");
+    expect(inbound?.attachments.map((f) => f.name)).toEqual(["keys.txt"]);
+    expect(inbound?.key).toBe(`discord:${s.guildId}:${bare.id}`);
+    const [thread] = h.emulator.threads(s.general);
+    expect(thread).toMatchObject({ id: bare.id, name: "how do I rotate the deploy keys?" });
+    expect(h.emulator.botMessages(bare.id).map((m) => m.content)).toEqual(["Rotate them in the vault."]);
+  });
+
+  it("answers a bare mention replying to its own answer in place, as one that asks nothing", async () => {
+    h = await startHarness({ runner: new ScriptedRunner(answer("Ok.")) });
+    const s = h.emulator.state;
+    h.emulator.denyBot(s.general, "CREATE_PUBLIC_THREADS");
+    h.emulator.userMessage(s.general, "hello", { mentionsBot: true });
+    await waitFor(() => h.runner.done.length === 1);
+    const answer_ = await waitFor(() => h.emulator.botMessages(s.general)[0]);
+    const bare = h.emulator.userMessage(s.general, "", {
+      mentionsBot: true,
+      carries: { replyTo: answer_.id, pingReplied: false },
+    });
+    const told = await waitFor(() => h.emulator.botMessages(s.general).find((m) => m.replyTo === bare.id));
+    expect(told.content).toBe(NOTHING_ASKED_ON_DISCORD);
+    await untilQuiet(h.emulator.requests);
+    expect(h.runner.inbounds).toHaveLength(1);
   });
 });
 

@@ -15,6 +15,7 @@ import {
 import { inboundFiles } from "./files.js";
 import { openThread } from "./open-thread.js";
 import { channelPlace, openingPlace } from "./places.js";
+import { NOTHING_ASKED_ON_DISCORD, repliedTo } from "./replies.js";
 import { DiscordReply, type Place } from "./reply.js";
 import { firstTellingIn, tellAuthor } from "./unwritable.js";
 
@@ -36,6 +37,8 @@ export function cleanText(message: Pick<Message, "content" | "mentions">, botId:
 interface Said {
   text: string;
   files: InboundFile[];
+  /** The words a thread opened for it is named by, when not its text. */
+  title?: string;
 }
 
 /**
@@ -54,6 +57,26 @@ function said(message: Message, botId: string): Said {
 }
 
 const nothing = (s: Said) => s.text === "" && s.files.length === 0;
+
+/**
+ * What a mention with nothing of its own asks when it replies to someone's message: that
+ * message, named as theirs. In a thread the thread so far is the question; in a channel,
+ * the message replied to is the nearest thing to one.
+ */
+async function askedAbout(message: Message, botId: string): Promise<Said | undefined> {
+  const replied = await repliedTo(message);
+  if (!replied || replied.author.id === botId) return undefined;
+  const about = said(replied, botId);
+  if (nothing(about)) return undefined;
+  const by = authorName(replied);
+  return {
+    text: about.text
+      ? `About this message by ${by}:\n${about.text}`
+      : `About this message by ${by}, with its files.`,
+    files: about.files,
+    ...(about.text ? { title: about.text } : {}),
+  };
+}
 
 function authorName(message: Message): string {
   return message.member?.displayName ?? message.author.displayName ?? message.author.username;
@@ -109,7 +132,14 @@ export async function onMessage(ctx: DiscordContext, message: Message): Promise<
   }
   // Two gateway sessions (a deploy) both see the mention; only one may open the thread.
   if (!(await ctx.deps.runner.firstSight(`discord:thread-for:${message.id}`))) return;
-  const text = asked.text;
+  const question = nothing(asked) ? await askedAbout(message, botId) : asked;
+  if (!question) {
+    // Nothing to answer: a thread for it would hold only a guess at a question.
+    await message
+      .reply({ content: NOTHING_ASKED_ON_DISCORD, allowedMentions: { parse: [], repliedUser: false } })
+      .catch((err: unknown) => log.warn({ err }, "what to ask not shown"));
+    return;
+  }
   // The turn starts while Discord opens the thread: the model need not wait for it. A
   // thread opened from a message has the message's id, so the session's key is known now;
   // if Discord refuses the thread, the answer goes to the channel under the same key.
@@ -117,7 +147,7 @@ export async function onMessage(ctx: DiscordContext, message: Message): Promise<
     ctx.client,
     ctx.scheduler,
     message,
-    provisionalName(text, `Question from ${authorName(message)}`),
+    provisionalName(question.title ?? question.text, `Question from ${authorName(message)}`),
   ).catch((err: unknown) => {
     log.warn({ err, channel: channel.id }, "could not open a thread; answering in the channel");
     return null;
@@ -128,7 +158,7 @@ export async function onMessage(ctx: DiscordContext, message: Message): Promise<
     (thread) => ctx.renamer(thread),
     message.id,
   );
-  await dispatch(ctx, message, asked, guildKey(message.guildId, message.id), place);
+  await dispatch(ctx, message, question, guildKey(message.guildId, message.id), place);
 }
 
 async function dispatch(

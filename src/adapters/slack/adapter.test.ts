@@ -6,8 +6,10 @@ import {
   streamText,
 } from "../../../test/emulators/slack/adapter-harness.js";
 import { BOT_USER_ID, type EmuMessage, waitFor } from "../../../test/emulators/slack/index.js";
+import { NOTHING_ASKED } from "../../runtime/intake.js";
 import { joinParts, openFenceAtEnd } from "../../runtime/split.js";
 import { HISTORY_PAGE_SIZE, HISTORY_PAGES } from "./events.js";
+import { toMrkdwn } from "./mrkdwn.js";
 import { SLACK_MESSAGE_LIMIT } from "./reply.js";
 
 let h: Harness | undefined;
@@ -101,6 +103,28 @@ describe("Slack adapter: where it answers", () => {
       },
     ]);
     expect(h.emu.api.calls.filter((c) => c.method === "files.info")).toHaveLength(2);
+  });
+
+  it("tells the asker alone what to ask after a bare mention, and asks the model nothing", async () => {
+    h = await startHarness();
+    // The emulator sends a mention twice, as app_mention and as message, as Slack does.
+    const bare = h.emu.mention("C1", "U_ALICE", "");
+    const note = await waitFor(() => h!.emu.state.ephemerals.find((e) => e.via === "chat.postEphemeral"));
+    expect(note).toMatchObject({
+      channel: "C1",
+      user: "U_ALICE",
+      thread_ts: bare.ts,
+      text: toMrkdwn(NOTHING_ASKED),
+    });
+    // The second copy of the mention, as a message, asks nothing either and tells nothing twice.
+    const later = h.emu.mention("C1", "U_ALICE", "and now a question");
+    await settled(h, "C1", later);
+    expect(h.runner.inbounds.map((i) => i.text)).toEqual(["and now a question"]);
+    expect(h.emu.state.ephemerals).toHaveLength(1);
+    expect(h.emu.botReplies("C1", bare.ts)).toEqual([]);
+    expect(
+      h.emu.api.calls.filter((c) => c.method === "reactions.add").map((c) => c.params.timestamp),
+    ).toEqual([later.ts]);
   });
 
   it("reads at most 5 pages of a very long thread's history", async () => {

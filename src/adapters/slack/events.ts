@@ -7,6 +7,7 @@ import { encodeThread } from "../../core/thread.js";
 import { log } from "../../log.js";
 import { REFUSED_NOTE } from "../../runtime/access.js";
 import type { Inbound, TurnRunner } from "../../runtime/contract.js";
+import { NOTHING_ASKED } from "../../runtime/intake.js";
 import type { WriteScheduler } from "../../runtime/scheduler/write-scheduler.js";
 import type { StateStore } from "../../store/state.js";
 import { type AgentSessions, sessionStopped } from "./agent-sessions.js";
@@ -114,6 +115,8 @@ export interface TurnInput {
   files?: SlackFile[];
   /** Seed a new session with the thread's earlier messages. */
   withHistory: boolean;
+  /** A mention with no text, no files and no thread before it: nothing to ask the model. */
+  bareMention?: boolean;
   /** A write that must land before the runner has the message (see `receive`). */
   before?: Promise<unknown>;
 }
@@ -209,9 +212,11 @@ export class SlackEvents {
     }
     // A burst of messages (a socket read can hold hundreds) is taken in arrival order, a few per turn of the loop.
     await nextSlice();
+    const text = fromSlackText(e.text ?? "", me.botUserId, this.names.known);
+    const bareMention = r.kind === "mention" && !r.midThread && text === "" && !e.files?.length;
     // Remembered before the runner has the message: a slash command right after the answer
     // must find the thread. Written while the turn's own lookups run, not before them.
-    const before = e.user ? this.remember(e.channel, e.user, key) : undefined;
+    const before = e.user && !bareMention ? this.remember(e.channel, e.user, key) : undefined;
     await this.turn(
       {
         ...(before ? { before } : {}),
@@ -222,9 +227,10 @@ export class SlackEvents {
         ts: e.ts,
         threadRoot: r.threadRoot,
         author: e.user ?? e.bot_id ?? "unknown",
-        text: fromSlackText(e.text ?? "", me.botUserId, this.names.known),
+        text,
         files: e.files,
         withHistory: r.midThread && r.kind !== "follow",
+        bareMention,
       },
       handed,
     );
@@ -279,7 +285,7 @@ export class SlackEvents {
     });
     const refused = admitted !== undefined && admitted !== "yes";
     // Looked up at once, beside `before`: each is a round trip on the way to the turn's first word.
-    const name = refused ? undefined : this.names.of(t.author);
+    const name = refused || t.bareMention ? undefined : this.names.of(t.author);
     const place: SlackPlace = {
       team: t.team,
       channel: t.channel,
@@ -299,6 +305,14 @@ export class SlackEvents {
     );
     if (refused) {
       if (admitted === "tell") await reply.notice(REFUSED_NOTE).catch(() => undefined);
+      return;
+    }
+    if (t.bareMention) {
+      // Told once for the mention's two events (app_mention and message), which may reach two replicas.
+      if (await this.deps.runner.firstSight(`${t.channel}:${t.ts}`).catch(() => true))
+        await reply
+          .notice(NOTHING_ASKED)
+          .catch((err: unknown) => log.debug({ err }, "bare mention not answered"));
       return;
     }
     const [asker, attachments] = await Promise.all([

@@ -29,6 +29,7 @@ export type {
   UserObject,
 } from "./types.js";
 export { ChannelType } from "./types.js";
+export { waitFor } from "./wait-for.js";
 
 export interface DiscordEmulatorOptions {
   token?: string;
@@ -68,8 +69,15 @@ export interface MessageOptions {
   mentionsBot?: boolean;
   author?: UserObject;
   attachments?: IncomingFile[];
-  /** What else it carries: stickers, a poll, the message it forwards (see StoredMessage), or its id. */
-  carries?: Pick<StoredMessage, "stickers" | "poll" | "forwarded"> & { id?: string };
+  /**
+   * What else it carries: stickers, a poll, the message it forwards or replies to (see
+   * StoredMessage), or its id. A reply pings the author it answers unless `pingReplied` is
+   * false, as the switch in Discord's client does (on by default).
+   */
+  carries?: Pick<StoredMessage, "stickers" | "poll" | "forwarded" | "replyTo"> & {
+    id?: string;
+    pingReplied?: boolean;
+  };
 }
 
 export type SlashOptions = Record<string, string | number | boolean>;
@@ -185,17 +193,20 @@ export class DiscordEmulator implements RestContext {
     if (!channel) throw new Error(`No channel ${channelId}`);
     const author = opts.author ?? s.alice;
     const content = opts.mentionsBot ? `<@${s.bot.id}> ${text}` : text;
+    const { pingReplied, ...carries } = opts.carries ?? {};
+    const replied = carries.replyTo ? s.findMessage(carries.replyTo) : undefined;
+    const pinged =
+      replied && pingReplied !== false && replied.author.id !== author.id ? [replied.author.id] : [];
+    // As on Discord, every <@id> in the content is a mention, and so is a reply's ping.
+    const mentioned = new Set([...[...content.matchAll(/<@!?(\d+)>/g)].map((m) => m[1] ?? ""), ...pinged]);
     const msg = s.addMessage({
       channelId,
       guildId: channel.guild_id,
       author,
       content,
       attachments: (opts.attachments ?? []).map((f) => this.storeFile(channelId, f)),
-      ...opts.carries,
-      // As on Discord, every <@id> in the content is a mention.
-      mentions: [...content.matchAll(/<@!?(\d+)>/g)]
-        .map((m) => s.users.get(m[1] ?? ""))
-        .filter((u): u is UserObject => u !== undefined),
+      ...carries,
+      mentions: [...mentioned].map((id) => s.users.get(id)).filter((u): u is UserObject => u !== undefined),
     });
     const json = s.messageJson(msg);
     if (channel.guild_id) {
@@ -379,19 +390,5 @@ export class DiscordEmulator implements RestContext {
     }
     this.twice(() => this.dispatch("INTERACTION_CREATE", payload));
     return record;
-  }
-}
-
-/** Polls until `predicate` returns a truthy value and resolves with it; rejects after the timeout. */
-export async function waitFor<T>(
-  predicate: () => T | undefined | null | false | Promise<T | undefined | null | false>,
-  opts: { timeoutMs?: number; intervalMs?: number; message?: string } = {},
-): Promise<T> {
-  const deadline = Date.now() + (opts.timeoutMs ?? 10_000);
-  for (;;) {
-    const value = await predicate();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`waitFor timed out${opts.message ? `: ${opts.message}` : ""}`);
-    await new Promise((r) => setTimeout(r, opts.intervalMs ?? 10));
   }
 }

@@ -1,4 +1,12 @@
-import { Client, Events, GatewayIntentBits, type Message, MessageReferenceType, Partials } from "discord.js";
+import {
+  Client,
+  Events,
+  GatewayIntentBits,
+  type Message,
+  MessageReferenceType,
+  MessageType,
+  Partials,
+} from "discord.js";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { DiscordEmulator, waitFor } from "./index.js";
 
@@ -60,5 +68,28 @@ describe("Discord emulator: messages without text of their own", () => {
     const snapshot = forward.messageSnapshots.first();
     expect(snapshot?.content).toBe("The build is red since 10:00.");
     expect([...(snapshot?.attachments.values() ?? [])].map((a) => a.name)).toEqual(["log.txt"]);
+  });
+});
+
+describe("Discord emulator: replies", () => {
+  it("sends a reply with its reference and the message replied to, pinging its author unless turned off", async () => {
+    const s = emulator.state;
+    const bobs = emulator.userMessage(s.general, "how do I rotate the keys?", { author: s.bob });
+    const pinging = await received(
+      emulator.userMessage(s.general, "same question", { carries: { replyTo: bobs.id } }).id,
+    );
+    expect(pinging.type).toBe(MessageType.Reply);
+    expect(pinging.reference).toMatchObject({ type: MessageReferenceType.Default, messageId: bobs.id });
+    expect(pinging.mentions.repliedUser?.id).toBe(s.bob.id);
+    expect(pinging.mentions.users.has(s.bob.id)).toBe(true);
+    // discord.js has the message replied to from the event itself: no request is needed.
+    const before = emulator.requests.length;
+    expect((await pinging.fetchReference()).content).toBe("how do I rotate the keys?");
+    expect(emulator.requests.length).toBe(before);
+    const quiet = await received(
+      emulator.userMessage(s.general, "me too", { carries: { replyTo: bobs.id, pingReplied: false } }).id,
+    );
+    expect(quiet.mentions.repliedUser?.id).toBe(s.bob.id);
+    expect(quiet.mentions.users.has(s.bob.id)).toBe(false);
   });
 });

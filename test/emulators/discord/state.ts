@@ -245,6 +245,10 @@ export class DiscordState {
         channel_id: m.channelId,
         ...(m.guildId ? { guild_id: m.guildId } : {}),
       };
+      // Discord sends the message replied to along (without its own reply), null once it is deleted.
+      const replied = this.findMessage(m.replyTo);
+      json.referenced_message =
+        replied && !replied.deleted ? this.messageJson({ ...replied, replyTo: undefined }) : null;
     }
     if (m.stickers)
       json.sticker_items = m.stickers.map((name) => ({ id: snowflake(), name, format_type: 1 }));
