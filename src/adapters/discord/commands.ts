@@ -313,8 +313,11 @@ async function ask(
       });
     } catch (err) {
       // A conversation of its own, as a mention without a thread: keyed by the channel,
-      // every person's /ask there would build on the others' and wait in one line.
-      key = guildKey(interaction.guildId, interaction.id);
+      // every person's /ask there would build on the others' and wait in one line. A reply
+      // to its answer goes on with it, found by the answer's messages.
+      const own = guildKey(interaction.guildId, interaction.id);
+      key = own;
+      place = interactionPlace(interaction, (id) => ctx.answers.remember(id, own));
       log.warn({ err }, "could not open a thread for /ask; answering in place");
     }
   }

@@ -11,6 +11,7 @@ import { decodeThread, encodeThread, platformOf } from "../../core/thread.js";
 import { log } from "../../log.js";
 import type { AdapterDeps } from "../../runtime/contract.js";
 import type { WriteScheduler } from "../../runtime/scheduler/write-scheduler.js";
+import { ChannelAnswers } from "./replies.js";
 import type { ReplyOptions } from "./reply.js";
 
 export function guildKey(guildId: string, channelId: string): ThreadKey {
@@ -59,12 +60,17 @@ const RENAMED_TTL_MS = 90 * 24 * 60 * 60 * 1000;
 
 /** What the event and command handlers share for one connected bot. */
 export class DiscordContext {
+  /** The conversations of answers written in a channel, for the replies that go on with them. */
+  readonly answers: ChannelAnswers;
+
   constructor(
     readonly client: Client,
     readonly deps: AdapterDeps,
     /** The bot's write scheduler: Discord's global limit is per bot. */
     readonly scheduler: WriteScheduler,
-  ) {}
+  ) {
+    this.answers = new ChannelAnswers(deps.state);
+  }
 
   get botId(): string | undefined {
     return this.client.user?.id;

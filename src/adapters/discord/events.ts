@@ -14,7 +14,7 @@ import {
 } from "./context.js";
 import { inboundFiles } from "./files.js";
 import { openThread } from "./open-thread.js";
-import { channelPlace, openingPlace } from "./places.js";
+import { channelAnswerPlace, channelPlace, openingPlace } from "./places.js";
 import { NOTHING_ASKED_ON_DISCORD, repliedTo } from "./replies.js";
 import { DiscordReply, type Place } from "./reply.js";
 import { firstTellingIn, tellAuthor } from "./unwritable.js";
@@ -114,7 +114,12 @@ export async function onMessage(ctx: DiscordContext, message: Message): Promise<
     });
     return;
   }
-  if (!mentioned || !channel.isSendable()) return;
+  if (!channel.isSendable()) return;
+  // A reply to one of the bot's answers in the channel (Discord opened no thread for it) goes
+  // on with that answer's conversation, as a message in its thread would.
+  const continued = nothing(asked) ? undefined : await ctx.answers.continued(message, botId);
+  const goesOn = continued !== undefined && (mentioned || ctx.deps.config.discord.followThreads);
+  if (!mentioned && !goesOn) return;
   // Someone the access lists refuse gets no thread, only a short reply (once an hour).
   const admitted = ctx.deps.runner.admit?.({
     platform: "discord",
@@ -128,6 +133,11 @@ export async function onMessage(ctx: DiscordContext, message: Message): Promise<
         .reply({ content: REFUSED_NOTE, allowedMentions: { parse: [], repliedUser: false } })
         .catch((err: unknown) => log.warn({ err }, "refusal not shown"));
     }
+    return;
+  }
+  if (continued && goesOn) {
+    const place = channelAnswerPlace(channel, message.id, (id) => ctx.answers.remember(id, continued));
+    await dispatch(ctx, message, asked, continued, place);
     return;
   }
   // Two gateway sessions (a deploy) both see the mention; only one may open the thread.
@@ -152,13 +162,15 @@ export async function onMessage(ctx: DiscordContext, message: Message): Promise<
     log.warn({ err, channel: channel.id }, "could not open a thread; answering in the channel");
     return null;
   });
+  const key = guildKey(message.guildId, message.id);
   const place = openingPlace(
     opening,
     channel as SendableChannels,
     (thread) => ctx.renamer(thread),
     message.id,
+    (id) => ctx.answers.remember(id, key),
   );
-  await dispatch(ctx, message, question, guildKey(message.guildId, message.id), place);
+  await dispatch(ctx, message, question, key, place);
 }
 
 async function dispatch(

@@ -3,6 +3,7 @@ import { adapterState } from "../../../test/support/adapter-state.js";
 import { configSchema } from "../../config.js";
 import type { ThreadKey } from "../../core/thread.js";
 import type { Command, Inbound, Interaction, InteractionReply, TurnRunner } from "../../runtime/contract.js";
+import type { StateStore } from "../../store/state.js";
 import { createDiscordAdapter, type DiscordAdapter } from "./index.js";
 
 export type Script = (inbound: Inbound) => Promise<void>;
@@ -82,6 +83,8 @@ export async function startHarness(
     emulator?: DiscordEmulator;
     discord?: Record<string, unknown>;
     guild?: boolean;
+    /** The store of another harness, as a restarted process or a second replica shares it (the test closes it). */
+    state?: StateStore;
   } = {},
 ): Promise<Harness> {
   const emulator = opts.emulator ?? (await DiscordEmulator.start({ rateLimits: { speed: 10 } }));
@@ -90,7 +93,8 @@ export async function startHarness(
     discord: { editIntervalMs: 250, ...opts.discord },
     models: { allowed: ["gpt-4o", "gpt-4.1-mini"] },
   });
-  const { state, store } = await adapterState();
+  const own = opts.state ? undefined : await adapterState();
+  const state = opts.state ?? own!.state;
   const adapter = createDiscordAdapter({
     state,
     runner,
@@ -110,7 +114,7 @@ export async function startHarness(
     async close() {
       await adapter.stop();
       await adapter.client.destroy();
-      await store.close();
+      await own?.store.close();
       if (!opts.emulator) await emulator.stop();
     },
   };

@@ -154,7 +154,11 @@ export class DiscordAdapter implements Adapter {
   private rebuilt(key: ThreadKey, address: ResumeFrom, typing: boolean): DiscordReply {
     const channel = address.channel ?? channelOfKey(key);
     if (!channel) throw new Error(`Not a Discord thread key: ${key}`);
-    const place = channelPlaceById(this.client, channel);
+    // A key naming another id than the channel is a conversation in a channel (no thread):
+    // what it adds there is noted, so that a reply to it goes on with it.
+    const posted =
+      channel === channelOfKey(key) ? undefined : (id: string) => this.ctx.answers.remember(id, key);
+    const place = channelPlaceById(this.client, channel, posted);
     if (!typing) delete place.typing;
     return new DiscordReply(place, this.ctx.replyOptions(), address);
   }

@@ -52,12 +52,16 @@ function body(text: string, files: AttachmentBuilder[] | undefined, controls: Qu
   };
 }
 
+/** Told the id of each message an answer posts (its text or a question), once Discord has it. */
+export type Posted = (messageId: string) => Promise<void>;
+
 /** Writes to a channel that may have to be fetched first (a reply rebuilt in a fresh process). */
 export function channelOps(
   channelOf: WritableChannel | (() => Promise<WritableChannel>),
   channelId: string | (() => string),
-  reference?: ReplyReference,
+  opts: { reference?: ReplyReference; posted?: Posted } = {},
 ): PlaceOps {
+  const { reference, posted } = opts;
   const get = typeof channelOf === "function" ? channelOf : async () => channelOf;
   const idOf = typeof channelId === "function" ? channelId : () => channelId;
   return {
@@ -80,6 +84,7 @@ export function channelOps(
           allowedMentions: NO_PINGS,
         });
         if (replyTo) reference?.used();
+        await posted?.(message.id);
         // The nonce was seen: Discord returned the message posted before, as it was then.
         if (key && message.content !== text) {
           await message.edit({ content: text, files, ...components, allowedMentions: NO_PINGS });
@@ -106,7 +111,9 @@ export function channelOps(
     },
     async ask(text, components) {
       try {
-        return (await (await get()).send({ content: text, components, allowedMentions: NO_PINGS })).id;
+        const { id } = await (await get()).send({ content: text, components, allowedMentions: NO_PINGS });
+        await posted?.(id);
+        return id;
       } catch (err) {
         throw asWriteError(err);
       }
@@ -153,14 +160,16 @@ export function channelPlace(
 /**
  * The thread the bot is opening under a person's message (`question`): the turn starts at
  * once and its writes wait for the thread (whose id is the message's, as on Discord); if
- * Discord refuses the thread, the answer goes to the message's channel instead, its first
- * message a reply to the question, so that a busy channel shows which answer is whose.
+ * Discord refuses the thread (`opening` gives null), the answer goes to the message's
+ * channel instead, its first message a reply to the question, so that a busy channel shows
+ * which answer is whose, and `inChannel` is told each message it posts there.
  */
 export function openingPlace(
   opening: Promise<ThreadChannel | null>,
   channel: SendableChannels,
   rename: (thread: ThreadChannel) => ((title: string) => Promise<void>) | undefined,
   question: string,
+  inChannel?: Posted,
 ): Place {
   let thread: ThreadChannel | null | undefined;
   const ready = opening.then((t) => {
@@ -177,7 +186,8 @@ export function openingPlace(
       replied = true;
     },
   };
-  const ops = channelOps(get, () => (thread ?? channel).id, reference);
+  const posted: Posted | undefined = inChannel && (async (id) => (thread ? undefined : inChannel(id)));
+  const ops = channelOps(get, () => (thread ?? channel).id, { reference, ...(posted ? { posted } : {}) });
   return {
     ops,
     get channel() {
@@ -201,12 +211,17 @@ export function openingPlace(
   };
 }
 
+/** An answer that goes on in the channel, its first message a reply to the person's (`question`). */
+export function channelAnswerPlace(channel: SendableChannels, question: string, inChannel: Posted): Place {
+  return openingPlace(Promise.resolve(null), channel, () => undefined, question, inChannel);
+}
+
 /**
  * A channel known only by its id (from a stored reply address): fetched on the first
  * write. An interaction's messages are edited this way too, since its token is gone
  * with the process that had it; the bot wrote them, so it may edit them.
  */
-export function channelPlaceById(client: Client, id: string): Place {
+export function channelPlaceById(client: Client, id: string, posted?: Posted): Place {
   let channel: Promise<WritableChannel> | undefined;
   const get = () =>
     (channel ??= client.channels.fetch(id).then((c) => {
@@ -214,7 +229,7 @@ export function channelPlaceById(client: Client, id: string): Place {
       return c;
     }));
   return {
-    ops: channelOps(get, id),
+    ops: channelOps(get, id, posted ? { posted } : {}),
     channel: id,
     async send(message) {
       await (await get()).send({ ...message, allowedMentions: NO_PINGS });
@@ -232,7 +247,10 @@ export function channelPlaceById(client: Client, id: string): Place {
  * An interaction with no thread to answer in (a DM, a thread already, a channel without
  * thread permission): the deferred reply becomes the first message, follow-ups the rest.
  */
-export function interactionPlace(interaction: ChatInputCommandInteraction | ModalSubmitInteraction): Place {
+export function interactionPlace(
+  interaction: ChatInputCommandInteraction | ModalSubmitInteraction,
+  posted?: Posted,
+): Place {
   let originalUsed = false;
   // An interaction's webhook is outside the global limit: its token is its own bucket.
   const buckets = [webhookBucket(interaction.token)];
@@ -245,9 +263,12 @@ export function interactionPlace(interaction: ChatInputCommandInteraction | Moda
           // Only once Discord took it: after a 429 the writer posts again, and that must still fill the deferred reply.
           const id = (await interaction.editReply(body(text, files, controls))).id;
           originalUsed = true;
+          await posted?.(id);
           return id;
         }
-        return (await interaction.followUp(body(text, files, controls))).id;
+        const { id } = await interaction.followUp(body(text, files, controls));
+        await posted?.(id);
+        return id;
       }),
     edit: (id, text, files, controls) =>
       written(async () => {
@@ -259,7 +280,9 @@ export function interactionPlace(interaction: ChatInputCommandInteraction | Moda
       }),
     async ask(text, components) {
       try {
-        return (await interaction.followUp({ content: text, components, allowedMentions: NO_PINGS })).id;
+        const { id } = await interaction.followUp({ content: text, components, allowedMentions: NO_PINGS });
+        await posted?.(id);
+        return id;
       } catch (err) {
         throw asWriteError(err);
       }
