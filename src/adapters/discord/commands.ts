@@ -33,9 +33,10 @@ import {
   provenanceOf,
   provisionalName,
 } from "./context.js";
+import { interactionPlace, tokenRefused } from "./interaction-place.js";
 import { discordModal, MODAL_FIELDS_MAX, modalValues } from "./modals.js";
 import { openThread } from "./open-thread.js";
-import { channelPlace, interactionPlace } from "./places.js";
+import { channelPlace } from "./places.js";
 import { DISCORD_MESSAGE_LIMIT, DiscordReply, type Place } from "./reply.js";
 
 export const COMMAND_FAILED = "That did not work: something went wrong on my side. Please try again.";
@@ -308,7 +309,13 @@ async function ask(
       place = channelPlace(thread, {
         rename: ctx.renamer(thread),
         notice: async (text) => {
-          await interaction.followUp({ content: text, flags: MessageFlags.Ephemeral });
+          await interaction
+            .followUp({ content: text, flags: MessageFlags.Ephemeral })
+            .catch(async (err: unknown) => {
+              // Past the token's 15 minutes nothing can be shown to the asker alone: the thread sees it.
+              if (!tokenRefused(err)) throw err;
+              await thread.send({ content: text, allowedMentions: { parse: [] } });
+            });
         },
       });
     } catch (err) {

@@ -1,23 +1,19 @@
 import {
   type AttachmentBuilder,
-  type ChatInputCommandInteraction,
   type Client,
   DiscordAPIError,
-  MessageFlags,
-  type ModalSubmitInteraction,
   RESTJSONErrorCodes,
   type SendableChannels,
   type ThreadChannel,
 } from "discord.js";
-import { log } from "../../log.js";
 import { asWriteError, type OutgoingMessage, type Place, type PlaceOps, type QuestionRow } from "./reply.js";
-import { channelBuckets, webhookBucket } from "./write-policy.js";
+import { channelBuckets } from "./write-policy.js";
 
 /** A channel, thread or DM the bot can write in. */
 export type WritableChannel = SendableChannels | ThreadChannel;
 
 /** Nobody gets pinged by a bot's answer, whatever the model writes. */
-const NO_PINGS = { parse: [] as never[] };
+export const NO_PINGS = { parse: [] as never[] };
 
 /** Discord answered that the message does not exist (deleted, or never there). */
 function unknownMessage(err: unknown): boolean {
@@ -34,7 +30,7 @@ interface ReplyReference {
 }
 
 /** A platform write, its failure as the writer reads it (a 429, a deleted message: see asWriteError). */
-async function written<T>(write: () => Promise<T>): Promise<T> {
+export async function written<T>(write: () => Promise<T>): Promise<T> {
   try {
     return await write();
   } catch (err) {
@@ -43,7 +39,11 @@ async function written<T>(write: () => Promise<T>): Promise<T> {
 }
 
 /** A message's text and files, with its buttons when given (absent: left as they are), pinging nobody. */
-function body(text: string, files: AttachmentBuilder[] | undefined, controls: QuestionRow[] | undefined) {
+export function body(
+  text: string,
+  files: AttachmentBuilder[] | undefined,
+  controls: QuestionRow[] | undefined,
+) {
   return {
     content: text,
     files,
@@ -239,88 +239,6 @@ export function channelPlaceById(client: Client, id: string, posted?: Posted): P
     },
     typing: async () => {
       await (await get()).sendTyping();
-    },
-  };
-}
-
-/**
- * An interaction with no thread to answer in (a DM, a thread already, a channel without
- * thread permission): the deferred reply becomes the first message, follow-ups the rest.
- */
-export function interactionPlace(
-  interaction: ChatInputCommandInteraction | ModalSubmitInteraction,
-  posted?: Posted,
-): Place {
-  let originalUsed = false;
-  // An interaction's webhook is outside the global limit: its token is its own bucket.
-  const buckets = [webhookBucket(interaction.token)];
-  const ops: PlaceOps = {
-    buckets: () => buckets,
-    // Stop while the answer is written and 👍 / 👎 once it is done, as under a channel's answers.
-    post: (text, files, controls) =>
-      written(async () => {
-        if (!originalUsed) {
-          // Only once Discord took it: after a 429 the writer posts again, and that must still fill the deferred reply.
-          const id = (await interaction.editReply(body(text, files, controls))).id;
-          originalUsed = true;
-          await posted?.(id);
-          return id;
-        }
-        const { id } = await interaction.followUp(body(text, files, controls));
-        await posted?.(id);
-        return id;
-      }),
-    edit: (id, text, files, controls) =>
-      written(async () => {
-        await interaction.editReply({ message: id, ...body(text, files, controls) });
-      }),
-    clearControls: (id) =>
-      written(async () => {
-        await interaction.editReply({ message: id, components: [] });
-      }),
-    async ask(text, components) {
-      try {
-        const { id } = await interaction.followUp({ content: text, components, allowedMentions: NO_PINGS });
-        await posted?.(id);
-        return id;
-      } catch (err) {
-        throw asWriteError(err);
-      }
-    },
-    async settle(id, text) {
-      try {
-        await interaction.editReply({
-          message: id,
-          content: text,
-          components: [],
-          allowedMentions: NO_PINGS,
-        });
-      } catch (err) {
-        throw asWriteError(err);
-      }
-    },
-  };
-  return {
-    ops,
-    channel: interaction.channelId ?? undefined,
-    async send(message) {
-      await interaction.followUp({ ...message, allowedMentions: NO_PINGS });
-    },
-    async notice(text) {
-      if (!originalUsed) {
-        // Nothing answered yet (a refusal): the deferred "thinking…" would stay for 15 minutes.
-        originalUsed = true;
-        await interaction
-          .deleteReply()
-          .catch((err: unknown) => log.debug({ err }, "deferred reply not deleted"));
-      }
-      await interaction.followUp({ content: text, flags: MessageFlags.Ephemeral });
-    },
-    typing: async () => {
-      const channel = interaction.channel;
-      if (channel?.isSendable()) {
-        await channel.sendTyping().catch((err: unknown) => log.debug({ err }, "typing not shown"));
-      }
     },
   };
 }

@@ -215,7 +215,8 @@ async function route(
     return startThread(ctx, channel.id, undefined, (await parsed()).json);
   const one = /^\/messages\/(\d+)(\/threads)?$/.exec(rest);
   if (one?.[1]) {
-    const msg = s.messages.get(channel.id)?.find((x) => x.id === one[1] && !x.deleted);
+    // An ephemeral message exists for its one reader: only the interaction's webhook knows it.
+    const msg = s.messages.get(channel.id)?.find((x) => x.id === one[1] && !x.deleted && !ephemeral(x));
     if (!msg) throw new HttpError(404, { message: "Unknown Message", code: 10008 });
     if (one[2] && method === "POST") return startThread(ctx, channel.id, msg, (await parsed()).json);
     if (method === "GET") return { status: 200, body: readable(ctx, s.messageJson(msg)) };
@@ -237,6 +238,8 @@ async function route(
   throw new HttpError(404, { message: "404: Not Found", code: 0 });
 }
 
+const ephemeral = (m: StoredMessage) => (m.flags & 64) !== 0;
+
 /** A message read over REST: without the Message Content intent approved, as `withoutContent`. */
 function readable(ctx: RestContext, json: Record<string, unknown>): Record<string, unknown> {
   return ctx.messageContentApproved ? json : withoutContent(json, ctx.state.bot.id);
@@ -246,7 +249,7 @@ function history(s: DiscordState, channelId: string, url: URL): Record<string, u
   const limit = Math.min(100, Number(url.searchParams.get("limit") ?? 50));
   const before = url.searchParams.get("before");
   const after = url.searchParams.get("after");
-  let list = (s.messages.get(channelId) ?? []).filter((x) => !x.deleted && x.flags !== 64);
+  let list = (s.messages.get(channelId) ?? []).filter((x) => !x.deleted && !ephemeral(x));
   if (before) list = list.filter((x) => BigInt(x.id) < BigInt(before));
   if (after) list = list.filter((x) => BigInt(x.id) > BigInt(after));
   // Newest first, as Discord returns them.

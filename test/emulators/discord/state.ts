@@ -201,6 +201,16 @@ export class DiscordState {
   }
 
   /**
+   * Moves an interaction `ms` into the past, as if that long had gone by since Discord sent
+   * it: its deadlines (the 3 s to respond, the token's 15 minutes) count from then.
+   */
+  ageInteraction(id: string, ms: number): void {
+    const i = this.interactions.get(id);
+    if (!i) throw new Error(`No interaction ${id}`);
+    i.sentAt -= ms;
+  }
+
+  /**
    * The bot's message created with `nonce` in the channel within the nonce window
    * ("the past few minutes" in Discord's docs: 5 here), if any.
    */

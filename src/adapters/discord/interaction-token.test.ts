@@ -1,0 +1,156 @@
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { DiscordEmulator, type StoredInteraction, waitFor } from "../../../test/emulators/discord/index.js";
+import { joinParts } from "../../runtime/split.js";
+import { answer, type Harness, type Script, ScriptedRunner, startHarness } from "./harness.test-helper.js";
+
+let h: Harness | undefined;
+let own: DiscordEmulator | undefined;
+
+afterEach(async () => {
+  vi.restoreAllMocks();
+  await h?.close();
+  h = undefined;
+  await own?.stop();
+  own = undefined;
+});
+
+/** The interaction's 15 minutes pass, for the emulator (the adapter goes by the clock, and learns it from Discord). */
+const tokenEnds = (x: Harness, rec: StoredInteraction | undefined) =>
+  x.emulator.state.ageInteraction(rec!.id, x.emulator.interactionTokenTtlMs);
+const FIRST = "Started while the token lived. ";
+const REST = `${"And it goes on long after it. ".repeat(90).trim()} The end.`;
+
+async function harness(script: Script): Promise<Harness> {
+  own = await DiscordEmulator.start({ rateLimits: { speed: 10 } });
+  h = await startHarness({ emulator: own, runner: new ScriptedRunner(script) });
+  return h;
+}
+
+/** A thread someone else opened, known to the bot, where /ask answers through the interaction. */
+async function thread(x: Harness): Promise<string> {
+  const s = x.emulator.state;
+  const t = x.emulator.existingThread(s.general, "ops", [{ author: s.bob, content: "anyone?" }]);
+  await waitFor(() => x.adapter.client.channels.cache.get(t.id));
+  return t.id;
+}
+
+const shown = (x: Harness, rec: () => StoredInteraction | undefined, start: string) =>
+  waitFor(() => x.emulator.state.findMessage(rec()?.originalId ?? "")?.content.startsWith(start));
+
+/** The bot's requests after `from`, as method and path with ids as `#`. */
+const requestsSince = (x: Harness, from: number) =>
+  x.emulator.requests.slice(from).map((r) => {
+    const path = r.path.replace("/v10", "").replace(/\/webhooks\/\d+\/[^/]+/, "/webhooks/#/#");
+    return `${r.status} ${r.method} ${path.replace(/\d{15,}/g, "#")}`;
+  });
+
+describe("Discord adapter: an /ask answer that outlives the interaction's token", () => {
+  it("goes on in a thread through the channel's endpoints: the same message edited, the rest posted, nothing twice", async () => {
+    let rec: StoredInteraction | undefined;
+    const x = await harness(async (inbound) => {
+      const sink = inbound.reply.stream();
+      sink.write(FIRST);
+      await shown(x, () => rec, FIRST);
+      tokenEnds(x, rec);
+      sink.write(REST);
+      await sink.finish();
+    });
+    const t = await thread(x);
+    rec = x.emulator.slash("ask", { question: "a long job?" }, t, x.emulator.state.alice.id);
+    await waitFor(() => x.runner.done.length === 1, { timeoutMs: 20_000 });
+    const messages = x.emulator.botMessages(t);
+    expect(messages[0]?.id).toBe(rec.originalId);
+    expect(messages.length).toBe(2);
+    expect(joinParts(messages.map((m) => m.content))).toBe(FIRST + REST);
+    expect(rec.followupIds).toEqual([]);
+    // Discord refused the token once; every later write went through the thread.
+    const refusals = x.emulator.requests.filter((r) => r.status === 401);
+    expect(refusals).toHaveLength(1);
+    const after = x.emulator.requests.filter((r) => r.at > refusals[0]!.at && r.method !== "GET");
+    expect(after.every((r) => r.path.includes(`/channels/${t}/`))).toBe(true);
+  });
+
+  it("posts the answer in the DM when the token ended before any of it was shown, once", async () => {
+    let rec: StoredInteraction | undefined;
+    const x = await harness(async (inbound) => {
+      tokenEnds(x, rec);
+      const sink = inbound.reply.stream();
+      sink.write("Only now, after a long tool run.");
+      await sink.finish();
+    });
+    const s = x.emulator.state;
+    const dm = s.dmChannel(s.bob.id);
+    rec = x.emulator.slash("ask", { question: "slow tools?" }, dm.id, s.bob.id);
+    await waitFor(() => x.runner.done.length === 1, { timeoutMs: 20_000 });
+    const texts = x.emulator.botMessages(dm.id).map((m) => [m.id === rec?.originalId, m.content]);
+    // The deferred reply Discord shows as thinking cannot be reached without the token: it stays.
+    expect(texts).toEqual([
+      [true, ""],
+      [false, "Only now, after a long tool run."],
+    ]);
+  });
+
+  it("asks a question and settles it through the channel once the token is over", async () => {
+    let rec: StoredInteraction | undefined;
+    const x = await harness(async (inbound) => {
+      const sink = inbound.reply.stream();
+      sink.write("Before the sign-in. ");
+      await shown(x, () => rec, "Before");
+      tokenEnds(x, rec);
+      const question = await inbound.reply.ask!({
+        ref: "q1",
+        text: "Sign in to go on.",
+        choices: [{ value: "done", label: "Done", style: "primary" }],
+      });
+      await inbound.reply.settle!(question, "Signed in.");
+      sink.write("After the sign-in.");
+      await sink.finish();
+    });
+    const t = await thread(x);
+    rec = x.emulator.slash("ask", { question: "connect?" }, t, x.emulator.state.alice.id);
+    await waitFor(() => x.runner.done.length === 1, { timeoutMs: 20_000 });
+    const texts = x.emulator.botMessages(t).map((m) => m.content);
+    expect(texts).toEqual(["Before the sign-in. After the sign-in.", "Signed in."]);
+    expect(rec.followupIds).toEqual([]);
+  });
+
+  it("moves to the channel shortly before the token's end, so Discord refuses nothing", async () => {
+    let rec: StoredInteraction | undefined;
+    let from = 0;
+    const real = Date.now.bind(Date);
+    const x = await harness(async (inbound) => {
+      const sink = inbound.reply.stream();
+      sink.write(FIRST);
+      await shown(x, () => rec, FIRST);
+      // Fourteen minutes and 45 seconds later: the token still works, but not for long.
+      vi.spyOn(Date, "now").mockImplementation(() => real() + 14 * 60_000 + 45_000);
+      from = x.emulator.requests.length;
+      sink.write("Still going.");
+      await sink.finish();
+    });
+    const t = await thread(x);
+    rec = x.emulator.slash("ask", { question: "how long?" }, t, x.emulator.state.alice.id);
+    await waitFor(() => x.runner.done.length === 1, { timeoutMs: 20_000 });
+    expect(x.emulator.botMessages(t).map((m) => m.content)).toEqual([`${FIRST}Still going.`]);
+    const since = requestsSince(x, from);
+    expect(since).toContain(`200 PATCH /api/channels/#/messages/#`);
+    expect(since.filter((r) => r.includes("/webhooks/"))).toEqual([]);
+    expect(x.emulator.requests.filter((r) => r.status === 401)).toEqual([]);
+  });
+
+  it("says a late notice of an /ask answered in the thread it opened in that thread", async () => {
+    let rec: StoredInteraction | undefined;
+    const x = await harness(async (inbound) => {
+      await answer("The answer.")(inbound);
+      tokenEnds(x, rec);
+      await inbound.reply.notice("Something went wrong after the answer.");
+    });
+    const s = x.emulator.state;
+    rec = x.emulator.slash("ask", { question: "and then?" }, s.general, s.alice.id);
+    await waitFor(() => x.runner.done.length === 1, { timeoutMs: 20_000 });
+    expect(x.emulator.botMessages(rec.originalId!).map((m) => m.content)).toEqual([
+      "The answer.",
+      "Something went wrong after the answer.",
+    ]);
+  });
+});
