@@ -199,6 +199,19 @@ describe("compress", () => {
     expect(sent).not.toContain("Question 9:");
   });
 
+  it("keeps a summary that mentions <think> whole, and leaves out reasoning the template opened", async () => {
+    const summary = "- Ana asked how to hide DeepSeek's <think> output; the answer: strip it before showing.";
+    emu.enqueue({ text: summary });
+    const session = await saved(conversation(12));
+    await compress(session, deps(), { force: true });
+    expect(session.summary).toBe(summary);
+
+    emu.enqueue({ text: `The user wants a summary. Let me list the files.</think>\n\n${summary}` });
+    const other = await saved(conversation(12));
+    await compress(other, { ...deps(), model: "qwq-32b" }, { force: true });
+    expect(other.summary).toBe(summary);
+  });
+
   it("folds the previous summary into the next one and appends to the archive", async () => {
     const messages = conversation(16);
     const session = await saved([...messages]);

@@ -10,6 +10,7 @@ import type { Lease } from "../store/state.js";
 import { countTokens, messagesTokens, messagesTokensAtMost, tokensAtMost } from "./context.js";
 import { type ModelLimits, modelLimits } from "./model-limits.js";
 import type { Provider } from "./providers/provider.js";
+import { withoutThinking } from "./providers/think.js";
 import { headAndTail } from "./trim.js";
 
 export interface CompressDeps {
@@ -200,7 +201,7 @@ async function summarise(
   if (stop === "length") {
     log.warn({ model: deps.model }, "summary hit the output limit; keeping what was written");
   }
-  return text.replace(/<think>[\s\S]*?(?:<\/think>|$)/g, "").trim();
+  return withoutThinking(text, deps.model).trim();
 }
 
 /** A fold worked out on a snapshot of a session: the summary of its first `count` messages. */

@@ -1,7 +1,7 @@
 import type { AgentEvent } from "../core/events.js";
 import { addUsage, type ToolCall, type Usage, zeroUsage } from "../core/messages.js";
 import type { ModelRequest, Provider, StopReason } from "./providers/provider.js";
-import { ThinkFilter } from "./think.js";
+import { ThinkFilter, thinkHoldFor } from "./providers/think.js";
 
 /** What one model request of the tool loop gave: its visible text, its calls, its usage and why it stopped. */
 export interface StepResponse {
@@ -28,7 +28,7 @@ export async function* streamStep(
   req: ModelRequest,
   separator: string,
 ): AsyncGenerator<AgentEvent, StepResponse> {
-  const think = new ThinkFilter();
+  const think = new ThinkFilter(thinkHoldFor(req.model));
   const calls: ToolCall[] = [];
   let text = "";
   let usage = zeroUsage();

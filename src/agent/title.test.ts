@@ -78,6 +78,17 @@ describe("makeTitle", () => {
     expect(req?.system).toMatch(/at most 6 words/);
   });
 
+  it("leaves out the reasoning of a model whose template opened <think>, and keeps a title that names the tag", async () => {
+    emu.enqueue({
+      text: "The user asks how to sort a list. A short title.</think>\n\nSorting Lists in Python",
+    });
+    expect(await makeTitle(exchange, { provider: openai, model: "qwq-32b" })).toBe("Sorting Lists in Python");
+    emu.enqueue({ text: "Hiding DeepSeek's <think> output" });
+    expect(await makeTitle(exchange, { provider: openai, model: "gpt-4o-mini" })).toBe(
+      "Hiding DeepSeek's <think> output",
+    );
+  });
+
   it("works over the Anthropic protocol too", async () => {
     emu.enqueue({ text: "Python sorting basics" });
     const title = await makeTitle(exchange, { provider: anthropic, model: "claude-haiku-4-5" });

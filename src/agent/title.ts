@@ -1,6 +1,7 @@
 import { log } from "../log.js";
 import { withTimeout } from "../signals.js";
 import type { Provider } from "./providers/provider.js";
+import { withoutThinking } from "./providers/think.js";
 
 /** The first exchange is enough to name a thread; more only costs tokens. */
 export const TITLE_INPUT_CHARS = 1_000;
@@ -28,11 +29,13 @@ function stripMarkdown(text: string): string {
     .replace(/\*+/g, "");
 }
 
-/** One short line: no quotes, no Markdown, no trailing punctuation, at most 100 characters. */
-export function cleanTitle(raw: string): string {
-  const withoutThinking = raw.replace(/<think>[\s\S]*?(?:<\/think>|$)/g, "");
+/**
+ * One short line: no quotes, no Markdown, no trailing punctuation, at most 100 characters;
+ * without the reasoning `model` may have written first.
+ */
+export function cleanTitle(raw: string, model = ""): string {
   const line =
-    withoutThinking
+    withoutThinking(raw, model)
       .split(/\r?\n/)
       .map((l) => l.trim())
       .find((l) => l.length > 0) ?? "";
@@ -102,7 +105,7 @@ export async function makeTitle(
     for await (const event of stream) {
       if (event.type === "text") raw += event.delta;
     }
-    const title = cleanTitle(firstWords(cleanTitle(raw), TITLE_MAX_WORDS));
+    const title = cleanTitle(firstWords(cleanTitle(raw, deps.model), TITLE_MAX_WORDS));
     if (title) return title;
     log.warn({ model: deps.model }, "title model returned no title; using the first words of the message");
   } catch (err) {

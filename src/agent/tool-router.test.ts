@@ -17,6 +17,8 @@ describe("the tool router's answer", () => {
     expect(parseRoute("github", servers)).toEqual(new Set(["github"]));
     expect(parseRoute("Git, web-search.", servers)).toEqual(new Set(["git", "web-search"]));
     expect(parseRoute("<think>maybe git?</think>github", servers)).toEqual(new Set(["github"]));
+    // A model whose template opened the tag writes only its end.
+    expect(parseRoute("maybe git?</think>github", servers, "qwq-32b")).toEqual(new Set(["github"]));
   });
 
   it("NONE is no server; an answer naming nothing known is no answer", () => {

@@ -2,6 +2,7 @@ import { log } from "../log.js";
 import type { ToolEntry } from "../mcp/types.js";
 import { withTimeout } from "../signals.js";
 import type { Provider } from "./providers/provider.js";
+import { withoutThinking } from "./providers/think.js";
 
 /** The router is a convenience: a slow one is skipped and everything is offered. */
 const ROUTER_TIMEOUT_MS = 10_000;
@@ -41,8 +42,8 @@ export function routerPrompt(
 }
 
 /** The servers named in the router's answer; an empty set for NONE; undefined when it named nothing it could mean. */
-export function parseRoute(raw: string, servers: readonly string[]): Set<string> | undefined {
-  const text = raw.replace(/<think>[\s\S]*?(?:<\/think>|$)/g, "").toLowerCase();
+export function parseRoute(raw: string, servers: readonly string[], model = ""): Set<string> | undefined {
+  const text = withoutThinking(raw, model).toLowerCase();
   const named = servers.filter((name) => {
     const escaped = name.toLowerCase().replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
     return new RegExp(`(^|[^a-z0-9_-])${escaped}($|[^a-z0-9_-])`).test(text);
@@ -80,7 +81,7 @@ export async function routeTools(
       signal,
     );
     for await (const event of stream) if (event.type === "text") raw += event.delta;
-    const route = parseRoute(raw, [...byServer.keys()]);
+    const route = parseRoute(raw, [...byServer.keys()], deps.model);
     if (!route)
       log.warn({ model: deps.model }, "the tool router named no known server; every tool is offered");
     return route;
