@@ -2,17 +2,25 @@ import { describe, expect, it } from "vitest";
 import { ScriptedProvider } from "../../test/support/scripted.js";
 import type { AgentEvent } from "../core/events.js";
 import type { ModelEvent } from "./providers/provider.js";
+import { withTextToolProtocol } from "./providers/text-tools.js";
 import { type StepResponse, streamStep } from "./step-stream.js";
 
 /** One step of `model` over `script`: what it showed (events) and what it returned (kept in the session). */
 async function step(
   model: string,
   script: ModelEvent[],
+  textTools = false,
 ): Promise<{ events: AgentEvent[]; response: StepResponse }> {
-  const provider = new ScriptedProvider([script]);
+  const scripted = new ScriptedProvider([script]);
+  const provider = textTools ? withTextToolProtocol(scripted) : scripted;
   const gen = streamStep(
     { provider, signal: new AbortController().signal },
-    { model, system: "sys", messages: [{ role: "user", content: "hi" }], tools: [] },
+    {
+      model,
+      system: "sys",
+      messages: [{ role: "user", content: "hi" }],
+      tools: [{ name: "jira__create_issue", description: "File an issue.", inputSchema: { type: "object" } }],
+    },
     "",
   );
   const events: AgentEvent[] = [];
@@ -48,5 +56,17 @@ describe("one step's visible text", () => {
     expect(shown(events)).toBe("\n\nHello! How can I help?");
     expect(response.text).toBe("\n\nHello! How can I help?");
     expect(events[0]).toEqual({ type: "status", text: "Thinking…" });
+  });
+
+  it("makes one call of a text-protocol model that drafted it in its reasoning first, and shows no reasoning", async () => {
+    const call =
+      '<tool_call>{"name": "jira__create_issue", "arguments": {"title": "Login broken"}}</tool_call>';
+    const { events, response } = await step(
+      "r1-local",
+      text(`<think>The user wants a ticket. I should respond with ${call} and then wait.</think>\n`, call),
+      true,
+    );
+    expect(response.calls.map((c) => c.arguments)).toEqual([{ title: "Login broken" }]);
+    expect(shown(events)).toBe("\n");
   });
 });

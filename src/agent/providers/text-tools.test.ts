@@ -207,4 +207,53 @@ describe("a model without native tools, through the OpenAI provider", () => {
       { role: "user", content: "read hosts" },
     ]);
   });
+  /** The events of one text-protocol stream of `model` whose answer the emulator writes as `text`. */
+  async function textProtocolEvents(model: string, text: string): Promise<ModelEvent[]> {
+    const inner = new OpenAIProvider({
+      apiKey: "not-needed",
+      baseURL: emulator.openaiBaseUrl,
+      maxRetries: 0,
+      timeoutMs: 10_000,
+    });
+    emulator.enqueue({ text, chunkSize: 5 });
+    const events: ModelEvent[] = [];
+    const stream = withTextToolProtocol(inner).stream(
+      {
+        model,
+        system: "You help.",
+        messages: [{ role: "user", content: "the login is broken, file a ticket" }],
+        tools: [
+          { name: "jira__create_issue", description: "File an issue.", inputSchema: { type: "object" } },
+        ],
+      },
+      new AbortController().signal,
+    );
+    for await (const event of stream) events.push(event);
+    return events;
+  }
+
+  const ticket =
+    '<tool_call>{"name": "jira__create_issue", "arguments": {"title": "Login broken"}}</tool_call>';
+
+  it("runs no call the model drafted in its <think> reasoning, only the one it wrote after", async () => {
+    const reasoning = `<think>The user wants a ticket. I should respond with ${ticket} and then wait.</think>`;
+    const events = await textProtocolEvents("deepseek-chat-local", `${reasoning}\n${ticket}`);
+    expect(callsOf(events)).toEqual([{ name: "jira__create_issue", arguments: { title: "Login broken" } }]);
+    // The reasoning goes on as it was written, for the step to hide.
+    expect(textOf(events)).toBe(`${reasoning}\n`);
+    expect(events.at(-1)).toEqual({ type: "stop", reason: "tool_calls" });
+  });
+
+  it("runs no call drafted in reasoning that the chat template opened, ended by a lone </think>", async () => {
+    const reasoning = `The user wants a ticket. I could write ${ticket}, so I will.</think>`;
+    const events = await textProtocolEvents("qwq-32b", `${reasoning}\n\n${ticket}`);
+    expect(callsOf(events)).toEqual([{ name: "jira__create_issue", arguments: { title: "Login broken" } }]);
+    expect(textOf(events)).toBe(`${reasoning}\n\n`);
+  });
+
+  it("gives a drafted call no answer to become when the reasoning never ends", async () => {
+    const events = await textProtocolEvents("deepseek-chat-local", `<think>Maybe ${ticket} later`);
+    expect(callsOf(events)).toEqual([]);
+    expect(events.at(-1)).toEqual({ type: "stop", reason: "end" });
+  });
 });

@@ -1,5 +1,6 @@
 import type { ChatMessage, ToolCall, UserMessage } from "../../core/messages.js";
 import type { ModelEvent, ModelRequest, Provider, ToolSpec } from "./provider.js";
+import { type ThinkPiece, ThinkSplitter, thinkHoldFor } from "./think.js";
 import { newCallId, parseArguments } from "./wire.js";
 
 /**
@@ -21,7 +22,16 @@ async function* streamWithTextTools(
   req: ModelRequest,
   signal: AbortSignal,
 ): AsyncGenerator<ModelEvent> {
+  // Reasoning is passed on as written (the step hides it) and never parsed: a reasoning
+  // model drafts its calls there before it makes them, and a draft run is a call run twice.
+  const think = new ThinkSplitter(thinkHoldFor(req.model));
   const parser = new ToolCallParser();
+  const parsed = (pieces: ThinkPiece[], end: boolean): ModelEvent[] => [
+    ...pieces.flatMap((p) =>
+      p.reasoning ? [{ type: "text" as const, delta: p.text }] : parser.push(p.text),
+    ),
+    ...(end ? parser.finish() : []),
+  ];
   let calls = 0;
   const { toolChoice: _native, ...rest } = req;
   const textRequest: ModelRequest = {
@@ -35,12 +45,12 @@ async function* streamWithTextTools(
   };
   for await (const event of inner.stream(textRequest, signal)) {
     if (event.type === "text") {
-      for (const out of parser.push(event.delta)) {
+      for (const out of parsed(think.push(event.delta), false)) {
         if (out.type === "tool_call") calls++;
         yield out;
       }
     } else if (event.type === "stop") {
-      for (const out of parser.finish()) {
+      for (const out of parsed(think.flush(), true)) {
         if (out.type === "tool_call") calls++;
         yield out;
       }
