@@ -166,7 +166,11 @@ function accumulate(calls: Map<number, PartialCall>, delta: ChatCompletionChunk.
     calls.set(index, call);
   }
   if (delta.id) call.id = delta.id;
-  if (delta.function?.name) call.name += delta.function.name;
+  // OpenAI sends a name once, in the call's first delta; a server that streams it in pieces
+  // needs them joined, and one that repeats it whole in every delta (NVIDIA NIM, some
+  // proxies, Gemini's compatible API) must not have it doubled ("No tool named toolAtoolA").
+  const name = delta.function?.name;
+  if (name && name !== call.name) call.name += name;
   if (delta.function?.arguments) call.args += delta.function.arguments;
 }
 

@@ -156,11 +156,16 @@ export async function writeOpenAiReply(res: ServerResponse, req: RecordedRequest
   await sse.send(make.delta({ role: "assistant", content: "", refusal: null }));
   await streamText(sse, make, plan.text, plan.chunkSize);
   for (const [index, call] of plan.toolCalls.entries()) {
-    const head = { index, id: call.id, type: "function", function: { name: call.name, arguments: "" } };
+    const names =
+      plan.nameDeltas === "split" ? splitInto(call.name, Math.ceil(call.name.length / 3)) : [call.name];
+    const head = { index, id: call.id, type: "function", function: { name: names[0], arguments: "" } };
     await sse.send(make.delta({ tool_calls: [head] }));
+    for (const name of names.slice(1))
+      await sse.send(make.delta({ tool_calls: [{ index, function: { name } }] }));
+    const name = plan.nameDeltas === "every" ? { name: call.name } : {};
     for (const piece of splitInto(call.argumentsJson, plan.chunkSize)) {
       await sse.pause();
-      await sse.send(make.delta({ tool_calls: [{ index, function: { arguments: piece } }] }));
+      await sse.send(make.delta({ tool_calls: [{ index, function: { ...name, arguments: piece } }] }));
     }
   }
   await sse.send(make.delta({}, finishReason(plan)));

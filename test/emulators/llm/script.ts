@@ -110,6 +110,7 @@ export function planReply(turn: ReplyTurn, req: RecordedRequest, idPrefix: "call
     usage: turn.usage ?? { input: estimateTokens(inputChars(req)), output: estimateTokens(outChars) },
     chunkSize: turn.chunkSize ?? DEFAULT_CHUNK,
     delayMs: turn.delayMs ?? 0,
+    nameDeltas: turn.nameDeltas ?? "first",
     ...(truncated ? { truncated } : {}),
   };
 }

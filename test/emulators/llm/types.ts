@@ -13,7 +13,16 @@ export interface ReplyTurn {
   chunkSize?: number;
   /** Pace of streamed chunks: one every `delayMs`, kept whatever the emulator's own lateness (see Pace). */
   delayMs?: number;
+  /** How an OpenAI stream sends each call's name (default "first"; see `NameDeltas`). */
+  nameDeltas?: NameDeltas;
 }
+
+/**
+ * "first": whole in the call's first delta, as OpenAI does; "split": in pieces over its
+ * first deltas, as a server may that streams the name token by token; "every": whole in
+ * every delta of the call, as NVIDIA NIM, some proxies and Gemini's compatible API do.
+ */
+export type NameDeltas = "first" | "split" | "every";
 
 export interface ErrorTurn {
   error: {
@@ -78,6 +87,7 @@ export interface PlannedReply {
   usage: { input: number; output: number };
   chunkSize: number;
   delayMs: number;
+  nameDeltas: NameDeltas;
   /** Cut at the request's output limit: it finishes with "length" / "max_tokens". */
   truncated?: boolean;
 }
