@@ -169,11 +169,22 @@ export const configSchema = z
       .prefault({}),
     usage: z
       .object({
-        /** US dollars per million tokens, by model id (or the start of one); added to the built-in list. */
+        /**
+         * US dollars per million tokens, by model id (a dated snapshot of it takes its price);
+         * added to the built-in list. `cachedInput`: input read from the prompt cache;
+         * `cacheWrite`: input written to it (Anthropic); without them, such input costs `input`.
+         */
         prices: z
           .record(
             z.string().min(1),
-            z.object({ input: z.number().min(0), output: z.number().min(0) }).strict(),
+            z
+              .object({
+                input: z.number().min(0),
+                output: z.number().min(0),
+                cachedInput: z.number().min(0).optional(),
+                cacheWrite: z.number().min(0).optional(),
+              })
+              .strict(),
           )
           .default({}),
         /** Daily caps (reset at 00:00 UTC) per person and per channel; absent: no cap. */

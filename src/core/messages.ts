@@ -43,15 +43,29 @@ export interface ToolMessage {
 
 export type ChatMessage = UserMessage | AssistantMessage | ToolMessage;
 
+/** Tokens of model calls as the provider counted them. */
 export interface Usage {
+  /** Every prompt token, those of the prompt cache included. */
   inputTokens: number;
   outputTokens: number;
+  /** Of `inputTokens`, those read from the provider's prompt cache, which cost less. */
+  cachedInputTokens?: number;
+  /** Of `inputTokens`, those written to the prompt cache (Anthropic), which cost more. */
+  cacheWriteTokens?: number;
 }
 
 export const zeroUsage = (): Usage => ({ inputTokens: 0, outputTokens: 0 });
 
 export function addUsage(a: Usage, b: Usage): Usage {
-  return { inputTokens: a.inputTokens + b.inputTokens, outputTokens: a.outputTokens + b.outputTokens };
+  const sum: Usage = {
+    inputTokens: a.inputTokens + b.inputTokens,
+    outputTokens: a.outputTokens + b.outputTokens,
+  };
+  const cached = (a.cachedInputTokens ?? 0) + (b.cachedInputTokens ?? 0);
+  const written = (a.cacheWriteTokens ?? 0) + (b.cacheWriteTokens ?? 0);
+  if (cached > 0) sum.cachedInputTokens = cached;
+  if (written > 0) sum.cacheWriteTokens = written;
+  return sum;
 }
 
 /**

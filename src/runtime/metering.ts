@@ -91,6 +91,8 @@ export class Meter {
     spent.calls += 1;
     spent.inputTokens += usage.inputTokens;
     spent.outputTokens += usage.outputTokens;
+    if (usage.cachedInputTokens)
+      spent.cachedInputTokens = (spent.cachedInputTokens ?? 0) + usage.cachedInputTokens;
     if (cost === undefined) spent.unpriced += 1;
     else spent.cost += cost;
     if (!this.ledger) return;
@@ -112,6 +114,8 @@ export class Meter {
         model,
         inputTokens: usage.inputTokens,
         outputTokens: usage.outputTokens,
+        ...(usage.cachedInputTokens ? { cachedInputTokens: usage.cachedInputTokens } : {}),
+        ...(usage.cacheWriteTokens ? { cacheWriteTokens: usage.cacheWriteTokens } : {}),
         ...(cost === undefined ? {} : { cost }),
       });
     } catch (err) {

@@ -10,11 +10,15 @@ const WEEK_DAYS = 7;
 /** The admins' report names the biggest spenders, not everyone. */
 const TOP = 10;
 
-/** "12 model calls, 34,210 tokens (30,000 in, 4,210 out), $0.1180"; "no model calls" when none. */
+/**
+ * "12 model calls, 34,210 tokens (30,000 in, 12,000 of them cached, 4,210 out), $0.1180";
+ * "no model calls" when none.
+ */
 export function totalsText(t: UsageTotals): string {
   if (t.calls === 0) return "no model calls";
   const tokens = tokensText(t.inputTokens + t.outputTokens);
-  const split = `(${t.inputTokens.toLocaleString("en-US")} in, ${t.outputTokens.toLocaleString("en-US")} out)`;
+  const cached = t.cachedInputTokens ? `, ${t.cachedInputTokens.toLocaleString("en-US")} of them cached` : "";
+  const split = `(${t.inputTokens.toLocaleString("en-US")} in${cached}, ${t.outputTokens.toLocaleString("en-US")} out)`;
   const cost = t.calls === t.unpriced ? "no price known" : dollarsText(t.cost);
   const unpriced = t.unpriced > 0 && t.unpriced < t.calls ? `, ${t.unpriced} without a price` : "";
   return `${t.calls} model call${t.calls === 1 ? "" : "s"}, ${tokens} ${split}, ${cost}${unpriced}`;

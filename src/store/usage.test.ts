@@ -50,6 +50,23 @@ describeEachStore("UsageLedger on %s", (kind) => {
     expect((await a.totals({ thread: "slack:T1:C1:1.000100" })).inputTokens).toBe(1_400);
   });
 
+  it("totals the cached part of the input apart, within the input", async () => {
+    stores = testStores(kind);
+    const ledger = new UsageLedger(await stores.open());
+    const at = Date.UTC(2026, 10, 25, 12);
+    await ledger.record({ ...call("U1", "C1", 1_000, 0.1), cachedInputTokens: 800 }, at);
+    await ledger.record(call("U1", "C1", 100, 0.2), at);
+    await ledger.record({ ...call("U1", "C1", 500), cachedInputTokens: 50, cacheWriteTokens: 200 }, at);
+    expect(await ledger.totals({ user: "U1", platform: "slack" }, dayOf(at))).toEqual({
+      calls: 3,
+      inputTokens: 1_600,
+      outputTokens: 30,
+      cachedInputTokens: 850,
+      cost: expect.closeTo(0.3, 12),
+      unpriced: 1,
+    });
+  });
+
   it("leaves out an entry it cannot read instead of failing the total", async () => {
     stores = testStores(kind);
     const store = await stores.open();

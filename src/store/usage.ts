@@ -17,8 +17,13 @@ export interface UsageEntry extends Payer {
   id: string;
   at: number;
   model: string;
+  /** Every prompt token, the cached ones included. */
   inputTokens: number;
   outputTokens: number;
+  /** Of `inputTokens`, those read from the prompt cache. */
+  cachedInputTokens?: number;
+  /** Of `inputTokens`, those written to the prompt cache. */
+  cacheWriteTokens?: number;
   cost?: number;
 }
 
@@ -26,6 +31,8 @@ export interface UsageTotals {
   calls: number;
   inputTokens: number;
   outputTokens: number;
+  /** Of `inputTokens`, those read from the prompt cache (billed at its lower price); absent when none. */
+  cachedInputTokens?: number;
   /** US dollars of the calls whose model has a price. */
   cost: number;
   /** Calls whose model has no price: their tokens are counted, their cost is not. */
@@ -101,6 +108,9 @@ export function sum(entries: readonly UsageEntry[]): UsageTotals {
       calls: t.calls + 1,
       inputTokens: t.inputTokens + e.inputTokens,
       outputTokens: t.outputTokens + e.outputTokens,
+      ...(t.cachedInputTokens || e.cachedInputTokens
+        ? { cachedInputTokens: (t.cachedInputTokens ?? 0) + (e.cachedInputTokens ?? 0) }
+        : {}),
       cost: t.cost + (e.cost ?? 0),
       unpriced: t.unpriced + (e.cost === undefined ? 1 : 0),
     }),

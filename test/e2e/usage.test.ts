@@ -15,17 +15,17 @@ import { type RunningApp, startWithEverything } from "../support/app-env.js";
 import { isTitleRequest, lastUserText } from "../support/llm-text.js";
 
 /** gpt-4o-mini's list price (USD per million tokens), as the app's price table has it. */
-const PRICE = { input: 0.15, output: 0.6 };
+const PRICE = { input: 0.15, output: 0.6, cachedInput: 0.075 };
 const CAP = 4_000;
 
 let llm: LlmEmulator;
 let discord: DiscordEmulator;
 let running: RunningApp | undefined;
 
-/** Every response reports its own token counts, different each time. */
+/** Every response reports its own token counts, different each time; from the second on, part of the prompt was cached. */
 function responder(req: RecordedRequest): ScriptedTurn {
   const n = llm.requests.length;
-  const usage = { input: 1_000 + 7 * n, output: 200 + 3 * n };
+  const usage = { input: 1_000 + 7 * n, output: 200 + 3 * n, ...(n > 1 ? { cached: 256 * n } : {}) };
   if (isTitleRequest(req)) return { text: "Costs", usage };
   return { text: `You said: ${lastUserText(req).replace(/^\[[^\]]*\]\s*/, "")}`, usage };
 }
@@ -76,11 +76,22 @@ describe("usage, cost and budgets", () => {
     expect(reported).toHaveLength(4);
     const input = reported.reduce((a, r) => a + r.input, 0);
     const output = reported.reduce((a, r) => a + r.output, 0);
-    const cost = reported.reduce((a, r) => a + (r.input * PRICE.input + r.output * PRICE.output) / 1e6, 0);
+    const cached = reported.reduce((a, r) => a + (r.cached ?? 0), 0);
+    expect(cached).toBeGreaterThan(0);
+    const cost = reported.reduce((a, r) => {
+      const fresh = r.input - (r.cached ?? 0);
+      return a + (fresh * PRICE.input + (r.cached ?? 0) * PRICE.cachedInput + r.output * PRICE.output) / 1e6;
+    }, 0);
 
     const ledger = new UsageLedger(running!.app.store);
     const mine = await ledger.totals({ user: s.alice.id, platform: "discord" });
-    expect(mine).toMatchObject({ calls: 4, inputTokens: input, outputTokens: output, unpriced: 0 });
+    expect(mine).toMatchObject({
+      calls: 4,
+      inputTokens: input,
+      outputTokens: output,
+      cachedInputTokens: cached,
+      unpriced: 0,
+    });
     expect(mine.cost).toBeCloseTo(cost, 12);
     expect(
       await ledger.totals({ thread: encodeThread({ platform: "discord", guild: s.guildId, channel: m.id }) }),
@@ -121,7 +132,7 @@ describe("usage, cost and budgets", () => {
     // Each person sees their own; everyone's is for admins.
     const own = await slash("usage", {}, m.id, s.alice.id);
     expect(own).toContain(
-      `Your usage today (UTC): 4 model calls, ${(input + output).toLocaleString("en-US")} tokens (${input.toLocaleString("en-US")} in, ${output.toLocaleString("en-US")} out)`,
+      `Your usage today (UTC): 4 model calls, ${(input + output).toLocaleString("en-US")} tokens (${input.toLocaleString("en-US")} in, ${cached.toLocaleString("en-US")} of them cached, ${output.toLocaleString("en-US")} out)`,
     );
     expect(own).toContain("Your daily budget: 4,000 tokens, 0 tokens left");
     expect(await slash("usage", { scope: "all" }, m.id, s.alice.id)).toMatch(

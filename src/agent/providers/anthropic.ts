@@ -143,9 +143,12 @@ class AnswerReader {
       case "message_start": {
         const u = event.message.usage;
         // Cached prompt tokens are billed and counted apart from `input_tokens`.
-        this.usage.inputTokens =
-          u.input_tokens + (u.cache_creation_input_tokens ?? 0) + (u.cache_read_input_tokens ?? 0);
+        const read = u.cache_read_input_tokens ?? 0;
+        const written = u.cache_creation_input_tokens ?? 0;
+        this.usage.inputTokens = u.input_tokens + written + read;
         this.usage.outputTokens = u.output_tokens;
+        if (read > 0) this.usage.cachedInputTokens = read;
+        if (written > 0) this.usage.cacheWriteTokens = written;
         return;
       }
       case "content_block_start": {

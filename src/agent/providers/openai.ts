@@ -6,7 +6,7 @@ import type {
   ChatCompletionMessageParam,
   ChatCompletionTool,
 } from "openai/resources/chat/completions";
-import type { ChatMessage, ToolCall, UserMessage } from "../../core/messages.js";
+import type { ChatMessage, ToolCall, Usage, UserMessage } from "../../core/messages.js";
 import { log } from "../../log.js";
 import type { EventSink } from "./coalesce.js";
 import { abortedError, isTransientStreamError, toProviderError } from "./errors.js";
@@ -110,12 +110,7 @@ export class OpenAIProvider implements Provider {
     let usage: ModelEvent | undefined;
     let done = false;
     const onChunk = (chunk: ChatCompletionChunk): boolean => {
-      if (chunk.usage) {
-        usage = {
-          type: "usage",
-          usage: { inputTokens: chunk.usage.prompt_tokens, outputTokens: chunk.usage.completion_tokens },
-        };
-      }
+      if (chunk.usage) usage = { type: "usage", usage: usageOf(chunk.usage) };
       const choice = chunk.choices?.[0];
       if (!choice) return true;
       const text = choice.delta?.content;
@@ -172,6 +167,14 @@ function accumulate(calls: Map<number, PartialCall>, delta: ChatCompletionChunk.
   const name = delta.function?.name;
   if (name && name !== call.name) call.name += name;
   if (delta.function?.arguments) call.args += delta.function.arguments;
+}
+
+/** `prompt_tokens` counts the cached ones too; they are billed at the cached-input price. */
+function usageOf(u: NonNullable<ChatCompletionChunk["usage"]>): Usage {
+  const usage: Usage = { inputTokens: u.prompt_tokens, outputTokens: u.completion_tokens };
+  const cached = u.prompt_tokens_details?.cached_tokens ?? 0;
+  if (cached > 0) usage.cachedInputTokens = cached;
+  return usage;
 }
 
 function finishCall(call: PartialCall): ToolCall {

@@ -97,6 +97,16 @@ function inputOf(argumentsJson: string): unknown {
   }
 }
 
+/** The prompt's tokens as the Messages API splits them: `input_tokens` are only those not cached. */
+function inputUsage(plan: PlannedReply) {
+  const { input, cached = 0, cacheWrite = 0 } = plan.usage;
+  return {
+    input_tokens: input - cached - cacheWrite,
+    cache_creation_input_tokens: cacheWrite,
+    cache_read_input_tokens: cached,
+  };
+}
+
 function messageBody(req: RecordedRequest, plan: PlannedReply) {
   const content: unknown[] = [];
   if (plan.text) content.push({ type: "text", text: plan.text });
@@ -111,7 +121,7 @@ function messageBody(req: RecordedRequest, plan: PlannedReply) {
     content,
     stop_reason: stopReason(plan),
     stop_sequence: null,
-    usage: { input_tokens: plan.usage.input, output_tokens: plan.usage.output },
+    usage: { ...inputUsage(plan), output_tokens: plan.usage.output },
   };
 }
 
@@ -121,7 +131,7 @@ async function startMessage(sse: SseWriter, req: RecordedRequest, plan: PlannedR
     ...messageBody(req, plan),
     content: [],
     stop_reason: null,
-    usage: { input_tokens: plan.usage.input, output_tokens: 1 },
+    usage: { ...inputUsage(plan), output_tokens: 1 },
   };
   await sse.send({ type: "message_start", message }, "message_start");
   await sse.send({ type: "ping" }, "ping");

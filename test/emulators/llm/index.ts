@@ -16,4 +16,5 @@ export type {
   Responder,
   ScriptedToolCall,
   ScriptedTurn,
+  TokenCounts,
 } from "./types.js";

@@ -87,8 +87,9 @@ function finishReason(plan: PlannedReply): string {
 }
 
 function usageBody(plan: PlannedReply) {
-  const { input, output } = plan.usage;
-  return { prompt_tokens: input, completion_tokens: output, total_tokens: input + output };
+  const { input, output, cached } = plan.usage;
+  const details = cached === undefined ? {} : { prompt_tokens_details: { cached_tokens: cached } };
+  return { prompt_tokens: input, completion_tokens: output, total_tokens: input + output, ...details };
 }
 
 function completionBody(req: RecordedRequest, plan: PlannedReply) {

@@ -8,7 +8,7 @@ export interface ScriptedToolCall {
 export interface ReplyTurn {
   text?: string;
   toolCalls?: ScriptedToolCall[];
-  usage?: { input: number; output: number };
+  usage?: TokenCounts;
   /** Characters per text (and tool-argument) delta; default 8. */
   chunkSize?: number;
   /** Pace of streamed chunks: one every `delayMs`, kept whatever the emulator's own lateness (see Pace). */
@@ -23,6 +23,19 @@ export interface ReplyTurn {
  * every delta of the call, as NVIDIA NIM, some proxies and Gemini's compatible API do.
  */
 export type NameDeltas = "first" | "split" | "every";
+
+/**
+ * Tokens a response reports. `input` is every prompt token; `cached` (read from the prompt
+ * cache) and `cacheWrite` (written to it, Anthropic only) are parts of it, sent as each API
+ * does: OpenAI's `prompt_tokens` includes `prompt_tokens_details.cached_tokens`, Anthropic's
+ * `input_tokens` leaves out `cache_read_input_tokens` and `cache_creation_input_tokens`.
+ */
+export interface TokenCounts {
+  input: number;
+  output: number;
+  cached?: number;
+  cacheWrite?: number;
+}
 
 export interface ErrorTurn {
   error: {
@@ -67,7 +80,7 @@ export interface RecordedRequest {
   receivedAt?: number;
   endedAt?: number;
   /** The token counts the response reports (a complete answer; not errors or cut streams). */
-  reported?: { input: number; output: number };
+  reported?: TokenCounts;
 }
 
 export type Responder = (req: RecordedRequest) => ScriptedTurn | Promise<ScriptedTurn>;
@@ -84,7 +97,7 @@ export function isCutTurn(turn: ScriptedTurn): turn is CutTurn {
 export interface PlannedReply {
   text: string;
   toolCalls: Array<{ id: string; name: string; argumentsJson: string }>;
-  usage: { input: number; output: number };
+  usage: TokenCounts;
   chunkSize: number;
   delayMs: number;
   nameDeltas: NameDeltas;
