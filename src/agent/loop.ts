@@ -17,7 +17,7 @@ import type { ModelRequest, Provider, ToolSpec } from "./providers/provider.js";
 import { AsyncQueue } from "./queue.js";
 import { fitStep } from "./step-budget.js";
 import { CUT_OFF_NOTE, NOTHING_WITHIN_LIMIT_NOTE, type StepResponse, streamStep } from "./step-stream.js";
-import { errorResult, startingStep } from "./steps.js";
+import { cutOffRefusal, errorResult, startingStep, withoutUnfinished } from "./steps.js";
 
 export interface LoopOptions {
   provider: Provider;
@@ -72,7 +72,7 @@ export interface LoopInput {
   tools: ToolEntry[] | (() => ToolEntry[]);
 }
 
-export type StopCause = "answer" | "step_limit" | "repeat" | "waiting";
+export type StopCause = "answer" | "step_limit" | "repeat" | "cut_off" | "waiting";
 
 export interface LoopResult {
   /** Messages this turn added: assistant steps and tool results, in order. */
@@ -101,6 +101,8 @@ const FINAL_NOTES: Record<ForcedCause, string> = {
     "You have used every tool step allowed for this message. Do not call any more tools: answer now with what you have, and say briefly what is still missing.",
   repeat:
     "You repeated the same tool call with the same arguments. Do not call it again: answer now with the results you have.",
+  cut_off:
+    "Your tool calls were cut off at the output limit again and again, so none of them ran. Do not call any more tools: answer now with what you have, and say that the content was too long to pass to a tool.",
 };
 
 export function toolSpecs(tools: ToolEntry[]): ToolSpec[] {
@@ -121,6 +123,8 @@ export async function* runToolLoop(
   let visible = "";
   let toolCalls = 0;
   let forced: ForcedCause | undefined;
+  // Steps whose call the output limit cut: each costs a whole answer's worth of output.
+  let cutSteps = 0;
 
   const append = (m: ChatMessage) => {
     convo.push(m);
@@ -181,6 +185,9 @@ export async function* runToolLoop(
     }
     toolCalls += response.calls.length;
     if (outcome.kind === "force_final") forced = outcome.cause;
+    // As many as a repeated call is allowed: told to split its content, a model that still
+    // cannot is not helped by more tries.
+    else if (response.cutOff.length > 0 && ++cutSteps >= opts.repeatLimit) forced = "cut_off";
     await opts.onStep?.(added.slice(checkpointed));
     checkpointed = added.length;
   }
@@ -199,14 +206,14 @@ async function* decide(
     append({ role: "assistant", content: response.text });
     return { kind: "final" };
   }
-  const assistant: AssistantMessage = {
-    role: "assistant",
-    content: response.text,
-    toolCalls: response.calls,
-  };
+  const cutOff = new Set(response.cutOff);
+  const calls = response.calls.map((c) => (cutOff.has(c.id) ? withoutUnfinished(c) : c));
+  const assistant: AssistantMessage = { role: "assistant", content: response.text, toolCalls: calls };
 
   let repeated = false;
-  const planned = response.calls.map((call): PlannedCall => {
+  const planned = calls.map((call): PlannedCall => {
+    // Never run, whatever its arguments parse to; not counted as a repeat either.
+    if (cutOff.has(call.id)) return { call, refusal: cutOffRefusal(call, opts.maxOutputTokens) };
     const count = (seen.get(callSignature(call)) ?? 0) + 1;
     seen.set(callSignature(call), count);
     if (count >= opts.repeatLimit) {

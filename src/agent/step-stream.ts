@@ -7,6 +7,8 @@ import { ThinkFilter, thinkHoldFor } from "./providers/think.js";
 export interface StepResponse {
   text: string;
   calls: ToolCall[];
+  /** Ids of the calls the output limit cut (see the `tool_call` event): never to be run. */
+  cutOff: string[];
   usage: Usage;
   stop?: StopReason;
 }
@@ -30,6 +32,7 @@ export async function* streamStep(
 ): AsyncGenerator<AgentEvent, StepResponse> {
   const think = new ThinkFilter(thinkHoldFor(req.model));
   const calls: ToolCall[] = [];
+  const cutOff: string[] = [];
   let text = "";
   let usage = zeroUsage();
   let stop: StopReason | undefined;
@@ -51,6 +54,7 @@ export async function* streamStep(
       if (out) yield out;
     } else if (event.type === "tool_call") {
       calls.push(event.call);
+      if (event.cutOff) cutOff.push(event.call.id);
     } else if (event.type === "usage") {
       usage = addUsage(usage, event.usage);
     } else if (event.type === "stop") {
@@ -59,5 +63,5 @@ export async function* streamStep(
   }
   const rest = shown(think.flush());
   if (rest) yield rest;
-  return { text, calls, usage, ...(stop ? { stop } : {}) };
+  return { text, calls, cutOff, usage, ...(stop ? { stop } : {}) };
 }

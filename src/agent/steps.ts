@@ -6,6 +6,25 @@ export function errorResult(call: ToolCall, text: string): ToolMessage {
 }
 
 /**
+ * The result of a call the output limit cut. It says why and what to do instead: told only
+ * that its arguments were not valid JSON, a model writes the same long call again and is
+ * cut at the same place.
+ */
+export function cutOffRefusal(call: ToolCall, maxOutputTokens: number | undefined): string {
+  const limit = maxOutputTokens ? ` (about ${maxOutputTokens.toLocaleString("en-US")} tokens)` : "";
+  return `This call of ${call.name} was cut off: your answer reached the most you may write in one answer${limit} before its arguments were complete, so it was not run. Split the content into smaller calls, each well within that limit, and make them again.`;
+}
+
+/**
+ * A call without the unfinished text of its arguments: what the model wrote before the
+ * limit is not valid JSON to send back, and may be as long as the whole output limit.
+ */
+export function withoutUnfinished(call: ToolCall): ToolCall {
+  const { invalidArguments: _, ...rest } = call;
+  return rest;
+}
+
+/**
  * A waiting step that will never be decided (the person wrote again first): its message
  * and a result for each call, none of them run, so the session stays a valid conversation.
  */

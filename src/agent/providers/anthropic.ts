@@ -17,7 +17,7 @@ import { modelFetch } from "./model-fetch.js";
 import type { ModelEvent, ModelRequest, Provider, StopReason, ToolSpec } from "./provider.js";
 import { StreamInterrupted, streamWithRetry } from "./retry.js";
 import { readSse } from "./sse.js";
-import { parseArguments, withAuthor } from "./wire.js";
+import { parseArguments, stopWithCalls, unfinished, withAuthor } from "./wire.js";
 
 export interface AnthropicProviderOptions {
   apiKey: string;
@@ -122,21 +122,42 @@ export class AnthropicProvider implements Provider {
     }
     if (signal.aborted) throw abortedError(signal.reason);
     if (!answer.stopped) throw new StreamInterrupted("the stream ended without message_stop");
+    const reason = answer.emitCalls();
     sink.emit({ type: "usage", usage: answer.usage });
-    sink.emit({ type: "stop", reason: answer.calls > 0 ? "tool_calls" : stopReason(answer.stop) });
+    sink.emit({ type: "stop", reason });
   }
 }
 
-/** A Messages stream's events read into text and tool calls (handed on) and its usage and stop. */
+/**
+ * A Messages stream's events read into text (handed on as it comes), tool calls (handed on
+ * once the stop reason says whether the last one was cut off) and its usage and stop.
+ */
 class AnswerReader {
   /** Thinking and server-tool blocks are skipped; only tool_use input is assembled. */
   private readonly toolBlocks = new Map<number, ToolUseBlock>();
+  private readonly calls: ToolUseBlock[] = [];
+  /** Whether the newest content block is a tool_use: only that one can be cut by the limit. */
+  private lastIsTool = false;
   readonly usage: Usage = { inputTokens: 0, outputTokens: 0 };
   stop: AnthropicStopReason | null = null;
   stopped = false;
-  calls = 0;
 
   constructor(private readonly sink: EventSink) {}
+
+  /** Hands on the calls, the one the output limit cut marked so; returns the answer's stop reason. */
+  emitCalls(): StopReason {
+    // A block the stream never closed is still a call the model began: handed on, not lost.
+    for (const open of this.toolBlocks.values()) this.calls.push(open);
+    this.toolBlocks.clear();
+    const reason = stopWithCalls(stopReason(this.stop), this.calls.length);
+    const last = this.lastIsTool ? this.calls.at(-1) : undefined;
+    for (const block of this.calls) {
+      const call = { id: block.id, name: block.name, ...parseArguments(block.json) };
+      const cutOff = reason === "length" && block === last && unfinished(block.json);
+      this.sink.emit({ type: "tool_call", call, ...(cutOff ? { cutOff: true as const } : {}) });
+    }
+    return reason;
+  }
 
   read(event: RawMessageStreamEvent): void {
     switch (event.type) {
@@ -153,6 +174,7 @@ class AnswerReader {
       }
       case "content_block_start": {
         const b = event.content_block;
+        this.lastIsTool = b.type === "tool_use";
         if (b.type === "tool_use") this.toolBlocks.set(event.index, { id: b.id, name: b.name, json: "" });
         else if (b.type === "text" && b.text) this.sink.emit({ type: "text", delta: b.text });
         return;
@@ -170,11 +192,7 @@ class AnswerReader {
         const open = this.toolBlocks.get(event.index);
         if (!open) return;
         this.toolBlocks.delete(event.index);
-        this.calls++;
-        this.sink.emit({
-          type: "tool_call",
-          call: { id: open.id, name: open.name, ...parseArguments(open.json) },
-        });
+        this.calls.push(open);
         return;
       }
       case "message_delta": {

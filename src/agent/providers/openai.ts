@@ -14,7 +14,7 @@ import { modelFetch } from "./model-fetch.js";
 import type { ModelEvent, ModelRequest, Provider, StopReason, ToolSpec } from "./provider.js";
 import { StreamInterrupted, streamWithRetry } from "./retry.js";
 import { readSse } from "./sse.js";
-import { newCallId, parseArguments, withAuthor } from "./wire.js";
+import { newCallId, parseArguments, stopWithCalls, unfinished, withAuthor } from "./wire.js";
 
 export interface OpenAIProviderOptions {
   apiKey: string;
@@ -142,9 +142,15 @@ export class OpenAIProvider implements Provider {
     }
     if (signal.aborted) throw abortedError(signal.reason);
     if (finish === null) throw new StreamInterrupted("the stream ended without a finish_reason");
-    for (const call of calls.values()) sink.emit({ type: "tool_call", call: finishCall(call) });
+    const reason = stopWithCalls(stopReason(finish), calls.size);
+    // Calls arrive one after another: only the last can be the one the limit cut.
+    const last = [...calls.values()].at(-1);
+    for (const call of calls.values()) {
+      const cutOff = reason === "length" && call === last && unfinished(call.args);
+      sink.emit({ type: "tool_call", call: finishCall(call), ...(cutOff ? { cutOff: true as const } : {}) });
+    }
     if (usage) sink.emit(usage);
-    sink.emit({ type: "stop", reason: calls.size > 0 ? "tool_calls" : stopReason(finish) });
+    sink.emit({ type: "stop", reason });
   }
 }
 

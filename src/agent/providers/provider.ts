@@ -22,7 +22,12 @@ export type StopReason = "end" | "tool_calls" | "length" | "other";
 
 export type ModelEvent =
   | { type: "text"; delta: string }
-  | { type: "tool_call"; call: ToolCall }
+  /**
+   * `cutOff`: the answer reached its output limit while this call was being written, so
+   * its arguments may be unfinished (or not begun: a call opened just before the limit
+   * parses as `{}`). The stop that follows says "length".
+   */
+  | { type: "tool_call"; call: ToolCall; cutOff?: true }
   | { type: "usage"; usage: Usage }
   | { type: "stop"; reason: StopReason };
 

@@ -85,6 +85,28 @@ describe.each(kinds)("the $name provider", ({ model, make }) => {
     expect(emulator().requests[0]?.toolNames).toEqual(["fs__read_file", "web__search"]);
   });
 
+  it("stops for the output limit, not for tool calls, when the limit cuts a call, and marks that call", async () => {
+    const long = { path: "report.md", content: "x".repeat(400) };
+    emulator().enqueue({
+      toolCalls: [
+        { name: "fs__stat", arguments: { path: "a" }, id: "call_whole" },
+        { name: "fs__write", arguments: long, id: "call_cut" },
+      ],
+    });
+    const tools = [tool("fs__stat"), tool("fs__write")];
+    const { events } = await run(make(), request({ tools, maxOutputTokens: 20 }));
+    const calls = events.filter((e) => e.type === "tool_call");
+    expect(calls).toEqual([
+      { type: "tool_call", call: { id: "call_whole", name: "fs__stat", arguments: { path: "a" } } },
+      {
+        type: "tool_call",
+        call: { id: "call_cut", name: "fs__write", arguments: {}, invalidArguments: expect.any(String) },
+        cutOff: true,
+      },
+    ]);
+    expect(events.at(-1)).toEqual({ type: "stop", reason: "length" });
+  });
+
   it("reports the usage the server counted, before the stop", async () => {
     emulator().enqueue({ text: "Hi.", usage: { input: 42, output: 7 } });
     const { events } = await run(make(), request());

@@ -1,5 +1,6 @@
 import type { ToolCall, UserMessage } from "../../core/messages.js";
 import { randomRef } from "../../core/random-ref.js";
+import type { StopReason } from "./provider.js";
 
 /** Small pieces of wire translation that every provider shares. */
 
@@ -15,6 +16,25 @@ export function parseArguments(raw: string): Pick<ToolCall, "arguments" | "inval
     // reported through invalidArguments below
   }
   return { arguments: {}, invalidArguments: raw };
+}
+
+/**
+ * Why an answer that may hold tool calls stopped. The output limit wins over the calls: a
+ * call the limit cut is half written, and an answer reported as "tool_calls" gets it run.
+ * Otherwise calls mean "tool_calls", whatever the server said (some compatible servers
+ * say "stop").
+ */
+export function stopWithCalls(reason: StopReason, calls: number): StopReason {
+  return reason === "length" || calls === 0 ? reason : "tool_calls";
+}
+
+/**
+ * Whether the arguments of the call an answer stopped in at its output limit may be
+ * unfinished: not yet a whole JSON object, or not begun (empty text is also what a call
+ * without arguments sends, so it cannot be told apart).
+ */
+export function unfinished(raw: string): boolean {
+  return raw.trim() === "" || parseArguments(raw).invalidArguments !== undefined;
 }
 
 /** For calls whose id the model or server did not supply. */

@@ -111,7 +111,10 @@ function messageBody(req: RecordedRequest, plan: PlannedReply) {
   const content: unknown[] = [];
   if (plan.text) content.push({ type: "text", text: plan.text });
   for (const c of plan.toolCalls) {
-    content.push({ type: "tool_use", id: c.id, name: c.name, input: inputOf(c.argumentsJson) });
+    const parsed = inputOf(c.argumentsJson);
+    // A call the output limit cut has no whole input; this shape holds only an object.
+    const input = plan.truncated && typeof parsed === "string" ? {} : parsed;
+    content.push({ type: "tool_use", id: c.id, name: c.name, input });
   }
   return {
     id: randomId("msg_"),

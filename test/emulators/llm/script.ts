@@ -95,14 +95,14 @@ export function planReply(turn: ReplyTurn, req: RecordedRequest, idPrefix: "call
   }));
   let outChars = text.length + toolCalls.reduce((n, c) => n + c.name.length + c.argumentsJson.length, 0);
   // As the APIs do: an answer longer than the output the request allows stops there,
-  // mid-sentence, with finish_reason "length" (Anthropic: "max_tokens"); a tool call it
-  // had not finished writing is lost.
+  // mid-sentence, with finish_reason "length" (Anthropic: "max_tokens"), also in the
+  // middle of a tool call's arguments, or right after the call was opened.
   const allowed = requestedOutput(req);
   const truncated = allowed !== undefined && estimateTokens(outChars) > allowed;
   if (truncated) {
     text = text.slice(0, allowed * 4);
-    toolCalls = [];
-    outChars = text.length;
+    toolCalls = cutCalls(toolCalls, allowed * 4 - text.length);
+    outChars = text.length + toolCalls.reduce((n, c) => n + c.name.length + c.argumentsJson.length, 0);
   }
   return {
     text,
@@ -113,4 +113,22 @@ export function planReply(turn: ReplyTurn, req: RecordedRequest, idPrefix: "call
     nameDeltas: turn.nameDeltas ?? "first",
     ...(truncated ? { truncated } : {}),
   };
+}
+
+/**
+ * The calls written within `room` characters: a call is begun once its name fits, and the
+ * one the room runs out in keeps only the start of its arguments (possibly none of them).
+ */
+function cutCalls(calls: PlannedReply["toolCalls"], room: number): PlannedReply["toolCalls"] {
+  const kept: PlannedReply["toolCalls"] = [];
+  let left = room;
+  for (const call of calls) {
+    if (left === 0 || left < call.name.length) break;
+    left -= call.name.length;
+    const argumentsJson = call.argumentsJson.slice(0, left);
+    left -= argumentsJson.length;
+    kept.push({ ...call, argumentsJson });
+    if (argumentsJson.length < call.argumentsJson.length) break;
+  }
+  return kept;
 }
