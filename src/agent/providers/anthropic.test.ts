@@ -31,7 +31,12 @@ const history: ChatMessage[] = [
 
 describe("the Anthropic provider's wire format", () => {
   it("sends tool results as tool_result blocks merged into one user message with the next question", async () => {
-    const body = await send({ model: "claude-haiku-5-5", system: "Be brief.", messages: history, tools: [] });
+    const tools = ["fs__read_file", "fs__stat"].map((name) => ({
+      name,
+      description: "",
+      inputSchema: { type: "object" },
+    }));
+    const body = await send({ model: "claude-haiku-5-5", system: "Be brief.", messages: history, tools });
     expect(body.system).toBe("Be brief.");
     expect(body.messages).toEqual([
       {
@@ -54,6 +59,36 @@ describe("the Anthropic provider's wire format", () => {
         content: [
           { type: "tool_result", tool_use_id: "toolu_1", content: "127.0.0.1 localhost" },
           { type: "tool_result", tool_use_id: "toolu_2", content: "ENOENT", is_error: true },
+          { type: "text", text: "[Grace] And also: which port?" },
+        ],
+      },
+    ]);
+  });
+
+  it("sends earlier tool calls and results as text when no tools are offered (the API refuses tool blocks then)", async () => {
+    const body = await send({ model: "claude-haiku-5-5", system: "Be brief.", messages: history, tools: [] });
+    expect(body).not.toHaveProperty("tools");
+    expect(body.messages).toEqual([
+      {
+        role: "user",
+        content: [
+          { type: "text", text: "[Ada] What is in this picture and in /etc/hosts?" },
+          { type: "image", source: { type: "base64", media_type: "image/png", data: "iVBORw0KGgo=" } },
+        ],
+      },
+      {
+        role: "assistant",
+        content: [
+          { type: "text", text: "Let me look." },
+          { type: "text", text: '[Earlier tool call: fs__read_file {"path":"/etc/hosts"}]' },
+          { type: "text", text: '[Earlier tool call: fs__stat {"path":"/nope"}]' },
+        ],
+      },
+      {
+        role: "user",
+        content: [
+          { type: "text", text: "[Result of fs__read_file: 127.0.0.1 localhost]" },
+          { type: "text", text: "[fs__stat failed: ENOENT]" },
           { type: "text", text: "[Grace] And also: which port?" },
         ],
       },

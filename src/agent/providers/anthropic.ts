@@ -1,23 +1,21 @@
 import Anthropic from "@anthropic-ai/sdk";
 import type {
   StopReason as AnthropicStopReason,
-  Base64ImageSource,
-  ContentBlockParam,
   MessageCreateParamsStreaming,
-  MessageParam,
   RawMessageStreamEvent,
   Tool,
 } from "@anthropic-ai/sdk/resources/messages";
 import type { ErrorType } from "@anthropic-ai/sdk/resources/shared";
-import type { ChatMessage, Usage, UserMessage } from "../../core/messages.js";
+import type { Usage } from "../../core/messages.js";
 import { log } from "../../log.js";
+import { toAnthropicMessages } from "./anthropic-messages.js";
 import type { EventSink } from "./coalesce.js";
 import { abortedError, isTransientStreamError, toProviderError } from "./errors.js";
 import { modelFetch } from "./model-fetch.js";
 import type { ModelEvent, ModelRequest, Provider, StopReason, ToolSpec } from "./provider.js";
 import { StreamInterrupted, streamWithRetry } from "./retry.js";
 import { readSse } from "./sse.js";
-import { parseArguments, stopWithCalls, unfinished, withAuthor } from "./wire.js";
+import { parseArguments, stopWithCalls, unfinished } from "./wire.js";
 
 export interface AnthropicProviderOptions {
   apiKey: string;
@@ -75,7 +73,7 @@ export class AnthropicProvider implements Provider {
     const body: MessageCreateParamsStreaming = {
       model: req.model,
       max_tokens: req.maxOutputTokens ?? DEFAULT_MAX_TOKENS,
-      messages: toAnthropicMessages(req.messages),
+      messages: toAnthropicMessages(req.messages, { toolBlocks: req.tools.length > 0 }),
       stream: true,
     };
     if (req.system) body.system = req.system;
@@ -242,59 +240,4 @@ function toAnthropicTool(tool: ToolSpec): Tool {
   // The API insists on an object schema at the top; MCP tools nearly always have one.
   const schema = { type: "object", ...tool.inputSchema } as Tool.InputSchema;
   return { name: tool.name, description: tool.description, input_schema: schema };
-}
-
-function userBlocks(msg: UserMessage): ContentBlockParam[] {
-  const blocks: ContentBlockParam[] = [];
-  const text = withAuthor(msg);
-  if (text) blocks.push({ type: "text", text });
-  for (const part of msg.parts ?? []) {
-    if (part.type === "text") {
-      if (part.text) blocks.push({ type: "text", text: part.text });
-    } else {
-      const mediaType = part.mimeType as Base64ImageSource["media_type"];
-      blocks.push({ type: "image", source: { type: "base64", media_type: mediaType, data: part.data } });
-    }
-  }
-  return blocks;
-}
-
-function assistantBlocks(msg: ChatMessage & { role: "assistant" }): ContentBlockParam[] {
-  // Empty text blocks are a 400 on the Messages API.
-  const blocks: ContentBlockParam[] = msg.content ? [{ type: "text", text: msg.content }] : [];
-  for (const call of msg.toolCalls ?? []) {
-    blocks.push({ type: "tool_use", id: call.id, name: call.name, input: call.arguments });
-  }
-  return blocks;
-}
-
-/**
- * Roles must alternate: tool results become `tool_result` blocks in a user message, and
- * neighbours with the same role (results followed by a new question, two questions in a
- * row while the bot was busy) merge into one message.
- */
-export function toAnthropicMessages(messages: ChatMessage[]): MessageParam[] {
-  const out: Array<{ role: "user" | "assistant"; content: ContentBlockParam[] }> = [];
-  const push = (role: "user" | "assistant", blocks: ContentBlockParam[]) => {
-    if (blocks.length === 0) return;
-    const last = out.at(-1);
-    if (last?.role === role) last.content.push(...blocks);
-    else out.push({ role, content: blocks });
-  };
-  for (const msg of messages) {
-    if (msg.role === "user") push("user", userBlocks(msg));
-    else if (msg.role === "assistant") push("assistant", assistantBlocks(msg));
-    else {
-      push("user", [
-        {
-          type: "tool_result",
-          tool_use_id: msg.toolCallId,
-          // An empty string content is rejected; an absent one is not.
-          ...(msg.content ? { content: msg.content } : {}),
-          ...(msg.isError ? { is_error: true } : {}),
-        },
-      ]);
-    }
-  }
-  return out;
 }

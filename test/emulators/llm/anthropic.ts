@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders, ServerResponse } from "node:http";
+import { anthropicMessagesRefusal } from "./anthropic-rules.js";
 import { randomId, splitInto, textOfContent } from "./script.js";
 import type { PlannedReply, RecordedRequest } from "./types.js";
 import { cutJson, retryHeaders, SseWriter, sendJson } from "./wire.js";
@@ -65,6 +66,8 @@ export function recordAnthropic(
   if (typeof body.max_tokens !== "number") return "max_tokens: Field required";
   const first = body.messages[0] as { role?: unknown } | undefined;
   if (first && first.role !== "user") return 'messages: first message must use the "user" role';
+  const refusal = anthropicMessagesRefusal(body, body.messages);
+  if (refusal) return refusal;
   const system = Array.isArray(body.system)
     ? (body.system as unknown[]).map((b) => textOfContent([b])).join("\n")
     : typeof body.system === "string"

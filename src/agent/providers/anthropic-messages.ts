@@ -1,0 +1,79 @@
+import type {
+  Base64ImageSource,
+  ContentBlockParam,
+  MessageParam,
+} from "@anthropic-ai/sdk/resources/messages";
+import type { ChatMessage, UserMessage } from "../../core/messages.js";
+import { withAuthor } from "./wire.js";
+
+/** The conversation in the Messages API's shape (what `AnthropicProvider` sends). */
+
+function userBlocks(msg: UserMessage): ContentBlockParam[] {
+  const blocks: ContentBlockParam[] = [];
+  const text = withAuthor(msg);
+  if (text) blocks.push({ type: "text", text });
+  for (const part of msg.parts ?? []) {
+    if (part.type === "text") {
+      if (part.text) blocks.push({ type: "text", text: part.text });
+    } else {
+      const mediaType = part.mimeType as Base64ImageSource["media_type"];
+      blocks.push({ type: "image", source: { type: "base64", media_type: mediaType, data: part.data } });
+    }
+  }
+  return blocks;
+}
+
+function assistantBlocks(msg: ChatMessage & { role: "assistant" }, toolBlocks: boolean): ContentBlockParam[] {
+  // Empty text blocks are a 400 on the Messages API.
+  const blocks: ContentBlockParam[] = msg.content ? [{ type: "text", text: msg.content }] : [];
+  for (const call of msg.toolCalls ?? []) {
+    blocks.push(
+      toolBlocks
+        ? { type: "tool_use", id: call.id, name: call.name, input: call.arguments }
+        : { type: "text", text: `[Earlier tool call: ${call.name} ${JSON.stringify(call.arguments)}]` },
+    );
+  }
+  return blocks;
+}
+
+function resultBlock(msg: ChatMessage & { role: "tool" }, toolBlocks: boolean): ContentBlockParam {
+  if (!toolBlocks) {
+    const text = msg.isError
+      ? `[${msg.name} failed: ${msg.content}]`
+      : `[Result of ${msg.name}: ${msg.content}]`;
+    return { type: "text", text };
+  }
+  return {
+    type: "tool_result",
+    tool_use_id: msg.toolCallId,
+    // An empty string content is rejected; an absent one is not.
+    ...(msg.content ? { content: msg.content } : {}),
+    ...(msg.isError ? { is_error: true } : {}),
+  };
+}
+
+/**
+ * Roles must alternate: tool results become `tool_result` blocks in a user message, and
+ * neighbours with the same role (results followed by a new question, two questions in a
+ * row while the bot was busy) merge into one message.
+ *
+ * Without `toolBlocks` (a request that offers no tools: its only tool server is down or
+ * signed out) earlier calls and results go as text: the API refuses `tool_use` and
+ * `tool_result` blocks in a request that defines no tools, on every later turn of the
+ * thread.
+ */
+export function toAnthropicMessages(messages: ChatMessage[], { toolBlocks = true } = {}): MessageParam[] {
+  const out: Array<{ role: "user" | "assistant"; content: ContentBlockParam[] }> = [];
+  const push = (role: "user" | "assistant", blocks: ContentBlockParam[]) => {
+    if (blocks.length === 0) return;
+    const last = out.at(-1);
+    if (last?.role === role) last.content.push(...blocks);
+    else out.push({ role, content: blocks });
+  };
+  for (const msg of messages) {
+    if (msg.role === "user") push("user", userBlocks(msg));
+    else if (msg.role === "assistant") push("assistant", assistantBlocks(msg, toolBlocks));
+    else push("user", [resultBlock(msg, toolBlocks)]);
+  }
+  return out;
+}

@@ -1,0 +1,43 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { LlmEmulator } from "./index.js";
+
+let emu: LlmEmulator;
+beforeAll(async () => {
+  emu = await LlmEmulator.start();
+});
+afterEach(() => emu.reset());
+afterAll(() => emu.close());
+
+/** A Messages request as it goes over the wire, without an SDK to shape or check it. */
+const post = (body: Record<string, unknown>) =>
+  fetch(`${emu.anthropicBaseUrl}/v1/messages`, {
+    method: "POST",
+    headers: { "x-api-key": "k", "anthropic-version": "2023-06-01", "content-type": "application/json" },
+    body: JSON.stringify({ model: "claude-sonnet-5-5", max_tokens: 100, ...body }),
+  });
+
+const refusal = (message: string) => ({
+  type: "error",
+  error: { type: "invalid_request_error", message },
+  request_id: expect.stringMatching(/^req_/),
+});
+
+describe("the emulator's Anthropic side refuses what the Messages API refuses", () => {
+  it("tool_use and tool_result blocks in a request that defines no tools, in the API's 400 shape", async () => {
+    const messages = [
+      { role: "user", content: "what is the weather?" },
+      { role: "assistant", content: [{ type: "tool_use", id: "toolu_1", name: "weather__get", input: {} }] },
+      { role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_1", content: "sunny" }] },
+    ];
+    for (const tools of [undefined, []]) {
+      const res = await post({ messages, tools });
+      expect(res.status).toBe(400);
+      expect(await res.json()).toEqual(
+        refusal("Requests which include `tool_use` or `tool_result` blocks must define tools."),
+      );
+    }
+    expect(emu.requests).toHaveLength(0);
+    const weather = { name: "weather__get", input_schema: { type: "object" } };
+    expect((await post({ messages, tools: [weather] })).status).toBe(200);
+  });
+});

@@ -1,0 +1,24 @@
+/**
+ * Rules the Messages API holds a conversation to before any model runs, with the
+ * message of the 400 `invalid_request_error` it answers. A client that breaks one breaks
+ * every later turn of its thread, so the emulator refuses what the real API refuses.
+ */
+
+type Json = Record<string, unknown>;
+
+const isObject = (v: unknown): v is Json => v !== null && typeof v === "object" && !Array.isArray(v);
+
+function blocksOf(messages: unknown[]): Json[] {
+  return messages.flatMap((m) => (isObject(m) && Array.isArray(m.content) ? m.content.filter(isObject) : []));
+}
+
+/** The 400 message for a request whose messages break a rule, if any. */
+export function anthropicMessagesRefusal(body: Json, messages: unknown[]): string | undefined {
+  const blocks = blocksOf(messages);
+  const tools = Array.isArray(body.tools) ? body.tools : [];
+  // Even when the model is not to call any: the blocks stand for calls of defined tools.
+  if (tools.length === 0 && blocks.some((b) => b.type === "tool_use" || b.type === "tool_result")) {
+    return "Requests which include `tool_use` or `tool_result` blocks must define tools.";
+  }
+  return undefined;
+}
