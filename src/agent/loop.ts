@@ -202,13 +202,16 @@ async function* decide(
   append: (m: ChatMessage) => void,
 ): AsyncGenerator<AgentEvent, StepOutcome> {
   // A forced final step may still emit tool calls on servers that ignore tool_choice: they are not run.
+  // A whitespace-only answer ("\n\n" after a reasoning model's thoughts) says nothing, and
+  // Anthropic refuses it back as a text block in every later request of the thread.
+  const content = response.text.trim() ? response.text : "";
   if (forced || response.calls.length === 0) {
-    append({ role: "assistant", content: response.text });
+    append({ role: "assistant", content });
     return { kind: "final" };
   }
   const cutOff = new Set(response.cutOff);
   const calls = response.calls.map((c) => (cutOff.has(c.id) ? withoutUnfinished(c) : c));
-  const assistant: AssistantMessage = { role: "assistant", content: response.text, toolCalls: calls };
+  const assistant: AssistantMessage = { role: "assistant", content, toolCalls: calls };
 
   let repeated = false;
   const planned = calls.map((call): PlannedCall => {

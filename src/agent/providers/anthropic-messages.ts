@@ -8,13 +8,22 @@ import { withAuthor } from "./wire.js";
 
 /** The conversation in the Messages API's shape (what `AnthropicProvider` sends). */
 
+/**
+ * The Messages API refuses a text block that is empty or only whitespace ("text content
+ * blocks must contain non-whitespace text"), in any message of the conversation: one such
+ * block stored in a thread would fail every later turn of it.
+ */
+function hasText(text: string): boolean {
+  return text.trim() !== "";
+}
+
 function userBlocks(msg: UserMessage): ContentBlockParam[] {
   const blocks: ContentBlockParam[] = [];
   const text = withAuthor(msg);
-  if (text) blocks.push({ type: "text", text });
+  if (hasText(text)) blocks.push({ type: "text", text });
   for (const part of msg.parts ?? []) {
     if (part.type === "text") {
-      if (part.text) blocks.push({ type: "text", text: part.text });
+      if (hasText(part.text)) blocks.push({ type: "text", text: part.text });
     } else {
       const mediaType = part.mimeType as Base64ImageSource["media_type"];
       blocks.push({ type: "image", source: { type: "base64", media_type: mediaType, data: part.data } });
@@ -24,8 +33,7 @@ function userBlocks(msg: UserMessage): ContentBlockParam[] {
 }
 
 function assistantBlocks(msg: ChatMessage & { role: "assistant" }, toolBlocks: boolean): ContentBlockParam[] {
-  // Empty text blocks are a 400 on the Messages API.
-  const blocks: ContentBlockParam[] = msg.content ? [{ type: "text", text: msg.content }] : [];
+  const blocks: ContentBlockParam[] = hasText(msg.content) ? [{ type: "text", text: msg.content }] : [];
   for (const call of msg.toolCalls ?? []) {
     blocks.push(
       toolBlocks

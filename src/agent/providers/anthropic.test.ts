@@ -95,6 +95,29 @@ describe("the Anthropic provider's wire format", () => {
     ]);
   });
 
+  it("leaves out text that is only whitespace, which the API refuses, in the answers and the questions", async () => {
+    const body = await send({
+      model: "claude-haiku-5-5",
+      system: "",
+      messages: [
+        { role: "user", content: "Think it over." },
+        { role: "assistant", content: "\n\n" },
+        { role: "user", content: " \n", parts: [{ type: "text", text: "\t" }] },
+        { role: "user", content: "Well?" },
+      ],
+      tools: [],
+    });
+    expect(body.messages).toEqual([
+      {
+        role: "user",
+        content: [
+          { type: "text", text: "Think it over." },
+          { type: "text", text: "Well?" },
+        ],
+      },
+    ]);
+  });
+
   it("merges consecutive user messages so that roles alternate", async () => {
     const body = await send({
       model: "claude-haiku-5-5",

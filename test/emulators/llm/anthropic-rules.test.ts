@@ -23,6 +23,28 @@ const refusal = (message: string) => ({
 });
 
 describe("the emulator's Anthropic side refuses what the Messages API refuses", () => {
+  it("text blocks that are empty or only whitespace, in a question or an answer, in the API's 400 shape", async () => {
+    const conversation = (text: string, role: "user" | "assistant") => ({
+      messages: [
+        { role: "user", content: [{ type: "text", text: role === "user" ? text : "hi" }] },
+        { role: "assistant", content: [{ type: "text", text: role === "assistant" ? text : "hello" }] },
+        { role: "user", content: [{ type: "text", text: "again" }] },
+      ],
+    });
+    for (const role of ["user", "assistant"] as const) {
+      const blank = await post(conversation("\n\n", role));
+      expect(blank.status).toBe(400);
+      expect(await blank.json()).toEqual(
+        refusal("messages: text content blocks must contain non-whitespace text"),
+      );
+      const empty = await post(conversation("", role));
+      expect(empty.status).toBe(400);
+      expect(await empty.json()).toEqual(refusal("messages: text content blocks must be non-empty"));
+    }
+    expect(emu.requests).toHaveLength(0);
+    expect((await post(conversation(" ok ", "assistant"))).status).toBe(200);
+  });
+
   it("tool_use and tool_result blocks in a request that defines no tools, in the API's 400 shape", async () => {
     const messages = [
       { role: "user", content: "what is the weather?" },

@@ -20,5 +20,12 @@ export function anthropicMessagesRefusal(body: Json, messages: unknown[]): strin
   if (tools.length === 0 && blocks.some((b) => b.type === "tool_use" || b.type === "tool_result")) {
     return "Requests which include `tool_use` or `tool_result` blocks must define tools.";
   }
+  // In any message, the user's as well as the assistant's ("\n\n" is a model's whole answer at times).
+  const texts = blocks
+    .filter((b) => b.type === "text")
+    .map((b) => (typeof b.text === "string" ? b.text : ""));
+  if (texts.some((t) => t === "")) return "messages: text content blocks must be non-empty";
+  if (texts.some((t) => t.trim() === ""))
+    return "messages: text content blocks must contain non-whitespace text";
   return undefined;
 }
