@@ -12,6 +12,7 @@ import {
 import { log } from "../log.js";
 import type { Elicit, ToolEntry, ToolHub } from "../mcp/types.js";
 import type { Session, SessionRepository } from "../store/sessions.js";
+import { type AnswerRoom, tokenizerMargin } from "./answer-room.js";
 import { codeBlockArtifacts } from "./artifacts.js";
 import { buildPrompt, countTokens, modelLimits, renderSystemPrompt } from "./context.js";
 import { type CallGate, type ResumedStep, runToolLoop } from "./loop.js";
@@ -228,6 +229,7 @@ export class Agent {
           maxSteps: config.agent.maxSteps,
           repeatLimit: config.agent.repeatLimit,
           maxOutputTokens: limits.maxOutputTokens,
+          ...answerRoom(provider, limits.contextWindow, toolsTokens),
           temperature: config.llm.temperature,
           budgetTokens: limits.contextWindow - limits.maxOutputTokens - toolsTokens,
           signal: input.signal,
@@ -321,6 +323,16 @@ export class Agent {
   private limitsFor(session: Session) {
     return modelLimits(this.deps.config, this.modelFor(session));
   }
+}
+
+/** The loop's `answerRoom`, for a provider whose token count is not o200k (see answer-room.ts). */
+function answerRoom(
+  provider: Provider,
+  contextWindow: number,
+  toolsTokens: number,
+): { answerRoom?: AnswerRoom } {
+  const margin = tokenizerMargin(provider.name);
+  return margin === undefined ? {} : { answerRoom: { contextWindow, toolsTokens, margin } };
 }
 
 function firstExchange(messages: ChatMessage[]): { user: string; assistant: string } {

@@ -12,6 +12,7 @@ import {
   zeroUsage,
 } from "../core/messages.js";
 import type { Elicit, ToolEntry, ToolHub, ToolOutcome } from "../mcp/types.js";
+import { type AnswerRoom, answerTokens } from "./answer-room.js";
 import { callSignature } from "./call-signature.js";
 import type { ModelRequest, Provider, ToolSpec } from "./providers/provider.js";
 import { AsyncQueue } from "./queue.js";
@@ -27,6 +28,8 @@ export interface LoopOptions {
   /** The same call (tool + arguments) this many times in one turn stops the loop. */
   repeatLimit: number;
   maxOutputTokens?: number;
+  /** Set when the provider counts tokens otherwise than o200k: each step asks for no more output than the window has left. */
+  answerRoom?: AnswerRoom;
   temperature?: number;
   /** Tokens a request may use (window minus answer and tool specs); later steps are trimmed to it. */
   budgetTokens?: number;
@@ -142,13 +145,17 @@ export async function* runToolLoop(
     // A resumed step's results (after approvals) came in before its first request, too.
     if ((step > 1 || resumed) && opts.budgetTokens)
       fitStep(input.system, convo, firstOfTurn, opts.budgetTokens);
+    const system = forced ? `${input.system}\n\n${FINAL_NOTES[forced]}` : input.system;
     const request: ModelRequest = {
       model: opts.model,
-      system: forced ? `${input.system}\n\n${FINAL_NOTES[forced]}` : input.system,
+      system,
       messages: convo,
       tools: toolSpecs(toolsNow()),
       toolChoice: forced ? "none" : "auto",
-      maxOutputTokens: opts.maxOutputTokens,
+      maxOutputTokens:
+        opts.answerRoom && opts.maxOutputTokens !== undefined
+          ? answerTokens(opts.answerRoom, opts.maxOutputTokens, system, convo)
+          : opts.maxOutputTokens,
       temperature: opts.temperature,
     };
     const separator = visible && !visible.endsWith("\n") ? "\n\n" : "";
@@ -156,7 +163,7 @@ export async function* runToolLoop(
     usage = addUsage(usage, response.usage);
     visible += response.text ? separator + response.text : "";
 
-    const outcome = yield* decide(opts, response, step, seen, forced, append);
+    const outcome = yield* decide(opts, response, request.maxOutputTokens, step, seen, forced, append);
     if (outcome.kind === "wait") {
       return {
         added,
@@ -196,6 +203,7 @@ export async function* runToolLoop(
 async function* decide(
   opts: LoopOptions,
   response: StepResponse,
+  outputLimit: number | undefined,
   step: number,
   seen: Map<string, number>,
   forced: StopCause | undefined,
@@ -216,7 +224,7 @@ async function* decide(
   let repeated = false;
   const planned = calls.map((call): PlannedCall => {
     // Never run, whatever its arguments parse to; not counted as a repeat either.
-    if (cutOff.has(call.id)) return { call, refusal: cutOffRefusal(call, opts.maxOutputTokens) };
+    if (cutOff.has(call.id)) return { call, refusal: cutOffRefusal(call, outputLimit) };
     const count = (seen.get(callSignature(call)) ?? 0) + 1;
     seen.set(callSignature(call), count);
     if (count >= opts.repeatLimit) {
