@@ -24,10 +24,16 @@ const RATE_LIMITED_ANSWER = Array.from(
   (_, i) => `Sentence ${i + 1} arrives while Slack pushes back.`,
 ).join(" ");
 
+/** Long enough (about 3 s) for the thread's next message to wait behind it. */
+const MEDIUM = Array.from({ length: 30 }, (_, i) => `step${i}`).join(" ");
+
+/** A "gated" message's answer comes once the test opens the gate: its model request waits until then. */
+let gate: Promise<void> = Promise.resolve();
+
 /** What the person wrote, without the "[name] " the agent puts before it. */
 const said = (req: RecordedRequest) => lastUserText(req).replace(/^\[[^\]]*\]\s*/, "");
 
-function scenario(req: RecordedRequest): ScriptedTurn {
+function scenario(req: RecordedRequest): ScriptedTurn | Promise<ScriptedTurn> {
   if (isTitleRequest(req)) return { text: "Login issues" };
   const text = said(req);
   const step = toolResultsSinceUser(req).length;
@@ -43,6 +49,10 @@ function scenario(req: RecordedRequest): ScriptedTurn {
       return { text: LONG_ANSWER, chunkSize: 400 };
     case "limited":
       return { text: RATE_LIMITED_ANSWER, chunkSize: 20, delayMs: 80 };
+    case "medium":
+      return { text: MEDIUM, chunkSize: 6, delayMs: 100 };
+    case "gated":
+      return gate.then(() => ({ text: "The answer that waited." }));
     default:
       return sharedTurn(text, step);
   }
@@ -165,6 +175,40 @@ describe("Switchboard in Slack (real app, emulated Slack and LLM)", () => {
       "You said: find open issues about login",
     ]);
   });
+
+  it("shows an assistant thread's status again when the answer to a message that waited behind the thread's answer starts", async () => {
+    const { channel, threadTs } = slack.startAssistantThread("U_FRANK");
+    await waitFor(() => slack.state.assistant.get(`${channel}:${threadTs}`)?.prompts.length);
+    const thread = () => slack.state.assistant.get(`${channel}:${threadTs}`);
+    const text = () =>
+      slack
+        .botReplies(channel, threadTs)
+        .map((r) => r.text)
+        .join("\n");
+    let open: () => void = () => undefined;
+    gate = new Promise((resolve) => {
+      open = resolve;
+    });
+    slack.dm("U_FRANK", "medium answer first", { threadTs });
+    await waitFor(() => text().includes("step3"), { timeoutMs: 10_000 });
+    // Acknowledged while the first answer is written, with the thread's one status.
+    slack.dm("U_FRANK", "gated answer next", { threadTs });
+    await waitFor(() => thread()?.statuses.length === 2);
+    expect(text()).not.toContain("step29");
+    // The first answer's end took the status away; the second's model is thinking now.
+    try {
+      await waitFor(() => requestsFor("gated answer next").length === 1, { timeoutMs: 15_000 });
+      expect(text()).toContain("step29");
+      await waitFor(() => thread()?.status === "is thinking…", { timeoutMs: 3_000 });
+    } finally {
+      open();
+    }
+    await waitFor(() => text().includes("The answer that waited."), { timeoutMs: 10_000 });
+    await settled();
+    // Set once more for the second answer only: the first answer's start made no extra call.
+    expect(thread()?.statuses).toEqual(["is thinking…", "is thinking…", "", "is thinking…", ""]);
+    expect(thread()?.status).toBe("");
+  }, 40_000);
 
   it("offers suggested prompts in the Messages tab when a person opens it (an agent app's way into its DM)", async () => {
     const dm = slack.openMessagesTab("U_GRACE");

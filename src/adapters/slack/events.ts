@@ -16,6 +16,7 @@ import { MessageCopies } from "./message-copies.js";
 import { fromSlackText } from "./mrkdwn.js";
 import { UserNames } from "./names.js";
 import { type ReplyDeps, type SlackPlace, SlackReply } from "./reply.js";
+import type { StatusClears } from "./status-clears.js";
 import { offerPrompts } from "./suggested-prompts.js";
 import { threadHistory } from "./thread-history.js";
 
@@ -95,6 +96,8 @@ export interface EventDeps {
   promptSuggestions?: () => Array<{ title: string; message: string }>;
   /** The workspace's agent sessions (see agent-sessions.ts). */
   sessions?: AgentSessions;
+  /** What took the workspace's thread statuses away (see status-clears.ts). */
+  clears?: StatusClears;
 }
 
 /** How long Slack's per-thread facts are kept: an assistant thread or a user's last thread a month on. */
@@ -300,6 +303,7 @@ export class SlackEvents {
         intervalMs: this.deps.config.slack.updateIntervalMs,
         native: this.deps.native,
         ...(this.deps.sessions ? { sessions: this.deps.sessions } : {}),
+        ...(this.deps.clears ? { clears: this.deps.clears } : {}),
       },
       place,
     );

@@ -12,6 +12,7 @@ import { SlackEvents, type SlackIdentity } from "./events.js";
 import { slackFile } from "./files.js";
 import { recoverSlackReply } from "./recover.js";
 import { SLACK_MESSAGE_LIMIT, SlackReply } from "./reply.js";
+import { StatusClears } from "./status-clears.js";
 import { slackWritePolicy } from "./write-policy.js";
 
 export { route, threadKey } from "./events.js";
@@ -66,8 +67,10 @@ export function createSlackAdapter(deps: AdapterDeps, opts: SlackAdapterOptions 
     scheduler,
     stopping: stopping.signal,
   });
+  const clears = new StatusClears();
   const events = new SlackEvents({
     sessions,
+    clears,
     runner,
     config,
     token: secrets.slackBotToken ?? "",
@@ -127,6 +130,7 @@ export function createSlackAdapter(deps: AdapterDeps, opts: SlackAdapterOptions 
           scheduler,
           intervalMs: config.slack.updateIntervalMs,
           sessions,
+          clears,
         },
         { ...place, user: address.asker ?? "", assistant: false },
         address,

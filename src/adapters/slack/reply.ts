@@ -11,6 +11,7 @@ import { toMrkdwn, toSlackMarkdown } from "./mrkdwn.js";
 import { NativeStream, type NativeStreamOptions } from "./native-stream.js";
 import { offerStopLater, questionActions, sectionBlock, showRatingButtons } from "./reply-offers.js";
 import { stopStream, ThreadSnapshot } from "./resume.js";
+import type { StatusClears } from "./status-clears.js";
 
 /**
  * Characters per Slack message. `markdown_text` takes 12,000, but Slack truncates very
@@ -42,6 +43,8 @@ export interface ReplyDeps {
   reads?: WebClient;
   /** The workspace's agent sessions: the thread's status and title in Slack. */
   sessions?: AgentSessions;
+  /** What took the workspace's thread statuses away, shared by its replies (see StatusClears). */
+  clears?: StatusClears;
 }
 
 /** The status line under a posted answer (when Slack's thread status is not used). */
@@ -67,6 +70,8 @@ export class SlackReply implements Reply {
   private writer: StreamWriter | undefined;
   private native: NativeStream | undefined;
   private lastStatus = "";
+  /** Where the thread stood (see StatusClears) when this reply last set its status. */
+  private statusSince = 0;
   private sessionStarted = false;
   private recorder: ((address: ReplyAddress) => Promise<void>) | undefined;
   private keys: ((index: number) => string) | undefined;
@@ -194,6 +199,7 @@ export class SlackReply implements Reply {
 
   /** Best effort: a status that does not show must never end the turn. */
   async setAssistantStatus(text: string): Promise<void> {
+    this.statusSince = this.deps.clears?.since(this.place) ?? 0;
     try {
       await this.deps.web.assistant.threads.setStatus({
         channel_id: this.place.channel,
@@ -209,10 +215,12 @@ export class SlackReply implements Reply {
     // A reply rebuilt for a resumed turn starts its session here; an event's, started when
     // acknowledged, again if the thread's earlier answer has moved it on since (see startSession).
     void this.startSession();
+    void this.restoreStatus();
     const writer = this.sink();
     const clear = async () => {
       this.stopOffer.abort(ANSWER_ENDED);
       if (this.statusInThread && this.lastStatus !== "") await this.setAssistantStatus("");
+      this.deps.clears?.note(this.place);
     };
     return {
       write: (delta) => writer.write(delta),
@@ -235,13 +243,30 @@ export class SlackReply implements Reply {
       abandon: async () => {
         this.stopOffer.abort(ANSWER_ENDED);
         await writer.abandon?.();
+        this.deps.clears?.note(this.place);
       },
       broken: () => writer.broken?.(),
     };
   }
 
   async upload(a: Artifact): Promise<void> {
-    await uploadArtifact(this.deps.web, this.place, a);
+    try {
+      await uploadArtifact(this.deps.web, this.place, a);
+    } finally {
+      // Files come after the answer's end, and a message that waits for the thread may be acknowledged meanwhile.
+      this.deps.clears?.note(this.place);
+    }
+  }
+
+  /**
+   * The status this reply set, again as its answer starts, where something took it away
+   * since (see StatusClears): a message acknowledged while the thread's earlier answer
+   * was written has lost its "is thinking…" by the time its own answer starts.
+   */
+  private async restoreStatus(): Promise<void> {
+    const { clears } = this.deps;
+    if (!clears || !this.statusInThread || this.lastStatus === "") return;
+    if (clears.since(this.place) !== this.statusSince) await this.setAssistantStatus(this.lastStatus);
   }
 
   /**
@@ -303,6 +328,7 @@ export class SlackReply implements Reply {
       }
     }
     await this.deps.web.chat.postMessage({ channel, thread_ts: threadTs, markdown_text: text });
+    this.deps.clears?.note(this.place);
   }
 
   /**
@@ -350,6 +376,7 @@ export class SlackReply implements Reply {
       text: toMrkdwn(question.text),
       blocks: [sectionBlock(question.text), questionActions(question)],
     });
+    this.deps.clears?.note(this.place);
     if (!res.ts) throw new Error("Slack posted the question without returning its ts");
     return res.ts;
   }

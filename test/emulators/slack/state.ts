@@ -82,6 +82,12 @@ export interface AssistantThreadState {
   threadTs: string;
   /** Every status set, in order ("" clears). */
   statuses: string[];
+  /**
+   * The status the thread shows now: the last one set, until the bot posts in the thread.
+   * Slack clears it then ("automatically cleared when the app sends a reply",
+   * assistant.threads.setStatus docs), whichever answer the post belongs to.
+   */
+  status: string;
   titles: string[];
   prompts: { title?: string; prompts: { title: string; message: string }[] }[];
 }
@@ -203,8 +209,11 @@ export class SlackState implements ModalState {
     this.messages.push(message);
     listed(this.byChannel, message.channel, message);
     listed(this.byThread, `${message.channel} ${message.ts}`, message);
-    if (message.thread_ts && message.thread_ts !== message.ts)
+    if (message.thread_ts && message.thread_ts !== message.ts) {
       listed(this.byThread, `${message.channel} ${message.thread_ts}`, message);
+      const assistant = this.assistant.get(`${message.channel}:${message.thread_ts}`);
+      if (assistant && message.user === BOT_USER_ID) assistant.status = "";
+    }
     return message;
   }
 
@@ -229,7 +238,7 @@ export class SlackState implements ModalState {
     const key = `${channel}:${threadTs}`;
     let state = this.assistant.get(key);
     if (!state) {
-      state = { channel, threadTs, statuses: [], titles: [], prompts: [] };
+      state = { channel, threadTs, statuses: [], status: "", titles: [], prompts: [] };
       this.assistant.set(key, state);
     }
     return state;

@@ -96,7 +96,10 @@ export function chatHandlers(ctx: ApiContext): Record<string, Handler> {
     const threadTs = str(p, "thread_ts") ?? fail("invalid_arguments");
     if (!state.find(channel, threadTs)) fail("thread_not_found");
     const thread = state.assistantThread(channel, threadTs);
-    if (what === "status") thread.statuses.push(str(p, "status") ?? fail("invalid_arguments"));
+    if (what === "status") {
+      thread.status = str(p, "status") ?? fail("invalid_arguments");
+      thread.statuses.push(thread.status);
+    }
     if (what === "title") thread.titles.push(str(p, "title") ?? fail("invalid_arguments"));
     if (what === "prompts") thread.prompts.push({ title: str(p, "title"), prompts: promptsOf(p) });
     return {};
