@@ -110,9 +110,44 @@ describe("Slack agent sessions", () => {
     await running.app.dispatcher.settled();
     await untilQuiet(slack.api.calls);
     expect(text()).not.toContain("Stopped");
-    // Slack stopped the stream at the press: the session is moved on from processing.
-    expect(session(m.ts)?.status).toBe("active");
+    // The refused press left the session working; the answer's end moved it on.
+    expect(session(m.ts)?.statuses).toEqual(["processing", "active"]);
   });
+
+  it("keeps Slack's stop for the asker after someone else's press was refused, and stops the answer at theirs", async () => {
+    const m = slack.mention("C1", "U_ALICE", "a slow answer, whoever presses stop");
+    await waitFor(() => session(m.ts)?.status === "processing");
+    const text = () =>
+      slack
+        .botReplies("C1", m.ts)
+        .map((r) => r.text)
+        .join("\n");
+    const told = (user: string) =>
+      slack.state.ephemerals.filter((e) => e.user === user && e.thread_ts === m.ts).map((e) => e.text);
+    await waitFor(() => text().includes("word10"), { timeoutMs: 10_000 });
+
+    slack.stopAgentSession("U_BOB", "C1", m.ts);
+    await waitFor(() => told("U_BOB").length > 0);
+    expect(told("U_BOB")).toEqual(["Only alice or an approver can stop this answer."]);
+    // The answer goes on, and so does its session: Slack's stop button stays for the asker,
+    // also past the 2 s after which a private Stop would come where there is none.
+    await waitFor(() => text().includes("word40"), { timeoutMs: 10_000 });
+    expect(session(m.ts)?.status).toBe("processing");
+    expect(told("U_ALICE")).toEqual([]);
+
+    slack.stopAgentSession("U_ALICE", "C1", m.ts);
+    await waitFor(
+      () => llm.requests.find((r) => lastUserText(r).includes("whoever presses stop"))?.abandoned,
+      {
+        timeoutMs: 5_000,
+      },
+    );
+    await running.app.dispatcher.settled();
+    await untilQuiet(slack.api.calls);
+    expect(text()).toContain("Stopped by alice.");
+    expect(text()).not.toContain("word119");
+    expect(session(m.ts)?.statuses).toEqual(["processing", "active"]);
+  }, 30_000);
 
   it("gives a message that waited behind the thread's answer its own working session, with Slack's stop, once its answer starts", async () => {
     const m = slack.mention("C1", "U_ALICE", "a medium answer first");

@@ -1,6 +1,7 @@
 import type { WebClient } from "@slack/web-api";
 import type { ThreadKey } from "../../core/thread.js";
 import { log } from "../../log.js";
+import { NOTHING_TO_STOP } from "../../runtime/commands.js";
 import type { TurnRunner } from "../../runtime/contract.js";
 import { WriteDropped, type WriteScheduler } from "../../runtime/scheduler/write-scheduler.js";
 import { inGroups } from "./user-groups.js";
@@ -204,8 +205,13 @@ export class AgentSessions {
 
 /**
  * Slack's stop button was pressed on a session: the same Stop as ours, for the same people.
- * Stopped, the answer says so itself; refused, the person learns why privately, and the
- * session (whose stream Slack already stopped) moves on from `processing`.
+ * Stopped, the answer says so itself and its end moves the session on; otherwise the
+ * person learns why privately. Slack leaves the session `processing` at a press ("the
+ * session status does not update automatically when the user clicks stop",
+ * agent_session_stopped docs), and its stop button with it: a press someone may not make
+ * leaves the answer going, so the session stays working, and the asker keeps the button
+ * (the private Stop is not offered where Slack shows one). Only where no answer is being
+ * written (it has just ended, its own status still on the way) is the session moved on.
  */
 export async function sessionStopped(
   deps: { runner: TurnRunner; writes: WebClient; sessions?: AgentSessions },
@@ -220,5 +226,5 @@ export async function sessionStopped(
   await deps.writes.chat
     .postEphemeral({ channel: place.channel, user: place.user, thread_ts: place.threadTs, text: said })
     .catch((err: unknown) => log.debug({ err }, "stop refusal not shown"));
-  await deps.sessions?.status(place, "active");
+  if (said === NOTHING_TO_STOP) await deps.sessions?.status(place, "active");
 }

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { SlackEmulator } from "./index.js";
 import { rawCall } from "./raw-call.js";
+import { sessionKey } from "./web-api-agents.js";
 
 let emu: SlackEmulator | undefined;
 afterEach(async () => {
@@ -63,6 +64,39 @@ describe("Slack emulator: Slack's stop button on an agent session", () => {
       await setStatus(status);
       expect(() => emu!.stopAgentSession("U_ALICE", "C1", m.ts)).toThrow(`is ${status}`);
     }
+  });
+
+  it("stops the app's streams at a press but leaves the session processing, button and all, until the app moves it on", async () => {
+    emu = await SlackEmulator.start();
+    const m = emu.post("C1", "U_ALICE", "a question");
+    await call(emu, "agents.sessions.setStatus", { channel_id: "C1", thread_ts: m.ts, status: "processing" });
+    const stream = await rawCall<{ ts: string }>(emu, "chat.startStream", {
+      channel: "C1",
+      thread_ts: m.ts,
+      recipient_user_id: "U_ALICE",
+      recipient_team_id: "T1",
+      markdown_text: "Working on it",
+    });
+    expect(stream.ok).toBe(true);
+
+    emu.stopAgentSession("U_BOB", "C1", m.ts);
+    expect(emu.delivery.deliveries.at(-1)?.payload.event).toMatchObject({
+      user: "U_BOB",
+      streaming_message_ts: [stream.ts],
+    });
+    expect(
+      await rawCall(emu, "chat.appendStream", { channel: "C1", ts: stream.ts, markdown_text: "…" }),
+    ).toEqual({
+      ok: false,
+      error: "message_not_in_streaming_state",
+    });
+    expect(emu.api.sessions.get(sessionKey("C1", m.ts))?.status).toBe("processing");
+    // Nothing streams now, and the button is still there for the next press.
+    emu.stopAgentSession("U_ALICE", "C1", m.ts);
+    expect(emu.delivery.deliveries.at(-1)?.payload.event).toMatchObject({
+      user: "U_ALICE",
+      streaming_message_ts: [],
+    });
   });
 });
 
