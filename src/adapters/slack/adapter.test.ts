@@ -11,6 +11,7 @@ import { joinParts, openFenceAtEnd } from "../../runtime/split.js";
 import { HISTORY_PAGE_SIZE, HISTORY_PAGES } from "./events.js";
 import { toMrkdwn } from "./mrkdwn.js";
 import { SLACK_MESSAGE_LIMIT } from "./reply.js";
+import { HISTORY_FILE_LOOKUPS, NOT_LOOKED_UP } from "./thread-history.js";
 
 let h: Harness | undefined;
 afterEach(async () => {
@@ -125,6 +126,35 @@ describe("Slack adapter: where it answers", () => {
     expect(
       h.emu.api.calls.filter((c) => c.method === "reactions.add").map((c) => c.params.timestamp),
     ).toEqual([later.ts]);
+  });
+
+  it("looks up only the latest 20 files another organization shared earlier in the thread, and names the older ones by id", async () => {
+    h = await startHarness();
+    h.emu.externalUser("U_EXT", "T_OTHER");
+    const file = (n: number) => ({
+      name: `part${n}.txt`,
+      mimetype: "text/plain",
+      bytes: Buffer.from(`part ${n}`),
+    });
+    const root = h.emu.post("C1", "U_ALICE", "All the parts, please");
+    const batches = Array.from({ length: 5 }, (_, b) =>
+      h!.emu.post("C1", "U_EXT", `batch ${b}`, {
+        threadTs: root.ts,
+        files: Array.from({ length: 5 }, (_, i) => file(b * 5 + i)),
+      }),
+    );
+    h.emu.mention("C1", "U_CAROL", "are they all here?", { threadTs: root.ts });
+    await waitFor(() => h!.runner.histories.length === 1);
+    const shown = (m: EmuMessage, label: (f: EmuMessage["files"][number]) => string) =>
+      `${m.text} ${m.files.map((f) => `[file: ${label(f)}]`).join(" ")}`;
+    expect(h.runner.histories[0]).toEqual([
+      { author: "alice", fromBot: false, text: "All the parts, please" },
+      { author: "ext", fromBot: false, text: shown(batches[0]!, (f) => `${f.id}; ${NOT_LOOKED_UP}`) },
+      ...batches.slice(1).map((m) => ({ author: "ext", fromBot: false, text: shown(m, (f) => f.name) })),
+    ]);
+    const asked = h.emu.api.calls.filter((c) => c.method === "files.info").map((c) => c.params.file);
+    expect(asked).toHaveLength(HISTORY_FILE_LOOKUPS);
+    expect(new Set(asked)).toEqual(new Set(batches.slice(1).flatMap((m) => m.files.map((f) => f.id))));
   });
 
   it("reads at most 5 pages of a very long thread's history", async () => {

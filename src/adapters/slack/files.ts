@@ -34,20 +34,27 @@ export interface SlackFile {
  * (`file_access: "check_file_info"`), without name, type or URL: files.info (scope
  * `files:read`) says the rest, asked here before the turn so its record can keep the URL.
  * A file Slack will not describe or serve is still named to the model, with why, so that
- * it never answers as if there were no file, or as if it had read it.
+ * it never answers as if there were no file, or as if it had read it. `describe` stands
+ * in for files.info where the caller bounds the lookups (a thread's history).
  */
 export async function messageFiles(
   files: SlackFile[] | undefined,
   token: string,
   reads: WebClient,
+  describe: (stub: SlackFile) => Promise<SlackFile | string> = (stub) => describeStub(reads, stub),
 ): Promise<InboundFile[]> {
   return Promise.all(
     (files ?? []).map(async (f) => {
-      if (f.file_access !== "check_file_info") return inboundFile(f, token);
-      const info = await lookUp(reads, f.id ?? "");
+      if (!isStub(f)) return inboundFile(f, token);
+      const info = await describe(f);
       return typeof info === "string" ? unreadableFile(f.id ?? "file", info) : inboundFile(info, token);
     }),
   );
+}
+
+/** A file another organization shared in a Slack Connect channel: only files.info says what it is. */
+export function isStub(f: SlackFile): boolean {
+  return f.file_access === "check_file_info";
 }
 
 function inboundFile(f: SlackFile, token: string): InboundFile {
@@ -65,7 +72,8 @@ function inboundFile(f: SlackFile, token: string): InboundFile {
 }
 
 /** The file as files.info describes it, or why Slack would not. */
-async function lookUp(reads: WebClient, id: string): Promise<SlackFile | string> {
+export async function describeStub(reads: WebClient, stub: SlackFile): Promise<SlackFile | string> {
+  const id = stub.id ?? "";
   try {
     const res = await reads.files.info({ file: id });
     if (res.file) return res.file as SlackFile;

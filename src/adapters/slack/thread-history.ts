@@ -1,7 +1,7 @@
 import type { ConversationsRepliesResponse, WebClient } from "@slack/web-api";
 import type { PriorMessage } from "../../core/inbound.js";
 import { log } from "../../log.js";
-import { messageFiles, type SlackFile } from "./files.js";
+import { describeStub, isStub, messageFiles, type SlackFile } from "./files.js";
 import { fromSlackText } from "./mrkdwn.js";
 import type { UserNames } from "./names.js";
 
@@ -10,11 +10,27 @@ export const HISTORY_PAGES = 5;
 export const HISTORY_PAGE_SIZE = 200;
 
 /**
+ * Files another organization shared earlier in the thread (Slack Connect stubs) described
+ * with files.info: the latest this many. Each is a call of its own, made before the model
+ * is asked, and files.info is Tier 4 (about 100 a minute for the whole workspace, shared
+ * with the stubs on every message the bot answers): a thread holding hundreds of them
+ * would hold the first answer for minutes and spend everyone's minute. The latest are
+ * likelier to be what the question is about; the others are named by their id only.
+ */
+export const HISTORY_FILE_LOOKUPS = 20;
+/** Lookups in flight at once: the 20 take a few round trips, without a burst of them on the workspace's tier. */
+export const HISTORY_LOOKUPS_AT_ONCE = 4;
+/** What the model is told of a stub past HISTORY_FILE_LOOKUPS. */
+export const NOT_LOOKED_UP =
+  "an earlier file from another organization, not looked up, so its name is not known";
+
+/**
  * The thread's messages before this one, for a mention in the middle of a thread, at
  * most `HISTORY_PAGES` pages of them. Slack lists replies oldest first and offers no
  * newest-first order, so a thread longer than that keeps its first 1,000 messages. Their
  * files are named as the message's own are (see messageFiles): a Slack Connect stub by
- * what files.info says of it, one Slack will not describe with why.
+ * what files.info says of it, one Slack will not describe with why, and those past the
+ * latest HISTORY_FILE_LOOKUPS by their id.
  */
 export async function threadHistory(
   deps: { identity: () => { botUserId: string; botId?: string }; reads: WebClient; token: string },
@@ -48,10 +64,15 @@ export async function threadHistory(
     }
     return name;
   };
-  // Looked up at once, not one message after the other: each stub is a round trip.
+  const stubs = raw.flatMap((m) => ((m.files ?? []) as SlackFile[]).filter(isStub));
+  const looked = new Set(stubs.slice(-HISTORY_FILE_LOOKUPS));
+  const inTurn = atMost(HISTORY_LOOKUPS_AT_ONCE);
+  const describe = (stub: SlackFile) =>
+    looked.has(stub) ? inTurn(() => describeStub(deps.reads, stub)) : Promise.resolve(NOT_LOOKED_UP);
+  // Every message's files asked for at once (the lookups within their bound): each stub is a round trip.
   const described = raw.map((m) => ({
     m,
-    files: messageFiles(m.files as SlackFile[] | undefined, deps.token, deps.reads),
+    files: messageFiles(m.files as SlackFile[] | undefined, deps.token, deps.reads, describe),
   }));
   const out: PriorMessage[] = [];
   for (const { m, files: looking } of described) {
@@ -64,4 +85,22 @@ export async function threadHistory(
     if (text || files) out.push({ author, fromBot, text: [text, files].filter(Boolean).join(" ") });
   }
   return out;
+}
+
+/** Runs the tasks it is given at most `n` at a time, the others in the order given as places free up. */
+function atMost(n: number): <T>(task: () => Promise<T>) => Promise<T> {
+  let running = 0;
+  const waiting: (() => void)[] = [];
+  return async (task) => {
+    // A place freed is handed straight to the next waiting task, so none can take it in between.
+    if (running < n) running += 1;
+    else await new Promise<void>((go) => waiting.push(go));
+    try {
+      return await task();
+    } finally {
+      const next = waiting.shift();
+      if (next) next();
+      else running -= 1;
+    }
+  };
 }

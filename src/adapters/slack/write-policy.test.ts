@@ -52,6 +52,8 @@ describe("Slack's write policy", () => {
       { capacity: 25, windowMs: 61_000, alone: true },
       minute(50, true),
     ]);
+    // Slack Connect stubs, a message's and its thread's: Tier 4 from the first lookup.
+    expect(limit("files.info", { file: "F1" }, false)).toEqual([minute(100)]);
     expect(limit("views.open", {}, false)).toEqual([undefined]);
     expect(limit("views.open", {}, true)).toEqual([minute(100)]);
     expect(limit("chat.meMessage", { channel: "C1" }, true)).toEqual([undefined]);

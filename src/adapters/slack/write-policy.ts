@@ -24,10 +24,12 @@ const WORKSPACE_PER_MINUTE: Record<string, number> = {
   "chat.postEphemeral": 100,
   "reactions.add": 50,
   "reactions.remove": 20,
-  // Reads (the reads client paces them too): thread reads of takeovers and seeds, name lookups.
+  // Reads (the reads client paces them too): thread reads of takeovers and seeds, name lookups,
+  // and what another organization's files are (a message's, and its thread's for a seed).
   "conversations.replies": 50,
   "conversations.history": 50,
   "users.info": 100,
+  "files.info": 100,
   // Agent sessions (Tier 3): many threads starting at once would meet 429s at once. Starts
   // and ends share the minute; starts also have half of it to themselves (see `slackBuckets`).
   "agents.sessions.setStatus": 50,

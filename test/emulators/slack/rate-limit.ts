@@ -29,6 +29,7 @@ export const DEFAULT_PER_MINUTE: Record<string, number> = {
   "conversations.replies": 50,
   "conversations.history": 50,
   "users.info": 100,
+  "files.info": 100,
   "files.getUploadURLExternal": 100,
   "files.completeUploadExternal": 100,
   "agents.sessions.setStatus": 50,

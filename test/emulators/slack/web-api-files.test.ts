@@ -43,6 +43,28 @@ describe("Slack emulator: files in a Slack Connect channel", () => {
     expect(await call(emu, "files.info", { file: "F_NONE" })).toEqual({ ok: false, error: "file_not_found" });
   });
 
+  it("answers files.info 100 times a minute for the workspace (Tier 4), then with 429 and Retry-After", async () => {
+    emu = await SlackEmulator.start();
+    emu.externalUser("U_EXT", "T_OTHER");
+    const id = emu.post("C1", "U_EXT", "see the plan", { files: NOTES }).files[0]?.id ?? "";
+    const ask = () =>
+      fetch(`${emu!.apiUrl}files.info`, {
+        method: "POST",
+        headers: {
+          authorization: `Bearer ${emu!.botToken}`,
+          "content-type": "application/x-www-form-urlencoded",
+        },
+        body: new URLSearchParams({ file: id }).toString(),
+      });
+    const statuses: number[] = [];
+    for (let n = 0; n < 100; n++) statuses.push((await ask()).status);
+    expect(statuses.every((s) => s === 200)).toBe(true);
+    const refused = await ask();
+    expect(refused.status).toBe(429);
+    expect(Number(refused.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+    expect(await refused.json()).toEqual({ ok: false, error: "ratelimited" });
+  });
+
   it("lists such a file as a stub in the thread's history too", async () => {
     emu = await SlackEmulator.start();
     emu.externalUser("U_EXT", "T_OTHER");
