@@ -111,10 +111,21 @@ export async function run(): Promise<BenchResult> {
   };
   const counts = { saves: 0, writes: 0 };
   const save = core.sessions.save.bind(core.sessions);
-  core.sessions.save = (session) => {
+  core.sessions.save = (...args) => {
     counts.saves++;
-    return save(session);
+    return save(...args);
   };
+  // A turn's session is written under its lease, in one conditional statement instead of
+  // keyv's set: counted here as the one write it is, so the figure still counts the same writes.
+  const sql = core.store.sql;
+  if (sql) {
+    const query = sql.query.bind(sql);
+    sql.query = (text, params) => {
+      if (/^\s*INSERT/.test(text) && String(params[0]).endsWith(":session:console:bench-agent"))
+        counts.writes++;
+      return query(text, params);
+    };
+  }
   const kv = core.store.kv;
   const set = kv.set.bind(kv);
   const del = kv.delete.bind(kv);

@@ -12,6 +12,7 @@ import {
 import { log } from "../log.js";
 import type { Elicit, ToolEntry, ToolHub } from "../mcp/types.js";
 import type { Session, SessionRepository } from "../store/sessions.js";
+import type { Lease } from "../store/state.js";
 import { type AnswerRoom, tokenizerMargin } from "./answer-room.js";
 import { codeBlockArtifacts } from "./artifacts.js";
 import { buildPrompt, countTokens, modelLimits, renderSystemPrompt } from "./context.js";
@@ -290,20 +291,25 @@ export class Agent {
     return planCompression(session, this.compressDeps(session), { force });
   }
 
-  /** Titles the thread now and saves it (the /title command, under the thread's lock). */
-  async title(session: Session): Promise<string> {
+  /** Titles the thread now and saves it (the /title command, under the thread's lock and its `lease`). */
+  async title(session: Session, lease?: Lease): Promise<string> {
     const title = await this.makeTitle(session);
     session.title = title;
-    await this.deps.sessions.save(session);
+    await this.deps.sessions.save(session, lease);
     return title;
   }
 
-  /** Compresses when over budget, or always with `force` (the /compact command). */
+  /** Compresses when over budget, or always with `force` (the /compact command, saved under `lease`). */
   async compact(
     session: Session,
     force: boolean,
+    lease?: Lease,
   ): Promise<{ compressed: boolean; archived: number; ms: number }> {
-    return compress(session, { ...this.compressDeps(session), sessions: this.deps.sessions }, { force });
+    return compress(
+      session,
+      { ...this.compressDeps(session), sessions: this.deps.sessions },
+      { force, lease },
+    );
   }
 
   private compressDeps(session: Session) {

@@ -289,13 +289,13 @@ export async function applyFold(
 
 /**
  * Plans, applies and saves a fold in one go (the /compact command, under the thread's
- * lock). On any failure the session object and the stored session are as they were, and
- * the error is thrown.
+ * lock, whose lease fences its writes). On any failure the session object and the stored
+ * session are as they were, and the error is thrown.
  */
 export async function compress(
   session: Session,
   deps: CompressDeps,
-  opts: { force?: boolean } = {},
+  opts: { force?: boolean; lease?: Lease } = {},
 ): Promise<CompressResult> {
   const started = performance.now();
   const elapsed = () => Math.round(performance.now() - started);
@@ -308,8 +308,8 @@ export async function compress(
     archiveChunks: session.archiveChunks,
   };
   try {
-    await applyFold(session, plan, deps.sessions);
-    await deps.sessions.save(session);
+    await applyFold(session, plan, deps.sessions, opts.lease);
+    await deps.sessions.save(session, opts.lease);
   } catch (err) {
     Object.assign(session, before);
     throw err;

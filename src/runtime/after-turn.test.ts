@@ -11,6 +11,7 @@ import { createState } from "../store/state.js";
 import { describeEachStore, type TestStores, testStores } from "../store/testing.js";
 import { runAfterTurn } from "./after-turn.js";
 import type { Reply } from "./contract.js";
+import { gate, StallingSessions } from "./stall.test-helper.js";
 
 const KEY = "slack:T1:C1:1712345678.000100";
 
@@ -47,37 +48,6 @@ function models(answer: Promise<void> = Promise.resolve()): Provider {
       );
     },
   };
-}
-
-/** Sessions whose next read stalls until `go` (a long GC pause, a store that answers late). */
-class StallingSessions extends SessionRepository {
-  private stall: { reached: () => void; go: Promise<void> } | undefined;
-
-  /** Resolves once the next read has been made and is stalled; it goes on at `go`. */
-  stallNextRead(go: Promise<void>): Promise<void> {
-    return new Promise((reached) => {
-      this.stall = { reached, go };
-    });
-  }
-
-  override async get(key: string): Promise<Session | undefined> {
-    const session = await super.get(key);
-    const stall = this.stall;
-    this.stall = undefined;
-    if (stall) {
-      stall.reached();
-      await stall.go;
-    }
-    return session;
-  }
-}
-
-function gate(): { open: () => void; passed: Promise<void> } {
-  let open!: () => void;
-  const passed = new Promise<void>((r) => {
-    open = r;
-  });
-  return { open, passed };
 }
 
 describeEachStore("the title and compression after a turn, on %s", (kind) => {

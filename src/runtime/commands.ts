@@ -1,18 +1,20 @@
-import type { Agent } from "../agent/agent.js";
 import type { Config } from "../config.js";
-import { allowedModels } from "../config.js";
 import { SwitchboardError } from "../core/errors.js";
 import type { Provenance } from "../core/inbound.js";
 import type { Platform, ThreadKey } from "../core/thread.js";
-import { log } from "../log.js";
 import type { OAuthSignIns } from "../mcp/oauth/sign-ins.js";
 import type { ToolHub } from "../mcp/types.js";
 import type { FeedbackBook } from "../store/feedback.js";
-import type { ThreadLock } from "../store/locks.js";
-import type { SessionRepository } from "../store/sessions.js";
 import type { UsageLedger } from "../store/usage.js";
 import { expandPrompt, listPrompts } from "./prompts.js";
 import { serverLine } from "./server-line.js";
+import {
+  compactThread,
+  newConversation,
+  retitleThread,
+  type SessionCommandDeps,
+  switchModel,
+} from "./thread-commands.js";
 import { everyonesUsage, ownUsage } from "./usage-report.js";
 
 /** One use of a catalog command, from any platform. */
@@ -31,12 +33,8 @@ export interface Command {
 }
 
 /** What commands read and change: the thread's session (under its lock), the tool hub, the agent. */
-export interface CommandDeps {
-  agent: Agent;
-  sessions: SessionRepository;
-  lock: ThreadLock;
+export interface CommandDeps extends SessionCommandDeps {
   hub: ToolHub;
-  config: Config;
   /** Model usage as recorded (the usage command). */
   usage?: UsageLedger;
   /** Ratings of answers (shown to admins with everyone's usage). */
@@ -49,8 +47,6 @@ export interface CommandDeps {
   ): Promise<string>;
   /** Sign-ins of the tool servers that use OAuth. */
   oauth?: OAuthSignIns;
-  /** Ends the thread's turn waiting for approvals, if there is one (see ApprovalDesk.abandon). */
-  abandonWaiting?(key: ThreadKey): Promise<void>;
 }
 
 /** Lists a platform can offer while the argument is typed (Discord autocomplete). */
@@ -128,13 +124,7 @@ const CATALOG = [
     name: "new",
     help: "start a fresh conversation in this thread",
     thread: "always",
-    async run(cmd, { lock, sessions, abandonWaiting }) {
-      await lock.run(cmd.key, async () => {
-        await abandonWaiting?.(cmd.key);
-        await sessions.reset(cmd.key);
-      });
-      return "Started a new conversation. I have forgotten what was said before in this thread.";
-    },
+    run: newConversation,
   },
   {
     name: "stop",
@@ -265,20 +255,7 @@ const CATALOG = [
     help: "fold the older part of this conversation into a summary now",
     thread: "always",
     asksModel: true,
-    run: (cmd, { lock, sessions, agent }) =>
-      lock.run(cmd.key, async () => {
-        const session = await sessions.getOrCreate(cmd.key);
-        try {
-          const r = await agent.compact(session, true);
-          return r.compressed
-            ? `Folded ${r.archived} older messages into the summary.`
-            : "Nothing to compress yet: the conversation is short.";
-        } catch (err) {
-          log.warn({ err, key: cmd.key }, "compact failed");
-          if (err instanceof SwitchboardError && !err.code.startsWith("llm_")) return err.userMessage;
-          return "I could not compress the conversation right now (the model did not answer). Nothing was lost; try again later.";
-        }
-      }),
+    run: compactThread,
   },
   {
     name: "summary",
@@ -296,13 +273,7 @@ const CATALOG = [
     help: "make a new title for this thread",
     thread: "always",
     asksModel: true,
-    run: (cmd, { lock, sessions, agent }) =>
-      lock.run(cmd.key, async () => {
-        const session = await sessions.getOrCreate(cmd.key);
-        if (!session.messages.some((m: { role: string }) => m.role === "assistant"))
-          return "There is nothing to title yet: ask me something first.";
-        return `New title: ${await agent.title(session)}`;
-      }),
+    run: retitleThread,
   },
   {
     name: "usage",
@@ -342,21 +313,6 @@ export type CatalogCommand = CommandSpec & { name: CommandName };
 
 /** The catalog in order, as platforms read it. */
 export const COMMANDS: readonly CatalogCommand[] = CATALOG;
-
-function switchModel(cmd: Command, { lock, sessions, agent, config }: CommandDeps): Promise<string> {
-  return lock.run(cmd.key, async () => {
-    const session = await sessions.getOrCreate(cmd.key);
-    const allowed = allowedModels(config);
-    const wanted = cmd.arg?.trim();
-    if (!wanted) return `This thread uses ${agent.modelFor(session)}. Available: ${allowed.join(", ")}.`;
-    if (!allowed.includes(wanted)) {
-      return `${wanted} is not one of the allowed models (${allowed.join(", ")}). Ask an admin to add it to models.allowed.`;
-    }
-    session.settings.model = wanted === config.llm.model ? undefined : wanted;
-    await sessions.save(session);
-    return `This thread now uses ${wanted}.`;
-  });
-}
 
 /** The catalog entry for a name a person typed (any case), if there is one. */
 export function findCommand(name: string): CatalogCommand | undefined {

@@ -295,7 +295,7 @@ export class Dispatcher implements TurnRunner {
       runCommand(cmd, {
         ...this.deps,
         stopTurn: async (key, by, inGroups) => (await this.stop(key, by, inGroups)) || "Stopped.",
-        abandonWaiting: (key) => this.desk.abandon(key),
+        abandonWaiting: (key, lease) => this.desk.abandon(key, lease),
       }),
     );
   }

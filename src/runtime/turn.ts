@@ -49,8 +49,8 @@ export interface TurnHooks {
   /** True when the turn was stopped so that another process goes on with it (a rolling restart). */
   handingOver?(): boolean;
   /**
-   * The thread's lock as this turn holds it: the turn's record is written under its lease,
-   * and once it is lost the turn stops without writing anything more.
+   * The thread's lock as this turn holds it: the turn's record and session are written
+   * under its lease, and once it is lost the turn stops without writing anything more.
    */
   held?: Held;
 }
@@ -241,9 +241,9 @@ export async function drive(
           // whatever their servers did. Unsaved, with `calling` kept, the step tells the
           // process taking over that they may have run, so a write is not repeated blindly.
           if (hooks.handingOver?.()) throw signal.reason;
-          // The session is not fenced itself: its save follows a check that the lease is held.
-          await ledger.confirm(record);
-          await sessions.save(current);
+          // Fenced in the write itself, not checked before it: a process that stalls in
+          // between past its heartbeat would save over the turn of the one that took the thread.
+          await sessions.save(current, hooks.held?.lease);
           await ledger.checkpoint(record, shown);
         }),
       onCalls: (step) => fenced(() => ledger.calling(record, step)),
@@ -326,21 +326,21 @@ export async function drive(
     // The end checkpoint, then the ledger: a crash between the two leaves a saved answer,
     // which a takeover only shows again (see takeOverTurn).
     if (session) {
-      if (
-        !(await ledger.confirm(record).then(
-          () => true,
-          (err: unknown) => !(err instanceof LockLost),
-        ))
-      ) {
+      const lost = await sessions.save(session, hooks.held?.lease).then(
+        () => false,
+        (err: unknown) => {
+          if (err instanceof LockLost) return true;
+          outcome = "error";
+          pending = undefined;
+          log.error({ err, key: place.key }, "could not save the session");
+          return false;
+        },
+      );
+      if (lost) {
         log.warn({ key: place.key }, "lost the thread's lock as the turn ended; its end is not saved");
         gone = true;
         return;
       }
-      await sessions.save(session).catch((err: unknown) => {
-        outcome = "error";
-        pending = undefined;
-        log.error({ err, key: place.key }, "could not save the session");
-      });
     }
     if (pending) {
       await deps.desk

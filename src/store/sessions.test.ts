@@ -162,4 +162,22 @@ describeEachStore("SessionRepository on %s", (kind) => {
     expect((await b.get(KEY))?.messages).toEqual([...exchange(1), ...exchange(2)]);
     expect(await b.readArchive(KEY)).toEqual([]);
   });
+
+  it("starts a new conversation under a lease only while it is held, and says a save was lost to the new holder's /new", async () => {
+    stores = testStores(kind);
+    const [storeA, storeB] = [await stores.open(), await stores.open()];
+    const [a, b] = [new SessionRepository(storeA), new SessionRepository(storeB)];
+    const lease = (await createState(storeA).acquireLock(KEY, 60_000))!;
+    const stale = await a.getOrCreate(KEY);
+    stale.messages.push(...exchange(1));
+    await a.save(stale, lease);
+    // Taken by another process, whose thread moves on to a new conversation and a turn in it.
+    await createState(storeB).releaseLock(lease);
+    const fresh = await b.reset(KEY);
+    fresh.messages.push(...exchange(2));
+    await b.save(fresh);
+    await expect(a.reset(KEY, lease)).rejects.toBeInstanceOf(LockLost);
+    await expect(a.save(stale, lease)).rejects.toBeInstanceOf(LockLost);
+    expect(await b.get(KEY)).toMatchObject({ generation: 1, messages: exchange(2) });
+  });
 });

@@ -97,6 +97,9 @@ export class SessionRepository {
     await this.writes.run(session.key, async () => {
       const current = (await this.store.kv.get<number>(generationKey(session.key))) ?? 0;
       if (session.generation < current) {
+        // Under a lease, a /new (which takes the lock) came between only if the lease was
+        // lost: the saver learns it, as from a refused write, and does not go on as if saved.
+        if (lease && !(await this.states().holds(lease))) throw new LockLost(session.key);
         log.info(
           { key: session.key, generation: session.generation, current },
           "dropped a save from before /new",
@@ -145,16 +148,22 @@ export class SessionRepository {
 
   /**
    * /new: a fresh session at the next generation. The thread's settings (model, servers)
-   * stay: /new forgets the conversation, not how the thread is configured.
+   * stay: /new forgets the conversation, not how the thread is configured. `lease`: fenced
+   * as `save` is; `LockLost` when the generation was refused, and then nothing changed.
    */
-  async reset(key: string): Promise<Session> {
+  async reset(key: string, lease?: Lease): Promise<Session> {
     return this.writes.run(key, async () => {
       const [old, current] = await this.readWithGeneration(key);
       const generation = Math.max(current, old?.generation ?? 0) + 1;
+      const fence = lease && { lease, thread: key };
       // The generation first: from here on, any late save of the old turn is refused.
-      await this.write(generationKey(key), generation);
+      await this.write(generationKey(key), generation, fence);
       const fresh = newSession(key, generation, old?.settings);
-      await this.write(sessionKey(key), fresh);
+      // Refused after the generation landed under the lease: the thread's new holder took it
+      // after that write, so it reads the older record as gone and starts afresh; the /new happened.
+      await this.write(sessionKey(key), fresh, fence).catch((err: unknown) => {
+        if (!(err instanceof LockLost)) throw err;
+      });
       if (old && old.archiveChunks > 0) {
         const chunks = Array.from({ length: old.archiveChunks }, (_, n) =>
           archiveKey(key, old.generation, n),
@@ -181,7 +190,11 @@ export class SessionRepository {
       await this.store.kv.set(key, value);
       return;
     }
+    if (!(await this.states().kvSetIfHolding(fence.lease, key, value))) throw new LockLost(fence.thread);
+  }
+
+  private states(): StateStore {
     this.state ??= createState(this.store);
-    if (!(await this.state.kvSetIfHolding(fence.lease, key, value))) throw new LockLost(fence.thread);
+    return this.state;
   }
 }

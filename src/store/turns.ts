@@ -133,12 +133,6 @@ export class TurnLedger {
     if (lease) this.leases.set(record, lease);
   }
 
-  /** Throws `LockLost` when the record's lease is no longer held (before a write elsewhere, such as the session's). */
-  async confirm(record: TurnRecord): Promise<void> {
-    const lease = this.leases.get(record);
-    if (lease && !(await this.state.holds(lease))) throw new LockLost(record.key);
-  }
-
   /** The session was saved after a step: the answer so far is `shown`, and no call is in doubt. */
   async checkpoint(record: TurnRecord, shown: string): Promise<void> {
     record.shown = shown;

@@ -4,6 +4,7 @@ import { randomRef } from "../../core/random-ref.js";
 import type { ThreadKey } from "../../core/thread.js";
 import { log } from "../../log.js";
 import type { ApprovalBook, ApprovalRecord, Decision, DecisionKind } from "../../store/approvals.js";
+import type { Lease } from "../../store/state.js";
 import type { TurnLedger, TurnRecord, WaitingTurn } from "../../store/turns.js";
 import type { Interaction, Reply } from "../contract.js";
 import { type CallPlace, mayDecide } from "./policy.js";
@@ -244,11 +245,14 @@ export class ApprovalDesk {
   /**
    * The thread starts a new conversation (/new, under its lock): a turn waiting here ends,
    * its questions unanswered as when the person writes again, since a click would go on
-   * with the old conversation's step in the new one.
+   * with the old conversation's step in the new one. `lease`: the record ends only while
+   * it is held, so a /new that stalled never ends the record of a turn the thread's new
+   * holder began meanwhile.
    */
-  async abandon(key: ThreadKey): Promise<void> {
+  async abandon(key: ThreadKey, lease?: Lease): Promise<void> {
     const record = await this.deps.ledger.get(key);
     if (!record?.waiting) return;
+    this.deps.ledger.guard(record, lease);
     await this.supersede(key, record.waiting, this.deps.replyFor(key, record.address?.channel));
     await this.deps.ledger.end(record);
   }
