@@ -2,6 +2,7 @@ import type { InboundFile } from "../core/inbound.js";
 import { storeFailed } from "../store/index.js";
 import type { TurnRecord } from "../store/turns.js";
 import type { Outcome } from "./approvals/desk.js";
+import { grantForThread } from "./approvals/policy.js";
 import type { Reply } from "./contract.js";
 import { afterCrash, answered, stepSaved } from "./takeover-steps.js";
 import { askWithFiles, drive, storedPlace, type TurnDeps, type TurnHooks, type TurnResult } from "./turn.js";
@@ -31,10 +32,7 @@ export async function resumeTurn(
     throw storeFailed(err);
   });
   return drive(record, place, reply, deps, signal, hooks, {}, async (session, common) => {
-    if (outcome.approvedForThread.length) {
-      const approved = new Set([...(session.settings.approvedTools ?? []), ...outcome.approvedForThread]);
-      session.settings.approvedTools = [...approved];
-    }
+    grantForThread(session.settings, outcome.approvedForThread, place.team);
     return deps.agent.resumeTurn({
       ...common,
       resumed: { step: waiting.step, verdicts: outcome.verdicts },

@@ -6,6 +6,7 @@ import type { ThreadLock } from "../store/locks.js";
 import type { TurnInput, TurnLedger, TurnRecord } from "../store/turns.js";
 import type { Payer } from "../store/usage.js";
 import type { ApprovalDesk } from "./approvals/desk.js";
+import { askerTeam } from "./approvals/policy.js";
 import type { Adapter, Inbound, Reply } from "./contract.js";
 import { MAX_TAKEOVERS } from "./turn.js";
 
@@ -335,10 +336,12 @@ export class Takeovers {
   async handOff(inbound: Inbound): Promise<boolean> {
     const { text, user, channel, sentAt } = inbound;
     const files = storedFiles(inbound.attachments);
+    const team = askerTeam(inbound.platform, inbound.from);
     await this.deps.ledger.hand(inbound.key, {
       text,
       user,
       channel,
+      ...(team ? { team } : {}),
       ...(sentAt === undefined ? {} : { sentAt }),
       ...(files.length ? { files } : {}),
     });

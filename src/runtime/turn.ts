@@ -15,7 +15,7 @@ import { type Held, LockLost } from "../store/locks.js";
 import type { Session, SessionRepository } from "../store/sessions.js";
 import type { TurnLedger, TurnRecord } from "../store/turns.js";
 import type { ApprovalDesk } from "./approvals/desk.js";
-import { approvalMode, type CallPlace, callGate } from "./approvals/policy.js";
+import { approvalMode, approvedForThread, askerTeam, type CallPlace, callGate } from "./approvals/policy.js";
 import { SUPERSEDED_REASON } from "./approvals/questions.js";
 import type { Inbound, Reply } from "./contract.js";
 import type { FormDesk } from "./forms/desk.js";
@@ -68,6 +68,8 @@ export interface TurnResult {
 export interface TurnPlace extends CallPlace {
   key: ThreadKey;
   user: { id: string; name?: string };
+  /** The asker's Slack team (see `askerTeam`). */
+  team?: string;
 }
 
 /**
@@ -88,11 +90,13 @@ export async function runTurn(
   id: string = randomUUID(),
 ): Promise<TurnResult> {
   const { ledger, config, agent } = deps;
+  const team = askerTeam(inbound.platform, inbound.from);
   const place: TurnPlace = {
     key: inbound.key,
     user: inbound.user,
     platform: inbound.platform,
     channel: inbound.channel,
+    ...(team ? { team } : {}),
   };
   const files = storedFiles(inbound.attachments);
   const run = {
@@ -103,6 +107,7 @@ export async function runTurn(
       text: inbound.text,
       user: inbound.user,
       channel: inbound.channel,
+      ...(team ? { team } : {}),
       ...(files.length ? { files } : {}),
     },
   };
@@ -164,8 +169,12 @@ export async function askWithFiles(
 export type Common = Omit<TurnInput, "text" | "parts">;
 
 /** Where a turn run from its record answers: the thread, and who asked where. */
-export function storedPlace(key: ThreadKey, asked: { user: TurnPlace["user"]; channel: string }): TurnPlace {
-  return { key, user: asked.user, platform: platformOf(key) ?? "console", channel: asked.channel };
+export function storedPlace(
+  key: ThreadKey,
+  asked: { user: TurnPlace["user"]; channel: string; team?: string },
+): TurnPlace {
+  const place = { key, user: asked.user, platform: platformOf(key) ?? "console", channel: asked.channel };
+  return asked.team ? { ...place, team: asked.team } : place;
 }
 
 /**
@@ -251,7 +260,12 @@ export async function drive(
       platform: place.platform,
       channel: place.channel,
       signal,
-      gate: callGate(deps, place, () => current.settings.approvedTools, Boolean(reply.ask)),
+      gate: callGate(
+        deps,
+        place,
+        (tool) => approvedForThread(current.settings, tool, place.team),
+        Boolean(reply.ask),
+      ),
       ...(deps.formDesk
         ? {
             elicit: deps.formDesk.asker({
@@ -348,6 +362,7 @@ export async function drive(
           reply,
           user: place.user,
           place,
+          ...(place.team ? { team: place.team } : {}),
           toolOf: (name) => splitName(deps.hub, name),
         })
         .catch(async (err: unknown) => {

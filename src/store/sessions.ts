@@ -8,8 +8,18 @@ import { createState, type Lease, type StateStore } from "./state.js";
 export interface SessionSettings {
   model?: string;
   servers?: string[];
-  /** Tools someone approved "for this thread" (model-facing names): they no longer ask here. */
+  /**
+   * Tools someone approved "for this thread" (model-facing names): they no longer ask here,
+   * whoever asks (sessions from before team scopes, Discord, the terminal).
+   */
   approvedTools?: string[];
+  /**
+   * Tools approved "for this thread" in a Slack turn: they no longer ask the people of the
+   * asker's team (`team`) only, since a Slack Connect thread also holds another organization's.
+   * A field of its own rather than encoded entries of `approvedTools`: an older replica in a
+   * rolling deploy ignores it, and so asks, instead of reading an entry as a tool's name.
+   */
+  teamApprovedTools?: Array<{ tool: string; team: string }>;
 }
 
 export interface Session {

@@ -41,6 +41,8 @@ export interface TurnInput {
   text: string;
   user: { id: string; name?: string };
   channel: string;
+  /** The asker's Slack team: an approval for the thread given in this turn covers its people. */
+  team?: string;
   /** When it was sent (see `Inbound.sentAt`): messages handed over are answered in this order. */
   sentAt?: number;
   /**
@@ -71,6 +73,8 @@ export interface WaitingTurn {
   expiresAt: string;
   user: { id: string; name?: string };
   channel: string;
+  /** See `TurnInput.team`; absent in records parked before it was kept (their approvals are unscoped). */
+  team?: string;
 }
 
 const recordKey = (key: ThreadKey) => `turn:${key}`;

@@ -24,6 +24,8 @@ export interface ParkContext {
   reply: Reply;
   user: { id: string; name?: string };
   place: CallPlace;
+  /** The asker's Slack team, kept with the waiting turn: its approvals for the thread cover that team. */
+  team?: string;
   /** The server and MCP name of a model-facing tool name. */
   toolOf(name: string): { server: string; tool: string };
 }
@@ -89,6 +91,7 @@ export class ApprovalDesk {
       expiresAt,
       user: ctx.user,
       channel: ctx.place.channel,
+      ...(ctx.team ? { team: ctx.team } : {}),
     };
     await this.deps.ledger.park(record, waiting);
     const ask = ctx.reply.ask?.bind(ctx.reply);

@@ -4,7 +4,7 @@ import { type ResumedStep, runToolLoop } from "../../agent/loop.js";
 import { SEARCH_TOOL } from "../../agent/tool-offer.js";
 import { configSchema } from "../../config.js";
 import type { ToolEntry } from "../../mcp/types.js";
-import { approvalMode, callGate, mayDecide } from "./policy.js";
+import { approvalMode, approvedForThread, askerTeam, callGate, grantForThread, mayDecide } from "./policy.js";
 import { unknownTool } from "./questions.js";
 
 const tool = (server: string, name: string, annotations?: ToolEntry["annotations"]): ToolEntry => ({
@@ -115,7 +115,7 @@ describe("the gate of a turn's calls", () => {
   it("refuses a tool no server offers now, so that approving its step's other call never runs it later", async () => {
     const fns: Record<string, () => string> = { fs__write_file: () => "written" };
     const hub = new FunctionHub(fns);
-    const gate = callGate({ hub, config }, slack, () => [], true);
+    const gate = callGate({ hub, config }, slack, () => false, true);
     const loop = (provider: ScriptedProvider, resumed?: ResumedStep) =>
       drain(
         runToolLoop(
@@ -160,8 +160,51 @@ describe("the gate of a turn's calls", () => {
   });
 
   it("lets the tool search through, which the turn's offer answers itself", () => {
-    const gate = callGate({ hub: new FunctionHub({}), config }, slack, () => [], true);
+    const gate = callGate({ hub: new FunctionHub({}), config }, slack, () => false, true);
     expect(gate({ id: "c1", name: SEARCH_TOOL, arguments: { query: "files" } })).toBe("run");
+  });
+});
+
+describe("what an approval for the rest of a thread covers", () => {
+  it("still runs a tool an old session approved for the thread (a plain entry) for anyone, of any team", () => {
+    const settings = { approvedTools: ["fs__write_file"] };
+    expect(approvedForThread(settings, "fs__write_file", "T_OTHER")).toBe(true);
+    expect(approvedForThread(settings, "fs__write_file", undefined)).toBe(true);
+    expect(approvedForThread(settings, "fs__delete", "T_OTHER")).toBe(false);
+  });
+
+  it("covers only the people of the asker's Slack team when approved in a Slack turn", () => {
+    const settings = {};
+    grantForThread(settings, ["fs__write_file"], "T_HOME");
+    grantForThread(settings, ["fs__write_file"], "T_HOME");
+    expect(settings).toEqual({ teamApprovedTools: [{ tool: "fs__write_file", team: "T_HOME" }] });
+    expect(approvedForThread(settings, "fs__write_file", "T_HOME")).toBe(true);
+    expect(approvedForThread(settings, "fs__write_file", "T_OTHER")).toBe(false);
+    // An asker whose team is not known is not assumed to be of it.
+    expect(approvedForThread(settings, "fs__write_file", undefined)).toBe(false);
+  });
+
+  it("stays unscoped on Discord and in the terminal, where a thread holds one guild or one person", () => {
+    const settings = {};
+    grantForThread(settings, ["fs__write_file"], askerTeam("discord", { dm: false, workspace: "G1" }));
+    grantForThread(settings, ["fs__move"], askerTeam("console", undefined));
+    expect(settings).toEqual({ approvedTools: ["fs__write_file", "fs__move"] });
+    expect(askerTeam("slack", { dm: false, workspace: "T_HOME" })).toBe("T_HOME");
+  });
+
+  it("lets a call of a tool approved for the asker's team run unasked, and asks others", () => {
+    const hub = new FunctionHub({ fs__write_file: () => "written" });
+    const settings = { teamApprovedTools: [{ tool: "fs__write_file", team: "T_HOME" }] };
+    const call = { id: "c1", name: "fs__write_file", arguments: {} };
+    const gateFor = (team: string) =>
+      callGate(
+        { hub, config: configSchema.parse({}) },
+        slack,
+        (t) => approvedForThread(settings, t, team),
+        true,
+      );
+    expect(gateFor("T_HOME")(call)).toBe("run");
+    expect(gateFor("T_OTHER")(call)).toBe("ask");
   });
 });
 

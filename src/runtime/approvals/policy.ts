@@ -1,9 +1,11 @@
 import type { CallGate } from "../../agent/loop.js";
 import { SEARCH_TOOL } from "../../agent/tool-offer.js";
 import type { Config } from "../../config.js";
+import type { Provenance } from "../../core/inbound.js";
 import type { ToolCall } from "../../core/messages.js";
 import type { Platform } from "../../core/thread.js";
 import type { ToolEntry, ToolHub } from "../../mcp/types.js";
+import type { SessionSettings } from "../../store/sessions.js";
 import type { Interaction } from "../contract.js";
 import { CANNOT_ASK_REASON, NEVER_REASON, unknownTool } from "./questions.js";
 
@@ -65,14 +67,53 @@ export async function mayDecide(
 }
 
 /**
+ * The organization an approval "for this thread" covers when given in a turn of this asker.
+ * A Slack thread is keyed by the bot's workspace, yet in a Slack Connect channel its
+ * people belong to two organizations: the asker's own team (`from.workspace`) scopes it.
+ * A Discord thread lies in one guild and the terminal has one person: unscoped there.
+ */
+export function askerTeam(platform: Platform, from: Provenance | undefined): string | undefined {
+  return platform === "slack" ? from?.workspace : undefined;
+}
+
+/** Whether the thread's approvals for its rest let `tool` run unasked in a turn of an asker of `team`. */
+export function approvedForThread(
+  settings: SessionSettings,
+  tool: string,
+  team: string | undefined,
+): boolean {
+  if (settings.approvedTools?.includes(tool)) return true;
+  // An asker whose team is unknown is not taken to be of the approver's.
+  if (team === undefined) return false;
+  return settings.teamApprovedTools?.some((g) => g.tool === tool && g.team === team) ?? false;
+}
+
+/** Records `tools` as approved for the rest of the thread, for the people of `team` if it is known. */
+export function grantForThread(
+  settings: SessionSettings,
+  tools: readonly string[],
+  team: string | undefined,
+): void {
+  if (!tools.length) return;
+  if (team === undefined) {
+    settings.approvedTools = [...new Set([...(settings.approvedTools ?? []), ...tools])];
+    return;
+  }
+  const grants = settings.teamApprovedTools ?? [];
+  for (const tool of tools)
+    if (!grants.some((g) => g.tool === tool && g.team === team)) grants.push({ tool, team });
+  settings.teamApprovedTools = grants;
+}
+
+/**
  * Which calls run here, wait for a person, or may not run: the tool loop's gate for one
- * turn. `approved`: the tools the thread approved for its rest, as they are at each call; `canAsk`: whether anyone
- * can be asked where the turn answers.
+ * turn. `approved`: whether the thread approved a tool for its rest for this turn's asker,
+ * as it is at each call; `canAsk`: whether anyone can be asked where the turn answers.
  */
 export function callGate(
   deps: { hub: ToolHub; config: Config },
   place: CallPlace,
-  approved: () => readonly string[] | undefined,
+  approved: (tool: string) => boolean,
   canAsk: boolean,
 ): (call: ToolCall) => CallGate {
   return (call) => {
@@ -84,7 +125,7 @@ export function callGate(
     if (!entry) return { refuse: unknownTool(call.name) };
     const mode = approvalMode(deps.config, entry, place);
     if (mode === "never") return { refuse: NEVER_REASON };
-    if (mode === "always" || approved()?.includes(call.name)) return "run";
+    if (mode === "always" || approved(call.name)) return "run";
     return canAsk ? "ask" : { refuse: CANNOT_ASK_REASON };
   };
 }
