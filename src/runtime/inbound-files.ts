@@ -1,3 +1,4 @@
+import { IMAGE_TYPES, providerImageBytes } from "../agent/image-limits.js";
 import { modelSupportsVision } from "../agent/model-limits.js";
 import type { Config } from "../config.js";
 import type { InboundFile } from "../core/inbound.js";
@@ -8,7 +9,6 @@ import { formatBytes } from "../mcp/results.js";
 const TEXT_TYPES = /^(text\/|application\/(json|xml|yaml|x-yaml|toml|javascript|typescript|x-sh|sql|csv))/;
 const TEXT_EXTENSIONS =
   /\.(txt|md|markdown|csv|tsv|json|ya?ml|toml|xml|html?|css|js|mjs|cjs|ts|tsx|jsx|py|rb|go|rs|java|kt|c|h|cpp|hpp|cs|php|sh|sql|log|ini|cfg|conf|env)$/i;
-const IMAGE_TYPES = /^image\/(png|jpeg|gif|webp)$/;
 
 export interface PreparedInput {
   text: string;
@@ -36,6 +36,11 @@ export async function prepareAttachments(
   const notes: string[] = [];
   const parts: UserPart[] = [];
   const seesImages = modelSupportsVision(opts.config, opts.model);
+  const modelRoom = providerImageBytes(opts.config.llm.provider);
+  /** Past what the provider takes for one image (not the config's limit), so never sent. */
+  const overModel = (bytes: number) => modelRoom !== undefined && bytes > modelRoom;
+  const tooLargeForModel = (label: string) =>
+    `[Attached image: ${label}; larger than the ${megabytes(modelRoom ?? 0)} this model accepts for one image, so it is not included]`;
   for (const file of files) {
     if (file.unreadable) {
       if (!opts.imagesOnly) notes.push(`[Attached file: ${file.name}; ${file.unreadable}]`);
@@ -44,11 +49,16 @@ export async function prepareAttachments(
     const label = `${file.name} (${file.mimeType}, ${formatBytes(file.size)})`;
     const isImage = IMAGE_TYPES.test(file.mimeType);
     const isText = TEXT_TYPES.test(file.mimeType) || TEXT_EXTENSIONS.test(file.name);
-    const shown = isImage && seesImages && file.size <= maxImageBytes;
+    const shown = isImage && seesImages && file.size <= maxImageBytes && !overModel(file.size);
     if (opts.imagesOnly && !shown) continue;
     try {
       if (shown) {
         const bytes = await file.fetch(opts.signal);
+        // The size a platform reports is the file's, as it was told; the bytes are what is sent.
+        if (overModel(bytes.byteLength)) {
+          if (!opts.imagesOnly) notes.push(tooLargeForModel(label));
+          continue;
+        }
         parts.push({ type: "image", mimeType: file.mimeType, data: Buffer.from(bytes).toString("base64") });
         if (!opts.imagesOnly) notes.push(`[Attached image: ${label}, shown to you as an image]`);
       } else if (isText && file.size <= maxTextBytes) {
@@ -63,6 +73,8 @@ export async function prepareAttachments(
       } else if (isImage && !seesImages) {
         // Not "too large": the model would tell the person to send a smaller image, in vain.
         notes.push(`[Attached image: ${label}; this model cannot see images, so it is not included]`);
+      } else if (isImage && file.size <= maxImageBytes) {
+        notes.push(tooLargeForModel(label));
       } else {
         const why = isText || isImage ? "too large to read" : "a type I cannot read";
         notes.push(`[Attached file: ${label}; ${why}, so its content is not included]`);
@@ -77,4 +89,9 @@ export async function prepareAttachments(
     }
   }
   return { text: notes.length ? `${text}\n\n${notes.join("\n\n")}`.trim() : text, parts };
+}
+
+/** Exactly, where `formatBytes` rounds: "3.8 MB" beside a 3.8 MB photo would not say which is larger. */
+function megabytes(bytes: number): string {
+  return `${Number((bytes / (1024 * 1024)).toFixed(2))} MB`;
 }

@@ -15,7 +15,12 @@ const PNG = Buffer.from(
 /** Over the 200-byte image limit the vision bot is given below. */
 const BIG_PNG = Buffer.concat([PNG, Buffer.alloc(400, 7)]);
 
-type Part = { type: string; text?: string; image_url?: { url: string } };
+type Part = {
+  type: string;
+  text?: string;
+  image_url?: { url: string };
+  source?: { type: string; media_type: string; data: string };
+};
 type Message = { role: string; content: string | Part[] };
 
 let llm: LlmEmulator;
@@ -34,12 +39,17 @@ afterAll(async () => {
 });
 
 /** The real app on Slack with `model` as its chat model and no MCP servers. */
-function useBot(model: string, yaml = ""): () => App | undefined {
+function useBot(
+  model: string,
+  yaml = "",
+  protocol: "openai" | "anthropic" = "openai",
+): () => App | undefined {
   let app: App | undefined;
   let dir: string;
   beforeAll(async () => {
     dir = scratchConfig(yaml);
-    app = await startApp({ env: { ...appEnv({ dir, llm, slack }), LLM_MODEL: model }, cwd: dir });
+    const env = { ...appEnv({ dir, llm, slack, protocol }), LLM_MODEL: model };
+    app = await startApp({ env, cwd: dir });
   });
   afterAll(async () => {
     await app?.stop();
@@ -166,5 +176,36 @@ describe("files attached to a message, for a model without vision (llama3.1:8b)"
     expect(sent.content).toBe(
       "[alice] what is in this chart?\n\n[Attached image: chart.png (image/png, 68 B); this model cannot see images, so it is not included]",
     );
+  });
+});
+
+describe("images attached to a message, for Anthropic (claude-sonnet-5-5)", () => {
+  useBot("claude-sonnet-5-5", "", "anthropic");
+  /** A PNG of `bytes` bytes: under the 5,000,000-byte attachments.maxImageBytes by default. */
+  const png = (bytes: number) => Buffer.concat([PNG, Buffer.alloc(bytes - PNG.length, 7)]);
+
+  it("names a phone-sized photo whose base64 would pass the API's 5 MiB, instead of failing the turn", async () => {
+    // 4,000,000 bytes are 5,333,336 bytes of base64: the API refuses that with a 400.
+    const sent = await ask("what is in this photo?", [
+      { name: "photo.png", mimetype: "image/png", bytes: png(4_000_000) },
+    ]);
+    expect(sent.content).toEqual([
+      {
+        type: "text",
+        text: "[alice] what is in this photo?\n\n[Attached image: photo.png (image/png, 3.8 MB); larger than the 3.75 MB this model accepts for one image, so it is not included]",
+      },
+    ]);
+  });
+
+  it("sends an image whose base64 stays within 5 MiB as an image block", async () => {
+    const bytes = png(3_900_000);
+    const sent = await ask("and this one?", [{ name: "small.png", mimetype: "image/png", bytes }]);
+    expect(sent.content).toEqual([
+      {
+        type: "text",
+        text: "[alice] and this one?\n\n[Attached image: small.png (image/png, 3.7 MB), shown to you as an image]",
+      },
+      { type: "image", source: { type: "base64", media_type: "image/png", data: bytes.toString("base64") } },
+    ]);
   });
 });

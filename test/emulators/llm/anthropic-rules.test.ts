@@ -1,3 +1,4 @@
+import Anthropic from "@anthropic-ai/sdk";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { LlmEmulator } from "./index.js";
 
@@ -61,5 +62,53 @@ describe("the emulator's Anthropic side refuses what the Messages API refuses", 
     expect(emu.requests).toHaveLength(0);
     const weather = { name: "weather__get", input_schema: { type: "object" } };
     expect((await post({ messages, tools: [weather] })).status).toBe(200);
+  });
+
+  it("a base64 image over 5 MiB as encoded, counted on the base64 text, in the API's 400 shape", async () => {
+    const MAX = 5 * 1024 * 1024;
+    // 3,932,161 file bytes: under 5 MB as a file, 5,242,884 bytes of base64.
+    const over = Buffer.alloc((MAX / 4) * 3 + 1, 1).toString("base64");
+    const atLimit = Buffer.alloc((MAX / 4) * 3, 1).toString("base64");
+    const withImage = (data: string) => ({
+      messages: [
+        {
+          role: "user",
+          content: [
+            { type: "text", text: "what is this?" },
+            { type: "image", source: { type: "base64", media_type: "image/jpeg", data } },
+          ],
+        },
+      ],
+    });
+    const res = await post(withImage(over));
+    expect(res.status).toBe(400);
+    expect(await res.json()).toEqual(
+      refusal(
+        `messages.0.content.1.image.source.base64: image exceeds 5 MB maximum: ${over.length} bytes > ${MAX} bytes`,
+      ),
+    );
+    expect(emu.requests).toHaveLength(0);
+    expect((await post(withImage(atLimit))).status).toBe(200);
+  });
+
+  it("an image whose media type is not JPEG, PNG, GIF or WebP, through the SDK", async () => {
+    const client = new Anthropic({ apiKey: "k", baseURL: emu.anthropicBaseUrl, maxRetries: 0 });
+    const source = { type: "base64", media_type: "image/bmp", data: "Qk0=" };
+    const err = await client.messages
+      .create({
+        model: "claude-sonnet-5-5",
+        max_tokens: 100,
+        messages: [
+          { role: "user", content: [{ type: "image", source } as unknown as Anthropic.ImageBlockParam] },
+        ],
+      })
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(Anthropic.BadRequestError);
+    expect((err as InstanceType<typeof Anthropic.BadRequestError>).error).toEqual(
+      refusal(
+        "messages.0.content.0.image.source.base64.media_type: Input should be 'image/jpeg', 'image/png', 'image/gif' or 'image/webp'",
+      ),
+    );
+    expect(emu.requests).toHaveLength(0);
   });
 });

@@ -12,6 +12,45 @@ function blocksOf(messages: unknown[]): Json[] {
   return messages.flatMap((m) => (isObject(m) && Array.isArray(m.content) ? m.content.filter(isObject) : []));
 }
 
+/** The media types of the SDK's `Base64ImageSource`; the API refuses any other. */
+const IMAGE_TYPES = ["image/jpeg", "image/png", "image/gif", "image/webp"];
+/** The API's limit on one base64 image, counted on the encoded text, not on the file it encodes. */
+const MAX_IMAGE_BASE64 = 5 * 1024 * 1024;
+
+/** Each image block with the path the API names it by: in a message, or in a tool_result of one. */
+function imagesOf(messages: unknown[]): Array<{ path: string; block: Json }> {
+  const found: Array<{ path: string; block: Json }> = [];
+  messages.forEach((m, i) => {
+    if (!isObject(m) || !Array.isArray(m.content)) return;
+    m.content.forEach((b, j) => {
+      if (!isObject(b)) return;
+      const path = `messages.${i}.content.${j}`;
+      if (b.type === "image") found.push({ path, block: b });
+      if (b.type === "tool_result" && Array.isArray(b.content)) {
+        b.content.forEach((inner, k) => {
+          if (isObject(inner) && inner.type === "image")
+            found.push({ path: `${path}.tool_result.content.${k}`, block: inner });
+        });
+      }
+    });
+  });
+  return found;
+}
+
+function imageRefusal(path: string, block: Json): string | undefined {
+  const source = block.source;
+  if (!isObject(source) || source.type !== "base64") return undefined;
+  if (!IMAGE_TYPES.includes(source.media_type as string)) {
+    return `${path}.image.source.base64.media_type: Input should be 'image/jpeg', 'image/png', 'image/gif' or 'image/webp'`;
+  }
+  // Base64 is ASCII: its characters are its bytes.
+  const size = typeof source.data === "string" ? source.data.length : 0;
+  if (size > MAX_IMAGE_BASE64) {
+    return `${path}.image.source.base64: image exceeds 5 MB maximum: ${size} bytes > ${MAX_IMAGE_BASE64} bytes`;
+  }
+  return undefined;
+}
+
 /** The 400 message for a request whose messages break a rule, if any. */
 export function anthropicMessagesRefusal(body: Json, messages: unknown[]): string | undefined {
   const blocks = blocksOf(messages);
@@ -27,5 +66,9 @@ export function anthropicMessagesRefusal(body: Json, messages: unknown[]): strin
   if (texts.some((t) => t === "")) return "messages: text content blocks must be non-empty";
   if (texts.some((t) => t.trim() === ""))
     return "messages: text content blocks must contain non-whitespace text";
+  for (const { path, block } of imagesOf(messages)) {
+    const refused = imageRefusal(path, block);
+    if (refused) return refused;
+  }
   return undefined;
 }
