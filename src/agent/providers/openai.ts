@@ -11,6 +11,7 @@ import { log } from "../../log.js";
 import type { EventSink } from "./coalesce.js";
 import { abortedError, isTransientStreamError, toProviderError } from "./errors.js";
 import { modelFetch } from "./model-fetch.js";
+import { isOpenAIReasoningModel, outputLimitParam } from "./openai-params.js";
 import type { ModelEvent, ModelRequest, Provider, StopReason, ToolSpec } from "./provider.js";
 import { StreamInterrupted, streamWithRetry } from "./retry.js";
 import { readSse } from "./sse.js";
@@ -35,7 +36,6 @@ export class OpenAIProvider implements Provider {
   readonly name = "openai" as const;
   private readonly client: OpenAI;
   private readonly maxRetries: number;
-  private readonly custom: boolean;
 
   constructor(opts: OpenAIProviderOptions) {
     this.client = new OpenAI({
@@ -48,7 +48,6 @@ export class OpenAIProvider implements Provider {
       logLevel: "warn",
     });
     this.maxRetries = opts.maxRetries;
-    this.custom = opts.baseURL !== undefined;
   }
 
   stream(req: ModelRequest, signal: AbortSignal): AsyncIterable<ModelEvent> {
@@ -81,12 +80,12 @@ export class OpenAIProvider implements Provider {
       // Only with tools: OpenAI rejects a tool_choice that has none to refer to.
       if (req.toolChoice) body.tool_choice = req.toolChoice;
     }
-    if (req.temperature !== undefined) body.temperature = req.temperature;
+    // Reasoning models refuse any but their default temperature; leaving it out never fails.
+    if (req.temperature !== undefined && !isOpenAIReasoningModel(req.model))
+      body.temperature = req.temperature;
     if (req.maxOutputTokens !== undefined) {
-      // OpenAI's reasoning models (o-series, gpt-5) reject `max_tokens`; Ollama, llama.cpp,
-      // LM Studio and older vLLM only know `max_tokens`, which everything compatible accepts.
-      if (this.custom) body.max_tokens = req.maxOutputTokens;
-      else body.max_completion_tokens = req.maxOutputTokens;
+      // The client's own base URL: the SDK reads OPENAI_BASE_URL itself when given none.
+      body[outputLimitParam(this.client.baseURL, req.model)] = req.maxOutputTokens;
     }
     return body;
   }

@@ -26,6 +26,7 @@ import {
   writeOpenAiCut,
   writeOpenAiReply,
 } from "./openai.js";
+import { openAiRequestRefusal } from "./openai-rules.js";
 import { echoTurn, planReply } from "./script.js";
 import { anthropicToolRefusal, openAiToolRefusal } from "./tools.js";
 import { isCutTurn, isErrorTurn, type RecordedRequest, type Responder, type ScriptedTurn } from "./types.js";
@@ -192,7 +193,9 @@ export class LlmEmulator {
         : recordAnthropic(bodyRecord, req.headers);
     if (typeof recorded === "string") return sendError(res, protocol, 400, recorded);
     const refusal =
-      protocol === "openai" ? openAiToolRefusal(bodyRecord.tools) : anthropicToolRefusal(bodyRecord.tools);
+      protocol === "openai"
+        ? (openAiRequestRefusal(bodyRecord) ?? openAiToolRefusal(bodyRecord.tools))
+        : anthropicToolRefusal(bodyRecord.tools);
     if (refusal) {
       if (protocol === "openai")
         return sendOpenAiError(res, 400, refusal.message, undefined, refusal.code, refusal.param);
