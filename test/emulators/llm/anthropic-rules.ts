@@ -4,6 +4,8 @@
  * every later turn of its thread, so the emulator refuses what the real API refuses.
  */
 
+import { anthropicPairingRefusal } from "./tool-pairing.js";
+
 type Json = Record<string, unknown>;
 
 const isObject = (v: unknown): v is Json => v !== null && typeof v === "object" && !Array.isArray(v);
@@ -59,6 +61,8 @@ export function anthropicMessagesRefusal(body: Json, messages: unknown[]): strin
   if (tools.length === 0 && blocks.some((b) => b.type === "tool_use" || b.type === "tool_result")) {
     return "Requests which include `tool_use` or `tool_result` blocks must define tools.";
   }
+  const unpaired = anthropicPairingRefusal(messages);
+  if (unpaired) return unpaired;
   // In any message, the user's as well as the assistant's ("\n\n" is a model's whole answer at times).
   const texts = blocks
     .filter((b) => b.type === "text")

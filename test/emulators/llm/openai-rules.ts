@@ -4,6 +4,8 @@
  * the real API refuses, so a test passes only with a request OpenAI would take.
  */
 
+import { openAiPairingRefusal } from "./tool-pairing.js";
+
 type Json = Record<string, unknown>;
 
 export interface OpenAiRefusal {
@@ -41,5 +43,7 @@ function reasoningRefusal(body: Json): OpenAiRefusal | undefined {
 
 /** The 400 for a request OpenAI refuses, if any. */
 export function openAiRequestRefusal(body: Json): OpenAiRefusal | undefined {
-  return reasoningRefusal(body);
+  return (
+    reasoningRefusal(body) ?? (Array.isArray(body.messages) ? openAiPairingRefusal(body.messages) : undefined)
+  );
 }
