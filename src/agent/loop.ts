@@ -17,7 +17,7 @@ import { callSignature } from "./call-signature.js";
 import type { ModelRequest, Provider, ToolSpec } from "./providers/provider.js";
 import { AsyncQueue } from "./queue.js";
 import { fitStep } from "./step-budget.js";
-import { CUT_OFF_NOTE, NOTHING_WITHIN_LIMIT_NOTE, type StepResponse, streamStep } from "./step-stream.js";
+import { closingNote, type StepResponse, streamStep } from "./step-stream.js";
 import { cutOffRefusal, errorResult, startingStep, withoutUnfinished } from "./steps.js";
 
 export interface LoopOptions {
@@ -176,17 +176,10 @@ export async function* runToolLoop(
       };
     }
     if (outcome.kind === "final") {
-      const cut = response.stop === "length";
-      if (!visible.trim()) {
-        const note = cut
-          ? NOTHING_WITHIN_LIMIT_NOTE
-          : "I could not put together an answer this time. Please rephrase the question or try again.";
+      const note = closingNote(response.stop, visible);
+      if (note) {
         yield { type: "text", delta: note };
-        visible = note;
-      } else if (cut) {
-        const delta = `${visible.endsWith("\n") ? "\n" : "\n\n"}${CUT_OFF_NOTE}`;
-        yield { type: "text", delta };
-        visible += delta;
+        visible = visible.trim() ? visible + note : note;
       }
       return { added, text: visible, usage, steps: step, toolCalls, stoppedBy: forced ?? "answer" };
     }

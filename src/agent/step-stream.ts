@@ -16,9 +16,35 @@ export interface StepResponse {
 /** Told after an answer the model had to stop at its output limit: it reads as whole otherwise. */
 export const CUT_OFF_NOTE =
   "(This answer was cut off: it reached the most the model may write in one answer. Ask me to go on.)";
+/**
+ * Told when the provider withholds an answer, or its rest: without it the person sees no
+ * answer at all, or one that stops mid-sentence as if it were whole, and asking again the
+ * same way only meets the same filter.
+ */
+export const FILTERED_NOTE =
+  "The model's provider stopped this answer because its content filter flagged the question or the answer. Please rephrase the question; asked the same way, it will be stopped again.";
+export const REFUSED_NOTE =
+  "The model declined to answer this and stopped. Please rephrase the question, or ask something else.";
 /** The model spent all of its output (thinking, as a reasoning model may) before any answer. */
 export const NOTHING_WITHIN_LIMIT_NOTE =
   "The model used all the room it has for one answer before it wrote any of it. Ask for a shorter answer, or split the question.";
+const NO_ANSWER_NOTE =
+  "I could not put together an answer this time. Please rephrase the question or try again.";
+
+/**
+ * What a turn's answer ends with besides the model's text (`visible`, all its steps'),
+ * if anything: why it stopped short, or, instead of the text, why there is none.
+ */
+export function closingNote(stop: StopReason | undefined, visible: string): string | undefined {
+  const empty = !visible.trim();
+  let note: string | undefined;
+  if (stop === "filtered") note = FILTERED_NOTE;
+  else if (stop === "refused") note = REFUSED_NOTE;
+  else if (stop === "length") note = empty ? NOTHING_WITHIN_LIMIT_NOTE : CUT_OFF_NOTE;
+  else if (empty) note = NO_ANSWER_NOTE;
+  if (note === undefined || empty) return note;
+  return `${visible.endsWith("\n") ? "\n" : "\n\n"}${note}`;
+}
 
 /**
  * Streams one model request of the tool loop: its text handed on as it comes (the

@@ -5,6 +5,7 @@
 export type ErrorCode =
   | "config_invalid"
   | "llm_rate_limited"
+  | "llm_quota"
   | "llm_unavailable"
   | "llm_auth"
   | "llm_bad_request"

@@ -231,6 +231,8 @@ function stopReason(stop: AnthropicStopReason | null): StopReason {
     case "max_tokens":
     case "model_context_window_exceeded":
       return "length";
+    case "refusal":
+      return "refused";
     default:
       return "other";
   }

@@ -13,6 +13,7 @@ import {
 import { SwitchboardError } from "../../core/errors.js";
 import { scrub } from "../../log.js";
 import type { ProviderName } from "./provider.js";
+import { isQuotaError } from "./quota.js";
 
 export interface ErrorContext {
   provider: ProviderName;
@@ -101,19 +102,20 @@ function fromApiError(err: OpenAIAPIError | AnthropicAPIError, ctx: ErrorContext
   const label = status ? `HTTP ${status}` : (type ?? code ?? "stream error");
   const message = `${ctx.provider} ${label}: ${detail}`;
 
+  // Before the rate limit: OpenAI sends it as a 429 too, and no wait ends it.
+  if (isQuotaError(shape)) {
+    return new SwitchboardError("llm_quota", message, {
+      userMessage: `The language model service will not answer: its account is out of credit or has used up its quota, so trying again will not help. An operator needs to add credit or raise the quota on that account, or set ${KEY_VAR[ctx.provider]} to a key of an account that has some.`,
+      cause: err,
+    });
+  }
   if (status === 429 || type === "rate_limit_error") {
     return new SwitchboardError("llm_rate_limited", message, {
       userMessage: `The language model is rate-limited right now; ${tried(ctx.attempts)}. Please try again in a minute.`,
       cause: err,
     });
   }
-  // 402 is Anthropic's billing_error: like a bad key, only an admin can fix it.
-  if (
-    status === 401 ||
-    status === 402 ||
-    status === 403 ||
-    /authentication|permission|billing/.test(type ?? "")
-  ) {
+  if (status === 401 || status === 403 || /authentication|permission/.test(type ?? "")) {
     return new SwitchboardError("llm_auth", message, {
       userMessage: `The language model service refused my credentials (${label}). An admin needs to check ${KEY_VAR[ctx.provider]} and the account's access to this model.`,
       cause: err,
@@ -159,7 +161,7 @@ export function isTransientStreamError(err: unknown): boolean {
     const { status, type, code } = apiErrorShape(err);
     if (status !== undefined) return status >= 500 || status === 429;
     const kind = `${type ?? ""} ${code ?? ""}`;
-    return !/invalid_request|authentication|permission|billing|not_found|context_length|request_too_large/.test(
+    return !/invalid_request|authentication|permission|billing|insufficient_quota|not_found|context_length|request_too_large/.test(
       kind,
     );
   }

@@ -10,9 +10,9 @@ import type { ChatMessage, ToolCall, Usage, UserMessage } from "../../core/messa
 import { log } from "../../log.js";
 import type { EventSink } from "./coalesce.js";
 import { abortedError, isTransientStreamError, toProviderError } from "./errors.js";
-import { modelFetch } from "./model-fetch.js";
 import { isOpenAIReasoningModel, outputLimitParam } from "./openai-params.js";
 import type { ModelEvent, ModelRequest, Provider, StopReason, ToolSpec } from "./provider.js";
+import { openAIFetch } from "./quota.js";
 import { StreamInterrupted, streamWithRetry } from "./retry.js";
 import { readSse } from "./sse.js";
 import { newCallId, parseArguments, stopWithCalls, unfinished, withAuthor } from "./wire.js";
@@ -43,7 +43,7 @@ export class OpenAIProvider implements Provider {
       baseURL: opts.baseURL,
       maxRetries: opts.maxRetries,
       timeout: opts.timeoutMs,
-      fetch: modelFetch,
+      fetch: openAIFetch,
       logger: log.child({ sdk: "openai" }),
       logLevel: "warn",
     });
@@ -193,6 +193,8 @@ function stopReason(finish: NonNullable<ChatCompletionChunk.Choice["finish_reaso
       return "end";
     case "length":
       return "length";
+    case "content_filter":
+      return "filtered";
     case "tool_calls":
     case "function_call":
       return "tool_calls";

@@ -18,7 +18,11 @@ export interface ModelRequest {
   toolChoice?: "auto" | "none";
 }
 
-export type StopReason = "end" | "tool_calls" | "length" | "other";
+/**
+ * "filtered": OpenAI's content filter withheld the rest of the answer (finish_reason
+ * "content_filter"); "refused": the model declined to go on (Anthropic's stop_reason "refusal").
+ */
+export type StopReason = "end" | "tool_calls" | "length" | "filtered" | "refused" | "other";
 
 export type ModelEvent =
   | { type: "text"; delta: string }

@@ -31,8 +31,9 @@ export function sendAnthropicError(
   status: number,
   message?: string,
   retryAfter?: number,
+  more: { type?: string; headers?: Record<string, string> } = {},
 ): void {
-  const type = ERROR_TYPES[status] ?? (status >= 500 ? "api_error" : "invalid_request_error");
+  const type = more.type ?? ERROR_TYPES[status] ?? (status >= 500 ? "api_error" : "invalid_request_error");
   const requestId = randomId("req_");
   sendJson(
     res,
@@ -42,7 +43,7 @@ export function sendAnthropicError(
       error: { type, message: message ?? DEFAULT_MESSAGES[type] ?? "Invalid request" },
       request_id: requestId,
     },
-    { "request-id": requestId, ...retryHeaders(retryAfter) },
+    { "request-id": requestId, ...retryHeaders(retryAfter), ...more.headers },
   );
 }
 
@@ -88,6 +89,7 @@ export function recordAnthropic(
 
 function stopReason(plan: PlannedReply): string {
   if (plan.truncated) return "max_tokens";
+  if (plan.withheld) return "refusal";
   return plan.toolCalls.length > 0 ? "tool_use" : "end_turn";
 }
 

@@ -230,12 +230,27 @@ export class LlmEmulator {
     }
     const idPrefix = protocol === "openai" ? "call_" : "toolu_";
     if (isErrorTurn(turn)) {
-      return sendError(res, protocol, turn.error.status, turn.error.message, turn.error.retryAfter);
+      const { status, message, retryAfter, type, code, shouldRetry } = turn.error;
+      const more = {
+        ...(type !== undefined ? { type } : {}),
+        ...(shouldRetry !== undefined ? { headers: { "x-should-retry": String(shouldRetry) } } : {}),
+      };
+      if (protocol === "openai") return sendOpenAiError(res, status, message, retryAfter, code, null, more);
+      return sendAnthropicError(res, status, message, retryAfter, more);
     }
     if (isCutTurn(turn)) {
       const plan = planReply({ text: turn.cut.text }, recorded, idPrefix);
       const write = protocol === "openai" ? writeOpenAiCut : writeAnthropicCut;
       return write(res, recorded, plan, turn.cut.afterChars, turn.cut.error);
+    }
+    // Each API has its own way to withhold an answer: a script that uses the other's is a mistake.
+    const foreign =
+      protocol === "openai"
+        ? "refusal" in turn && turn.refusal
+        : "contentFilter" in turn && turn.contentFilter;
+    if (foreign) {
+      const what = protocol === "openai" ? "an Anthropic refusal" : "an OpenAI content_filter";
+      return sendError(res, protocol, 500, `scripted ${what} for a ${protocol} request`);
     }
     // A model offered no tools cannot call one: a script that says otherwise would pass a
     // test that a real API never could.

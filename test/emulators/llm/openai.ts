@@ -5,8 +5,17 @@ import { cutJson, retryHeaders, SseWriter, sendJson } from "./wire.js";
 
 export const OPENAI_MODELS = ["gpt-4o", "gpt-4o-mini"];
 
-/** Error `type` and `code` as OpenAI sends them for each status. */
-function errorKind(status: number): { type: string; code: string | null; message: string } {
+/** An account out of credit or over its quota: a 429, as a rate limit is, but of its own type. */
+const INSUFFICIENT_QUOTA = {
+  type: "insufficient_quota",
+  code: "insufficient_quota",
+  message:
+    "You exceeded your current quota, please check your plan and billing details. For more information on this error, read the docs: https://platform.openai.com/docs/guides/error-codes/api-errors.",
+};
+
+/** Error `type` and `code` as OpenAI sends them for each status (or for the type asked for). */
+function errorKind(status: number, type?: string): { type: string; code: string | null; message: string } {
+  if (type === INSUFFICIENT_QUOTA.type) return INSUFFICIENT_QUOTA;
   if (status === 401)
     return { type: "invalid_request_error", code: "invalid_api_key", message: "Incorrect API key provided." };
   if (status === 403)
@@ -35,15 +44,16 @@ export function sendOpenAiError(
   retryAfter?: number,
   code?: string | null,
   param: string | null = null,
+  more: { type?: string; headers?: Record<string, string> } = {},
 ): void {
-  const kind = errorKind(status);
+  const kind = errorKind(status, more.type);
   const error = {
     message: message ?? kind.message,
-    type: kind.type,
+    type: more.type ?? kind.type,
     param,
     code: code === undefined ? kind.code : code,
   };
-  sendJson(res, status, { error }, retryHeaders(retryAfter));
+  sendJson(res, status, { error }, { ...retryHeaders(retryAfter), ...more.headers });
 }
 
 export function sendOpenAiModels(res: ServerResponse): void {
@@ -83,6 +93,7 @@ export function recordOpenAi(
 
 function finishReason(plan: PlannedReply): string {
   if (plan.truncated) return "length";
+  if (plan.withheld) return "content_filter";
   return plan.toolCalls.length > 0 ? "tool_calls" : "stop";
 }
 

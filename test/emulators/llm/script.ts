@@ -112,6 +112,7 @@ export function planReply(turn: ReplyTurn, req: RecordedRequest, idPrefix: "call
     delayMs: turn.delayMs ?? 0,
     nameDeltas: turn.nameDeltas ?? "first",
     ...(truncated ? { truncated } : {}),
+    ...(turn.contentFilter || turn.refusal ? { withheld: true as const } : {}),
   };
 }
 

@@ -15,6 +15,13 @@ export interface ReplyTurn {
   delayMs?: number;
   /** How an OpenAI stream sends each call's name (default "first"; see `NameDeltas`). */
   nameDeltas?: NameDeltas;
+  /**
+   * OpenAI only: the answer ends with finish_reason "content_filter", as when OpenAI's
+   * filter withholds the rest of it (the text scripted, possibly none, is what came before).
+   */
+  contentFilter?: true;
+  /** Anthropic only: the answer ends with stop_reason "refusal", as when Claude declines to go on. */
+  refusal?: true;
 }
 
 /**
@@ -43,6 +50,15 @@ export interface ErrorTurn {
     /** Seconds; sets `retry-after` (and `retry-after-ms`, see `retryHeaders`). */
     retryAfter?: number;
     message?: string;
+    /**
+     * The error's `type`, by default the status's. OpenAI's "insufficient_quota" (a 429 for
+     * an account out of credit or quota) also sets its code and its message.
+     */
+    type?: string;
+    /** OpenAI only: the error's `code`, by default the status's (or the type's). */
+    code?: string | null;
+    /** Sets `x-should-retry`, which both SDKs obey before their own rules on retrying. */
+    shouldRetry?: boolean;
   };
 }
 
@@ -103,4 +119,6 @@ export interface PlannedReply {
   nameDeltas: NameDeltas;
   /** Cut at the request's output limit: it finishes with "length" / "max_tokens". */
   truncated?: boolean;
+  /** Finishes with "content_filter" (OpenAI) or "refusal" (Anthropic) instead. */
+  withheld?: true;
 }
