@@ -56,8 +56,10 @@ describe.each(kinds)("the $name provider", ({ model, make }) => {
   });
 
   it("streams the answer as several text deltas and stops at the end", async () => {
-    // Chunks apart in time: the provider joins what arrives together (see `pushed`).
-    emulator().enqueue({ text: "Hello there, how are you today?", chunkSize: 5, delayMs: 20 });
+    // Chunks apart in time: the provider joins what arrives together (see `pushed`). Far
+    // enough apart that a busy machine, whose event loop may stall for a while, still
+    // reads them in more than one go.
+    emulator().enqueue({ text: "Hello there, how are you today?", chunkSize: 5, delayMs: 120 });
     const { events, error } = await run(make(), request());
     expect(error).toBeUndefined();
     expect(events.filter((e) => e.type === "text").length).toBeGreaterThan(1);
