@@ -1,7 +1,7 @@
 import { providerFor } from "./agent/providers/index.js";
 import { type LoadedConfig, loadConfig, type Secrets } from "./config.js";
 import { SwitchboardError } from "./core/errors.js";
-import { carriesUserInfo, safeAddress, unreachable, urlCredentials } from "./core/unreachable.js";
+import { carriesUserInfo, notAUrl, safeAddress, unreachable, urlCredentials } from "./core/unreachable.js";
 import { registerSecret, scrub } from "./log.js";
 import { McpHub } from "./mcp/hub.js";
 import { setUpSignIns } from "./mcp/oauth/setup.js";
@@ -81,6 +81,9 @@ async function checkStore(loaded: LoadedConfig): Promise<Check> {
 async function checkLlm(loaded: LoadedConfig): Promise<Check> {
   const { config, secrets } = loaded;
   const name = `llm (${config.llm.provider}, ${config.llm.model})`;
+  const setting = config.llm.provider === "anthropic" ? "ANTHROPIC_BASE_URL" : "OPENAI_BASE_URL";
+  const given = config.llm.provider === "anthropic" ? secrets.anthropicBaseUrl : secrets.openaiBaseUrl;
+  if (given && !URL.canParse(given)) return { name, ok: false, detail: notAUrl(setting, given) };
   try {
     const provider = providerFor(config, secrets, config.llm.model);
     const models = await provider.listModels(AbortSignal.timeout(TIMEOUT_MS));
@@ -147,7 +150,7 @@ async function checkPlatforms(secrets: Secrets): Promise<Check[]> {
   if (secrets.slackBotToken) {
     const base = secrets.slackApiUrl ?? "https://slack.com/api/";
     checks.push(
-      await probe("slack", base, async () => {
+      await probe("slack", base, "SLACK_API_URL", async () => {
         const url = new URL("auth.test", base.endsWith("/") ? base : `${base}/`);
         const res = await fetch(url, {
           method: "POST",
@@ -169,7 +172,7 @@ async function checkPlatforms(secrets: Secrets): Promise<Check[]> {
   if (secrets.discordToken) {
     const base = (secrets.discordApiUrl ?? "https://discord.com/api").replace(/\/$/, "");
     checks.push(
-      await probe("discord", base, async () => {
+      await probe("discord", base, "DISCORD_API_URL", async () => {
         const res = await fetch(`${base}/v10/users/@me`, {
           headers: { Authorization: `Bot ${secrets.discordToken}` },
           signal: AbortSignal.timeout(TIMEOUT_MS),
@@ -188,7 +191,9 @@ async function checkPlatforms(secrets: Secrets): Promise<Check[]> {
   return checks;
 }
 
-async function probe(name: string, url: string, fn: () => Promise<string>): Promise<Check> {
+/** Runs `fn` against the endpoint at `url`, which `setting` gives. */
+async function probe(name: string, url: string, setting: string, fn: () => Promise<string>): Promise<Check> {
+  if (!URL.canParse(url)) return { name, ok: false, detail: notAUrl(setting, url) };
   try {
     return { name, ok: true, detail: await fn() };
   } catch (err) {

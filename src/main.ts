@@ -5,7 +5,7 @@ import { buildCore, configuredPlatforms, startApp } from "./app.js";
 import { loadConfig } from "./config.js";
 import { SwitchboardError } from "./core/errors.js";
 import { runDoctor } from "./doctor.js";
-import { log } from "./log.js";
+import { log, scrub } from "./log.js";
 import { mcpLogin } from "./mcp/oauth/login-command.js";
 
 const EXIT_CONFIG = 2;
@@ -20,7 +20,8 @@ To try Switchboard in this terminal first: npm run chat`;
 /** Prints what went wrong and exits: 2 for configuration, 1 for everything else. */
 function fail(err: unknown): never {
   if (err instanceof SwitchboardError && err.code === "config_invalid") {
-    process.stderr.write(`Configuration error: ${err.message}\n`);
+    // Written past the logger, so past its scrubbing too: a setting quoted whole may hold a secret.
+    process.stderr.write(`Configuration error: ${scrub(err.message)}\n`);
     process.exit(EXIT_CONFIG);
   }
   const message =

@@ -105,15 +105,62 @@ export function carriesUserInfo(url: string): boolean {
   }
 }
 
+/**
+ * The user-info of a URL that `new URL` refuses, read as operators write it: from after
+ * `scheme://` to the last `@`. A password holding an unencoded `/`, `?` or `#` ends the
+ * authority early for the URL parser, so a pattern that stops at one of them shows the rest.
+ */
+const LOOSE_USER_INFO = /^([A-Za-z][A-Za-z0-9+.-]*:\/\/)(.*)@([^@]*)$/s;
+
+/** `user` and the password (undefined without a colon) of a URL `new URL` refuses. */
+function looseUserInfo(
+  url: string,
+): { scheme: string; user: string; password?: string; rest: string } | undefined {
+  const m = LOOSE_USER_INFO.exec(url);
+  if (!m) return undefined;
+  const [, scheme = "", info = "", rest = ""] = m;
+  const colon = info.indexOf(":");
+  return colon < 0
+    ? { scheme, user: info, rest }
+    : { scheme, user: info.slice(0, colon), password: info.slice(colon + 1), rest };
+}
+
+/** The URL as it may appear in logs and errors: any password replaced by `***`. */
+export function withoutPassword(url: string): string {
+  if (URL.canParse(url)) {
+    const u = new URL(url);
+    if (u.password) u.password = "***";
+    return u.toString();
+  }
+  const loose = looseUserInfo(url);
+  if (!loose) return url;
+  // With no colon the whole user-info goes: a user name alone is often a token.
+  const info = loose.password === undefined ? "***" : `${loose.user}:***`;
+  return `${loose.scheme}${info}@${loose.rest}`;
+}
+
 /** The password in a URL's user-info (as written and decoded), to be scrubbed from logs and errors. */
 export function urlCredentials(url: string | undefined): string[] {
   if (!url) return [];
+  const password = URL.canParse(url)
+    ? new URL(url).password
+    : (looseUserInfo(url)?.password ?? looseUserInfo(url)?.user ?? "");
+  if (!password) return [];
+  let decoded = password;
   try {
-    const { password } = new URL(url);
-    return password ? [...new Set([password, decodeURIComponent(password)])] : [];
+    decoded = decodeURIComponent(password);
   } catch {
-    return [];
+    // A stray "%" the parser never checked: the password as written is all there is to scrub.
   }
+  return [...new Set([password, decoded])];
+}
+
+/**
+ * The sentence for an address setting that is not a URL, its password hidden. The usual
+ * cause is a character the URL syntax reserves, written as it is in a password.
+ */
+export function notAUrl(setting: string, url: string): string {
+  return `${setting} is not a URL: ${withoutPassword(url)}. Check it; a user name or password holding / ? # @ : or % must be percent-encoded (%2F for /).`;
 }
 
 /**

@@ -186,4 +186,13 @@ describe("openStore errors", () => {
     expect(redactUrl("redis://user:pw@host:6379/0")).toBe("redis://user:***@host:6379/0");
     expect(redactUrl("sqlite://data/switchboard.sqlite")).toBe("sqlite://data/switchboard.sqlite");
   });
+
+  it("says a STORE_URL it cannot parse is not a URL without showing its password", async () => {
+    const refused = openStore("redis://default:s3cr/etPW@redis:6379");
+    await expect(refused).rejects.toMatchObject({ code: "config_invalid" });
+    const message = await refused.catch((e: Error) => e.message);
+    expect(message).toMatch(/^STORE_URL is not a URL: redis:\/\/default:\*\*\*@redis:6379\./);
+    expect(message).toContain("percent-encoded");
+    expect(message).not.toContain("etPW");
+  });
 });

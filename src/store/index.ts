@@ -5,6 +5,7 @@ import KeyvRedis from "@keyv/redis";
 import { createClient } from "@redis/client";
 import Keyv, { type DeserializedData } from "keyv";
 import { SwitchboardError } from "../core/errors.js";
+import { notAUrl, urlCredentials, withoutPassword } from "../core/unreachable.js";
 import { log } from "../log.js";
 import { keyvPostgres } from "./postgres-pool.js";
 import { SqliteConnection, SqliteKeyvAdapter } from "./sqlite.js";
@@ -43,15 +44,7 @@ const TABLE = "switchboard";
 const CONNECT_TIMEOUT_MS = 5_000;
 
 /** The URL as it may appear in logs and errors: any password replaced. */
-export function redactUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = "***";
-    return u.toString();
-  } catch {
-    return url.replace(/\/\/([^:/@]*):[^@/]*@/, "//$1:***@");
-  }
-}
+export const redactUrl = withoutPassword;
 
 /**
  * Keyv's default serializer walks values by hand and turns strings starting with
@@ -76,8 +69,7 @@ export function storeFailed(cause: unknown): SwitchboardError {
 
 function unavailable(url: string, cause: unknown): SwitchboardError {
   let reason = cause instanceof Error ? cause.message : String(cause);
-  const password = URL.canParse(url) ? decodeURIComponent(new URL(url).password) : "";
-  if (password) reason = reason.split(password).join("***");
+  for (const password of urlCredentials(url)) reason = reason.split(password).join("***");
   const hint = url.startsWith("sqlite:")
     ? "Check STORE_URL and that its folder is writable."
     : "Check STORE_URL and that the server is running.";
@@ -133,7 +125,7 @@ export async function openStore(
   try {
     scheme = new URL(url).protocol.replace(/:$/, "");
   } catch {
-    throw new SwitchboardError("config_invalid", `STORE_URL is not a URL: ${redactUrl(url)}`);
+    throw new SwitchboardError("config_invalid", notAUrl("STORE_URL", url));
   }
   const store =
     scheme === "sqlite"

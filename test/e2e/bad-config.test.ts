@@ -59,6 +59,17 @@ describe("a bad configuration stops Switchboard with exit code 2 and says where"
     );
   });
 
+  it("says a STORE_URL it cannot parse is not a URL, with its password hidden (chat)", async () => {
+    const { env } = configured("");
+    // A "/" in the password ends the URL's authority early: the URL parser refuses it.
+    const out = await run("chat", { ...env, STORE_URL: "redis://default:s3cr/etPW@redis:6379" });
+    expect(out.code).toBe(2);
+    expect(out.stderr).toMatch(
+      /^Configuration error: STORE_URL is not a URL: redis:\/\/default:\*\*\*@redis:6379\./,
+    );
+    expect(out.stderr + out.stdout).not.toContain("etPW");
+  });
+
   it("names the file of a YAML syntax error (chat)", async () => {
     const { dir, env } = configured("llm: [unclosed\n");
     const out = await run("chat", env);

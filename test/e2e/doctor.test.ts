@@ -123,6 +123,32 @@ describe("npm run doctor", () => {
     rmSync(crashing, { recursive: true, force: true });
   }, 60_000);
 
+  it("never shows a password the URL parser cannot read (a / in it)", async () => {
+    const { ok, text } = await doctor({
+      ...base,
+      MCP_CONFIG: undefined,
+      STORE_URL: "redis://default:s3cr/etPW@redis:6379",
+      OPENAI_BASE_URL: "http://llm:s3cr/etLLM@127.0.0.1:9/v1",
+      SLACK_BOT_TOKEN: "xoxb-doctor",
+      SLACK_APP_TOKEN: "xapp-doctor",
+      SLACK_API_URL: "http://slack:s3cr/etSLACK@127.0.0.1:9/api/",
+      DISCORD_TOKEN: "discord-doctor",
+      DISCORD_API_URL: "http://discord:s3cr/etDISCORD@127.0.0.1:9/api",
+    });
+    expect(ok).toBe(false);
+    expect(text).toMatch(/^FAIL +store +STORE_URL is not a URL: redis:\/\/default:\*\*\*@redis:6379\./m);
+    expect(text).toMatch(
+      /^FAIL +llm .* OPENAI_BASE_URL is not a URL: http:\/\/llm:\*\*\*@127\.0\.0\.1:9\/v1\./m,
+    );
+    expect(text).toMatch(
+      /^FAIL +slack +SLACK_API_URL is not a URL: http:\/\/slack:\*\*\*@127\.0\.0\.1:9\/api\/\./m,
+    );
+    expect(text).toMatch(
+      /^FAIL +discord +DISCORD_API_URL is not a URL: http:\/\/discord:\*\*\*@127\.0\.0\.1:9\/api\./m,
+    );
+    expect(text).not.toMatch(/etPW|etLLM|etSLACK|etDISCORD/);
+  }, 60_000);
+
   it("stops at a bad config file and names it", async () => {
     const bad = scratchConfig("agent:\n  maxSteps: lots\n");
     const { ok, text } = await doctor({ ...base, SWITCHBOARD_CONFIG: join(bad, "switchboard.yaml") });
