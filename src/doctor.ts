@@ -147,28 +147,8 @@ async function checkMcp(loaded: LoadedConfig, env: NodeJS.ProcessEnv): Promise<C
 
 async function checkPlatforms(secrets: Secrets): Promise<Check[]> {
   const checks: Check[] = [];
-  if (secrets.slackBotToken) {
-    const base = secrets.slackApiUrl ?? "https://slack.com/api/";
-    checks.push(
-      await probe("slack", base, "SLACK_API_URL", async () => {
-        const url = new URL("auth.test", base.endsWith("/") ? base : `${base}/`);
-        const res = await fetch(url, {
-          method: "POST",
-          headers: { Authorization: `Bearer ${secrets.slackBotToken}` },
-          signal: AbortSignal.timeout(TIMEOUT_MS),
-        });
-        const body = (await res.json()) as { ok: boolean; error?: string; team?: string; user?: string };
-        if (!body.ok)
-          throw new Error(`${safeAddress(url.toString())} answered ${body.error ?? `HTTP ${res.status}`}`);
-        const mode = secrets.slackAppToken
-          ? "Socket Mode"
-          : secrets.slackSigningSecret
-            ? "HTTP events"
-            : "no app token or signing secret set";
-        return `bot ${body.user ?? "?"} in ${body.team ?? "?"}; ${mode}`;
-      }),
-    );
-  }
+  if (secrets.slackBotToken || secrets.slackAppToken || secrets.slackSigningSecret)
+    checks.push(await checkSlack(secrets));
   if (secrets.discordToken) {
     const base = (secrets.discordApiUrl ?? "https://discord.com/api").replace(/\/$/, "");
     checks.push(
@@ -189,6 +169,55 @@ async function checkPlatforms(secrets: Secrets): Promise<Check[]> {
     checks.push({ name: "platforms", ok: true, detail: "none configured (npm run chat works without one)" });
   }
   return checks;
+}
+
+/** Slack as `npm start` would connect to it: the bot token, then how events come in (Socket Mode's token). */
+async function checkSlack(secrets: Secrets): Promise<Check> {
+  const { slackBotToken, slackAppToken, slackSigningSecret } = secrets;
+  const base = secrets.slackApiUrl ?? "https://slack.com/api/";
+  if (!slackBotToken) {
+    const given = slackAppToken ? "SLACK_APP_TOKEN" : "SLACK_SIGNING_SECRET";
+    return {
+      name: "slack",
+      ok: false,
+      detail: `${given} is set but SLACK_BOT_TOKEN is not, so npm start would not start Slack; set SLACK_BOT_TOKEN (xoxb-…)`,
+    };
+  }
+  return probe("slack", base, "SLACK_API_URL", async () => {
+    const auth = await slackCall(base, "auth.test", slackBotToken);
+    if (!auth.body.ok)
+      throw new Error(`${safeAddress(auth.url)} answered ${auth.body.error ?? `HTTP ${auth.status}`}`);
+    const bot = `bot ${auth.body.user ?? "?"} in ${auth.body.team ?? "?"}`;
+    if (slackAppToken) {
+      // What Socket Mode calls first at start; the address it gives expires unused.
+      const open = await slackCall(base, "apps.connections.open", slackAppToken);
+      if (!open.body.ok)
+        throw new Error(
+          `${bot}, but Slack refused SLACK_APP_TOKEN (${open.body.error ?? `HTTP ${open.status}`}) at apps.connections.open: check the app-level token (xapp-…, with the connections:write scope)`,
+        );
+      return `${bot}; Socket Mode`;
+    }
+    if (slackSigningSecret) return `${bot}; HTTP events`;
+    throw new Error(
+      `${bot}, but neither SLACK_APP_TOKEN (Socket Mode) nor SLACK_SIGNING_SECRET (HTTP events) is set, so npm start would not start Slack: set one of them`,
+    );
+  });
+}
+
+interface SlackAnswer {
+  url: string;
+  status: number;
+  body: { ok: boolean; error?: string; team?: string; user?: string };
+}
+
+async function slackCall(base: string, method: string, token: string): Promise<SlackAnswer> {
+  const url = new URL(method, base.endsWith("/") ? base : `${base}/`).toString();
+  const res = await fetch(url, {
+    method: "POST",
+    headers: { Authorization: `Bearer ${token}` },
+    signal: AbortSignal.timeout(TIMEOUT_MS),
+  });
+  return { url, status: res.status, body: (await res.json()) as SlackAnswer["body"] };
 }
 
 /** Runs `fn` against the endpoint at `url`, which `setting` gives. */

@@ -172,9 +172,10 @@ export function connectFailure(
   platform: "Slack" | "Discord",
   url: string,
   err: unknown,
+  /** The token the failed call was made with; the bot's unless told. */
+  token: string = platform === "Slack" ? "SLACK_BOT_TOKEN" : "DISCORD_TOKEN",
 ): { message: string } | undefined {
   const setting = platform === "Slack" ? "SLACK_API_URL" : "DISCORD_API_URL";
-  const token = platform === "Slack" ? "SLACK_BOT_TOKEN" : "DISCORD_TOKEN";
   const why = networkReason(err);
   if (why)
     return {
@@ -186,6 +187,8 @@ export function connectFailure(
     code === "invalid_auth" ||
     code === "not_authed" ||
     code === "account_inactive" ||
+    // A token of another kind (a bot token as SLACK_APP_TOKEN, say).
+    code === "not_allowed_token_type" ||
     code === "TokenInvalid"
   )
     return {

@@ -77,6 +77,36 @@ describe("npm run doctor", () => {
     expect(text).not.toContain("xoxb-wrong");
   }, 60_000);
 
+  it("fails Slack as npm start would: an app token Slack refuses, or no way to receive events", async () => {
+    const slackEnv = {
+      ...base,
+      MCP_CONFIG: undefined,
+      SLACK_BOT_TOKEN: slack.botToken,
+      SLACK_API_URL: slack.apiUrl,
+    };
+    const refused = await doctor({ ...slackEnv, SLACK_APP_TOKEN: "xapp-wrong" });
+    expect(refused.ok).toBe(false);
+    expect(refused.text).toMatch(
+      /^FAIL +slack +bot .*, but Slack refused SLACK_APP_TOKEN \(invalid_auth\) at apps\.connections\.open: check the app-level token \(xapp-…, with the connections:write scope\)$/m,
+    );
+    expect(refused.text).not.toContain("xapp-wrong");
+
+    const neither = await doctor(slackEnv);
+    expect(neither.ok).toBe(false);
+    expect(neither.text).toMatch(
+      /^FAIL +slack +bot .*, but neither SLACK_APP_TOKEN \(Socket Mode\) nor SLACK_SIGNING_SECRET \(HTTP events\) is set, so npm start would not start Slack: set one of them$/m,
+    );
+
+    const noBot = await doctor({ ...base, MCP_CONFIG: undefined, SLACK_APP_TOKEN: slack.appToken });
+    expect(noBot.ok).toBe(false);
+    expect(noBot.text).toMatch(
+      /^FAIL +slack +SLACK_APP_TOKEN is set but SLACK_BOT_TOKEN is not, so npm start would not start Slack; set SLACK_BOT_TOKEN \(xoxb-…\)$/m,
+    );
+
+    const http = await doctor({ ...slackEnv, SLACK_SIGNING_SECRET: "signing-secret-doctor" });
+    expect(http.text).toMatch(/^ok +slack +bot .*; HTTP events$/m);
+  }, 60_000);
+
   it("names the address and the cause of each endpoint it cannot use, and never a URL's password", async () => {
     const closed = await closedPort();
     const crashing = scratchConfig("", {

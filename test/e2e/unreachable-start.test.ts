@@ -41,4 +41,19 @@ describe("starting against a platform it cannot use", () => {
       await slack.stop();
     }
   }, 30_000);
+
+  it("names SLACK_APP_TOKEN when it is the token Slack refuses", async () => {
+    const slack = await SlackEmulator.start();
+    try {
+      const env = {
+        ...appEnv({ dir, llm: "http://127.0.0.1:9/v1", slack }),
+        SLACK_APP_TOKEN: "xapp-not-the-one",
+      };
+      await expect(startApp({ env, cwd: dir })).rejects.toThrow(
+        /^Slack refused SLACK_APP_TOKEN \(invalid_auth\)\. Check the token/,
+      );
+    } finally {
+      await slack.stop();
+    }
+  }, 30_000);
 });

@@ -92,14 +92,17 @@ export function createSlackAdapter(deps: AdapterDeps, opts: SlackAdapterOptions 
   return {
     platform: "slack",
     async start() {
-      const auth = await conn.writes.auth.test().catch((err: unknown) => {
-        const failure = connectFailure("Slack", secrets.slackApiUrl ?? "https://slack.com/api/", err);
+      const api = secrets.slackApiUrl ?? "https://slack.com/api/";
+      const refused = (token: string) => (err: unknown) => {
+        const failure = connectFailure("Slack", api, err, token);
         throw failure ? new SwitchboardError("platform_error", failure.message, { cause: err }) : err;
-      });
+      };
+      const auth = await conn.writes.auth.test().catch(refused("SLACK_BOT_TOKEN"));
       if (!auth.user_id || !auth.team_id)
         throw new Error("Slack auth.test did not name the bot user and team");
       identity = { teamId: auth.team_id, botUserId: auth.user_id, botId: auth.bot_id ?? "" };
-      await conn.start();
+      // The bot token passed auth.test above: what Socket Mode's start refuses is the app token.
+      await conn.start().catch(refused(conn.mode === "socket" ? "SLACK_APP_TOKEN" : "SLACK_BOT_TOKEN"));
       log.info({ mode: conn.mode, team: identity.teamId, bot: identity.botUserId }, "slack connected");
     },
     async stop() {
