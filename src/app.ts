@@ -268,7 +268,7 @@ export async function startApp(opts: CoreOptions = {}): Promise<App> {
     }
     await Promise.all(adapters.map((a) => a.start()));
   } catch (err) {
-    await Promise.allSettled(adapters.map((a) => a.stop()));
+    await Promise.allSettled(adapters.map((a) => a.stop().then(() => a.close?.())));
     await health?.close();
     await core.close();
     throw err;
@@ -290,6 +290,7 @@ export async function startApp(opts: CoreOptions = {}): Promise<App> {
         // call that ignores the abort (a read waiting out a minute-long 429) must not keep
         // the process from exiting.
         await Promise.race([recovering.catch(() => 0), sleep(AFTER_DRAIN_MS)]);
+        await Promise.allSettled(adapters.map((a) => a.close?.()));
         await health?.close();
         await core.close();
         return result;

@@ -153,6 +153,11 @@ export interface Adapter {
   start(): Promise<void>;
   /** Stops taking new events; turns in flight continue. */
   stop(): Promise<void>;
+  /**
+   * Lets go of what the turns in flight wrote through (Slack's write budgets, shared with
+   * the other replicas), once the runtime has drained them after `stop`; optional.
+   */
+  close?(): Promise<void>;
   /** True while connected to the platform (for /readyz). */
   ready(): boolean;
   /**

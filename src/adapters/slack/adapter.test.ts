@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import {
   type Harness,
   type ScriptedRunner,
@@ -7,11 +7,13 @@ import {
 } from "../../../test/emulators/slack/adapter-harness.js";
 import { BOT_USER_ID, type EmuMessage, waitFor } from "../../../test/emulators/slack/index.js";
 import { NOTHING_ASKED } from "../../runtime/intake.js";
+import { SharedBudgets } from "../../runtime/scheduler/shared-budgets.js";
 import { joinParts, openFenceAtEnd } from "../../runtime/split.js";
 import { HISTORY_PAGE_SIZE, HISTORY_PAGES } from "./events.js";
 import { toMrkdwn } from "./mrkdwn.js";
 import { SLACK_MESSAGE_LIMIT } from "./reply.js";
 import { HISTORY_FILE_LOOKUPS, NOT_LOOKED_UP } from "./thread-history.js";
+import { slackWritePolicy } from "./write-policy.js";
 
 let h: Harness | undefined;
 afterEach(async () => {
@@ -294,5 +296,32 @@ describe("Slack adapter: duplicates and rate limits", () => {
       expect(openFenceAtEnd(t)).toBeNull();
     }
     expect(joinParts(texts)).toBe(answer);
+  });
+});
+
+describe("Slack adapter: stopping", () => {
+  it("keeps its share of the workspace's write budgets while the answers in flight drain, and gives it up at close", async () => {
+    h = await startHarness();
+    // Another replica of the app, on the same store.
+    const other = new SharedBudgets(slackWritePolicy, h.state, "slack");
+    const records = async () => {
+      const members = await h!.state.listMembers("budgets:slack");
+      return Promise.all(members.map((m) => h!.state.get<{ closed?: boolean }>(`budget:slack:${m}`)));
+    };
+    const closed = async () => (await records()).filter((r) => r?.closed).length;
+    try {
+      await vi.waitFor(async () => {
+        await other.sync();
+        expect(await records()).toHaveLength(2);
+      });
+      // stop() ends the events; the runtime's drain comes after it, and its answers still
+      // write. A closed record takes no share: the other replica would take all of it.
+      await h.adapter.stop();
+      expect(await closed()).toBe(0);
+      await h.adapter.close?.();
+      expect(await closed()).toBe(1);
+    } finally {
+      await other.close();
+    }
   });
 });

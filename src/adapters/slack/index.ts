@@ -110,8 +110,10 @@ export function createSlackAdapter(deps: AdapterDeps, opts: SlackAdapterOptions 
       await conn.stop();
       // Events already acknowledged reach the runner before the runtime drains.
       await events.handedOver();
-      await budgets.close();
     },
+    // Only after the drain: closed budgets take no share, and the answers finishing in the
+    // drain still write through them (as Discord closes its own once its turns settle).
+    close: () => budgets.close(),
     ready: () => conn.connected(),
     async recover(key, address, note) {
       const place = parseThreadKey(key);

@@ -285,6 +285,37 @@ describeEachStore("write budgets shared by replicas on %s", (kind) => {
     expect(b.wait("posts", 0, now + 100)).toBe(9_900);
   });
 
+  it("grants a write asked for after it stopped by the windows it knows, instead of polling for a sync that never comes", async () => {
+    const [a, b] = await replicas();
+    for (const r of [a, b, a, b]) {
+      r.spend(["unlimited"], Date.now());
+      await r.sync();
+    }
+    await a.close();
+    // Before, a's share (one of "posts"' three, half of "tier"'s seven) was spent at once,
+    // and every later write waited 1 ms at a time for a sync that the closed a never made.
+    const grantedWithin = (key: string, max: number) => {
+      const now = Date.now();
+      let granted = 0;
+      while (granted < max && a.wait(key, 0, now) === 0) {
+        a.spend([key], now);
+        granted += 1;
+      }
+      return { granted, next: a.wait(key, 0, now) };
+    };
+    const posts = grantedWithin("posts", 10);
+    expect(posts.granted).toBe(3);
+    expect(posts.next).toBeGreaterThan(9_000);
+    const tier = grantedWithin("tier", 10);
+    expect(tier.granted).toBe(7);
+    expect(tier.next).toBeGreaterThan(59_000);
+    // What it still writes is published: the other replica counts it.
+    await vi.waitFor(async () => {
+      await b.sync();
+      expect(b.wait("posts", 0, Date.now())).toBeGreaterThan(9_000);
+    });
+  });
+
   it("publishes a record that stays small however many interactions' buckets it used", async () => {
     inTurns();
     const [a] = await replicas();

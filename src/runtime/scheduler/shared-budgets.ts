@@ -123,6 +123,8 @@ export class SharedBudgets extends LocalBudgets {
     super.spend(buckets, now);
     for (const key of buckets) this.granted.set(key, (this.granted.get(key) ?? 0) + 1);
     this.dirty = true;
+    // No timer publishes any more: a straggler's write is told to the others at once.
+    if (this.closed) void this.sync();
   }
 
   /** Published at the next sync; the share it used stays used until then (the others may have counted it). */
@@ -138,7 +140,9 @@ export class SharedBudgets extends LocalBudgets {
    */
   override wait(key: string, reserve: number, now: number): number {
     const wait = super.wait(key, reserve, now);
-    if (wait > 0 || this.sharing <= 1) return wait;
+    // Closed, it takes no share and syncs no more, so a share would never renew: what it
+    // still writes (a straggler after the drain) is held to the windows it knows.
+    if (wait > 0 || this.sharing <= 1 || this.closed) return wait;
     const limit = this.limitFor(key);
     if (!limit) return 0;
     const mine = this.granted.get(key) ?? 0;

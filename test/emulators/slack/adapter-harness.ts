@@ -6,6 +6,7 @@ import {
 import { type Config, configSchema } from "../../../src/config.js";
 import type { ThreadKey } from "../../../src/core/thread.js";
 import type { Command, Inbound, Interaction, TurnRunner } from "../../../src/runtime/contract.js";
+import type { StateStore } from "../../../src/store/state.js";
 import { adapterState } from "../../support/adapter-state.js";
 import { SlackEmulator, type SlackEmulatorOptions, waitFor } from "./index.js";
 
@@ -95,6 +96,8 @@ export interface Harness {
   runner: ScriptedRunner;
   adapter: SlackAdapter;
   config: Config;
+  /** The adapter's state (its shared write budgets' records among it). */
+  state: StateStore;
   /** Every failed Web API write the adapter reported (`true`: a 429). */
   platformErrors: boolean[];
   stop(): Promise<void>;
@@ -142,6 +145,7 @@ export async function startHarness(
     runner,
     adapter,
     config,
+    state,
     platformErrors,
     async stop() {
       await runner.idle();
@@ -150,6 +154,7 @@ export async function startHarness(
         timeoutMs: 2_000,
       }).catch(() => undefined);
       await adapter.stop();
+      await adapter.close?.();
       await store.close();
       await emu.stop();
     },
