@@ -43,6 +43,39 @@ describe("configuration", () => {
     expect(loadConfig({ SWITCHBOARD_CONFIG: "my.yaml" }, dir).config.llm.model).toBe("fallback");
   });
 
+  it("reads a value that is one ${VAR} and nothing else as YAML would read it written there", () => {
+    const dir = dirWith({
+      "switchboard.yaml": [
+        "health:",
+        "  port: ${HEALTH_PORT:-9464}",
+        "  enabled: ${HEALTH_ON:-true}",
+        "llm:",
+        // Quoted, or with more around it, it stays text.
+        '  model: "${MODEL}"',
+        "  temperature: ${TEMPERATURE}",
+        "agent:",
+        "  maxSteps: ${STEPS}",
+        "  systemPrompt: ${PROMPT}",
+        "",
+      ].join("\n"),
+    });
+    const env = {
+      SWITCHBOARD_CONFIG: "switchboard.yaml",
+      MODEL: "4",
+      TEMPERATURE: "0.5",
+      STEPS: "0x10",
+      PROMPT: "# A heading: not a comment",
+    };
+    const { config } = loadConfig(env, dir);
+    expect(config.health).toMatchObject({ port: 9464, enabled: true });
+    expect(config.llm.model).toBe("4");
+    expect(config.llm.temperature).toBe(0.5);
+    expect(config.agent.maxSteps).toBe(16);
+    expect(config.agent.systemPrompt).toBe("# A heading: not a comment");
+    const set = loadConfig({ ...env, HEALTH_PORT: "18010", HEALTH_ON: "false" }, dir).config.health;
+    expect(set).toMatchObject({ port: 18010, enabled: false });
+  });
+
   it("lets LLM_PROVIDER and LLM_MODEL override the file", () => {
     const dir = dirWith({ "switchboard.yaml": "" });
     const loaded = loadConfig({ LLM_PROVIDER: "anthropic", LLM_MODEL: "claude-sonnet-4-5" }, dir);

@@ -1,10 +1,9 @@
 import { existsSync, readFileSync } from "node:fs";
 import { resolve } from "node:path";
-import { parse as parseYaml } from "yaml";
 import { z } from "zod";
 import { applyEnvOverrides, envSources, nonEmpty, readSecrets, type Secrets } from "./config-env.js";
 import { SwitchboardError } from "./core/errors.js";
-import { interpolate } from "./interpolate.js";
+import { interpolateYaml } from "./interpolate.js";
 
 const modelSettings = z
   .object({
@@ -294,7 +293,8 @@ export function describeZodError(error: z.ZodError, sources: Readonly<Record<str
     .join("\n");
 }
 
-function readYaml(file: string): unknown {
+/** The file's settings, its `${VAR}`s replaced (those unset pushed to `missing`). */
+function readYaml(file: string, env: NodeJS.ProcessEnv, missing: string[]): unknown {
   let text: string;
   try {
     text = readFileSync(file, "utf8");
@@ -302,7 +302,7 @@ function readYaml(file: string): unknown {
     throw new SwitchboardError("config_invalid", `Cannot read the config file ${file}.`, { cause });
   }
   try {
-    return parseYaml(text) ?? {};
+    return interpolateYaml(text, env, missing) ?? {};
   } catch (cause) {
     const detail = cause instanceof Error ? cause.message : String(cause);
     throw new SwitchboardError("config_invalid", `The config file ${file} is not valid YAML: ${detail}`, {
@@ -322,7 +322,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
   }
   const present = existsSync(file);
   const missingVars: string[] = [];
-  const raw = present ? interpolate(readYaml(file), env, missingVars) : {};
+  const raw = present ? readYaml(file, env, missingVars) : {};
   if (raw === null || typeof raw !== "object" || Array.isArray(raw)) {
     throw new SwitchboardError(
       "config_invalid",

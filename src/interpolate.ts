@@ -1,20 +1,70 @@
+import { parseDocument, visit } from "yaml";
+
+const VARIABLE = /\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g;
+/** A value that is one `${…}` and nothing else. */
+const ONE_VARIABLE = /^\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}$/;
+
+/** Replaces `${VAR}` and `${VAR:-default}` in one string; unset variables become "" and are pushed to `missing`. */
+function substitute(text: string, env: NodeJS.ProcessEnv, missing: string[]): string {
+  return text.replace(VARIABLE, (_m, name: string, fallback?: string) => {
+    const v = env[name];
+    if (v !== undefined && v !== "") return v;
+    if (fallback !== undefined) return fallback;
+    missing.push(name);
+    return "";
+  });
+}
+
 /** Replaces `${VAR}` and `${VAR:-default}` in every string of a parsed document. */
 export function interpolate(value: unknown, env: NodeJS.ProcessEnv, missing: string[] = []): unknown {
-  if (typeof value === "string") {
-    return value.replace(
-      /\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g,
-      (_m, name: string, fallback?: string) => {
-        const v = env[name];
-        if (v !== undefined && v !== "") return v;
-        if (fallback !== undefined) return fallback;
-        missing.push(name);
-        return "";
-      },
-    );
-  }
+  if (typeof value === "string") return substitute(value, env, missing);
   if (Array.isArray(value)) return value.map((v) => interpolate(v, env, missing));
   if (value && typeof value === "object") {
     return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, interpolate(v, env, missing)]));
   }
   return value;
+}
+
+/**
+ * YAML 1.2's core schema for the scalars that are not text: what `port: 9464` or
+ * `enabled: true` would be if written in the file. Anything else stays text, however
+ * YAML would read it (a value starting with `#` or holding `: ` is not a comment or a map).
+ */
+const CORE_SCALARS: Array<[RegExp, (s: string) => unknown]> = [
+  [/^(?:~|null|Null|NULL)$/, () => null],
+  [/^(?:true|True|TRUE)$/, () => true],
+  [/^(?:false|False|FALSE)$/, () => false],
+  [/^[-+]?[0-9]+$/, (s) => Number.parseInt(s, 10)],
+  [/^0o[0-7]+$/, (s) => Number.parseInt(s.slice(2), 8)],
+  [/^0x[0-9a-fA-F]+$/, (s) => Number.parseInt(s.slice(2), 16)],
+  [/^[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?$/, (s) => Number.parseFloat(s)],
+];
+
+function asYamlScalar(text: string): unknown {
+  for (const [pattern, read] of CORE_SCALARS) if (pattern.test(text)) return read(text);
+  return text;
+}
+
+/**
+ * A YAML file's values with `${VAR}`s replaced, as plain data. A plain (unquoted) value
+ * that is one `${VAR}` and nothing else takes the type its text would have in the file
+ * (`port: ${PORT:-9464}` is a number); a quoted one, or one with more text around the
+ * variable, stays text, and so does a variable left unset (""). Keys are not interpolated.
+ * Throws the parser's first error for a file that is not valid YAML.
+ */
+export function interpolateYaml(text: string, env: NodeJS.ProcessEnv, missing: string[] = []): unknown {
+  const doc = parseDocument(text);
+  const [error] = doc.errors;
+  if (error) throw error;
+  visit(doc, {
+    Scalar(key, node) {
+      if (key === "key" || typeof node.value !== "string") return;
+      const source = node.value;
+      const before = missing.length;
+      const value = substitute(source, env, missing);
+      const typed = node.type === "PLAIN" && ONE_VARIABLE.test(source) && missing.length === before;
+      node.value = typed ? asYamlScalar(value) : value;
+    },
+  });
+  return doc.toJS();
 }
