@@ -81,6 +81,12 @@ export async function buildCore(opts: CoreOptions = {}): Promise<Core> {
     registerSecret(value);
   }
 
+  if (loaded.missingVars.length > 0) {
+    log.warn(
+      { file: loaded.file, variables: loaded.missingVars },
+      "the config file uses variables that are not set; they are left empty (npm run doctor names them)",
+    );
+  }
   const missing: string[] = [];
   const servers = loadMcpConfig(loaded.mcpConfigFile, env, missing);
   if (missing.length > 0) {

@@ -76,6 +76,33 @@ describe("configuration", () => {
     expect(set).toMatchObject({ port: 18010, enabled: false });
   });
 
+  it("refuses an empty health.host, naming the unset variable that left it empty", () => {
+    const dir = dirWith({
+      "switchboard.yaml": "health:\n  host: ${HEALTH_HOST}\n",
+      "empty.yaml": 'health:\n  host: ""\n',
+    });
+    const unset = configError(() => loadConfig({ SWITCHBOARD_CONFIG: "switchboard.yaml" }, dir));
+    expect(unset.message).toBe(
+      `The config file ${join(dir, "switchboard.yaml")} has invalid settings:\n` +
+        "  health.host (set by ${HEALTH_HOST}, which is not set): must not be empty, which would listen on every interface: set an address (127.0.0.1, or 0.0.0.0 for all of them)",
+    );
+    const empty = configError(() => loadConfig({ SWITCHBOARD_CONFIG: "empty.yaml" }, dir));
+    expect(empty.message).toMatch(/^ {2}health\.host: must not be empty/m);
+    expect(
+      loadConfig({ SWITCHBOARD_CONFIG: "switchboard.yaml", HEALTH_HOST: "0.0.0.0" }, dir).config.health.host,
+    ).toBe("0.0.0.0");
+  });
+
+  it("names each unset variable once", () => {
+    const dir = dirWith({
+      "switchboard.yaml":
+        'agent:\n  systemPrompt: "Helpdesk of ${COMPANY} (${COMPANY})"\nmodels:\n  title: ${TITLE_MODEL:-gpt-4o-mini}\n',
+    });
+    const loaded = loadConfig({ SWITCHBOARD_CONFIG: "switchboard.yaml" }, dir);
+    expect(loaded.missingVars).toEqual(["COMPANY"]);
+    expect(loaded.config.agent.systemPrompt).toBe("Helpdesk of  ()");
+  });
+
   it("lets LLM_PROVIDER and LLM_MODEL override the file", () => {
     const dir = dirWith({ "switchboard.yaml": "" });
     const loaded = loadConfig({ LLM_PROVIDER: "anthropic", LLM_MODEL: "claude-sonnet-4-5" }, dir);

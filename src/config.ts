@@ -3,7 +3,7 @@ import { resolve } from "node:path";
 import { z } from "zod";
 import { applyEnvOverrides, envSources, nonEmpty, readSecrets, type Secrets } from "./config-env.js";
 import { SwitchboardError } from "./core/errors.js";
-import { interpolateYaml } from "./interpolate.js";
+import { interpolateYaml, type UnsetVariable } from "./interpolate.js";
 
 const modelSettings = z
   .object({
@@ -256,7 +256,15 @@ export const configSchema = z
     health: z
       .object({
         enabled: z.boolean().default(true),
-        host: z.string().default("127.0.0.1"),
+        host: z
+          .string()
+          .trim()
+          // Node's listen() takes "" for every interface: never what an empty ${VAR} meant.
+          .min(
+            1,
+            "must not be empty, which would listen on every interface: set an address (127.0.0.1, or 0.0.0.0 for all of them)",
+          )
+          .default("127.0.0.1"),
         port: z.number().int().min(0).max(65535).default(9464),
       })
       .strict()
@@ -293,8 +301,8 @@ export function describeZodError(error: z.ZodError, sources: Readonly<Record<str
     .join("\n");
 }
 
-/** The file's settings, its `${VAR}`s replaced (those unset pushed to `missing`). */
-function readYaml(file: string, env: NodeJS.ProcessEnv, missing: string[]): unknown {
+/** The file's settings, its `${VAR}`s replaced, and those unset. */
+function readYaml(file: string, env: NodeJS.ProcessEnv): { data: unknown; unset: UnsetVariable[] } {
   let text: string;
   try {
     text = readFileSync(file, "utf8");
@@ -302,7 +310,8 @@ function readYaml(file: string, env: NodeJS.ProcessEnv, missing: string[]): unkn
     throw new SwitchboardError("config_invalid", `Cannot read the config file ${file}.`, { cause });
   }
   try {
-    return interpolateYaml(text, env, missing) ?? {};
+    const read = interpolateYaml(text, env);
+    return { data: read.data ?? {}, unset: read.unset };
   } catch (cause) {
     const detail = cause instanceof Error ? cause.message : String(cause);
     throw new SwitchboardError("config_invalid", `The config file ${file} is not valid YAML: ${detail}`, {
@@ -321,8 +330,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     );
   }
   const present = existsSync(file);
-  const missingVars: string[] = [];
-  const raw = present ? readYaml(file, env, missingVars) : {};
+  const { data: raw, unset } = present ? readYaml(file, env) : { data: {}, unset: [] };
   if (raw === null || typeof raw !== "object" || Array.isArray(raw)) {
     throw new SwitchboardError(
       "config_invalid",
@@ -332,8 +340,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
   const withEnv = applyEnvOverrides(withoutEmptySections(raw as Record<string, unknown>), env);
   const parsed = configSchema.safeParse(withEnv);
   if (!parsed.success) {
-    const sources = envSources(env);
-    const fromEnv = parsed.error.issues.some((issue) => sources[issue.path.join(".")] !== undefined);
+    const overrides = envSources(env);
+    const fromEnv = parsed.error.issues.some((issue) => overrides[issue.path.join(".")] !== undefined);
+    const sources = { ...unsetSources(unset), ...overrides };
     const where = !present
       ? "The environment has"
       : fromEnv
@@ -358,8 +367,20 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     file: present ? file : undefined,
     mcpConfigFile: existsSync(mcpConfigFile) ? mcpConfigFile : undefined,
     storeUrl: nonEmpty(env.STORE_URL) ?? "sqlite://data/switchboard.sqlite",
-    missingVars,
+    missingVars: [...new Set(unset.map((u) => u.name))],
   };
+}
+
+/** A setting an unset `${VAR}` left empty, by path: "${VAR}, which is not set" (see describeZodError). */
+function unsetSources(unset: readonly UnsetVariable[]): Record<string, string> {
+  const names = new Map<string, string[]>();
+  for (const { name, path } of unset) names.set(path, [...(names.get(path) ?? []), `\${${name}}`]);
+  return Object.fromEntries(
+    [...names].map(([path, vars]) => [
+      path,
+      `${[...new Set(vars)].join(" and ")}, ${vars.length > 1 ? "which are" : "which is"} not set`,
+    ]),
+  );
 }
 
 /**

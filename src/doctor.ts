@@ -32,11 +32,13 @@ export async function runDoctor(
     for (const url of [loaded.storeUrl, ...Object.values(loaded.secrets)])
       for (const credential of urlCredentials(typeof url === "string" ? url : undefined))
         registerSecret(credential);
-    const missing = loaded.missingVars.length ? `; unset variables: ${loaded.missingVars.join(", ")}` : "";
+    const unset = loaded.missingVars.map((v) => `\${${v}}`).join(", ");
     checks.push({
       name: "config",
-      ok: true,
-      detail: `${loaded.file ?? "defaults (no config file)"}${missing}`,
+      ok: unset === "",
+      detail: unset
+        ? `${loaded.file} uses ${unset}, not set in the environment (left empty): set it, or give a default as \${VAR:-default}`
+        : (loaded.file ?? "defaults (no config file)"),
     });
   } catch (err) {
     checks.push({ name: "config", ok: false, detail: message(err) });

@@ -1,4 +1,4 @@
-import { parseDocument, visit } from "yaml";
+import { isPair, isScalar, isSeq, parseDocument, visit } from "yaml";
 
 const VARIABLE = /\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g;
 /** A value that is one `${…}` and nothing else. */
@@ -45,26 +45,54 @@ function asYamlScalar(text: string): unknown {
   return text;
 }
 
+/** A `${VAR}` that was not set, and the dotted path of the value that used it. */
+export interface UnsetVariable {
+  name: string;
+  path: string;
+}
+
+/** The dotted path (`health.host`, `agent.channelPrompts.0.prompt`) of the node below `ancestors`. */
+function pathOf(ancestors: readonly unknown[], node: unknown): string {
+  const parts: string[] = [];
+  const chain = [...ancestors, node];
+  for (let i = 0; i < chain.length - 1; i++) {
+    const here = chain[i];
+    const next = chain[i + 1];
+    if (isPair(here) && isScalar(here.key)) parts.push(String(here.key.value));
+    else if (isSeq(here)) parts.push(String(here.items.indexOf(next as never)));
+  }
+  return parts.join(".");
+}
+
 /**
- * A YAML file's values with `${VAR}`s replaced, as plain data. A plain (unquoted) value
- * that is one `${VAR}` and nothing else takes the type its text would have in the file
- * (`port: ${PORT:-9464}` is a number); a quoted one, or one with more text around the
- * variable, stays text, and so does a variable left unset (""). Keys are not interpolated.
- * Throws the parser's first error for a file that is not valid YAML.
+ * A YAML file's values with `${VAR}`s replaced, as plain data, and the variables left
+ * unset (""). A plain (unquoted) value that is one `${VAR}` and nothing else takes the
+ * type its text would have in the file (`port: ${PORT:-9464}` is a number); a quoted one,
+ * or one with more text around the variable, stays text, and so does a variable left
+ * unset. Keys are not interpolated. Throws the parser's first error for a file that is
+ * not valid YAML.
  */
-export function interpolateYaml(text: string, env: NodeJS.ProcessEnv, missing: string[] = []): unknown {
+export function interpolateYaml(
+  text: string,
+  env: NodeJS.ProcessEnv,
+): { data: unknown; unset: UnsetVariable[] } {
   const doc = parseDocument(text);
   const [error] = doc.errors;
   if (error) throw error;
+  const unset: UnsetVariable[] = [];
   visit(doc, {
-    Scalar(key, node) {
+    Scalar(key, node, ancestors) {
       if (key === "key" || typeof node.value !== "string") return;
       const source = node.value;
-      const before = missing.length;
+      const missing: string[] = [];
       const value = substitute(source, env, missing);
-      const typed = node.type === "PLAIN" && ONE_VARIABLE.test(source) && missing.length === before;
+      const typed = node.type === "PLAIN" && ONE_VARIABLE.test(source) && missing.length === 0;
       node.value = typed ? asYamlScalar(value) : value;
+      if (missing.length > 0) {
+        const path = pathOf(ancestors, node);
+        for (const name of missing) unset.push({ name, path });
+      }
     },
   });
-  return doc.toJS();
+  return { data: doc.toJS(), unset };
 }

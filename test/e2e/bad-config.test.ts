@@ -100,6 +100,24 @@ describe("a bad configuration stops Switchboard with exit code 2 and says where"
   });
 });
 
+describe("a configuration with unset variables", () => {
+  it("warns at start naming the variables switchboard.yaml uses that are not set (chat)", async () => {
+    const { dir, env } = configured(
+      'agent:\n  systemPrompt: "You are the helpdesk bot of ${SB_UNSET_COMPANY}."\n',
+    );
+    const out = await run("chat", env);
+    expect(out.code).toBe(0);
+    const warning = out.stderr.split("\n").find((line) => line.includes("SB_UNSET_COMPANY"));
+    expect(warning).toBeDefined();
+    expect(JSON.parse(warning!)).toMatchObject({
+      level: 40,
+      file: join(dir, "switchboard.yaml"),
+      variables: ["SB_UNSET_COMPANY"],
+      msg: "the config file uses variables that are not set; they are left empty (npm run doctor names them)",
+    });
+  });
+});
+
 describe("a good configuration is not mistaken for a bad one", () => {
   it("exits 1, not 2, when no platform is configured", async () => {
     const { dir } = configured("");

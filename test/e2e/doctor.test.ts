@@ -179,6 +179,22 @@ describe("npm run doctor", () => {
     expect(text).not.toMatch(/etPW|etLLM|etSLACK|etDISCORD/);
   }, 60_000);
 
+  it("fails the config line for a ${VAR} in switchboard.yaml that is not set", async () => {
+    const dir = scratchConfig(
+      'agent:\n  systemPrompt: "You are the helpdesk bot of ${SB_DOCTOR_COMPANY}."\n',
+    );
+    const { ok, text } = await doctor({
+      ...base,
+      MCP_CONFIG: undefined,
+      SWITCHBOARD_CONFIG: join(dir, "switchboard.yaml"),
+    });
+    expect(ok).toBe(false);
+    expect(text).toMatch(
+      /^FAIL +config +.*switchboard\.yaml uses \$\{SB_DOCTOR_COMPANY\}, not set in the environment \(left empty\): set it, or give a default as \$\{VAR:-default\}$/m,
+    );
+    rmSync(dir, { recursive: true, force: true });
+  }, 60_000);
+
   it("stops at a bad config file and names it", async () => {
     const bad = scratchConfig("agent:\n  maxSteps: lots\n");
     const { ok, text } = await doctor({ ...base, SWITCHBOARD_CONFIG: join(bad, "switchboard.yaml") });
