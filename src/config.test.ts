@@ -103,6 +103,17 @@ describe("configuration", () => {
     expect(loaded.config.agent.systemPrompt).toBe("Helpdesk of  ()");
   });
 
+  it("takes LOG_LEVEL in any case, an empty one as unset, and refuses one that is not a level", () => {
+    const dir = dirWith({});
+    expect(() => loadConfig({ LOG_LEVEL: "" }, dir)).not.toThrow();
+    expect(() => loadConfig({ LOG_LEVEL: "DEBUG" }, dir)).not.toThrow();
+    const refused = configError(() => loadConfig({ LOG_LEVEL: "verbose" }, dir));
+    expect(refused.code).toBe("config_invalid");
+    expect(refused.message).toMatch(
+      /^LOG_LEVEL is "verbose", which is not a log level: set one of debug, info/,
+    );
+  });
+
   it("lets LLM_PROVIDER and LLM_MODEL override the file", () => {
     const dir = dirWith({ "switchboard.yaml": "" });
     const loaded = loadConfig({ LLM_PROVIDER: "anthropic", LLM_MODEL: "claude-sonnet-4-5" }, dir);

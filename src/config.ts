@@ -4,6 +4,7 @@ import { z } from "zod";
 import { applyEnvOverrides, envSources, nonEmpty, readSecrets, type Secrets } from "./config-env.js";
 import { SwitchboardError } from "./core/errors.js";
 import { interpolateYaml, type UnsetVariable } from "./interpolate.js";
+import { logLevelProblem } from "./log.js";
 
 const modelSettings = z
   .object({
@@ -321,6 +322,8 @@ function readYaml(file: string, env: NodeJS.ProcessEnv): { data: unknown; unset:
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): LoadedConfig {
+  const badLevel = logLevelProblem(env.LOG_LEVEL);
+  if (badLevel) throw new SwitchboardError("config_invalid", badLevel);
   const explicit = nonEmpty(env.SWITCHBOARD_CONFIG);
   const file = explicit ? resolve(cwd, explicit) : resolve(cwd, "config/switchboard.yaml");
   if (explicit && !existsSync(file)) {

@@ -48,8 +48,28 @@ export function scrub(text: string): string {
   return out;
 }
 
+/** pino's levels, most talkative first; README names the four an operator needs. */
+export const LOG_LEVELS = ["trace", "debug", "info", "warn", "error", "fatal", "silent"] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+/**
+ * LOG_LEVEL as pino takes it: empty or unset is "info", any case is taken; undefined for
+ * a word that is no level (loadConfig refuses it with a sentence, see logLevelProblem).
+ */
+export function logLevelOf(value: string | undefined): LogLevel | undefined {
+  const level = (value ?? "").trim().toLowerCase() || "info";
+  return (LOG_LEVELS as readonly string[]).includes(level) ? (level as LogLevel) : undefined;
+}
+
+/** The sentence for a LOG_LEVEL that is no level; undefined when it is one (or unset). */
+export function logLevelProblem(value: string | undefined): string | undefined {
+  if (logLevelOf(value)) return undefined;
+  return `LOG_LEVEL is "${value}", which is not a log level: set one of debug, info (the default), warn, error (or trace, fatal, silent), or leave it unset.`;
+}
+
 function createLogger(): Logger {
-  const level = process.env.LOG_LEVEL ?? "info";
+  // The logger exists before any configuration is read: a bad level is refused there, with a sentence.
+  const level = logLevelOf(process.env.LOG_LEVEL) ?? "info";
   const pretty = process.stderr.isTTY && !process.env.CI && process.env.NODE_ENV !== "test";
   return pino(
     {

@@ -70,6 +70,15 @@ describe("a bad configuration stops Switchboard with exit code 2 and says where"
     expect(out.stderr + out.stdout).not.toContain("etPW");
   });
 
+  it("names LOG_LEVEL and the levels it takes when it is not one (chat)", async () => {
+    const { env } = configured("");
+    const out = await run("chat", { ...env, LOG_LEVEL: "verbose" });
+    expect(out.code).toBe(2);
+    expect(out.stderr).toBe(
+      'Configuration error: LOG_LEVEL is "verbose", which is not a log level: set one of debug, info (the default), warn, error (or trace, fatal, silent), or leave it unset.\n',
+    );
+  });
+
   it("names the file of a YAML syntax error (chat)", async () => {
     const { dir, env } = configured("llm: [unclosed\n");
     const out = await run("chat", env);
@@ -119,6 +128,13 @@ describe("a configuration with unset variables", () => {
 });
 
 describe("a good configuration is not mistaken for a bad one", () => {
+  it("takes an empty LOG_LEVEL as unset (chat)", async () => {
+    const { env } = configured("");
+    const out = await run("chat", { ...env, LOG_LEVEL: "" });
+    expect(out.code).toBe(0);
+    expect(out.stderr).not.toMatch(/^\s+at .*\(/m);
+  });
+
   it("exits 1, not 2, when no platform is configured", async () => {
     const { dir } = configured("");
     const out = await run("start", {
