@@ -95,6 +95,13 @@ export async function buildCore(opts: CoreOptions = {}): Promise<Core> {
       "the MCP config uses variables that are not set; they are left empty (npm run doctor names them)",
     );
   }
+  for (const server of servers) {
+    if (server.warnings)
+      log.warn(
+        { file: loaded.mcpConfigFile, server: server.name, problems: server.warnings },
+        "the MCP config has settings for this server that nothing reads",
+      );
+  }
   registerServerSecrets(servers);
   // A password in an endpoint's user-info never reaches a log line or an error.
   for (const url of [

@@ -127,16 +127,20 @@ async function checkMcp(loaded: LoadedConfig, env: NodeJS.ProcessEnv): Promise<C
     try {
       const oauth = store ? setUpSignIns(servers, store, env, { redirectUrl: () => "" }) : undefined;
       const hub = await McpHub.start(servers, { ...loaded.config.mcp, ...(oauth && { oauth }) });
-      const checks = hub.status().map((s) => ({
-        name: `mcp ${s.name}`,
-        ok: s.state === "connected" || s.state === "blocked",
-        detail:
+      const checks = hub.status().map((s) => {
+        const detail =
           s.perUser && s.state === "connected"
             ? `each person signs in as themselves (${s.toolCount > 0 ? `${s.toolCount} tools known` : "no one has yet"})`
             : s.state === "connected"
               ? `${s.toolCount} tools`
-              : `${s.state}${s.error ? `: ${s.error}` : ""}`,
-      }));
+              : `${s.state}${s.error ? `: ${s.error}` : ""}`;
+        const warnings = s.warnings?.length ? `, but: ${s.warnings.join(" ")}` : "";
+        return {
+          name: `mcp ${s.name}`,
+          ok: (s.state === "connected" || s.state === "blocked") && warnings === "",
+          detail: `${detail}${warnings}`,
+        };
+      });
       await hub.close();
       return [...unset, ...checks];
     } finally {

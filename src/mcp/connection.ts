@@ -11,6 +11,7 @@ import type { ServerConfig } from "./servers.js";
 import { markLost, type Session } from "./session.js";
 import { callOnSession } from "./session-call.js";
 import { StderrTail } from "./stderr-tail.js";
+import { filterWarnings, servableTools } from "./tool-filters.js";
 import {
   childOf,
   closeClient,
@@ -18,7 +19,6 @@ import {
   listAllPrompts,
   listAllTools,
   pidOf,
-  servableTools,
   watchExit,
 } from "./transport.js";
 import type { ServerState, ServerStatus, ToolCallOptions } from "./types.js";
@@ -57,6 +57,8 @@ export class ServerConnection {
   private restartTimer: NodeJS.Timeout | undefined;
   private closed = false;
   private refreshSeq = 0;
+  /** The tool filters' entries that named no tool at the last listing (see filterWarnings). */
+  private filterProblems: string[] = [];
   /** Counts start-up attempts, so that one overtaken by a manual reconnect leaves no trace. */
   private attempt = 0;
   private settleWaiters = new Set<() => void>();
@@ -89,6 +91,7 @@ export class ServerConnection {
 
   status(): ServerStatus {
     const pid = this.state === "connected" ? pidOf(this.session?.transport) : undefined;
+    const warnings = [...(this.config.warnings ?? []), ...this.filterProblems];
     return {
       name: this.name,
       state: this.state,
@@ -98,6 +101,7 @@ export class ServerConnection {
       ...(this.retryAt !== undefined &&
         this.state !== "connected" && { retryInMs: Math.max(0, this.retryAt - Date.now()) }),
       ...(pid !== undefined && { pid }),
+      ...(warnings.length > 0 && { warnings }),
     };
   }
 
@@ -302,6 +306,14 @@ export class ServerConnection {
   }
 
   private filter(tools: Tool[]): Tool[] {
+    const problems = filterWarnings(tools, this.config);
+    // Said once per change: a restart or a list_changed with the same tools says nothing new.
+    if (problems.join("\n") !== this.filterProblems.join("\n") && problems.length > 0)
+      log.warn(
+        { server: this.name, problems },
+        "mcp.json's tool filters for this server name tools it does not list",
+      );
+    this.filterProblems = problems;
     return servableTools(tools, this.config);
   }
 

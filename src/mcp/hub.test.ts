@@ -2,7 +2,8 @@ import { randomBytes } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { log } from "../log.js";
 import { McpHub } from "./hub.js";
 import { EVERYTHING, FILESYSTEM, isAlive, stdio } from "./testkit.js";
 import type { ToolProgress } from "./types.js";
@@ -243,6 +244,27 @@ describe("McpHub with the reference servers", () => {
       expect(out.text).toBe("Echo: xxxx\n[... 96 more characters truncated]");
     } finally {
       await small.close();
+    }
+  });
+
+  it("warns at connect of a tool filter that names no tool, and shows it in the server's status", async () => {
+    const warn = vi.spyOn(log, "warn");
+    const filtered = await McpHub.start(
+      [stdio("everything", [EVERYTHING], { disabledTools: ["everything__echo", "get-sum"] })],
+      options,
+    );
+    try {
+      const said =
+        'disabledTools names "everything__echo", which is not a tool of this server, so it disables nothing: name the tool as the server lists it, without the "everything__" that the model sees ("echo").';
+      expect(filtered.status()[0]?.warnings).toEqual([said]);
+      expect(filtered.tools().map((t) => t.name)).toContain("everything__echo");
+      expect(warn).toHaveBeenCalledWith(
+        { server: "everything", problems: [said] },
+        "mcp.json's tool filters for this server name tools it does not list",
+      );
+    } finally {
+      warn.mockRestore();
+      await filtered.close();
     }
   });
 

@@ -88,6 +88,7 @@ export class PerUserServer {
       transport: "http",
       toolCount: this.tools.length,
       perUser: { open },
+      ...(this.config.warnings && { warnings: this.config.warnings }),
     };
   }
 

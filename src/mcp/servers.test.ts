@@ -112,6 +112,33 @@ describe("parseMcpConfig", () => {
     });
   });
 
+  it("warns of a key that looks like one of its own misspelt, and not of other clients' keys", () => {
+    const [typo, other] = parseMcpConfig(
+      {
+        mcpServers: {
+          files: { command: "node", disabledtools: ["write_file"], enabledTool: ["read_file"], timeoutMS: 5 },
+          cline: {
+            url: "https://example.com/mcp",
+            autoApprove: ["a"],
+            alwaysAllow: ["b"],
+            transportType: "streamableHttp",
+            timeout: 30,
+            description: "x",
+          },
+        },
+      },
+      FILE,
+      {},
+    );
+    expect(typo?.warnings).toEqual([
+      'mcpServers.files.disabledtools is not a setting Switchboard reads, so it is ignored: did you mean "disabledTools"?',
+      'mcpServers.files.enabledTool is not a setting Switchboard reads, so it is ignored: did you mean "enabledTools"?',
+      'mcpServers.files.timeoutMS is not a setting Switchboard reads, so it is ignored: did you mean "timeoutMs"?',
+    ]);
+    expect(typo?.disabledTools).toBeUndefined();
+    expect(other?.warnings).toBeUndefined();
+  });
+
   it("replaces ${VAR} and ${VAR:-default} in every string and reports the variables that are not set", () => {
     const missing: string[] = [];
     const servers = parseMcpConfig(

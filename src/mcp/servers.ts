@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { z } from "zod";
 import { SwitchboardError } from "../core/errors.js";
 import { interpolate } from "../interpolate.js";
+import { misspeltKeys } from "./config-keys.js";
 
 /** What every server entry may carry, whatever its transport. */
 interface ServerCommon {
@@ -13,6 +14,8 @@ interface ServerCommon {
   timeoutMs?: number;
   /** Kept in the list so that `doctor` can show it; the hub never starts it. */
   disabled: boolean;
+  /** Keys of its entry that nothing reads and that look like ours misspelt, as sentences. */
+  warnings?: string[];
 }
 
 export interface StdioServerConfig extends ServerCommon {
@@ -147,6 +150,8 @@ function parseEntry(name: string, raw: unknown, path: string): ServerConfig | Pr
   const entry = raw as Record<string, unknown>;
   const transport = transportOf(entry, path);
   if (typeof transport === "object") return [transport];
+  const misspelt = misspeltKeys(entry, transport, path);
+  const warnings = misspelt.length > 0 ? { warnings: misspelt } : {};
   if (transport === "stdio") {
     const parsed = stdioEntry.safeParse(entry);
     if (!parsed.success) return issuesOf(parsed.error, path);
@@ -162,6 +167,7 @@ function parseEntry(name: string, raw: unknown, path: string): ServerConfig | Pr
       ...(disabledTools && { disabledTools }),
       ...(timeoutMs !== undefined && { timeoutMs }),
       disabled,
+      ...warnings,
     };
   }
   const parsed = httpEntry.safeParse(entry);
@@ -177,6 +183,7 @@ function parseEntry(name: string, raw: unknown, path: string): ServerConfig | Pr
     ...(disabledTools && { disabledTools }),
     ...(timeoutMs !== undefined && { timeoutMs }),
     disabled,
+    ...warnings,
   };
 }
 

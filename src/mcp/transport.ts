@@ -172,14 +172,3 @@ export async function listAllPrompts(
     return { items: res.prompts, nextCursor: res.nextCursor };
   });
 }
-
-/** Config filters, and tools that only run as tasks (the hub calls tools directly). */
-export function servableTools(tools: Tool[], config: ServerConfig): Tool[] {
-  const { enabledTools, disabledTools } = config;
-  return tools.filter(
-    (t) =>
-      t.execution?.taskSupport !== "required" &&
-      (enabledTools === undefined || enabledTools.includes(t.name)) &&
-      !disabledTools?.includes(t.name),
-  );
-}

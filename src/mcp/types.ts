@@ -47,6 +47,8 @@ export interface ServerStatus {
   pid?: number;
   /** A per-user server: how many people's own connections are open in this process. */
   perUser?: { open: number };
+  /** What in mcp.json does nothing for this server (a misspelt key, a filter naming no tool), as sentences. */
+  warnings?: string[];
 }
 
 export interface ToolProgress {

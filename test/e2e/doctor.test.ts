@@ -195,6 +195,25 @@ describe("npm run doctor", () => {
     rmSync(dir, { recursive: true, force: true });
   }, 60_000);
 
+  it("fails an MCP server whose tool filters name no tool, or whose keys look misspelt", async () => {
+    const dir = scratchConfig("", {
+      mcpServers: {
+        everything: {
+          command: process.execPath,
+          args: [everythingServer],
+          disabledTools: ["everything__echo"],
+          enabledtools: ["echo"],
+        },
+      },
+    });
+    const { ok, text } = await doctor({ ...base, MCP_CONFIG: join(dir, "mcp.json") });
+    expect(ok).toBe(false);
+    expect(text).toMatch(
+      /^FAIL +mcp everything +\d+ tools, but: mcpServers\.everything\.enabledtools is not a setting Switchboard reads, so it is ignored: did you mean "enabledTools"\? disabledTools names "everything__echo", which is not a tool of this server, so it disables nothing: .*\("echo"\)\.$/m,
+    );
+    rmSync(dir, { recursive: true, force: true });
+  }, 60_000);
+
   it("stops at a bad config file and names it", async () => {
     const bad = scratchConfig("agent:\n  maxSteps: lots\n");
     const { ok, text } = await doctor({ ...base, SWITCHBOARD_CONFIG: join(bad, "switchboard.yaml") });
