@@ -1,8 +1,18 @@
 import { isPair, isScalar, isSeq, parseDocument, visit } from "yaml";
 
-const VARIABLE = /\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g;
+// `env:` is VS Code's spelling of the same thing in its mcp.json (`${env:GITHUB_TOKEN}`).
+const VARIABLE = /\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g;
 /** A value that is one `${…}` and nothing else. */
-const ONE_VARIABLE = /^\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}$/;
+const ONE_VARIABLE = /^\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}$/;
+const PLACEHOLDER = /\$\{[^}]*\}/g;
+
+/**
+ * The `${…}` in `text` that are none of ours: VS Code's `${input:…}` (asked of the user),
+ * `${command:…}`. Left as they are, they would reach a server as literal text.
+ */
+export function unsupportedPlaceholders(text: string): string[] {
+  return (text.match(PLACEHOLDER) ?? []).filter((p) => !ONE_VARIABLE.test(p));
+}
 
 /** Replaces `${VAR}` and `${VAR:-default}` in one string; unset variables become "" and are pushed to `missing`. */
 function substitute(text: string, env: NodeJS.ProcessEnv, missing: string[]): string {

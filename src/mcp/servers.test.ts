@@ -164,6 +164,36 @@ describe("parseMcpConfig", () => {
     expect(missing).toEqual(["NOPE"]);
   });
 
+  it("replaces VS Code's ${env:VAR}, and names any other ${…} as not supported", () => {
+    const [github] = parseMcpConfig(
+      {
+        servers: {
+          github: {
+            type: "http",
+            url: "https://api.githubcopilot.com/mcp/",
+            headers: { Authorization: "Bearer ${env:GITHUB_TOKEN}" },
+          },
+        },
+      },
+      FILE,
+      { GITHUB_TOKEN: "ghp_x" },
+    );
+    expect(github).toMatchObject({ headers: { Authorization: "Bearer ghp_x" } });
+    const err = errorOf({
+      servers: {
+        local: {
+          type: "stdio",
+          command: "npx",
+          args: ["-y", "x", "${workspaceFolder:-.}"],
+          env: { API_KEY: "${input:api-key}" },
+        },
+      },
+    });
+    expect(err.message).toBe(
+      "config/mcp.json: servers.local.env.API_KEY uses ${input:api-key}, which is not supported: only ${VAR}, ${VAR:-default} and ${env:VAR} are replaced, from the environment (put the value in a variable and write ${VAR})",
+    );
+  });
+
   it("names the file, the server and the field of a bad command", () => {
     const err = errorOf({ mcpServers: { github: { command: "" } } });
     expect(err.code).toBe("config_invalid");

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { z } from "zod";
 import { SwitchboardError } from "../core/errors.js";
-import { interpolate } from "../interpolate.js";
+import { interpolate, unsupportedPlaceholders } from "../interpolate.js";
 import { misspeltKeys } from "./config-keys.js";
 
 /** What every server entry may carry, whatever its transport. */
@@ -187,10 +187,24 @@ function parseEntry(name: string, raw: unknown, path: string): ServerConfig | Pr
   };
 }
 
+/** A problem for each string under `value` holding a `${…}` that is not replaced (see unsupportedPlaceholders). */
+function placeholdersIn(value: unknown, path: string): Problem[] {
+  if (typeof value === "string")
+    return unsupportedPlaceholders(value).map((p) => ({
+      path,
+      message: `uses ${p}, which is not supported: only \${VAR}, \${VAR:-default} and \${env:VAR} are replaced, from the environment (put the value in a variable and write \${VAR})`,
+    }));
+  if (Array.isArray(value)) return value.flatMap((v, i) => placeholdersIn(v, `${path}.${i}`));
+  if (value && typeof value === "object")
+    return Object.entries(value).flatMap(([k, v]) => placeholdersIn(v, `${path}.${k}`));
+  return [];
+}
+
 /**
  * Reads the `mcpServers` document other MCP clients use (VS Code's top key `servers`
- * too), with `${VAR}` interpolation in every string. Every bad entry is reported at once,
- * each as `file: mcpServers.name.field must …`. Unset variables are pushed to `missing`.
+ * too), with `${VAR}` (and VS Code's `${env:VAR}`) interpolation in every string; any
+ * other `${…}` is a problem. Every bad entry is reported at once, each as
+ * `file: mcpServers.name.field must …`. Unset variables are pushed to `missing`.
  */
 export function parseMcpConfig(
   json: unknown,
@@ -216,6 +230,11 @@ export function parseMcpConfig(
     const path = `${key}.${name}`;
     if (name.trim() === "") {
       problems.push({ path: key, message: "has a server with an empty name" });
+      continue;
+    }
+    const unsupported = placeholdersIn(raw, path);
+    if (unsupported.length > 0) {
+      problems.push(...unsupported);
       continue;
     }
     const parsed = parseEntry(name, interpolate(raw, env, missing), path);
