@@ -56,6 +56,23 @@ describe("the terminal", () => {
     expect(texts).toEqual(["one", "two"]);
   });
 
+  it("sends a line that starts with a path, or with //, to the model, and says how for an unknown /word", async () => {
+    const { runner, texts } = recorder();
+    const input = new PassThrough();
+    let out = "";
+    const sink = new PassThrough();
+    sink.on("data", (d: Buffer) => {
+      out += d.toString();
+    });
+    const done = runConsole({ runner, input, out: sink, err: new PassThrough().resume() });
+    input.end("/etc/hosts has what?\n//help is a command, what does it do?\n/nosuch thing\n");
+    await done;
+    expect(texts).toEqual(["/etc/hosts has what?", "/help is a command, what does it do?"]);
+    expect(out).toContain(
+      "Unknown command /nosuch. To send a message that starts with /, begin it with // (//nosuch sends /nosuch).",
+    );
+  });
+
   it("stops the answer on Ctrl+C, and quits on a second Ctrl+C or on one with no answer running", async () => {
     const stops: string[] = [];
     let release: () => void = () => undefined;

@@ -140,12 +140,19 @@ async function handleLine(
   io: ConstructorParameters<typeof ConsoleReply>[0],
 ) {
   const user = USER;
-  let text = line;
-  const command = /^\/(\w+)\s*(.*)$/.exec(text);
-  if (command) {
-    const spec = findCommand(command[1] ?? "");
+  // `//…` is a message that starts with "/", the way chat clients escape their commands.
+  const escaped = line.startsWith("//");
+  let text = escaped ? line.slice(1) : line;
+  const command = escaped ? null : /^\/(\w+)\s*(.*)$/.exec(text);
+  const spec = command ? findCommand(command[1] ?? "") : undefined;
+  // "/etc/hosts has what?": a first word with a "/" or "." past the name is a path, not a command.
+  const path = command && !spec && /^\/\w+[/.]/.test(text);
+  if (command && !path) {
     if (!spec) {
-      io.out.write(`Unknown command /${command[1]}.\n${helpText("/")}\n`);
+      const word = command[1];
+      io.out.write(
+        `Unknown command /${word}. To send a message that starts with /, begin it with // (//${word} sends /${word}).\n${helpText("/")}\n`,
+      );
       return;
     }
     if (spec.name === "prompt" && runner.prompt) {
