@@ -277,6 +277,42 @@ describe("StreamWriter", () => {
     expect(channel.texts()).toEqual(["Done."]);
   });
 
+  it("never edits a status-only message to whitespace: an answer of line breaks ends as an empty answer does", async () => {
+    const refuseBlank = (_n: number, text: string) =>
+      text.trim() === "" ? new Error("empty message") : null;
+    const channel = new FakeChannel({ withRemove: true, failEdit: refuseBlank });
+    const writer = new StreamWriter(channel, { limit: 2000, intervalMs: 100, statusLine: true });
+    writer.status("-# Calling everything__echo…");
+    await vi.advanceTimersByTimeAsync(200);
+    writer.write("\n\n");
+    await vi.advanceTimersByTimeAsync(200);
+    expect(await settle(writer.finish())).toBeNull();
+    expect(channel.calls.map((c) => c.op)).toEqual(["post", "remove"]);
+    expect(writer.messageIds).toEqual([]);
+
+    const unremovable = new FakeChannel({ failEdit: refuseBlank });
+    const other = new StreamWriter(unremovable, { limit: 2000, intervalMs: 100, statusLine: true });
+    other.status("-# Calling everything__echo…");
+    await vi.advanceTimersByTimeAsync(200);
+    other.write("\n \n");
+    expect(await settle(other.finish())).toBeNull();
+    expect(unremovable.calls.filter((c) => !c.ok)).toEqual([]);
+    expect(unremovable.texts()).toEqual(["Done."]);
+  });
+
+  it("writes the answer into its status-only message when the answer starts with a part of whitespace alone", async () => {
+    const channel = new FakeChannel({
+      failEdit: (_n, text) => (text.trim() === "" ? new Error("empty message") : null),
+    });
+    const writer = new StreamWriter(channel, { limit: 100, intervalMs: 100, statusLine: true });
+    writer.status("-# Calling everything__echo…");
+    await vi.advanceTimersByTimeAsync(200);
+    writer.write(`\n\n${"a".repeat(150)}`);
+    expect(await settle(writer.finish())).toBeNull();
+    expect(channel.calls.filter((c) => !c.ok)).toEqual([]);
+    expect(channel.texts().join("")).toBe("a".repeat(150));
+  });
+
   it("posts nothing when the answer ends before its status line was shown", async () => {
     const channel = new FakeChannel();
     const writer = new StreamWriter(channel, { limit: 2000, intervalMs: 100, statusLine: true });

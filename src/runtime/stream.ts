@@ -239,10 +239,7 @@ export class StreamWriter implements TextSink {
     }
   }
 
-  /**
-   * The first message of a reply nobody sees yet is its first visible write; every write
-   * of an ended answer is its final text; the rest are updates that may wait.
-   */
+  /** A reply nobody sees yet writes "first", an ended answer "final", the rest updates that may wait. */
   private lane(): Lane {
     const shown = this.opts.shownAlready;
     if (
@@ -371,13 +368,18 @@ export class StreamWriter implements TextSink {
     const render = this.opts.render ?? ((md: string) => md);
     const parts = this.at.parts(this.text, this.opts.limit, this.opts.render);
     for (const part of parts.slice(0, -1)) {
-      slotAt(this.slots, this.frozen, this.retaking).want = render(part.text);
+      const text = render(part.text);
       this.at.pass(part);
+      if (text.trim() === "") continue;
+      slotAt(this.slots, this.frozen, this.retaking).want = text;
       this.frozen++;
     }
     const last = parts.at(-1);
     const rendered = last ? render(last.text) : "";
-    let body = rendered;
+    // Whitespace alone is no text: both platforms refuse a message posted or edited to it
+    // (Discord's 50006, Slack's no_text). A part of it gets no message (the next part takes
+    // its place); an answer of it ends as an empty one does, and meanwhile shows what it showed.
+    let body = rendered.trim() === "" ? "" : rendered;
     const status = this.opts.statusLine && !this.ended ? this.statusText : "";
     if (status) {
       const withStatus = body ? `${body}\n\n${status}` : status;

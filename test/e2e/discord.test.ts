@@ -46,6 +46,11 @@ function scenario(req: RecordedRequest): ScriptedTurn {
       return { text: SLOW_ANSWER, chunkSize: 6, delayMs: 40 };
     case "limited":
       return { text: LIMITED_ANSWER, chunkSize: 20, delayMs: 60 };
+    case "blank":
+      // A tool call's status line, then line breaks alone before a call that asks for approval.
+      return step === 0
+        ? { toolCalls: [{ name: "everything__echo", arguments: { message: "hi" } }] }
+        : { text: "\n\n", toolCalls: [{ name: "everything__toggle-simulated-logging", arguments: {} }] };
     default:
       return sharedTurn(text, step);
   }
@@ -306,6 +311,22 @@ describe("Switchboard in Discord (real app, emulated Discord and LLM)", () => {
       await settled();
       expect(texts(m.id)).toEqual([]);
     });
+  });
+
+  it("takes its status line away, never editing it to nothing, when the answer so far is line breaks alone", async () => {
+    const m = mention("blank then ask please");
+    await waitFor(() => texts(m.id).some((t) => t.startsWith("-# ")), { timeoutMs: 15_000 });
+    const question = await waitFor(
+      () => discord.botMessages(m.id).find((x) => x.content.includes("may I run")),
+      {
+        timeoutMs: 15_000,
+      },
+    );
+    await settled();
+    // Discord refuses an edit to whitespace alone (50006): the status-only message is deleted, as for an empty answer.
+    expect(discord.botMessages(m.id)).toEqual([question]);
+    const refused = discord.requests.filter((r) => r.path.includes(`/channels/${m.id}/`) && r.status === 400);
+    expect(refused).toEqual([]);
   });
 
   it("ends with a clear sentence when the model fails", async () => {

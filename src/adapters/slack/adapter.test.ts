@@ -235,6 +235,25 @@ describe("Slack adapter: where it answers", () => {
   });
 });
 
+describe("Slack adapter: a status line in a channel thread", () => {
+  it("takes a status-only message away, never updating it to nothing, when the answer so far is line breaks alone", async () => {
+    h = await startHarness({ config: { slack: { nativeStreaming: false } } });
+    h.runner.script = async (inbound) => {
+      await inbound.reply.status("Calling everything__echo…");
+      const sink = inbound.reply.stream();
+      await new Promise((r) => setTimeout(r, 400));
+      sink.write("\n\n");
+      await sink.finish();
+    };
+    const m = h.emu.mention("C1", "U_ALICE", "a question");
+    await settled(h, "C1", m);
+    await waitFor(() => h!.emu.api.calls.some((c) => c.method === "chat.delete"));
+    // Slack refuses an update to whitespace alone (no_text): the message goes, as for an empty answer.
+    expect(h.emu.api.calls.filter((c) => c.method === "chat.update" && !c.ok)).toEqual([]);
+    expect(finalText(h, "C1", m.ts)).toEqual([]);
+  });
+});
+
 describe("Slack adapter: a reply rebuilt from its record", () => {
   it("tells its asker alone when the record names them, and the thread when it does not", async () => {
     h = await startHarness();

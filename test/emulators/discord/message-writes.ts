@@ -53,6 +53,15 @@ export function writeMessage(
       throw new HttpError(413, { message: "Request entity too large", code: 40005 });
     }
   }
+  const embeds = Array.isArray(body.json.embeds) ? (body.json.embeds as unknown[]) : undefined;
+  // Discord checks the message as it would be after the write, so an edit may not empty it either.
+  const shown = {
+    content: content ?? existing?.content ?? "",
+    files: kept.length + body.files.length,
+    embeds: embeds ?? existing?.embeds ?? [],
+    components: components ?? existing?.components ?? [],
+  };
+  if (isEmpty(shown)) throw new HttpError(400, { message: "Cannot send an empty message", code: 50006 });
   const added: StoredAttachment[] = body.files.map((f) => s.storeFile(channelId, f));
   const channel = s.channels.get(channelId);
   const guildId = channel?.guild_id;
@@ -64,17 +73,12 @@ export function writeMessage(
     }
     existing.attachments = [...kept, ...added];
     if (components !== undefined) existing.components = components;
+    if (embeds !== undefined) existing.embeds = embeds;
     existing.editedAt = Date.now();
     if (body.json.allowed_mentions !== undefined) existing.allowedMentions = body.json.allowed_mentions;
     if (typeof extra.flags === "number") existing.flags = extra.flags;
     ctx.dispatch("MESSAGE_UPDATE", s.messageJson(existing), intent);
     return existing;
-  }
-  // Whitespace alone is no content to Discord (it trims it); components or files are.
-  const blank = !content || content.trim() === "";
-  const some = (v: unknown) => Array.isArray(v) && v.length > 0;
-  if (blank && added.length === 0 && !some(body.json.embeds) && !some(body.json.components)) {
-    throw new HttpError(400, { message: "Cannot send an empty message", code: 50006 });
   }
   const flags = extra.flags ?? (typeof body.json.flags === "number" ? body.json.flags : 0);
   const replyTo = replyTarget(s, channelId, body.json.message_reference);
@@ -90,11 +94,17 @@ export function writeMessage(
     ...(extra.nonce ? { nonce: extra.nonce } : {}),
     allowedMentions: body.json.allowed_mentions,
     ...(components?.length ? { components } : {}),
+    ...(embeds?.length ? { embeds } : {}),
     ...(replyTo ? { replyTo } : {}),
   });
   // The bot receives its own messages on the gateway, as on Discord; ephemeral ones stay private.
   if ((flags & 64) === 0) ctx.dispatch("MESSAGE_CREATE", s.messageJson(msg), intent);
   return msg;
+}
+
+/** Whitespace alone is no content to Discord (it trims it); files, embeds or components are. */
+function isEmpty(m: { content: string; files: number; embeds: unknown[]; components: unknown[] }): boolean {
+  return m.content.trim() === "" && m.files === 0 && m.embeds.length === 0 && m.components.length === 0;
 }
 
 /**

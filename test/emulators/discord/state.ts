@@ -241,7 +241,7 @@ export class DiscordState {
         proxy_url: a.url,
         content_type: a.contentType,
       })),
-      embeds: [],
+      embeds: m.embeds ?? [],
       pinned: false,
       // 19: a reply, with the message it answers.
       type: m.replyTo ? 19 : 0,

@@ -70,6 +70,8 @@ export interface StoredMessage {
   deleted?: boolean;
   /** Action rows of buttons and selects, as the bot last sent them. */
   components?: unknown[];
+  /** Embeds, as the bot last sent them. */
+  embeds?: unknown[];
   /** The message this one replies to (`message_reference`), in the same channel. */
   replyTo?: string;
   /** Stickers sent in the message, by name (`sticker_items`). */

@@ -76,12 +76,15 @@ export class ApiContext {
     const markdown = str(p, "markdown_text");
     const text = str(p, "text");
     const blocks = Array.isArray(p.blocks) ? p.blocks : undefined;
+    // A message of whitespace alone shows nothing: Slack answers no_text, on an update as on a post.
+    const blank = (t: string | undefined) => t === undefined || t.trim() === "";
     if (markdown !== undefined) {
       if (text !== undefined || blocks) fail("markdown_text_conflict");
+      if (blank(markdown)) fail("no_text");
       if (markdown.length > this.limits().markdownChars) fail("msg_too_long");
       return { text: markdown, markdown: true };
     }
-    if (text === undefined && !blocks) fail("no_text");
+    if (blank(text) && !blocks?.length) fail("no_text");
     if (text !== undefined && text.length > textLimit) fail("msg_too_long");
     if (blocks && blocks.length > this.limits().blocksPerMessage) fail("invalid_blocks");
     if (blocks) checkBlocks(blocks);
