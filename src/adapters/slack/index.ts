@@ -27,6 +27,8 @@ export interface SlackAdapterOptions extends SlackAppOptions {
     /** Characters per streamed message (default: the same as a posted message). */
     segmentChars?: number;
   };
+  /** How long after it was set a thread's status is set again (default 90 s; tests shorten it). */
+  statusRefreshMs?: number;
 }
 
 /** `slack:{team}:{channel}:{thread ts}` -> where to write, or an error for another shape. */
@@ -67,7 +69,7 @@ export function createSlackAdapter(deps: AdapterDeps, opts: SlackAdapterOptions 
     scheduler,
     stopping: stopping.signal,
   });
-  const clears = new StatusClears();
+  const clears = new StatusClears(opts.statusRefreshMs);
   const events = new SlackEvents({
     sessions,
     clears,

@@ -2,7 +2,7 @@ import type { WebClient } from "@slack/web-api";
 import type { Artifact } from "../../core/artifacts.js";
 import { log } from "../../log.js";
 import type { Question, Reply, ReplyAddress, ResumeFrom, TextSink } from "../../runtime/contract.js";
-import { WriteDropped, type WriteScheduler } from "../../runtime/scheduler/write-scheduler.js";
+import type { WriteScheduler } from "../../runtime/scheduler/write-scheduler.js";
 import { StreamWriter } from "../../runtime/stream.js";
 import type { AgentSessions } from "./agent-sessions.js";
 import { uploadArtifact } from "./files.js";
@@ -12,6 +12,8 @@ import { NativeStream, type NativeStreamOptions } from "./native-stream.js";
 import { offerStopLater, questionActions, sectionBlock, showRatingButtons } from "./reply-offers.js";
 import { stopStream, ThreadSnapshot } from "./resume.js";
 import type { StatusClears } from "./status-clears.js";
+import { type StatusRefresh, threadStatusRefresh } from "./status-refresh.js";
+import { setThreadTitle } from "./thread-title.js";
 
 /**
  * Characters per Slack message. `markdown_text` takes 12,000, but Slack truncates very
@@ -84,6 +86,8 @@ export class SlackReply implements Reply {
   private readonly stopOffer = new AbortController();
   /** A resumed reply's thread, read once (after an open stream is stopped) for all it needs to know. */
   private readonly taken: ThreadSnapshot | undefined;
+  /** Sets the thread's status again before Slack's 2-minute timeout takes it while the answer is worked on. */
+  private readonly refresh: StatusRefresh;
 
   /**
    * `resume`: a reply written earlier, maybe by another process, to go on in its last
@@ -96,6 +100,7 @@ export class SlackReply implements Reply {
     private readonly resume?: ResumeFrom,
   ) {
     if (resume) this.taken = new ThreadSnapshot(deps.reads ?? deps.web, place.channel, place.threadTs);
+    this.refresh = threadStatusRefresh(deps, place);
   }
 
   onAddress(record: (address: ReplyAddress) => Promise<void>): void {
@@ -200,6 +205,7 @@ export class SlackReply implements Reply {
   /** Best effort: a status that does not show must never end the turn. */
   async setAssistantStatus(text: string): Promise<void> {
     this.statusSince = this.deps.clears?.since(this.place) ?? 0;
+    this.refresh.set(text);
     try {
       await this.deps.web.assistant.threads.setStatus({
         channel_id: this.place.channel,
@@ -216,14 +222,19 @@ export class SlackReply implements Reply {
     // acknowledged, again if the thread's earlier answer has moved it on since (see startSession).
     void this.startSession();
     void this.restoreStatus();
+    this.refresh.start();
     const writer = this.sink();
     const clear = async () => {
+      this.refresh.stop();
       this.stopOffer.abort(ANSWER_ENDED);
       if (this.statusInThread && this.lastStatus !== "") await this.setAssistantStatus("");
       this.deps.clears?.note(this.place);
     };
     return {
-      write: (delta) => writer.write(delta),
+      write: (delta) => {
+        if (delta !== "") this.refresh.quiet();
+        writer.write(delta);
+      },
       finish: async (how) => {
         const rated = how?.answered === true && this.rating !== undefined;
         this.finishing = rated;
@@ -241,6 +252,7 @@ export class SlackReply implements Reply {
           .finally(clear)
           .finally(() => void this.endSession()),
       abandon: async () => {
+        this.refresh.stop();
         this.stopOffer.abort(ANSWER_ENDED);
         await writer.abandon?.();
         this.deps.clears?.note(this.place);
@@ -297,23 +309,7 @@ export class SlackReply implements Reply {
   }
 
   async title(t: string): Promise<void> {
-    if (this.deps.sessions?.on) await this.deps.sessions.rename(this.place, t);
-    // Otherwise only assistant threads have a title in Slack; a channel thread is named by its first message.
-    if (!this.place.assistant) return;
-    try {
-      await this.deps.web.assistant.threads.setTitle({
-        channel_id: this.place.channel,
-        thread_ts: this.place.threadTs,
-        title: t,
-      });
-    } catch (err) {
-      // Titles come last when the workspace is busy, and may not come at all.
-      if (!(err instanceof WriteDropped)) throw err;
-      log.debug(
-        { channel: this.place.channel },
-        "thread title dropped: the workspace's writes were needed for answers",
-      );
-    }
+    await setThreadTitle(this.deps, this.place, t);
   }
 
   async notice(text: string): Promise<void> {

@@ -1,3 +1,5 @@
+import { STATUS_REFRESH_MS } from "./status-refresh.js";
+
 /** A thread, as a status is set on it. */
 export interface StatusPlace {
   channel: string;
@@ -20,6 +22,9 @@ const MAX_REMEMBERED = 10_000;
 export class StatusClears {
   private readonly latest = new Map<string, number>();
   private notes = 0;
+
+  /** `refreshMs`: how long after it was set a status still wanted is set again, before Slack's 2-minute timeout. */
+  constructor(readonly refreshMs = STATUS_REFRESH_MS) {}
 
   /** Where the thread stands: a later `since` that differs means its status may be gone. */
   since(place: StatusPlace): number {

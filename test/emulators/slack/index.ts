@@ -44,6 +44,8 @@ export interface SlackEmulatorOptions {
   signingSecret?: string;
   /** How long a trigger_id can open or push a view (Slack: 3,000 ms, then expired_trigger_id). */
   triggerTtlMs?: number;
+  /** How long an assistant thread's status shows without a message (Slack: 2 minutes). */
+  assistantStatusTimeoutMs?: number;
 }
 
 export interface MessageOptions {
@@ -81,6 +83,8 @@ export class SlackEmulator {
     this.mentionAlsoAsMessage = options.mentionAlsoAsMessage ?? true;
     this.signingSecret = options.signingSecret ?? "emulator-signing-secret";
     this.triggerTtlMs = options.triggerTtlMs ?? TRIGGER_TTL_MS;
+    if (options.assistantStatusTimeoutMs !== undefined)
+      this.state.statusTimeoutMs = options.assistantStatusTimeoutMs;
     this.delivery = new Deliverer({
       ackTimeoutMs: options.ackTimeoutMs ?? 3_000,
       maxRetries: options.maxRetries ?? 3,

@@ -83,9 +83,10 @@ export interface AssistantThreadState {
   /** Every status set, in order ("" clears). */
   statuses: string[];
   /**
-   * The status the thread shows now: the last one set, until the bot posts in the thread.
-   * Slack clears it then ("automatically cleared when the app sends a reply",
-   * assistant.threads.setStatus docs), whichever answer the post belongs to.
+   * The status the thread shows now: the last one set, until the bot posts in the thread
+   * or two minutes pass. Slack clears it then ("automatically cleared when the app sends a
+   * reply"; "A two minute timeout applies", assistant.threads.setStatus docs), whichever
+   * answer the post belongs to.
    */
   status: string;
   titles: string[];
@@ -95,6 +96,33 @@ export interface AssistantThreadState {
 export interface ResponseUrlPost {
   id: string;
   body: Record<string, unknown>;
+}
+
+/** Slack clears an assistant thread's status two minutes after it was set (assistant.threads.setStatus docs). */
+export const ASSISTANT_STATUS_TIMEOUT_MS = 120_000;
+
+/** An assistant thread whose status expires `timeoutMs()` after it was set, by the state's clock. */
+class AssistantThread implements AssistantThreadState {
+  readonly statuses: string[] = [];
+  readonly titles: string[] = [];
+  readonly prompts: AssistantThreadState["prompts"] = [];
+  private shown = "";
+  private setAt = 0;
+
+  constructor(
+    readonly channel: string,
+    readonly threadTs: string,
+    private readonly clock: { now(): number; statusTimeoutMs: number },
+  ) {}
+
+  get status(): string {
+    return this.clock.now() - this.setAt >= this.clock.statusTimeoutMs ? "" : this.shown;
+  }
+
+  set status(value: string) {
+    this.shown = value;
+    this.setAt = this.clock.now();
+  }
 }
 
 /** Sortable, unique Slack-style timestamps ("1712345678.000042"). */
@@ -138,6 +166,10 @@ export class SlackState implements ModalState {
   readonly views = new Map<string, EmuView[]>();
   /** Every view ever opened, closed ones too (`open: false`). */
   readonly viewsById = new Map<string, EmuView>();
+  /** The clock assistant thread statuses expire by: a test may move it. */
+  now: () => number = Date.now;
+  /** How long an assistant thread's status shows without a message (Slack: 2 minutes). */
+  statusTimeoutMs = ASSISTANT_STATUS_TIMEOUT_MS;
 
   constructor() {
     this.users.set(BOT_USER_ID, {
@@ -238,7 +270,7 @@ export class SlackState implements ModalState {
     const key = `${channel}:${threadTs}`;
     let state = this.assistant.get(key);
     if (!state) {
-      state = { channel, threadTs, statuses: [], status: "", titles: [], prompts: [] };
+      state = new AssistantThread(channel, threadTs, this);
       this.assistant.set(key, state);
     }
     return state;

@@ -50,3 +50,43 @@ describe("Slack emulator: an assistant thread's status", () => {
     ]);
   });
 });
+
+describe("Slack emulator: an assistant thread's status timeout", () => {
+  it("clears a status two minutes after it was set without a message, and one set again shows two minutes more", async () => {
+    emu = await SlackEmulator.start();
+    let now = Date.now();
+    emu.state.now = () => now;
+    const { channel, threadTs } = emu.startAssistantThread("U_ALICE");
+    const shown = () => emu!.state.assistant.get(`${channel}:${threadTs}`)?.status;
+    const setStatus = (status: string) =>
+      rawCall(emu!, "assistant.threads.setStatus", { channel_id: channel, thread_ts: threadTs, status });
+
+    expect(await setStatus("Calling github__search_issues…")).toMatchObject({ ok: true });
+    now += 119_000;
+    expect(shown()).toBe("Calling github__search_issues…");
+    now += 1_000;
+    expect(shown()).toBe("");
+
+    // Set again (the same status) before the two minutes end, it shows on.
+    await setStatus("Calling github__search_issues…");
+    now += 90_000;
+    await setStatus("Calling github__search_issues…");
+    now += 90_000;
+    expect(shown()).toBe("Calling github__search_issues…");
+    now += 30_000;
+    expect(shown()).toBe("");
+  });
+
+  it("takes the timeout from the emulator's options", async () => {
+    emu = await SlackEmulator.start({ assistantStatusTimeoutMs: 50 });
+    const { channel, threadTs } = emu.startAssistantThread("U_ALICE");
+    await rawCall(emu, "assistant.threads.setStatus", {
+      channel_id: channel,
+      thread_ts: threadTs,
+      status: "is thinking…",
+    });
+    expect(emu.state.assistant.get(`${channel}:${threadTs}`)?.status).toBe("is thinking…");
+    await new Promise((r) => setTimeout(r, 80));
+    expect(emu.state.assistant.get(`${channel}:${threadTs}`)?.status).toBe("");
+  });
+});
