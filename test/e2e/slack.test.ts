@@ -6,6 +6,7 @@ import { type RunningApp, startWithEverything } from "../support/app-env.js";
 import { isTitleRequest, lastUserText, toolResultsSinceUser } from "../support/llm-text.js";
 import { untilQuiet } from "../support/quiet.js";
 import { sharedTurn } from "../support/scenario.js";
+import { switchboardSays } from "../support/slack-actions.js";
 
 /** A 20,000+ character answer made of prose and code blocks. */
 const LONG_ANSWER = (() => {
@@ -310,6 +311,23 @@ describe("Switchboard in Slack (real app, emulated Slack and LLM)", () => {
     expect(own.length).toBeGreaterThan(2);
     const asked = llm.requests.slice(requestsBefore).filter((r) => !isTitleRequest(r));
     expect(asked.map(said)).toEqual(["stream for the echo check", "after the echo"]);
+  });
+
+  it("asks to be invited when /switchboard ask runs in a channel it is not in, and answers there once invited", async () => {
+    slack.state.addChannel("C9", "not-invited", { botMember: false });
+    const told = await switchboardSays(slack, "ask what about C9?", "U_ALICE", "C9");
+    expect(told).toBe(
+      "I cannot post in this conversation. Invite me to the channel (`/invite @Switchboard`), or mention me.",
+    );
+    expect(
+      slack.api.calls.filter((c) => c.method === "chat.postMessage" && c.params.channel === "C9"),
+    ).toEqual([expect.objectContaining({ ok: false, error: "not_in_channel" })]);
+    expect(requestsFor("what about C9?")).toEqual([]);
+    slack.state.channels.get("C9")!.botMember = true;
+    slack.slash("/switchboard", "ask what about C9?", "U_ALICE", "C9");
+    const question = await waitFor(() => slack.state.history("C9").find((m) => m.user === "U_BOT"));
+    expect(question.text).toBe("<@U_ALICE> asked: what about C9?");
+    expect(await answered(question)).toEqual(["You said: what about C9?"]);
   });
 
   it("ends with a clear sentence when the model fails", async () => {

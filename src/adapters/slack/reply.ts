@@ -9,6 +9,7 @@ import { uploadArtifact } from "./files.js";
 import { feedbackBlock, slackMessageOps } from "./message-ops.js";
 import { toMrkdwn, toSlackMarkdown } from "./mrkdwn.js";
 import { NativeStream, type NativeStreamOptions } from "./native-stream.js";
+import { sendNotice } from "./notices.js";
 import { offerStopLater, questionActions, sectionBlock, showRatingButtons } from "./reply-offers.js";
 import { stopStream, ThreadSnapshot } from "./resume.js";
 import type { StatusClears } from "./status-clears.js";
@@ -312,19 +313,9 @@ export class SlackReply implements Reply {
     await setThreadTitle(this.deps, this.place, t);
   }
 
+  /** Privately, never in the thread (see sendNotice), unless nobody is known to show it to. */
   async notice(text: string): Promise<void> {
-    const { channel, threadTs, user } = this.place;
-    // Nobody to show it to alone (a reply rebuilt without its asker): the thread sees it.
-    if (user) {
-      try {
-        await this.deps.web.chat.postEphemeral({ channel, user, thread_ts: threadTs, text: toMrkdwn(text) });
-        return;
-      } catch (err) {
-        log.debug({ err }, "ephemeral notice refused; posting it in the thread");
-      }
-    }
-    await this.deps.web.chat.postMessage({ channel, thread_ts: threadTs, markdown_text: text });
-    this.deps.clears?.note(this.place);
+    if (await sendNotice(this.deps.web, this.place, text)) this.deps.clears?.note(this.place);
   }
 
   /**

@@ -23,6 +23,10 @@ export interface EmuChannel {
   /** `C` public channel, `G` private channel, `D` direct message with `user`. */
   kind: "channel" | "group" | "im";
   user?: string;
+  /** The bot was invited (a DM always has it): it may post only where it is a member. */
+  botMember: boolean;
+  /** The people in the channel; absent: everyone (the default, so tests may name anyone). */
+  members?: Set<string>;
 }
 
 export interface EmuFile {
@@ -182,11 +186,23 @@ export class SlackState implements ModalState {
     this.addChannel("C1", "general");
   }
 
-  addChannel(id: string, name: string): EmuChannel {
+  /**
+   * A channel the bot is in (`/invite`d) unless `botMember` is false; everyone is in it
+   * unless `members` names who is.
+   */
+  addChannel(id: string, name: string, opts: { botMember?: boolean; members?: string[] } = {}): EmuChannel {
     const kind = id.startsWith("D") ? "im" : id.startsWith("G") ? "group" : "channel";
-    const channel: EmuChannel = { id, name, kind };
+    const channel: EmuChannel = { id, name, kind, botMember: kind === "im" || (opts.botMember ?? true) };
+    if (opts.members) channel.members = new Set(opts.members);
     this.channels.set(id, channel);
     return channel;
+  }
+
+  /** Whether `user` is in `channel`: a DM holds its person alone. */
+  isMember(channel: EmuChannel, user: string): boolean {
+    if (user === BOT_USER_ID) return channel.botMember;
+    if (channel.kind === "im") return channel.user === user;
+    return channel.members === undefined || channel.members.has(user);
   }
 
   /** Users are created on first use, so tests can name anyone. */
@@ -216,7 +232,7 @@ export class SlackState implements ModalState {
     const id = `D${user.replace(/^U_?/, "")}`;
     const existing = this.channels.get(id);
     if (existing) return existing;
-    const channel: EmuChannel = { id, name: id, kind: "im", user };
+    const channel: EmuChannel = { id, name: id, kind: "im", user, botMember: true };
     this.channels.set(id, channel);
     return channel;
   }

@@ -7,7 +7,7 @@ export function chatHandlers(ctx: ApiContext): Record<string, Handler> {
   const { state, hooks } = ctx;
 
   const postMessage = (p: Params): Params => {
-    const channel = ctx.channel(p);
+    const channel = ctx.postable(p);
     const thread_ts = ctx.threadTs(channel, p);
     const content = ctx.content(p, ctx.limits().postTextChars);
     const metadata = ctx.metadata(p);
@@ -43,8 +43,9 @@ export function chatHandlers(ctx: ApiContext): Record<string, Handler> {
   };
 
   const postEphemeral = (p: Params): Params => {
-    const channel = ctx.channel(p);
+    const channel = ctx.postable(p);
     const user = str(p, "user") ?? fail("user_not_found");
+    if (!state.isMember(state.channels.get(channel)!, user)) fail("user_not_in_channel");
     const content = ctx.content(p, ctx.limits().postTextChars);
     state.ephemerals.push({
       channel,

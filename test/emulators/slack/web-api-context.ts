@@ -63,6 +63,19 @@ export class ApiContext {
     return id;
   }
 
+  /**
+   * A channel the bot may post in: a DM (an assistant thread is one), or a channel it was
+   * invited to. Elsewhere Slack answers not_in_channel, and a private channel the bot is
+   * not in is one it cannot see (the bot has chat:write, not chat:write.public).
+   */
+  postable(p: Params, key = "channel"): string {
+    const id = this.channel(p, key);
+    const channel = this.state.channels.get(id)!;
+    if (!this.state.isMember(channel, BOT_USER_ID))
+      fail(channel.kind === "group" ? "channel_not_found" : "not_in_channel");
+    return id;
+  }
+
   /** A message the bot wrote, named by `channel` and `ts`. */
   own(p: Params): EmuMessage {
     const channel = this.channel(p);

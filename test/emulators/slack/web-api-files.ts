@@ -68,7 +68,7 @@ export class FileApi {
       return file;
     });
     if (str(p, "channel_id")) {
-      const channel = this.ctx.channel(p, "channel_id");
+      const channel = this.ctx.postable(p, "channel_id");
       const thread_ts = this.ctx.threadTs(channel, p);
       for (const f of files) f.shared = true;
       const message = state.addMessage({
@@ -107,6 +107,14 @@ export function readHandlers(ctx: ApiContext): Record<string, Handler> {
       return page(thread, p);
     },
     "conversations.history": (p) => page([...ctx.state.history(ctx.channel(p))].reverse(), p),
+    // The DM between the bot and one person, opened on first use (the bot has im:write).
+    "conversations.open": (p) => {
+      const users = (str(p, "users") ?? fail("users_list_not_supplied")).split(",");
+      if (users.length !== 1) fail("invalid_arguments");
+      const user = ctx.state.users.get(users[0] ?? "") ?? fail("user_not_found");
+      if (user.isBot) fail("cannot_dm_bot");
+      return { channel: { id: ctx.state.dmChannel(user.id).id } };
+    },
     "usergroups.users.list": (p) => {
       const id = str(p, "usergroup") ?? fail("invalid_arguments");
       return { users: ctx.state.userGroups.get(id) ?? fail("no_such_subteam") };

@@ -54,7 +54,7 @@ export function streamHandlers(ctx: ApiContext): Record<string, Handler> {
   };
 
   const startStream = (p: Params): Params => {
-    const channel = ctx.channel(p);
+    const channel = ctx.postable(p);
     const thread_ts = ctx.threadTs(channel, p) ?? fail("invalid_arguments");
     if (state.channels.get(channel)?.kind !== "im") {
       if (!str(p, "recipient_user_id")) fail("missing_recipient_user_id");

@@ -1,0 +1,45 @@
+import type { WebClient } from "@slack/web-api";
+import { log } from "../../log.js";
+import { toMrkdwn } from "./mrkdwn.js";
+
+/** Where a notice goes: the thread, and the one person it is for ("" when nobody is known). */
+export interface NoticePlace {
+  channel: string;
+  threadTs: string;
+  user: string;
+}
+
+/**
+ * A notice for one person, shown to them alone: an ephemeral message in the thread, or,
+ * where Slack refuses that (they are not in the channel, `user_not_in_channel`; the bot
+ * is not, `not_in_channel`), a direct message. Never the thread itself: what is meant for
+ * one person can be theirs alone (an access refusal, their budget, a sign-in link). When
+ * neither reaches them it is dropped, with a log line. Only a notice with nobody to show
+ * it to (a reply rebuilt without its asker) is posted in the thread; true then.
+ */
+export async function sendNotice(web: WebClient, place: NoticePlace, text: string): Promise<boolean> {
+  const { channel, threadTs, user } = place;
+  if (!user) {
+    await web.chat.postMessage({ channel, thread_ts: threadTs, markdown_text: text });
+    return true;
+  }
+  try {
+    await web.chat.postEphemeral({ channel, user, thread_ts: threadTs, text: toMrkdwn(text) });
+    return false;
+  } catch (err) {
+    log.debug({ err, channel }, "ephemeral notice refused; sending it as a direct message");
+  }
+  try {
+    const opened = await web.conversations.open({ users: user });
+    const dm = opened.channel?.id;
+    if (!dm) throw new Error("Slack opened no direct message channel");
+    const where = dm === channel ? "" : `I could not show you this in <#${channel}>, so here it is.\n`;
+    await web.chat.postMessage({ channel: dm, text: `${where}${toMrkdwn(text)}` });
+  } catch (err) {
+    log.warn(
+      { err, channel, user },
+      "a notice for one person reached them neither privately in the thread nor by direct message; not posted",
+    );
+  }
+  return false;
+}
