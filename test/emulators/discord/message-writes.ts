@@ -125,10 +125,40 @@ function replyTarget(s: RestContext["state"], channelId: string, value: unknown)
   throw invalidForm("message_reference", "REPLIES_UNKNOWN_MESSAGE", "Unknown message");
 }
 
+type ButtonLike = { type?: unknown; custom_id?: unknown; label?: unknown; style?: unknown; url?: unknown };
+
+/** Discord's limit on a link button's URL. */
+const LINK_URL_CHARS = 512;
+
+/**
+ * A link button (style 5) as Discord checks it: a url of at most 512 characters with an
+ * http, https or discord scheme, and no custom id (Discord tells the app nothing of a
+ * press, so there is nothing to name).
+ */
+function checkLinkButton(c: ButtonLike, at: string): void {
+  if (typeof c.url !== "string" || c.url === "")
+    throw invalidForm(`${at}.url`, "BUTTON_COMPONENT_URL_REQUIRED", "A url is required");
+  if (c.url.length > LINK_URL_CHARS)
+    throw invalidForm(`${at}.url`, "BASE_TYPE_MAX_LENGTH", `Must be ${LINK_URL_CHARS} or fewer in length.`);
+  if (!/^(https?|discord):\/\//i.test(c.url))
+    throw invalidForm(
+      `${at}.url`,
+      "URL_TYPE_INVALID_SCHEME",
+      "Scheme must be one of ('http', 'https', 'discord').",
+    );
+  if (c.custom_id !== undefined)
+    throw invalidForm(
+      `${at}.custom_id`,
+      "BUTTON_COMPONENT_LINK_HAS_CUSTOM_ID",
+      "A custom id cannot be used with a link button",
+    );
+}
+
 /**
  * A message's components as Discord checks them: at most 5 action rows of at most 5
  * buttons (or one select), each interactive one with a custom id of 1-100 characters that
- * is unique in the message, button labels of at most 80 characters.
+ * is unique in the message, button labels of at most 80 characters; link buttons as
+ * `checkLinkButton` says.
  */
 function checkComponents(value: unknown): unknown[] {
   if (!Array.isArray(value)) throw invalidForm("components", "MODEL_TYPE_CONVERT", "Not a list.");
@@ -150,31 +180,30 @@ function checkComponents(value: unknown): unknown[] {
         "Must be 5 or fewer in length.",
       );
     }
-    row.components.forEach(
-      (c: { type?: unknown; custom_id?: unknown; label?: unknown; style?: unknown }, i) => {
-        const at = `components.${r}.components.${i}`;
-        if (c?.type === 2 && typeof c.label === "string" && c.label.length > 80) {
-          throw invalidForm(`${at}.label`, "BASE_TYPE_MAX_LENGTH", "Must be 80 or fewer in length.");
-        }
-        if (c?.type === 2 && c.style === 5) return;
-        const id = c?.custom_id;
-        if (typeof id !== "string" || id.length < 1 || id.length > 100) {
-          throw invalidForm(
-            `${at}.custom_id`,
-            "BASE_TYPE_BAD_LENGTH",
-            "Must be between 1 and 100 in length.",
-          );
-        }
-        if (ids.has(id)) {
-          throw invalidForm(
-            `${at}.custom_id`,
-            "COMPONENT_CUSTOM_ID_DUPLICATED",
-            "Component custom id cannot be duplicated",
-          );
-        }
-        ids.add(id);
-      },
-    );
+    row.components.forEach((c: ButtonLike, i) => {
+      const at = `components.${r}.components.${i}`;
+      if (c?.type === 2 && typeof c.label === "string" && c.label.length > 80) {
+        throw invalidForm(`${at}.label`, "BASE_TYPE_MAX_LENGTH", "Must be 80 or fewer in length.");
+      }
+      if (c?.type === 2 && c.style === 5) {
+        checkLinkButton(c, at);
+        return;
+      }
+      if (c?.type === 2 && c.url !== undefined)
+        throw invalidForm(`${at}.url`, "BUTTON_COMPONENT_INVALID_URL", "Only link buttons can have a url");
+      const id = c?.custom_id;
+      if (typeof id !== "string" || id.length < 1 || id.length > 100) {
+        throw invalidForm(`${at}.custom_id`, "BASE_TYPE_BAD_LENGTH", "Must be between 1 and 100 in length.");
+      }
+      if (ids.has(id)) {
+        throw invalidForm(
+          `${at}.custom_id`,
+          "COMPONENT_CUSTOM_ID_DUPLICATED",
+          "Component custom id cannot be duplicated",
+        );
+      }
+      ids.add(id);
+    });
   });
   return value;
 }
