@@ -3,7 +3,7 @@ import { resolve } from "node:path";
 import { z } from "zod";
 import { applyEnvOverrides, envSources, nonEmpty, readSecrets, type Secrets } from "./config-env.js";
 import { SwitchboardError } from "./core/errors.js";
-import { interpolateYaml, type UnsetVariable } from "./interpolate.js";
+import { interpolateYaml, type UnsetVariable, unsetSources } from "./interpolate.js";
 import { logLevelProblem } from "./log.js";
 
 const modelSettings = z
@@ -372,18 +372,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     storeUrl: nonEmpty(env.STORE_URL) ?? "sqlite://data/switchboard.sqlite",
     missingVars: [...new Set(unset.map((u) => u.name))],
   };
-}
-
-/** A setting an unset `${VAR}` left empty, by path: "${VAR}, which is not set" (see describeZodError). */
-function unsetSources(unset: readonly UnsetVariable[]): Record<string, string> {
-  const names = new Map<string, string[]>();
-  for (const { name, path } of unset) names.set(path, [...(names.get(path) ?? []), `\${${name}}`]);
-  return Object.fromEntries(
-    [...names].map(([path, vars]) => [
-      path,
-      `${[...new Set(vars)].join(" and ")}, ${vars.length > 1 ? "which are" : "which is"} not set`,
-    ]),
-  );
 }
 
 /**

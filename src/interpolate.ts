@@ -106,3 +106,15 @@ export function interpolateYaml(
   });
   return { data: doc.toJS(), unset };
 }
+
+/** Each setting an unset `${VAR}` left empty, by path: "${VAR}, which is not set" (for describeZodError). */
+export function unsetSources(unset: readonly UnsetVariable[]): Record<string, string> {
+  const names = new Map<string, Set<string>>();
+  for (const { name, path } of unset) names.set(path, (names.get(path) ?? new Set()).add(`\${${name}}`));
+  return Object.fromEntries(
+    [...names].map(([path, vars]) => [
+      path,
+      `${[...vars].join(" and ")}, ${vars.size > 1 ? "which are" : "which is"} not set`,
+    ]),
+  );
+}
