@@ -79,6 +79,8 @@ describe("Slack emulator: an assistant thread's status timeout", () => {
 
   it("takes the timeout from the emulator's options", async () => {
     emu = await SlackEmulator.start({ assistantStatusTimeoutMs: 50 });
+    let now = Date.now();
+    emu.state.now = () => now;
     const { channel, threadTs } = emu.startAssistantThread("U_ALICE");
     await rawCall(emu, "assistant.threads.setStatus", {
       channel_id: channel,
@@ -86,7 +88,7 @@ describe("Slack emulator: an assistant thread's status timeout", () => {
       status: "is thinking…",
     });
     expect(emu.state.assistant.get(`${channel}:${threadTs}`)?.status).toBe("is thinking…");
-    await new Promise((r) => setTimeout(r, 80));
+    now += 50;
     expect(emu.state.assistant.get(`${channel}:${threadTs}`)?.status).toBe("");
   });
 });
