@@ -1,4 +1,4 @@
-import type { WebClient } from "@slack/web-api";
+import type { ActionsBlock, KnownBlock, SectionBlock, WebClient } from "@slack/web-api";
 import { log } from "../../log.js";
 import type { Question } from "../../runtime/contract.js";
 import { interactionId } from "../../runtime/interaction-ids.js";
@@ -88,7 +88,7 @@ export function offerStopLater(
 }
 
 /** Slack's section text holds at most 3,000 characters. */
-export function sectionBlock(text: string) {
+export function sectionBlock(text: string): SectionBlock {
   const mrkdwn = toMrkdwn(text);
   return {
     type: "section",
@@ -96,7 +96,31 @@ export function sectionBlock(text: string) {
   };
 }
 
-export function questionActions(question: Question) {
+/** Slack's limits on a button's url, on the buttons of an actions block, and on a message's markdown. */
+const BUTTON_URL_MAX = 3_000;
+const ACTIONS_MAX = 25;
+const MARKDOWN_MAX = 12_000;
+
+/**
+ * A question's blocks: its text, its buttons, and, between them, whole, the pages whose
+ * address is too long for a button (a sign-in page's URL with its state and challenge;
+ * cut, it would open the wrong page), in a `markdown` block, which holds more than a
+ * section's 3,000 characters. Such a page gets no button: a press on one without its
+ * link would tell the app the page was opened.
+ */
+export function questionBlocks(question: Question): KnownBlock[] {
+  const long = question.choices.filter((c) => c.url !== undefined && c.url.length > BUTTON_URL_MAX);
+  const buttons = question.choices.filter((c) => !long.includes(c)).slice(0, ACTIONS_MAX);
+  const links = long.map((c) => `[${c.label}](${c.url})`).join("\n");
+  const shown = links.length <= MARKDOWN_MAX ? links : "The page's address is too long for Slack to show it.";
+  return [
+    sectionBlock(question.text),
+    ...(long.length > 0 ? [{ type: "markdown" as const, text: shown }] : []),
+    ...(buttons.length > 0 ? [questionActions({ ...question, choices: buttons })] : []),
+  ];
+}
+
+export function questionActions(question: Question): ActionsBlock {
   return {
     type: "actions",
     block_id: `q-${question.ref}`.slice(0, 255),
@@ -107,7 +131,7 @@ export function questionActions(question: Question) {
       text: { type: "plain_text", text: c.label.slice(0, 75) },
       ...(c.style ? { style: c.style } : {}),
       // A link button opens the page; Slack still tells the app about the click.
-      ...(c.url ? { url: c.url.slice(0, 3000) } : {}),
+      ...(c.url ? { url: c.url } : {}),
     })),
   };
 }

@@ -10,7 +10,7 @@ import { feedbackBlock, slackMessageOps } from "./message-ops.js";
 import { toMrkdwn, toSlackMarkdown } from "./mrkdwn.js";
 import { NativeStream, type NativeStreamOptions } from "./native-stream.js";
 import { sendNotice } from "./notices.js";
-import { offerStopLater, questionActions, sectionBlock, showRatingButtons } from "./reply-offers.js";
+import { offerStopLater, questionBlocks, sectionBlock, showRatingButtons } from "./reply-offers.js";
 import { stopStream, ThreadSnapshot } from "./resume.js";
 import type { StatusClears } from "./status-clears.js";
 import { type StatusRefresh, threadStatusRefresh } from "./status-refresh.js";
@@ -361,7 +361,7 @@ export class SlackReply implements Reply {
       channel,
       thread_ts: threadTs,
       text: toMrkdwn(question.text),
-      blocks: [sectionBlock(question.text), questionActions(question)],
+      blocks: questionBlocks(question),
     });
     this.deps.clears?.note(this.place);
     if (!res.ts) throw new Error("Slack posted the question without returning its ts");

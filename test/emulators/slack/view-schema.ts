@@ -42,7 +42,7 @@ const ACTION_ELEMENTS = new Set([
 ]);
 
 /** Blocks a modal may hold (`markdown`, `context_actions` and `file` are for messages only). */
-const MODAL_BLOCKS = new Set([
+export const MODAL_BLOCKS = new Set([
   "actions",
   "context",
   "divider",
@@ -63,9 +63,9 @@ const MAX_OPTIONS: Record<string, number> = {
   overflow: 5,
 };
 
-const isObject = (v: unknown): v is Params => !!v && typeof v === "object" && !Array.isArray(v);
+export const isObject = (v: unknown): v is Params => !!v && typeof v === "object" && !Array.isArray(v);
 
-class Issues {
+export class Issues {
   readonly messages: string[] = [];
   add(pointer: string, message: string): void {
     this.messages.push(`[ERROR] ${message} [json-pointer:${pointer}]`);
@@ -78,7 +78,13 @@ function missing(issues: Issues, pointer: string): void {
   issues.add(pointer.slice(0, at) || "/", `missing required field: ${pointer.slice(at + 1)}`);
 }
 
-function stringField(issues: Issues, v: unknown, pointer: string, max: number, required = false): void {
+export function stringField(
+  issues: Issues,
+  v: unknown,
+  pointer: string,
+  max: number,
+  required = false,
+): void {
   if (v === undefined || v === null) {
     if (required) missing(issues, pointer);
     return;
@@ -251,7 +257,8 @@ function element(issues: Issues, e: unknown, pointer: string, allowed: Set<strin
   if (type === "image") stringField(issues, e.alt_text, `${pointer}/alt_text`, 2000, true);
 }
 
-function block(issues: Issues, b: Params, pointer: string): void {
+/** The rules of one block that modals and messages share (section text, actions, buttons…). */
+export function block(issues: Issues, b: Params, pointer: string): void {
   const type = String(b.type);
   switch (type) {
     case "input":

@@ -1,4 +1,5 @@
 import { type Params, str } from "./http-util.js";
+import { messageBlockProblems } from "./message-blocks.js";
 import { BOT_USER_ID, type EmuMessage, type SlackState } from "./state.js";
 
 export interface WebApiLimits {
@@ -99,8 +100,7 @@ export class ApiContext {
     }
     if (blank(text) && !blocks?.length) fail("no_text");
     if (text !== undefined && text.length > textLimit) fail("msg_too_long");
-    if (blocks && blocks.length > this.limits().blocksPerMessage) fail("invalid_blocks");
-    if (blocks) checkBlocks(blocks);
+    if (blocks) checkBlocks(blocks, this.limits().blocksPerMessage);
     return { text: text ?? "", markdown: false, blocks };
   }
 
@@ -128,53 +128,9 @@ export class ApiContext {
   }
 }
 
-/** Slack's cumulative limit on the text of `markdown` blocks in one message. */
-const MARKDOWN_BLOCK_CHARS = 12_000;
-
-const isPlainText = (t: unknown, max: number) =>
-  !!t &&
-  typeof t === "object" &&
-  (t as { type?: unknown }).type === "plain_text" &&
-  typeof (t as { text?: unknown }).text === "string" &&
-  (t as { text: string }).text.length > 0 &&
-  (t as { text: string }).text.length <= max;
-
-/**
- * The rules of the blocks Switchboard's answers carry, as Block Kit documents them:
- * `markdown` (text, 12,000 characters in all per message), `context_actions` (1 to 5
- * `feedback_buttons` or `icon_button` elements) and `feedback_buttons` (a positive and a
- * negative button, each with plain text and a value; action ids of at most 255). A block
- * that breaks them is refused with `invalid_blocks`, as Slack does.
- */
-export function checkBlocks(blocks: unknown[]): void {
-  let markdown = 0;
-  for (const b of blocks) {
-    const block = b as { type?: unknown; text?: unknown; elements?: unknown };
-    if (block.type === "markdown") {
-      if (typeof block.text !== "string" || block.text === "") fail("invalid_blocks");
-      markdown += (block.text as string).length;
-      if (markdown > MARKDOWN_BLOCK_CHARS) fail("invalid_blocks");
-    } else if (block.type === "context_actions") {
-      const elements = block.elements;
-      if (!Array.isArray(elements) || elements.length < 1 || elements.length > 5) fail("invalid_blocks");
-      for (const e of elements as Array<Record<string, unknown>>) {
-        if (e.type === "icon_button") continue;
-        if (e.type !== "feedback_buttons") fail("invalid_blocks");
-        if (typeof e.action_id === "string" && e.action_id.length > 255) fail("invalid_blocks");
-        for (const side of ["positive_button", "negative_button"]) {
-          const button = e[side] as { text?: unknown; value?: unknown } | undefined;
-          if (
-            !button ||
-            !isPlainText(button.text, 75) ||
-            typeof button.value !== "string" ||
-            button.value === ""
-          )
-            fail("invalid_blocks");
-        }
-      }
-    } else {
-      // Elsewhere feedback buttons are refused: they live in context_actions only.
-      if (JSON.stringify(b).includes('"feedback_buttons"')) fail("invalid_blocks");
-    }
-  }
+/** A message's blocks as Slack checks them: any problem is `invalid_blocks`, each named in `response_metadata`. */
+export function checkBlocks(blocks: unknown[], maxBlocks: number): void {
+  const problems = messageBlockProblems(blocks, maxBlocks);
+  if (problems.length > 0)
+    fail("invalid_blocks", { errors: problems, response_metadata: { messages: problems } });
 }

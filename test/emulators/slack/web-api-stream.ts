@@ -86,7 +86,8 @@ export function streamHandlers(ctx: ApiContext): Record<string, Handler> {
     const message = streaming(p);
     appendTo(message, p);
     if (Array.isArray(p.blocks)) {
-      checkBlocks(p.blocks);
+      // stopStream takes up to 50 blocks, as any message.
+      checkBlocks(p.blocks, ctx.limits().blocksPerMessage);
       message.blocks = p.blocks;
     }
     if (message.stream) message.stream.state = "stopped";
