@@ -57,6 +57,8 @@ export interface TurnInput {
   onCalls?: (step: PendingStep) => Promise<void>;
   /** Asks the person what a tool's server requests while it runs (see LoopOptions.elicit). */
   elicit?: Elicit;
+  /** Whether the turn may ask the model again after a tool step (see LoopOptions.mayGoOn). */
+  mayGoOn?: () => Promise<string | undefined>;
   /**
    * A step finished before the model is asked: after approvals, with their decisions;
    * after a takeover, the step whose calls were cut off (also the question's first step,
@@ -236,6 +238,7 @@ export class Agent {
           signal: input.signal,
           gate: input.gate,
           ...(input.onCalls ? { onCalls: input.onCalls } : {}),
+          ...(input.mayGoOn ? { mayGoOn: input.mayGoOn } : {}),
           ...(input.elicit ? { elicit: input.elicit, conversation: session.key } : {}),
           owner: `${input.platform}:${input.user.id}`,
           onStep: async (added) => {

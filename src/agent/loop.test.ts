@@ -15,6 +15,7 @@ async function run(
     budgetTokens?: number;
     gate?: (call: { name: string }) => CallGate;
     resumed?: ResumedStep;
+    mayGoOn?: () => Promise<string | undefined>;
   } = {},
 ) {
   const gen = runToolLoop(
@@ -27,6 +28,7 @@ async function run(
       budgetTokens: opts.budgetTokens,
       signal: new AbortController().signal,
       gate: opts.gate,
+      ...(opts.mayGoOn ? { mayGoOn: opts.mayGoOn } : {}),
     },
     { system: "sys", messages: [{ role: "user", content: "hi" }], tools: hub.tools() },
     opts.resumed,
@@ -45,6 +47,43 @@ async function run(
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe("the tool loop", () => {
+  it("asks whether it may go on before each model call after the first, and stops where it may not", async () => {
+    const hub = new FunctionHub({ t__echo: () => "echoed" });
+    const provider = new ScriptedProvider([
+      callTools(["t__echo", { m: "1" }]),
+      callTools(["t__echo", { m: "2" }]),
+      say("never asked"),
+    ]);
+    const asked: number[] = [];
+    const { result, text } = await run(provider, hub, {
+      mayGoOn: async () => {
+        asked.push(provider.requests.length);
+        return asked.length === 2 ? "Budget spent." : undefined;
+      },
+    });
+    // Not before the first request; before the second (allowed) and the third (refused).
+    expect(asked).toEqual([1, 2]);
+    expect(provider.requests).toHaveLength(2);
+    expect(hub.calls.map((c) => c.args)).toEqual([{ m: "1" }, { m: "2" }]);
+    expect(text).toBe("Budget spent.");
+    expect(result).toMatchObject({ steps: 2, toolCalls: 2, stoppedBy: "budget" });
+    // The steps stay whole (each call with its result); the sentence is not the model's.
+    expect(result.added.map((m) => m.role)).toEqual(["assistant", "tool", "assistant", "tool"]);
+
+    // A step resumed after approvals is followed by a model call: asked before it too.
+    const waited = await run(new ScriptedProvider([callTools(["t__echo", { m: "3" }])]), hub, {
+      gate: () => "ask",
+    });
+    const again = new ScriptedProvider([say("never asked")]);
+    const resumed = await run(again, hub, {
+      resumed: { step: waited.result.pending!, verdicts: { call_t__echo_0: { run: true } } },
+      mayGoOn: async () => "Budget spent.",
+    });
+    expect(again.requests).toHaveLength(0);
+    expect(resumed.result.stoppedBy).toBe("budget");
+    expect(resumed.text).toBe("Budget spent.");
+  });
+
   it("answers without tools in one step", async () => {
     const { result, text } = await run(new ScriptedProvider([say("Hello there")]), new FunctionHub({}));
     expect(text).toBe("Hello there");

@@ -57,6 +57,12 @@ export interface LoopOptions {
   conversation?: string;
   /** The person whose turn it is (`platform:user`), for servers where each signs in as themselves. */
   owner?: string;
+  /**
+   * Asked before each model request after the turn's first: a sentence (a daily budget
+   * spent by the tool steps so far) ends the turn there, told to the person, with no more
+   * model calls. Checked at the turn's start alone, a tool loop ran on past its cap.
+   */
+  mayGoOn?: () => Promise<string | undefined>;
 }
 
 /** `refuse`: the call is answered with this sentence instead of running. */
@@ -75,7 +81,7 @@ export interface LoopInput {
   tools: ToolEntry[] | (() => ToolEntry[]);
 }
 
-export type StopCause = "answer" | "step_limit" | "repeat" | "cut_off" | "waiting";
+export type StopCause = "answer" | "step_limit" | "repeat" | "cut_off" | "waiting" | "budget";
 
 export interface LoopResult {
   /** Messages this turn added: assistant steps and tool results, in order. */
@@ -97,7 +103,7 @@ type StepOutcome =
   | { kind: "force_final"; cause: ForcedCause }
   | { kind: "wait"; step: PendingStep };
 
-type ForcedCause = Exclude<StopCause, "answer" | "waiting">;
+type ForcedCause = Exclude<StopCause, "answer" | "waiting" | "budget">;
 
 const FINAL_NOTES: Record<ForcedCause, string> = {
   step_limit:
@@ -159,6 +165,12 @@ export async function* runToolLoop(
       temperature: opts.temperature,
     };
     const separator = visible && !visible.endsWith("\n") ? "\n\n" : "";
+    const stop = step > 1 || resumed ? await opts.mayGoOn?.() : undefined;
+    if (stop) {
+      yield { type: "text", delta: separator + stop };
+      visible += separator + stop;
+      return { added, text: visible, usage, steps: step - 1, toolCalls, stoppedBy: "budget" };
+    }
     const response = yield* streamStep(opts, request, separator);
     usage = addUsage(usage, response.usage);
     visible += response.text ? separator + response.text : "";

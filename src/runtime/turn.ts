@@ -17,6 +17,7 @@ import type { TurnLedger, TurnRecord } from "../store/turns.js";
 import type { ApprovalDesk } from "./approvals/desk.js";
 import { approvalMode, approvedForThread, askerTeam, type CallPlace, callGate } from "./approvals/policy.js";
 import { SUPERSEDED_REASON } from "./approvals/questions.js";
+import type { Budgets } from "./budgets.js";
 import type { Inbound, Reply } from "./contract.js";
 import type { FormDesk } from "./forms/desk.js";
 import { prepareAttachments } from "./inbound-files.js";
@@ -35,6 +36,8 @@ export interface TurnDeps {
   formDesk?: FormDesk;
   /** This process, as the thread locks and turn records name it. */
   owner: string;
+  /** The daily caps, checked again before each model call after a tool step. */
+  budgets?: Budgets;
 }
 
 /** A turn taken over this many times (its processes kept dying) ends with the restart note instead. */
@@ -256,6 +259,7 @@ export async function drive(
           await ledger.checkpoint(record, shown);
         }),
       onCalls: (step) => fenced(() => ledger.calling(record, step)),
+      ...mayGoOn(deps.budgets, place),
       user: place.user,
       platform: place.platform,
       channel: place.channel,
@@ -379,4 +383,11 @@ export async function drive(
         .catch((err: unknown) => log.warn({ err, key: place.key }, "could not end the turn's record"));
     }
   }
+}
+
+/** The turn's daily caps, asked before each model call after its first (see LoopOptions.mayGoOn). */
+function mayGoOn(budgets: Budgets | undefined, place: TurnPlace): Pick<Common, "mayGoOn"> {
+  if (!budgets?.enabled) return {};
+  const payer = { platform: place.platform, user: place.user.id, channel: place.channel, key: place.key };
+  return { mayGoOn: () => budgets.refusal(payer) };
 }
