@@ -102,11 +102,17 @@ describe("Discord adapter: a reply to an answer written in the channel", () => {
     h.emulator.denyBot(s.general, "CREATE_PUBLIC_THREADS");
     const rec = h.emulator.slash("ask", { question: "why?" }, s.general, s.alice.id);
     await waitFor(() => runner.done.length === 1);
-    await waitFor(() => s.findMessage(rec.originalId ?? "")?.content === "The /ask answer.");
+    const answered = await waitFor(() => s.findMessage(rec.followupIds[0] ?? ""));
+    expect(answered.content).toBe("The /ask answer.");
     runner.script = answer("Because.");
-    const follow = h.emulator.userMessage(s.general, "why not?", { carries: { replyTo: rec.originalId! } });
+    const follow = h.emulator.userMessage(s.general, "why not?", { carries: { replyTo: answered.id } });
     await answerTo(h, s.general, follow.id, "Because.");
+    // A reply to the question shown goes on with it too.
+    runner.script = answer("Still because.");
+    const again = h.emulator.userMessage(s.general, "really?", { carries: { replyTo: rec.originalId! } });
+    await answerTo(h, s.general, again.id, "Still because.");
     expect(runner.inbounds.map((i) => i.key)).toEqual([
+      `discord:${s.guildId}:${rec.id}`,
       `discord:${s.guildId}:${rec.id}`,
       `discord:${s.guildId}:${rec.id}`,
     ]);

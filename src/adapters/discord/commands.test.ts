@@ -78,7 +78,10 @@ describe("Discord adapter: slash commands", () => {
     expect(h.emulator.threads(s.general)).toHaveLength(1);
     // A conversation of its own, not the channel's: bob's question does not build on alice's.
     expect(h.runner.inbounds[1]?.key).toBe(`discord:${s.guildId}:${rec.id}`);
-    expect(s.findMessage(rec.originalId!)?.content).toBe("Here it is.");
+    // The question shown stays; the answer comes under it.
+    expect(s.findMessage(rec.originalId!)?.content).toBe("**bob** asked: second?");
+    const answered = await waitFor(() => s.findMessage(rec.followupIds[0] ?? ""));
+    expect(answered.content).toBe("Here it is.");
   });
 
   it("answers /ask inside a thread or DM through the interaction itself", async () => {

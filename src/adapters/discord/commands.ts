@@ -129,8 +129,8 @@ export async function onInteraction(ctx: DiscordContext, interaction: Interactio
     return;
   }
   if (interaction.commandName === "ask") {
-    await interaction.deferReply();
-    return ask(ctx, interaction, interaction.options.getString("question", true));
+    const original = await deferReplying(interaction);
+    return ask(ctx, interaction, interaction.options.getString("question", true), original);
   }
   if (interaction.commandName === "prompt" && ctx.deps.runner.prompt) return prompt(ctx, interaction);
   await interaction.deferReply({ flags: MessageFlags.Ephemeral });
@@ -231,27 +231,28 @@ async function prompt(ctx: DiscordContext, interaction: ChatInputCommandInteract
     });
     return;
   }
-  await interaction.deferReply();
-  await promptAnswered(ctx, interaction, quick ?? (await pending));
+  const original = await deferReplying(interaction);
+  await promptAnswered(ctx, interaction, quick ?? (await pending), original);
 }
 
 /** A prompt's form, submitted: asked like `/prompt` with the typed arguments. */
 async function promptSubmitted(ctx: DiscordContext, interaction: ModalSubmitInteraction): Promise<void> {
   if (!(await ctx.deps.runner.firstSight(`discord:i:${interaction.id}`))) return;
-  await interaction.deferReply();
+  const original = await deferReplying(interaction);
   const ref = parseInteractionId(interaction.customId)?.ref ?? "";
   const outcome = ctx.deps.runner.promptForm
     ? await ctx.deps.runner.promptForm(ref, modalValues(interaction.fields.fields))
     : { say: "Prompts cannot be run here." };
-  await promptAnswered(ctx, interaction, outcome);
+  await promptAnswered(ctx, interaction, outcome, original);
 }
 
 async function promptAnswered(
   ctx: DiscordContext,
   interaction: ChatInputCommandInteraction | ModalSubmitInteraction,
   outcome: PromptOutcome,
+  original: string | undefined,
 ): Promise<void> {
-  if ("ask" in outcome) return ask(ctx, interaction, outcome.ask);
+  if ("ask" in outcome) return ask(ctx, interaction, outcome.ask, original);
   const say = "say" in outcome ? outcome.say : "That prompt needs arguments: give them as key=value.";
   await interaction.deleteReply().catch((err: unknown) => log.debug({ err }, "deferred reply not deleted"));
   await interaction.followUp({ content: say.slice(0, DISCORD_MESSAGE_LIMIT), flags: MessageFlags.Ephemeral });
@@ -276,15 +277,32 @@ function admitted(ctx: DiscordContext, interaction: ChatInputCommandInteraction)
   return verdict === undefined || verdict === "yes";
 }
 
-/** `/ask` (deferred by the caller, as Discord wants within 3 s), answered in a new thread where the channel allows one. */
+/**
+ * Defers the reply ("thinking…"), and returns the id Discord gives its message: past the
+ * token's 15 minutes, that id is the only way to fill it (through the channel).
+ */
+async function deferReplying(
+  interaction: ChatInputCommandInteraction | ModalSubmitInteraction,
+): Promise<string | undefined> {
+  const response = await interaction.deferReply({ withResponse: true });
+  return response.interaction.responseMessageId ?? undefined;
+}
+
+/**
+ * `/ask` (deferred by the caller, as Discord wants within 3 s, its reply's message
+ * `original`), answered in a new thread where the channel allows one.
+ */
 async function ask(
   ctx: DiscordContext,
   interaction: ChatInputCommandInteraction | ModalSubmitInteraction,
   question: string,
+  original: string | undefined,
 ): Promise<void> {
   const user = userOf(interaction);
   let key = keyFor(interaction);
-  let place: Place = interactionPlace(interaction);
+  let place: Place = interactionPlace(interaction, { original });
+  /** The reply shows the question, once Discord took it: the answer must not overwrite it. */
+  let echo: Message | undefined;
   const channel = interaction.channel;
   if (
     interaction.inGuild() &&
@@ -297,6 +315,7 @@ async function ask(
           shown.length > DISCORD_MESSAGE_LIMIT ? `${shown.slice(0, DISCORD_MESSAGE_LIMIT - 1)}…` : shown,
         allowedMentions: { parse: [] },
       });
+      echo = opener;
       // Through the bot's scheduler, as a mention's thread: one Discord would hold back for
       // minutes is not waited for, and the answer comes here instead.
       const thread = await openThread(
@@ -321,10 +340,16 @@ async function ask(
     } catch (err) {
       // A conversation of its own, as a mention without a thread: keyed by the channel,
       // every person's /ask there would build on the others' and wait in one line. A reply
-      // to its answer goes on with it, found by the answer's messages.
+      // to its answer, or to the question shown, goes on with it, found by their messages.
       const own = guildKey(interaction.guildId, interaction.id);
       key = own;
-      place = interactionPlace(interaction, (id) => ctx.answers.remember(id, own));
+      if (echo) await ctx.answers.remember(echo.id, own);
+      // Under the question shown, if it was: the answer's messages are new ones.
+      place = interactionPlace(interaction, {
+        original: echo?.id ?? original,
+        echo: echo !== undefined,
+        posted: (id) => ctx.answers.remember(id, own),
+      });
       log.warn({ err }, "could not open a thread for /ask; answering in place");
     }
   }

@@ -1,4 +1,5 @@
 import {
+  type AttachmentBuilder,
   type ChatInputCommandInteraction,
   DiscordAPIError,
   MessageFlags,
@@ -6,8 +7,9 @@ import {
   RESTJSONErrorCodes,
 } from "discord.js";
 import { log } from "../../log.js";
-import { body, channelOps, NO_PINGS, type Posted, type WritableChannel } from "./places.js";
-import { asWriteError, type OutgoingMessage, type Place, type PlaceOps } from "./reply.js";
+import { MessageGoneError } from "../../runtime/message-ops.js";
+import { body, channelOps, NO_PINGS, type Posted, type WritableChannel, written } from "./places.js";
+import { asWriteError, type OutgoingMessage, type Place, type PlaceOps, type QuestionRow } from "./reply.js";
 import { channelBuckets, webhookBucket } from "./write-policy.js";
 
 /** How long Discord takes an interaction's token for its webhook (edits, follow-ups) after the interaction. */
@@ -27,19 +29,49 @@ export function tokenRefused(err: unknown): boolean {
   );
 }
 
+/** Where an interaction's own reply stands when its place is made. */
+export interface InteractionReplyState {
+  /** The reply's message id (the deferral's answer names it), for writing to it through the channel. */
+  original?: string;
+  /** The reply shows the question ("alice asked: …"): the answer goes under it, never over it. */
+  echo?: boolean;
+  /** Told the id of each message the answer posts. */
+  posted?: Posted;
+}
+
+/** Said, mentioning the asker, above an answer whose deferred reply could not be filled. */
+export const ANSWER_BELOW =
+  "Your answer is below. My first reply could not be updated: Discord allows that for 15 minutes only.";
+
+/**
+ * Discord will not let the bot edit that message: it is gone, or not the bot's to edit. A
+ * 429 or an outage is not this: the writer waits and tries the same write again.
+ */
+function cannotEdit(err: unknown): boolean {
+  if (err instanceof MessageGoneError) return true;
+  return err instanceof DiscordAPIError && err.status >= 400 && err.status < 500 && err.status !== 429;
+}
+
 /**
  * An interaction with no thread to answer in (a DM, a thread already, a channel without
  * thread permission): the deferred reply becomes the first message, follow-ups the rest.
  * The token behind them lasts 15 minutes, and a long tool run, a form or a sign-in can
  * outlast it: from shortly before its end, or when Discord refuses it, every write goes
  * through the channel's own message endpoints, editing the same messages by their ids
- * (the bot wrote them). Posts that are refused wrote nothing, so each is sent once, there.
+ * (the bot wrote them), the deferred reply too when nothing filled it yet. One that cannot
+ * be edited (deleted) stays as it is, and the answer is posted under a line that mentions
+ * the asker. Posts that are refused wrote nothing, so each is sent once, there.
  */
 export function interactionPlace(
   interaction: ChatInputCommandInteraction | ModalSubmitInteraction,
-  posted?: Posted,
+  state: InteractionReplyState = {},
 ): Place {
-  let originalUsed = false;
+  const { posted } = state;
+  const originalId = state.original;
+  /** The reply holds the question, or the answer's first message: every post after it is a new message. */
+  let originalUsed = state.echo === true;
+  /** The question shown in the reply, which the answer's first message in the channel answers. */
+  let replyTo = state.echo ? originalId : undefined;
   let refused = false;
   const ends = interaction.createdTimestamp + INTERACTION_TOKEN_MS - TOKEN_MARGIN_MS;
   const tokenLives = () => !refused && Date.now() < ends;
@@ -51,7 +83,13 @@ export function interactionPlace(
       if (!c?.isSendable()) throw new Error(`Discord channel ${channelId} cannot be written to`);
       return c;
     })());
-  const inChannel = channelOps(getChannel, channelId, posted ? { posted } : {});
+  const reference = {
+    next: () => replyTo,
+    used: () => {
+      replyTo = undefined;
+    },
+  };
+  const inChannel = channelOps(getChannel, channelId, { reference, ...(posted ? { posted } : {}) });
 
   /** `hook` through the interaction's webhook while its token lives, else `fallback` through the channel. */
   async function write<T>(hook: () => Promise<T>, fallback: () => Promise<T>): Promise<T> {
@@ -68,6 +106,40 @@ export function interactionPlace(
       }
     }
     return fallback();
+  }
+
+  /**
+   * A post through the channel. The deferred reply, still "thinking…", is filled by its id
+   * (it would look busy for good); one that cannot be is left, and a line mentioning the
+   * asker, in reply to it, says that the answer follows.
+   */
+  async function postInChannel(text: string, files?: AttachmentBuilder[], controls?: QuestionRow[]) {
+    if (!originalUsed && originalId) {
+      try {
+        await inChannel.edit(originalId, text, files, controls);
+        originalUsed = true;
+        await posted?.(originalId);
+        return originalId;
+      } catch (err) {
+        if (!cannotEdit(err)) throw err;
+        log.info(
+          { err, interaction: interaction.id },
+          "the deferred reply cannot be edited; answering below it",
+        );
+      }
+    }
+    if (!originalUsed) {
+      const asker = interaction.user.id;
+      await written(async () =>
+        (await getChannel()).send({
+          content: `<@${asker}> ${ANSWER_BELOW}`,
+          allowedMentions: { parse: [], users: [asker] },
+          ...(originalId ? { reply: { messageReference: originalId, failIfNotExists: false } } : {}),
+        }),
+      );
+      originalUsed = true;
+    }
+    return inChannel.post(text, files, controls);
   }
   const say = async (message: OutgoingMessage) => {
     await (await getChannel()).send({ ...message, allowedMentions: NO_PINGS });
@@ -89,11 +161,11 @@ export function interactionPlace(
             return id;
           }
           const { id } = await interaction.followUp(body(text, files, controls));
+          replyTo = undefined;
           await posted?.(id);
           return id;
         },
-        // A deferred reply never filled cannot be reached without the token: the answer starts below it.
-        () => inChannel.post(text, files, controls),
+        () => postInChannel(text, files, controls),
       ),
     edit: (id, text, files, controls) =>
       write(

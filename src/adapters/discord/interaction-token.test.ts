@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { DiscordEmulator, type StoredInteraction, waitFor } from "../../../test/emulators/discord/index.js";
 import { joinParts } from "../../runtime/split.js";
 import { answer, type Harness, type Script, ScriptedRunner, startHarness } from "./harness.test-helper.js";
+import { ANSWER_BELOW } from "./interaction-place.js";
 
 let h: Harness | undefined;
 let own: DiscordEmulator | undefined;
@@ -70,7 +71,7 @@ describe("Discord adapter: an /ask answer that outlives the interaction's token"
     expect(after.every((r) => r.path.includes(`/channels/${t}/`))).toBe(true);
   });
 
-  it("posts the answer in the DM when the token ended before any of it was shown, once", async () => {
+  it("fills the deferred reply through the DM when the token ended before any of it was shown", async () => {
     let rec: StoredInteraction | undefined;
     const x = await harness(async (inbound) => {
       tokenEnds(x, rec);
@@ -83,11 +84,48 @@ describe("Discord adapter: an /ask answer that outlives the interaction's token"
     rec = x.emulator.slash("ask", { question: "slow tools?" }, dm.id, s.bob.id);
     await waitFor(() => x.runner.done.length === 1, { timeoutMs: 20_000 });
     const texts = x.emulator.botMessages(dm.id).map((m) => [m.id === rec?.originalId, m.content]);
-    // The deferred reply Discord shows as thinking cannot be reached without the token: it stays.
-    expect(texts).toEqual([
-      [true, ""],
-      [false, "Only now, after a long tool run."],
-    ]);
+    // The "thinking…" Discord shows is edited by its id, as any message of the bot.
+    expect(texts).toEqual([[true, "Only now, after a long tool run."]]);
+    expect(rec.followupIds).toEqual([]);
+  });
+
+  it("posts the answer under a line mentioning the asker when the deferred reply cannot be edited any more", async () => {
+    let rec: StoredInteraction | undefined;
+    const x = await harness(async (inbound) => {
+      tokenEnds(x, rec);
+      // Someone deleted the "thinking…" message meanwhile.
+      x.emulator.state.findMessage(rec!.originalId!)!.deleted = true;
+      const sink = inbound.reply.stream();
+      sink.write("Here, at last.");
+      await sink.finish();
+    });
+    const t = await thread(x);
+    const s = x.emulator.state;
+    rec = x.emulator.slash("ask", { question: "still there?" }, t, s.alice.id);
+    await waitFor(() => x.runner.done.length === 1, { timeoutMs: 20_000 });
+    const shownNow = x.emulator.botMessages(t).filter((m) => !m.deleted);
+    expect(shownNow.map((m) => m.content)).toEqual([`<@${s.alice.id}> ${ANSWER_BELOW}`, "Here, at last."]);
+    expect(shownNow[0]?.allowedMentions).toEqual({ parse: [], users: [s.alice.id] });
+    expect(shownNow[1]?.allowedMentions).toEqual({ parse: [] });
+  });
+
+  it("answers an /ask in place under the question it shows, never over it, once the token ended", async () => {
+    let rec: StoredInteraction | undefined;
+    const x = await harness(async (inbound) => {
+      tokenEnds(x, rec);
+      const sink = inbound.reply.stream();
+      sink.write(REST);
+      await sink.finish();
+    });
+    const s = x.emulator.state;
+    x.emulator.denyBot(s.general, "CREATE_PUBLIC_THREADS");
+    rec = x.emulator.slash("ask", { question: "in place?" }, s.general, s.alice.id);
+    await waitFor(() => x.runner.done.length === 1, { timeoutMs: 20_000 });
+    const echo = s.findMessage(rec.originalId!)!;
+    expect([echo.content, echo.edits]).toEqual(["**alice** asked: in place?", [""]]);
+    const answer = x.emulator.botMessages(s.general).filter((m) => m.id !== echo.id);
+    expect(joinParts(answer.map((m) => m.content))).toBe(REST);
+    expect(answer.map((m) => m.replyTo)).toEqual([echo.id, undefined]);
   });
 
   it("asks a question and settles it through the channel once the token is over", async () => {

@@ -60,6 +60,31 @@ describe("Discord emulator: an interaction's messages", () => {
     expect(s.findMessage(id)?.content).toBe("still alice's");
   });
 
+  it("names the deferral's message in a with_response answer, and sends the message itself only for a reply", async () => {
+    const e = await start();
+    const s = e.state;
+    const deferred = e.slash("ask", { question: "slow?" }, s.general, s.alice.id);
+    const cb = (rec: typeof deferred) => `/interactions/${rec.id}/${rec.token}/callback?with_response=true`;
+    const later = await call(e, "POST", cb(deferred), { json: { type: 5 }, bot: false });
+    expect(later).toMatchObject({
+      status: 200,
+      body: {
+        interaction: { response_message_id: deferred.originalId, response_message_loading: true },
+        resource: { type: 5 },
+      },
+    });
+    expect((later.body.resource as Record<string, unknown>).message).toBeUndefined();
+    const replied = e.slash("ask", { question: "quick?" }, s.general, s.alice.id);
+    const now = await call(e, "POST", cb(replied), {
+      json: { type: 4, data: { content: "Yes." } },
+      bot: false,
+    });
+    expect(now.body).toMatchObject({
+      interaction: { response_message_id: replied.originalId, response_message_loading: false },
+      resource: { type: 4, message: { id: replied.originalId, content: "Yes." } },
+    });
+  });
+
   it("refuses every webhook route once the token is 15 minutes old, while the channel's routes still edit a public reply", async () => {
     const e = await start();
     const s = e.state;

@@ -117,16 +117,19 @@ async function callback(
   i.callbacks.push(type);
   i.ackMs = Date.now() - i.sentAt;
   if (url.searchParams.get("with_response") !== "true") return { status: 204 };
+  // The response names the message it created; only a reply carries that message itself (a
+  // deferral's "thinking…" is named, not sent), as Discord's callback resource documents.
   return {
     status: 200,
     body: {
       interaction: {
         id: i.id,
         type: i.type,
+        ...(msg ? { response_message_id: msg.id } : {}),
         response_message_loading: type === 5,
         response_message_ephemeral: (flags & EPHEMERAL) !== 0,
       },
-      resource: { type, ...(msg ? { message: ctx.state.messageJson(msg) } : {}) },
+      resource: { type, ...(msg && type === 4 ? { message: ctx.state.messageJson(msg) } : {}) },
     },
   };
 }
