@@ -317,7 +317,7 @@ describe("Switchboard in Slack (real app, emulated Slack and LLM)", () => {
     slack.state.addChannel("C9", "not-invited", { botMember: false });
     const told = await switchboardSays(slack, "ask what about C9?", "U_ALICE", "C9");
     expect(told).toBe(
-      "I cannot post in this conversation. Invite me to the channel (`/invite @Switchboard`), or mention me.",
+      "I cannot post in this channel: I am not in it. Invite me with `/invite @Switchboard`, then ask again.",
     );
     expect(
       slack.api.calls.filter((c) => c.method === "chat.postMessage" && c.params.channel === "C9"),

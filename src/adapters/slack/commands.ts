@@ -12,6 +12,7 @@ import type { ReportingWebClient } from "./app.js";
 import { type SlackEvents, type SlackIdentity, threadKey } from "./events.js";
 import { slackModal, submittedValues } from "./modals.js";
 import { escapeMrkdwn, fromSlackText, toMrkdwn } from "./mrkdwn.js";
+import { questionNotPosted } from "./post-refusals.js";
 import { inGroups } from "./user-groups.js";
 
 /**
@@ -210,6 +211,7 @@ async function ask(
   const me = deps.identity();
   if (refused(deps, q)) return await say(REFUSED_NOTE);
   let ts: string | undefined;
+  let failure: unknown;
   try {
     const posted = await deps.writes.chat.postMessage({
       channel: q.channel,
@@ -217,14 +219,10 @@ async function ask(
     });
     ts = posted.ts;
   } catch (err) {
+    failure = err;
     log.info({ err, channel: q.channel }, "slash ask could not post the question");
   }
-  if (!ts) {
-    await say(
-      "I cannot post in this conversation. Invite me to the channel (`/invite @Switchboard`), or mention me.",
-    );
-    return;
-  }
+  if (!ts) return await say(questionNotPosted(failure, q.channel));
   const team = q.team ?? me.teamId;
   // Keyed by this workspace, as a mention is (see SlackEvents.receive), whoever asked.
   const key = threadKey(me.teamId, q.channel, ts);

@@ -20,11 +20,16 @@ export interface EmuUser {
 export interface EmuChannel {
   id: string;
   name: string;
-  /** `C` public channel, `G` private channel, `D` direct message with `user`. */
+  /** `C` public channel, `G` private channel, `D` direct message with `user` (or between `members`). */
   kind: "channel" | "group" | "im";
   user?: string;
-  /** The bot was invited (a DM always has it): it may post only where it is a member. */
+  /**
+   * The bot was invited (a DM with it always has it; one between other people never): it
+   * may post only where it is a member.
+   */
   botMember: boolean;
+  /** Archived: its history stays, and nothing more is posted in it. */
+  archived?: boolean;
   /** The people in the channel; absent: everyone (the default, so tests may name anyone). */
   members?: Set<string>;
 }
@@ -188,12 +193,18 @@ export class SlackState implements ModalState {
 
   /**
    * A channel the bot is in (`/invite`d) unless `botMember` is false; everyone is in it
-   * unless `members` names who is.
+   * unless `members` names who is. A `D` id with `botMember` false is a direct message
+   * between the `members`, where slash commands work and the bot sees nothing.
    */
-  addChannel(id: string, name: string, opts: { botMember?: boolean; members?: string[] } = {}): EmuChannel {
+  addChannel(
+    id: string,
+    name: string,
+    opts: { botMember?: boolean; members?: string[]; archived?: boolean } = {},
+  ): EmuChannel {
     const kind = id.startsWith("D") ? "im" : id.startsWith("G") ? "group" : "channel";
-    const channel: EmuChannel = { id, name, kind, botMember: kind === "im" || (opts.botMember ?? true) };
+    const channel: EmuChannel = { id, name, kind, botMember: opts.botMember ?? true };
     if (opts.members) channel.members = new Set(opts.members);
+    if (opts.archived) channel.archived = true;
     this.channels.set(id, channel);
     return channel;
   }
@@ -201,7 +212,7 @@ export class SlackState implements ModalState {
   /** Whether `user` is in `channel`: a DM holds its person alone. */
   isMember(channel: EmuChannel, user: string): boolean {
     if (user === BOT_USER_ID) return channel.botMember;
-    if (channel.kind === "im") return channel.user === user;
+    if (channel.kind === "im" && channel.user !== undefined) return channel.user === user;
     return channel.members === undefined || channel.members.has(user);
   }
 

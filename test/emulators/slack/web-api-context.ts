@@ -65,15 +65,17 @@ export class ApiContext {
   }
 
   /**
-   * A channel the bot may post in: a DM (an assistant thread is one), or a channel it was
-   * invited to. Elsewhere Slack answers not_in_channel, and a private channel the bot is
-   * not in is one it cannot see (the bot has chat:write, not chat:write.public).
+   * A channel the bot may post in: its DM with a person (an assistant thread is one), or a
+   * channel it was invited to and that is not archived. Elsewhere Slack answers
+   * not_in_channel, and a private channel or a DM between other people is one the bot
+   * cannot see at all (it has chat:write, not chat:write.public): channel_not_found.
    */
   postable(p: Params, key = "channel"): string {
     const id = this.channel(p, key);
     const channel = this.state.channels.get(id)!;
     if (!this.state.isMember(channel, BOT_USER_ID))
-      fail(channel.kind === "group" ? "channel_not_found" : "not_in_channel");
+      fail(channel.kind === "channel" ? "not_in_channel" : "channel_not_found");
+    if (channel.archived) fail("is_archived");
     return id;
   }
 

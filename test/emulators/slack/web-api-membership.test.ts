@@ -41,6 +41,21 @@ describe("Slack emulator: channel membership", () => {
     ).toMatchObject({ ok: true });
   });
 
+  it("refuses the bot's posts in a DM between other people (channel_not_found) and in an archived channel (is_archived)", async () => {
+    emu = await SlackEmulator.start();
+    emu.state.addChannel("D0AB", "D0AB", { botMember: false, members: ["U_ALICE", "U_BOB"] });
+    emu.state.addChannel("C4", "old-project", { archived: true });
+    const post = (channel: string) => rawCall(emu!, "chat.postMessage", { channel, text: "Hello." });
+    expect(await post("D0AB")).toMatchObject({ ok: false, error: "channel_not_found" });
+    expect(await post("C4")).toMatchObject({ ok: false, error: "is_archived" });
+    expect(
+      await rawCall(emu, "chat.postEphemeral", { channel: "C4", user: "U_ALICE", text: "Only for you." }),
+    ).toMatchObject({ ok: false, error: "is_archived" });
+    expect(emu.state.messages.filter((m) => m.user === "U_BOT")).toEqual([]);
+    // The bot's own DM with a person stays open to it.
+    expect(await post(emu.state.dmChannel("U_ALICE").id)).toMatchObject({ ok: true });
+  });
+
   it("refuses an ephemeral message to someone who is not in the channel (user_not_in_channel)", async () => {
     emu = await SlackEmulator.start();
     emu.state.addChannel("C3", "team", { members: ["U_ALICE"] });
