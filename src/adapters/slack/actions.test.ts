@@ -3,8 +3,10 @@ import { type Harness, startHarness } from "../../../test/emulators/slack/adapte
 import { waitFor } from "../../../test/emulators/slack/index.js";
 import { clickAction, submitView } from "../../../test/emulators/slack/interactive.js";
 import { dispatchInteractions } from "../../../test/support/interactions.js";
+import type { TurnRunner } from "../../runtime/contract.js";
 import { interactionId } from "../../runtime/interaction-ids.js";
 import { EXPIRED_NOTE } from "../../runtime/interactions.js";
+import { PROMPT_FORM } from "../../runtime/prompts.js";
 import { formMetadata } from "./actions.js";
 import { toMrkdwn } from "./mrkdwn.js";
 
@@ -92,6 +94,63 @@ describe("Slack adapter: buttons and forms", () => {
       thread_ts: msg.threadTs,
       text: toMrkdwn(EXPIRED_NOTE),
     });
+  });
+
+  const SIGN_IN =
+    "Sign in to mine with your own account (this link is yours alone and works once): https://auth.example/x";
+
+  for (const [who, away] of [
+    [
+      "the clicker has left the channel",
+      (x: Harness) => x.emu.state.channels.get("C3")!.members!.delete("U_ALICE"),
+    ],
+    [
+      "the bot was removed from the channel",
+      (x: Harness) => (x.emu.state.channels.get("C3")!.botMember = false),
+    ],
+  ] as const) {
+    it(`answers the clicker by direct message, and never in the channel, when ${who}`, async () => {
+      h = await startHarness();
+      h.emu.state.addChannel("C3", "team", { members: ["U_ALICE", "U_BOB"] });
+      h.runner.interact = async (interaction) => interaction.respond(SIGN_IN);
+      const asked = h.emu.mention("C3", "U_ALICE", "connect me");
+      const [reply] = await waitFor(() => {
+        const r = h!.emu.botReplies("C3", asked.ts);
+        return r.length === 1 && r;
+      });
+      away(h);
+      clickAction(h.emu, {
+        user: "U_ALICE",
+        channel: "C3",
+        messageTs: reply!.ts,
+        actionId: interactionId("s1"),
+      });
+      const dm = h.emu.state.dmChannel("U_ALICE").id;
+      const told = await waitFor(() => h!.emu.state.history(dm).find((m) => m.user === "U_BOT"));
+      expect(told.text).toBe(`I could not show you this in <#C3>, so here it is.\n${toMrkdwn(SIGN_IN)}`);
+      expect(h.emu.state.ephemerals).toEqual([]);
+      const posted = h.emu.state.messages.filter((m) => m.channel !== dm && m.text.includes("auth.example"));
+      expect(posted).toEqual([]);
+    });
+  }
+
+  it("tells what a submitted prompt's form says by direct message when Slack refuses it as an ephemeral", async () => {
+    h = await startHarness();
+    h.emu.state.addChannel("C3", "team", { members: ["U_BOB"] });
+    const runner: TurnRunner = h.runner;
+    runner.promptForm = async () => ({ say: "That prompt is no longer offered." });
+    submitView(h.emu, {
+      user: "U_ALICE",
+      callbackId: interactionId("p1", PROMPT_FORM),
+      values: {},
+      privateMetadata: formMetadata({ channel: "C3" }),
+    });
+    const dm = h.emu.state.dmChannel("U_ALICE").id;
+    const told = await waitFor(() => h!.emu.state.history(dm).find((m) => m.user === "U_BOT"));
+    expect(told.text).toBe(
+      "I could not show you this in <#C3>, so here it is.\nThat prompt is no longer offered.",
+    );
+    expect(h.emu.state.history("C3")).toEqual([]);
   });
 
   it("flags a bot's click, which the dispatcher ignores", async () => {

@@ -6,7 +6,7 @@ import { INTERACTION_PREFIX, parseInteractionId } from "../../runtime/interactio
 import { PROMPT_FORM } from "../../runtime/prompts.js";
 import type { SlackIdentity } from "./events.js";
 import { slackModal, submittedValues } from "./modals.js";
-import { toMrkdwn } from "./mrkdwn.js";
+import { tellPrivately } from "./notices.js";
 import { inGroups } from "./user-groups.js";
 
 export interface ActionDeps {
@@ -43,7 +43,7 @@ export function registerActions(app: App, deps: ActionDeps): void {
     if (!parsed) return;
     const threadTs = body.message?.thread_ts ?? stringOf(body.container.thread_ts);
     const respond = (text: string) =>
-      answerPrivately(deps.writes, body.user.id, text, body.channel?.id, threadTs);
+      tellPrivately(deps.writes, { user: body.user.id, channel: body.channel?.id, threadTs }, text);
     const outcome = await hand(deps, {
       id: `slack:i:${body.trigger_id || `${action.action_ts}:${body.user.id}`}`,
       kind: "button",
@@ -57,8 +57,9 @@ export function registerActions(app: App, deps: ActionDeps): void {
       },
       ...(body.message?.ts ? { messageId: body.message.ts } : {}),
       inGroups: (groups) => inGroups(deps.writes, body.user.id, groups),
-      // The clicker sees the answer under the message they clicked; a click in a modal or
-      // the Home tab has no channel, so the answer comes as a direct message.
+      // The clicker alone sees the answer under the message they clicked; a click in a modal
+      // or the Home tab has no channel, and one where Slack refuses an ephemeral message
+      // (they left the channel, the bot was removed) gets it as a direct message.
       respond,
     });
     if (outcome && "open" in outcome) {
@@ -95,7 +96,11 @@ export function registerActions(app: App, deps: ActionDeps): void {
         platform: "slack",
         user: { id: body.user.id, name: body.user.name, bot: await bots.isBot(body.user.id) },
         respond: (text) =>
-          answerPrivately(deps.writes, body.user.id, text, origin?.channel, origin?.threadTs),
+          tellPrivately(
+            deps.writes,
+            { user: body.user.id, channel: origin?.channel, threadTs: origin?.threadTs },
+            text,
+          ),
       });
       const blocks = new Set(view.blocks.map((b) => b.block_id));
       const errors =
@@ -116,30 +121,6 @@ async function hand(deps: ActionDeps, interaction: Interaction): Promise<Interac
     log.error({ err, ref: interaction.ref }, "interaction failed");
     return undefined;
   }
-}
-
-/**
- * An ephemeral message in the channel (and thread) when there is one; otherwise a direct
- * message, which Slack delivers to the app's Messages tab when the channel is the user's id.
- */
-async function answerPrivately(
-  writes: WebClient,
-  user: string,
-  text: string,
-  channel?: string,
-  threadTs?: string,
-): Promise<void> {
-  const mrkdwn = toMrkdwn(text);
-  if (channel) {
-    await writes.chat.postEphemeral({
-      channel,
-      user,
-      text: mrkdwn,
-      ...(threadTs ? { thread_ts: threadTs } : {}),
-    });
-    return;
-  }
-  await writes.chat.postMessage({ channel: user, text: mrkdwn });
 }
 
 export function originOf(metadata: string | undefined): FormOrigin | undefined {

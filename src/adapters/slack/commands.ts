@@ -12,6 +12,7 @@ import type { ReportingWebClient } from "./app.js";
 import { type SlackEvents, type SlackIdentity, threadKey } from "./events.js";
 import { slackModal, submittedValues } from "./modals.js";
 import { escapeMrkdwn, fromSlackText, toMrkdwn } from "./mrkdwn.js";
+import { tellPrivately } from "./notices.js";
 import { questionNotPosted } from "./post-refusals.js";
 import { inGroups } from "./user-groups.js";
 
@@ -146,9 +147,7 @@ export function registerCommands(app: App, deps: CommandDeps): void {
       const ref = parseInteractionId(view.callback_id)?.ref ?? "";
       if (!origin || !(await deps.runner.firstSight(`slack:i:${body.trigger_id}`))) return;
       const say = (text: string) =>
-        deps.writes.chat
-          .postEphemeral({ channel: origin.channel, user: body.user.id, text: toMrkdwn(text) })
-          .then(() => undefined);
+        tellPrivately(deps.writes, { user: body.user.id, channel: origin.channel }, text);
       try {
         const outcome = deps.runner.promptForm
           ? await deps.runner.promptForm(ref, submittedValues(view.state.values))

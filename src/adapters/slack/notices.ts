@@ -9,13 +9,16 @@ export interface NoticePlace {
   user: string;
 }
 
+/** Where a sentence for one person is shown: in `channel` (and its thread) when there is one. */
+export interface PrivatePlace {
+  user: string;
+  channel?: string;
+  threadTs?: string;
+}
+
 /**
- * A notice for one person, shown to them alone: an ephemeral message in the thread, or,
- * where Slack refuses that (they are not in the channel, `user_not_in_channel`; the bot
- * is not, `not_in_channel`), a direct message. Never the thread itself: what is meant for
- * one person can be theirs alone (an access refusal, their budget, a sign-in link). When
- * neither reaches them it is dropped, with a log line. Only a notice with nobody to show
- * it to (a reply rebuilt without its asker) is posted in the thread; true then.
+ * A notice for one person, shown to them alone (see tellPrivately). Only a notice with
+ * nobody to show it to (a reply rebuilt without its asker) is posted in the thread; true then.
  */
 export async function sendNotice(web: WebClient, place: NoticePlace, text: string): Promise<boolean> {
   const { channel, threadTs, user } = place;
@@ -23,23 +26,45 @@ export async function sendNotice(web: WebClient, place: NoticePlace, text: strin
     await web.chat.postMessage({ channel, thread_ts: threadTs, markdown_text: text });
     return true;
   }
-  try {
-    await web.chat.postEphemeral({ channel, user, thread_ts: threadTs, text: toMrkdwn(text) });
-    return false;
-  } catch (err) {
-    log.debug({ err, channel }, "ephemeral notice refused; sending it as a direct message");
+  await tellPrivately(web, place, text);
+  return false;
+}
+
+/**
+ * Shows `text` to one person alone: an ephemeral message in the channel (and thread), or,
+ * where Slack refuses that (they are not in the channel, `user_not_in_channel`; the bot
+ * is not, `not_in_channel`; a conversation it cannot see, `channel_not_found`), a direct
+ * message; a direct message too when there is no channel (a click in a modal or the Home
+ * tab). Never the channel itself: what is meant for one person can be theirs alone (an
+ * access refusal, their budget, a sign-in link). When neither reaches them it is dropped,
+ * with a log line.
+ */
+export async function tellPrivately(web: WebClient, place: PrivatePlace, text: string): Promise<void> {
+  const { channel, threadTs, user } = place;
+  if (channel) {
+    try {
+      await web.chat.postEphemeral({
+        channel,
+        user,
+        text: toMrkdwn(text),
+        ...(threadTs ? { thread_ts: threadTs } : {}),
+      });
+      return;
+    } catch (err) {
+      log.debug({ err, channel }, "ephemeral message refused; sending it as a direct message");
+    }
   }
   try {
     const opened = await web.conversations.open({ users: user });
     const dm = opened.channel?.id;
     if (!dm) throw new Error("Slack opened no direct message channel");
-    const where = dm === channel ? "" : `I could not show you this in <#${channel}>, so here it is.\n`;
+    const where =
+      !channel || dm === channel ? "" : `I could not show you this in <#${channel}>, so here it is.\n`;
     await web.chat.postMessage({ channel: dm, text: `${where}${toMrkdwn(text)}` });
   } catch (err) {
     log.warn(
       { err, channel, user },
-      "a notice for one person reached them neither privately in the thread nor by direct message; not posted",
+      "a message for one person reached them neither privately in the channel nor by direct message; not posted",
     );
   }
-  return false;
 }
