@@ -5,7 +5,7 @@ import type { Provider } from "./agent/providers/provider.js";
 import { tapProvider } from "./agent/providers/tap.js";
 import { allowedModels, type LoadedConfig, loadConfig } from "./config.js";
 import type { Platform } from "./core/thread.js";
-import { urlCredentials } from "./core/unreachable.js";
+import { urlCredentials } from "./core/url-credentials.js";
 import { log, registerSecret } from "./log.js";
 import { McpHub } from "./mcp/hub.js";
 import { CALLBACK_PATH, setUpSignIns } from "./mcp/oauth/setup.js";

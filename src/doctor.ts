@@ -1,7 +1,14 @@
 import { providerFor } from "./agent/providers/index.js";
 import { type LoadedConfig, loadConfig, type Secrets } from "./config.js";
 import { SwitchboardError } from "./core/errors.js";
-import { carriesUserInfo, notAUrl, safeAddress, unreachable, urlCredentials } from "./core/unreachable.js";
+import { unreachable } from "./core/unreachable.js";
+import {
+  carriesUserInfo,
+  notAUrl,
+  parsesAsWritten,
+  safeAddress,
+  urlCredentials,
+} from "./core/url-credentials.js";
 import { registerSecret, scrub } from "./log.js";
 import { McpHub } from "./mcp/hub.js";
 import { setUpSignIns } from "./mcp/oauth/setup.js";
@@ -85,7 +92,7 @@ async function checkLlm(loaded: LoadedConfig): Promise<Check> {
   const name = `llm (${config.llm.provider}, ${config.llm.model})`;
   const setting = config.llm.provider === "anthropic" ? "ANTHROPIC_BASE_URL" : "OPENAI_BASE_URL";
   const given = config.llm.provider === "anthropic" ? secrets.anthropicBaseUrl : secrets.openaiBaseUrl;
-  if (given && !URL.canParse(given)) return { name, ok: false, detail: notAUrl(setting, given) };
+  if (given && !parsesAsWritten(given)) return { name, ok: false, detail: notAUrl(setting, given) };
   try {
     const provider = providerFor(config, secrets, config.llm.model);
     const models = await provider.listModels(AbortSignal.timeout(TIMEOUT_MS));
@@ -228,7 +235,7 @@ async function slackCall(base: string, method: string, token: string): Promise<S
 
 /** Runs `fn` against the endpoint at `url`, which `setting` gives. */
 async function probe(name: string, url: string, setting: string, fn: () => Promise<string>): Promise<Check> {
-  if (!URL.canParse(url)) return { name, ok: false, detail: notAUrl(setting, url) };
+  if (!parsesAsWritten(url)) return { name, ok: false, detail: notAUrl(setting, url) };
   try {
     return { name, ok: true, detail: await fn() };
   } catch (err) {

@@ -1,3 +1,5 @@
+import { safeAddress } from "./url-credentials.js";
+
 /**
  * Why an endpoint could not be used, in words an operator can act on: the network error
  * codes Node and undici put somewhere in an error's `cause` chain, named. Nothing here
@@ -79,88 +81,10 @@ export function neverSent(err: unknown): boolean {
   return false;
 }
 
-/** An address to show: scheme, host and path, never credentials or a query. */
-export function safeAddress(url: string): string {
-  try {
-    const u = new URL(url);
-    return `${u.protocol}//${u.host}${u.pathname === "/" ? "" : u.pathname}`;
-  } catch {
-    return "(not a valid URL)";
-  }
-}
-
 /** "could not reach http://127.0.0.1:9/v1: connection refused (nothing listens there)". */
 export function unreachable(url: string, err: unknown): string | undefined {
   const why = networkReason(err);
   return why ? `could not reach ${safeAddress(url)}: ${why}` : undefined;
-}
-
-/** Whether a URL carries a user name or password (which `fetch` refuses to send). */
-export function carriesUserInfo(url: string): boolean {
-  try {
-    const u = new URL(url);
-    return u.username !== "" || u.password !== "";
-  } catch {
-    return false;
-  }
-}
-
-/**
- * The user-info of a URL that `new URL` refuses, read as operators write it: from after
- * `scheme://` to the last `@`. A password holding an unencoded `/`, `?` or `#` ends the
- * authority early for the URL parser, so a pattern that stops at one of them shows the rest.
- */
-const LOOSE_USER_INFO = /^([A-Za-z][A-Za-z0-9+.-]*:\/\/)(.*)@([^@]*)$/s;
-
-/** `user` and the password (undefined without a colon) of a URL `new URL` refuses. */
-function looseUserInfo(
-  url: string,
-): { scheme: string; user: string; password?: string; rest: string } | undefined {
-  const m = LOOSE_USER_INFO.exec(url);
-  if (!m) return undefined;
-  const [, scheme = "", info = "", rest = ""] = m;
-  const colon = info.indexOf(":");
-  return colon < 0
-    ? { scheme, user: info, rest }
-    : { scheme, user: info.slice(0, colon), password: info.slice(colon + 1), rest };
-}
-
-/** The URL as it may appear in logs and errors: any password replaced by `***`. */
-export function withoutPassword(url: string): string {
-  if (URL.canParse(url)) {
-    const u = new URL(url);
-    if (u.password) u.password = "***";
-    return u.toString();
-  }
-  const loose = looseUserInfo(url);
-  if (!loose) return url;
-  // With no colon the whole user-info goes: a user name alone is often a token.
-  const info = loose.password === undefined ? "***" : `${loose.user}:***`;
-  return `${loose.scheme}${info}@${loose.rest}`;
-}
-
-/** The password in a URL's user-info (as written and decoded), to be scrubbed from logs and errors. */
-export function urlCredentials(url: string | undefined): string[] {
-  if (!url) return [];
-  const password = URL.canParse(url)
-    ? new URL(url).password
-    : (looseUserInfo(url)?.password ?? looseUserInfo(url)?.user ?? "");
-  if (!password) return [];
-  let decoded = password;
-  try {
-    decoded = decodeURIComponent(password);
-  } catch {
-    // A stray "%" the parser never checked: the password as written is all there is to scrub.
-  }
-  return [...new Set([password, decoded])];
-}
-
-/**
- * The sentence for an address setting that is not a URL, its password hidden. The usual
- * cause is a character the URL syntax reserves, written as it is in a password.
- */
-export function notAUrl(setting: string, url: string): string {
-  return `${setting} is not a URL: ${withoutPassword(url)}. Check it; a user name or password holding / ? # @ : or % must be percent-encoded (%2F for /).`;
 }
 
 /**

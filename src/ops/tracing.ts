@@ -12,7 +12,7 @@ import { BatchSpanProcessor, type ReadableSpan, type SpanExporter } from "@opent
 import { ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from "@opentelemetry/semantic-conventions";
 import { ContextSlot } from "../core/async-context.js";
 import { useTracer, VERSION } from "../core/spans.js";
-import { safeAddress } from "../core/unreachable.js";
+import { safeAddress } from "../core/url-credentials.js";
 import { log, registerSecret } from "../log.js";
 import { BatchedTracerProvider } from "./batched-tracer.js";
 import { LinkedContext } from "./linked-context.js";

@@ -195,4 +195,21 @@ describe("openStore errors", () => {
     expect(message).toContain("percent-encoded");
     expect(message).not.toContain("etPW");
   });
+
+  it("refuses a STORE_URL the parser would misread, before dialling the port its password begins with", async () => {
+    // As written, the user is 127.0.0.1 and the password 1#s3cretPW; the parser reads host 127.0.0.1, port 1.
+    for (const url of [
+      "redis://127.0.0.1:1#s3cretPW@redis:6379/0",
+      "postgres://127.0.0.1:1?s3cretPW@db:5432/app",
+    ]) {
+      const message = await openStore(url).then(
+        () => "opened",
+        (e: Error & { code?: string }) => `${e.code}: ${e.message}`,
+      );
+      expect(message).toMatch(
+        /^config_invalid: STORE_URL is not a URL: (redis|postgres):\/\/127\.0\.0\.1:\*\*\*@/,
+      );
+      expect(message).not.toMatch(/s3cretPW|127\.0\.0\.1:1\b/);
+    }
+  });
 });

@@ -5,7 +5,7 @@ import KeyvRedis from "@keyv/redis";
 import { createClient } from "@redis/client";
 import Keyv, { type DeserializedData } from "keyv";
 import { SwitchboardError } from "../core/errors.js";
-import { notAUrl, urlCredentials, withoutPassword } from "../core/unreachable.js";
+import { notAUrl, parsesAsWritten, urlCredentials, withoutPassword } from "../core/url-credentials.js";
 import { log } from "../log.js";
 import { keyvPostgres } from "./postgres-pool.js";
 import { SqliteConnection, SqliteKeyvAdapter } from "./sqlite.js";
@@ -127,6 +127,10 @@ export async function openStore(
   } catch {
     throw new SwitchboardError("config_invalid", notAUrl("STORE_URL", url));
   }
+  // A server's URL misread (its user name taken for the host, its password's start for the
+  // port) would be dialled as read: refused before anything connects, or quotes it.
+  if (scheme !== "sqlite" && !parsesAsWritten(url))
+    throw new SwitchboardError("config_invalid", notAUrl("STORE_URL", url));
   const store =
     scheme === "sqlite"
       ? await openSqlite(url, namespace)

@@ -70,6 +70,17 @@ describe("a bad configuration stops Switchboard with exit code 2 and says where"
     expect(out.stderr + out.stdout).not.toContain("etPW");
   });
 
+  it("refuses a STORE_URL whose password the parser reads as a port, with its password hidden (chat)", async () => {
+    const { env } = configured("");
+    // Parsed, this is host 127.0.0.1, port 1, and "#s3cretPW@redis:6379" a fragment.
+    const out = await run("chat", { ...env, STORE_URL: "redis://127.0.0.1:1#s3cretPW@redis:6379" });
+    expect(out.code).toBe(2);
+    expect(out.stderr).toMatch(
+      /^Configuration error: STORE_URL is not a URL: redis:\/\/127\.0\.0\.1:\*\*\*@redis:6379\./,
+    );
+    expect(out.stderr + out.stdout).not.toMatch(/s3cretPW|127\.0\.0\.1:1\b/);
+  });
+
   it("names LOG_LEVEL and the levels it takes when it is not one (chat)", async () => {
     const { env } = configured("");
     const out = await run("chat", { ...env, LOG_LEVEL: "verbose" });

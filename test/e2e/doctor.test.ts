@@ -179,6 +179,32 @@ describe("npm run doctor", () => {
     expect(text).not.toMatch(/etPW|etLLM|etSLACK|etDISCORD/);
   }, 60_000);
 
+  it("never shows a password the URL parser reads as a port and a fragment, query or path (a #, ? or / in it)", async () => {
+    const { ok, text } = await doctor({
+      ...base,
+      MCP_CONFIG: undefined,
+      STORE_URL: "redis://127.0.0.1:1#s3cretPW@redis:6379",
+      OPENAI_BASE_URL: "http://llm:9?s3cretLLM@127.0.0.1:9/v1",
+      SLACK_BOT_TOKEN: "xoxb-doctor",
+      SLACK_APP_TOKEN: "xapp-doctor",
+      SLACK_API_URL: "http://slack:9/s3cretSLACK@127.0.0.1:9/api/",
+      DISCORD_TOKEN: "discord-doctor",
+      DISCORD_API_URL: "http://discord:9#s3cretDISCORD@127.0.0.1:9/api",
+    });
+    expect(ok).toBe(false);
+    expect(text).toMatch(/^FAIL +store +STORE_URL is not a URL: redis:\/\/127\.0\.0\.1:\*\*\*@redis:6379\./m);
+    expect(text).toMatch(
+      /^FAIL +llm .* OPENAI_BASE_URL is not a URL: http:\/\/llm:\*\*\*@127\.0\.0\.1:9\/v1\./m,
+    );
+    expect(text).toMatch(
+      /^FAIL +slack +SLACK_API_URL is not a URL: http:\/\/slack:\*\*\*@127\.0\.0\.1:9\/api\/\./m,
+    );
+    expect(text).toMatch(
+      /^FAIL +discord +DISCORD_API_URL is not a URL: http:\/\/discord:\*\*\*@127\.0\.0\.1:9\/api\./m,
+    );
+    expect(text).not.toMatch(/s3cret|127\.0\.0\.1:1\b|(llm|slack|discord):9\b/);
+  }, 60_000);
+
   it("fails the config line for a ${VAR} in switchboard.yaml that is not set", async () => {
     const dir = scratchConfig(
       'agent:\n  systemPrompt: "You are the helpdesk bot of ${SB_DOCTOR_COMPANY}."\n',
