@@ -10,6 +10,7 @@ export type ErrorCode =
   | "llm_auth"
   | "llm_bad_request"
   | "llm_context_length"
+  | "llm_request_too_large"
   | "llm_aborted"
   | "input_too_large"
   | "tool_failed"

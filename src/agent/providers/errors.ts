@@ -121,6 +121,15 @@ function fromApiError(err: OpenAIAPIError | AnthropicAPIError, ctx: ErrorContext
       cause: err,
     });
   }
+  // Before the context length: a 413 is about bytes (files and images), and "start a new
+  // thread" would not help a message that carries them.
+  if (status === 413 || type === "request_too_large") {
+    return new SwitchboardError("llm_request_too_large", message, {
+      userMessage:
+        "My request to the language model was too large for its service to accept, most likely because of too many or too large files or images sent with it. Please send fewer or smaller files or images at a time, or paste only the part that matters.",
+      cause: err,
+    });
+  }
   if (isContextLength(shape)) {
     return new SwitchboardError("llm_context_length", message, {
       userMessage:
@@ -146,7 +155,7 @@ function fromApiError(err: OpenAIAPIError | AnthropicAPIError, ctx: ErrorContext
 }
 
 function isContextLength({ status, type, code, detail }: ApiErrorShape): boolean {
-  if (code === "context_length_exceeded" || status === 413 || type === "request_too_large") return true;
+  if (code === "context_length_exceeded") return true;
   const clientSide = status === 400 || status === 422 || type === "invalid_request_error";
   return clientSide && CONTEXT_LENGTH.test(detail);
 }

@@ -175,6 +175,16 @@ describe.each(kinds)("the $name provider", ({ model, make }) => {
     expect(error?.code).toBe("llm_context_length");
   });
 
+  it("reports a 413 as a request too large for the service, not as a conversation too long", async () => {
+    emulator().enqueue({ error: { status: 413, message: "Request exceeds the maximum size" } });
+    const { error } = await run(make(), request());
+    expect(error?.code).toBe("llm_request_too_large");
+    expect(error?.userMessage).toMatch(/too large/);
+    expect(error?.userMessage).toMatch(/fewer or smaller/);
+    expect(error?.userMessage).not.toMatch(/conversation|context window/);
+    expect(emulator().requests).toHaveLength(1);
+  });
+
   it("reports another 400 as llm_bad_request with the server's reason", async () => {
     emulator().enqueue({ error: { status: 400, message: "temperature must be at most 2" } });
     const { error } = await run(make(), request());
