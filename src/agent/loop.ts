@@ -17,7 +17,7 @@ import { callSignature } from "./call-signature.js";
 import type { ModelRequest, Provider, ToolSpec } from "./providers/provider.js";
 import { AsyncQueue } from "./queue.js";
 import { fitStep } from "./step-budget.js";
-import { closingNote, type StepResponse, streamStep } from "./step-stream.js";
+import { closingNote, noticesAfter, type StepResponse, streamStep } from "./step-stream.js";
 import { cutOffRefusal, errorResult, startingStep, withoutUnfinished } from "./steps.js";
 
 export interface LoopOptions {
@@ -130,6 +130,7 @@ export async function* runToolLoop(
   const seen = new Map<string, number>();
   let usage = zeroUsage();
   let visible = "";
+  const notices = new Set<string>();
   let toolCalls = 0;
   let forced: ForcedCause | undefined;
   // Steps whose call the output limit cut: each costs a whole answer's worth of output.
@@ -174,8 +175,21 @@ export async function* runToolLoop(
     const response = yield* streamStep(opts, request, separator);
     usage = addUsage(usage, response.usage);
     visible += response.text ? separator + response.text : "";
+    for (const notice of response.notices) notices.add(notice);
 
     const outcome = yield* decide(opts, response, request.maxOutputTokens, step, seen, forced, append);
+    if (outcome.kind === "wait" || outcome.kind === "final") {
+      const note = outcome.kind === "final" ? closingNote(response.stop, visible) : undefined;
+      if (note) {
+        yield { type: "text", delta: note };
+        visible = visible.trim() ? visible + note : note;
+      }
+      const told = noticesAfter(visible, notices);
+      if (told) {
+        yield { type: "text", delta: told };
+        visible += told;
+      }
+    }
     if (outcome.kind === "wait") {
       return {
         added,
@@ -188,11 +202,6 @@ export async function* runToolLoop(
       };
     }
     if (outcome.kind === "final") {
-      const note = closingNote(response.stop, visible);
-      if (note) {
-        yield { type: "text", delta: note };
-        visible = visible.trim() ? visible + note : note;
-      }
       return { added, text: visible, usage, steps: step, toolCalls, stoppedBy: forced ?? "answer" };
     }
     toolCalls += response.calls.length;

@@ -11,6 +11,8 @@ export interface StepResponse {
   cutOff: string[];
   usage: Usage;
   stop?: StopReason;
+  /** Sentences for the person from the provider (what the request left out), shown once the turn's answer ends. */
+  notices: string[];
 }
 
 /** Told after an answer the model had to stop at its output limit: it reads as whole otherwise. */
@@ -47,6 +49,17 @@ export function closingNote(stop: StopReason | undefined, visible: string): stri
 }
 
 /**
+ * The text that follows a turn's answer (`visible`) with the provider's `notices`, told once
+ * each however many steps repeated them, if there are any.
+ */
+export function noticesAfter(visible: string, notices: ReadonlySet<string>): string | undefined {
+  if (notices.size === 0) return undefined;
+  const text = [...notices].join("\n\n");
+  if (!visible.trim()) return text;
+  return `${visible.endsWith("\n") ? "\n" : "\n\n"}${text}`;
+}
+
+/**
  * Streams one model request of the tool loop: its text handed on as it comes (the
  * `<think>` parts held back), its calls and usage gathered, `separator` before its first
  * visible text.
@@ -62,6 +75,7 @@ export async function* streamStep(
   let text = "";
   let usage = zeroUsage();
   let stop: StopReason | undefined;
+  const notices: string[] = [];
   let pendingSeparator = separator;
   // A plain function, not a generator: `yield*` of a generator inside this async one costs
   // a promise per delta, and this runs for every batch of every answer.
@@ -83,11 +97,13 @@ export async function* streamStep(
       if (event.cutOff) cutOff.push(event.call.id);
     } else if (event.type === "usage") {
       usage = addUsage(usage, event.usage);
+    } else if (event.type === "notice") {
+      notices.push(event.text);
     } else if (event.type === "stop") {
       stop = event.reason;
     }
   }
   const rest = shown(think.flush());
   if (rest) yield rest;
-  return { text, calls, cutOff, usage, ...(stop ? { stop } : {}) };
+  return { text, calls, cutOff, usage, notices, ...(stop ? { stop } : {}) };
 }

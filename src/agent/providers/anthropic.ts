@@ -8,6 +8,7 @@ import type {
 import type { ErrorType } from "@anthropic-ai/sdk/resources/shared";
 import type { Usage } from "../../core/messages.js";
 import { log } from "../../log.js";
+import { fitAnthropicLimits, leftOutNotice } from "./anthropic-limits.js";
 import { toAnthropicMessages } from "./anthropic-messages.js";
 import type { EventSink } from "./coalesce.js";
 import { abortedError, isTransientStreamError, toProviderError } from "./errors.js";
@@ -93,9 +94,11 @@ export class AnthropicProvider implements Provider {
    */
   private async attempt(req: ModelRequest, signal: AbortSignal, sink: EventSink): Promise<void> {
     const ctx = { provider: this.name, attempts: this.maxRetries + 1 };
+    const body = this.body(req);
+    const leftOut = fitAnthropicLimits(body);
     let response: Response;
     try {
-      response = await this.client.messages.create(this.body(req), { signal }).asResponse();
+      response = await this.client.messages.create(body, { signal }).asResponse();
     } catch (err) {
       throw toProviderError(err, ctx);
     }
@@ -121,6 +124,7 @@ export class AnthropicProvider implements Provider {
     if (signal.aborted) throw abortedError(signal.reason);
     if (!answer.stopped) throw new StreamInterrupted("the stream ended without message_stop");
     const reason = answer.emitCalls();
+    if (leftOut) sink.emit({ type: "notice", text: leftOutNotice(leftOut) });
     sink.emit({ type: "usage", usage: answer.usage });
     sink.emit({ type: "stop", reason });
   }

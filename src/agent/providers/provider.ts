@@ -33,6 +33,11 @@ export type ModelEvent =
    */
   | { type: "tool_call"; call: ToolCall; cutOff?: true }
   | { type: "usage"; usage: Usage }
+  /**
+   * A sentence for the person: what the request left out to be within the API's limits
+   * (images), and why. At the end of the answer, before its usage and stop.
+   */
+  | { type: "notice"; text: string }
   | { type: "stop"; reason: StopReason };
 
 export type ProviderName = "openai" | "anthropic";

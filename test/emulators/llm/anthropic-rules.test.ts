@@ -1,5 +1,6 @@
 import Anthropic from "@anthropic-ai/sdk";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { jpeg, png } from "../../support/images.js";
 import { LlmEmulator } from "./index.js";
 
 let emu: LlmEmulator;
@@ -111,4 +112,86 @@ describe("the emulator's Anthropic side refuses what the Messages API refuses", 
     );
     expect(emu.requests).toHaveLength(0);
   });
+
+  it("more than 100 images in one request, in the API's 400 shape", async () => {
+    const image = {
+      type: "image",
+      source: { type: "base64", media_type: "image/png", data: pngData(10, 10) },
+    };
+    const withImages = (n: number) => ({
+      messages: [
+        { role: "user", content: [{ type: "text", text: "which is best?" }, ...Array(n).fill(image)] },
+      ],
+    });
+    const res = await post(withImages(101));
+    expect(res.status).toBe(400);
+    expect(await res.json()).toEqual(refusal("Too much media: 0 document pages + 101 images > 100"));
+    expect(emu.requests).toHaveLength(0);
+    expect((await post(withImages(100))).status).toBe(200);
+  });
+
+  it("an image over 8000 pixels on a side, or over 2000 when the request has more than 20", async () => {
+    const image = (data: string, media_type = "image/png") => ({
+      type: "image",
+      source: { type: "base64", media_type, data },
+    });
+    const ask = (...images: unknown[]) => ({
+      messages: [{ role: "user", content: [{ type: "text", text: "look" }, ...images] }],
+    });
+    const tall = await post(ask(image(jpeg(1440, 8001, 30_000).toString("base64"), "image/jpeg")));
+    expect(tall.status).toBe(400);
+    expect(await tall.json()).toEqual(
+      refusal(
+        "messages.0.content.1.image.source.base64.data: At least one of the image dimensions exceed max allowed size: 8000 pixels",
+      ),
+    );
+    expect((await post(ask(image(pngData(8000, 8000))))).status).toBe(200);
+
+    const small = image(pngData(2000, 2000));
+    const wide = image(pngData(2001, 100));
+    const many = await post(ask(...Array(20).fill(small), wide));
+    expect(many.status).toBe(400);
+    expect(await many.json()).toEqual(
+      refusal(
+        "messages.0.content.21.image.source.base64.data: At least one of the image dimensions exceed max allowed size for many-image requests: 2000 pixels",
+      ),
+    );
+    expect((await post(ask(...Array(19).fill(small), wide))).status).toBe(200);
+    expect(emu.requests).toHaveLength(2);
+  });
+
+  it("a request body over 32 MB with a 413 request_too_large, through the SDK", async () => {
+    const client = new Anthropic({ apiKey: "k", baseURL: emu.anthropicBaseUrl, maxRetries: 0 });
+    // Seven images of 4.9 MB of base64, each within the 5 MiB an image may have.
+    const data = png(64, 64, 3_600_000).toString("base64");
+    const ask = (images: number) =>
+      client.messages.create({
+        model: "claude-sonnet-5-5",
+        max_tokens: 100,
+        messages: [
+          {
+            role: "user",
+            content: [
+              { type: "text", text: "compare them" },
+              ...Array.from({ length: images }, () => ({
+                type: "image" as const,
+                source: { type: "base64" as const, media_type: "image/png" as const, data },
+              })),
+            ],
+          },
+        ],
+      });
+    const err = await ask(7).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(Anthropic.APIError);
+    expect((err as InstanceType<typeof Anthropic.APIError>).status).toBe(413);
+    expect((err as InstanceType<typeof Anthropic.APIError>).error).toMatchObject({
+      error: { type: "request_too_large" },
+    });
+    expect(emu.requests).toHaveLength(0);
+    await expect(ask(6)).resolves.toMatchObject({ type: "message" });
+  });
 });
+
+function pngData(width: number, height: number): string {
+  return png(width, height).toString("base64");
+}

@@ -4,6 +4,7 @@
  * every later turn of its thread, so the emulator refuses what the real API refuses.
  */
 
+import { pixelSize } from "./image-size.js";
 import { anthropicPairingRefusal } from "./tool-pairing.js";
 
 type Json = Record<string, unknown>;
@@ -18,6 +19,12 @@ function blocksOf(messages: unknown[]): Json[] {
 const IMAGE_TYPES = ["image/jpeg", "image/png", "image/gif", "image/webp"];
 /** The API's limit on one base64 image, counted on the encoded text, not on the file it encodes. */
 const MAX_IMAGE_BASE64 = 5 * 1024 * 1024;
+/** Images (and document pages) one request may carry. */
+const MAX_MEDIA = 100;
+/** Pixels on a side, and on a side when a request has more than MANY_IMAGES images. */
+const MAX_SIDE = 8000;
+const MANY_IMAGES = 20;
+const MANY_SIDE = 2000;
 
 /** Each image block with the path the API names it by: in a message, or in a tool_result of one. */
 function imagesOf(messages: unknown[]): Array<{ path: string; block: Json }> {
@@ -37,6 +44,18 @@ function imagesOf(messages: unknown[]): Array<{ path: string; block: Json }> {
     });
   });
   return found;
+}
+
+/** The 400 for an image larger on a side than the request allows, if its header says so. */
+function pixelRefusal(path: string, block: Json, images: number): string | undefined {
+  const source = block.source;
+  if (!isObject(source) || source.type !== "base64" || typeof source.data !== "string") return undefined;
+  const size = pixelSize(Buffer.from(source.data, "base64"));
+  const many = images > MANY_IMAGES;
+  const side = many ? MANY_SIDE : MAX_SIDE;
+  if (!size || (size.width <= side && size.height <= side)) return undefined;
+  const which = many ? " for many-image requests" : "";
+  return `${path}.image.source.base64.data: At least one of the image dimensions exceed max allowed size${which}: ${side} pixels`;
 }
 
 function imageRefusal(path: string, block: Json): string | undefined {
@@ -70,8 +89,15 @@ export function anthropicMessagesRefusal(body: Json, messages: unknown[]): strin
   if (texts.some((t) => t === "")) return "messages: text content blocks must be non-empty";
   if (texts.some((t) => t.trim() === ""))
     return "messages: text content blocks must contain non-whitespace text";
-  for (const { path, block } of imagesOf(messages)) {
+  const images = imagesOf(messages);
+  for (const { path, block } of images) {
     const refused = imageRefusal(path, block);
+    if (refused) return refused;
+  }
+  if (images.length > MAX_MEDIA)
+    return `Too much media: 0 document pages + ${images.length} images > ${MAX_MEDIA}`;
+  for (const { path, block } of images) {
+    const refused = pixelRefusal(path, block, images.length);
     if (refused) return refused;
   }
   return undefined;

@@ -6,6 +6,12 @@ import { cutJson, retryHeaders, SseWriter, sendJson } from "./wire.js";
 
 export const ANTHROPIC_MODELS = ["claude-sonnet-5-5", "claude-haiku-5-5"];
 
+/**
+ * The Messages API's limit on a request's body: "32 MB". Whether that is 10^6 or 2^20
+ * bytes a megabyte is not said; the emulator takes the smaller.
+ */
+export const ANTHROPIC_MAX_REQUEST_BYTES = 32_000_000;
+
 const ERROR_TYPES: Record<number, string> = {
   400: "invalid_request_error",
   401: "authentication_error",

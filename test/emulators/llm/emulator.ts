@@ -2,6 +2,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import { log } from "../../../src/log.js";
 import {
+  ANTHROPIC_MAX_REQUEST_BYTES,
   recordAnthropic,
   sendAnthropicError,
   sendAnthropicModels,
@@ -176,6 +177,10 @@ export class LlmEmulator {
 
   private async generate(req: IncomingMessage, res: ServerResponse, protocol: Protocol): Promise<void> {
     const raw = await readBody(req);
+    // Anthropic's front (Cloudflare) refuses a body over 32 MB before the API reads it, key or not.
+    if (protocol === "anthropic" && Buffer.byteLength(raw) > ANTHROPIC_MAX_REQUEST_BYTES) {
+      return sendAnthropicError(res, 413, "Request exceeds the maximum size");
+    }
     if (!hasKey(req, protocol)) return sendError(res, protocol, 401);
     let body: unknown;
     try {
