@@ -15,10 +15,11 @@ import type { Elicit, ToolEntry, ToolHub, ToolOutcome } from "../mcp/types.js";
 import { type AnswerRoom, answerTokens } from "./answer-room.js";
 import { callSignature } from "./call-signature.js";
 import type { ModelRequest, Provider, ToolSpec } from "./providers/provider.js";
+import { isWithheld } from "./providers/wire.js";
 import { AsyncQueue } from "./queue.js";
 import { fitStep } from "./step-budget.js";
 import { closingNote, noticesAfter, type StepResponse, streamStep } from "./step-stream.js";
-import { cutOffRefusal, errorResult, startingStep, withoutUnfinished } from "./steps.js";
+import { cutOffRefusal, errorResult, keptText, startingStep, withoutUnfinished } from "./steps.js";
 
 export interface LoopOptions {
   provider: Provider;
@@ -223,11 +224,11 @@ async function* decide(
   forced: StopCause | undefined,
   append: (m: ChatMessage) => void,
 ): AsyncGenerator<AgentEvent, StepOutcome> {
-  // A forced final step may still emit tool calls on servers that ignore tool_choice: they are not run.
-  // A whitespace-only answer ("\n\n" after a reasoning model's thoughts) says nothing, and
-  // Anthropic refuses it back as a text block in every later request of the thread.
-  const content = response.text.trim() ? response.text : "";
-  if (forced || response.calls.length === 0) {
+  // A forced final step may still emit tool calls on servers that ignore tool_choice: they
+  // are not run. Nor are those of an answer a content filter or a refusal stopped: the
+  // provider stopped it for what it says, calls included, and the turn ends there.
+  const content = keptText(response);
+  if (forced || isWithheld(response.stop) || response.calls.length === 0) {
     append({ role: "assistant", content });
     return { kind: "final" };
   }

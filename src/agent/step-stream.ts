@@ -27,6 +27,17 @@ export const FILTERED_NOTE =
   "The model's provider stopped this answer because its content filter flagged the question or the answer. Please rephrase the question; asked the same way, it will be stopped again.";
 export const REFUSED_NOTE =
   "The model declined to answer this and stopped. Please rephrase the question, or ask something else.";
+export const REFUSED_PARTWAY_NOTE =
+  "The model declined to go on and stopped this answer partway, so what is above is incomplete. Please rephrase the question, or ask something else.";
+/**
+ * What the session keeps of a refused answer, in place of what the model wrote of it.
+ * Anthropic's page on streaming refusals: after stop_reason "refusal" the context must be
+ * reset, the refused turn removed or rephrased, or the requests that go on with it are
+ * refused too; the person still sees what was shown, with REFUSED_PARTWAY_NOTE. Not
+ * nothing: the refused question would then merge with the next one into one user message
+ * (roles must alternate) and be answered again with it.
+ */
+export const REFUSED_IN_HISTORY = "[I declined to answer this, and my partial answer was discarded.]";
 /** The model spent all of its output (thinking, as a reasoning model may) before any answer. */
 export const NOTHING_WITHIN_LIMIT_NOTE =
   "The model used all the room it has for one answer before it wrote any of it. Ask for a shorter answer, or split the question.";
@@ -41,7 +52,7 @@ export function closingNote(stop: StopReason | undefined, visible: string): stri
   const empty = !visible.trim();
   let note: string | undefined;
   if (stop === "filtered") note = FILTERED_NOTE;
-  else if (stop === "refused") note = REFUSED_NOTE;
+  else if (stop === "refused") note = empty ? REFUSED_NOTE : REFUSED_PARTWAY_NOTE;
   else if (stop === "length") note = empty ? NOTHING_WITHIN_LIMIT_NOTE : CUT_OFF_NOTE;
   else if (empty) note = NO_ANSWER_NOTE;
   if (note === undefined || empty) return note;

@@ -1,4 +1,5 @@
 import type { AssistantMessage, ChatMessage, PendingStep, ToolCall, ToolMessage } from "../core/messages.js";
+import { REFUSED_IN_HISTORY, type StepResponse } from "./step-stream.js";
 
 /** A call answered without running, or failed: the model gets `text` as its error result. */
 export function errorResult(call: ToolCall, text: string): ToolMessage {
@@ -50,4 +51,12 @@ export function startingStep(
       ...planned.flatMap((p) => (p.refusal === undefined ? [] : [errorResult(p.call, p.refusal)])),
     ],
   };
+}
+
+/** What the session keeps of a step's text, sent to the model again in later requests. */
+export function keptText(response: StepResponse): string {
+  if (response.stop === "refused") return REFUSED_IN_HISTORY;
+  // A whitespace-only answer ("\n\n" after a reasoning model's thoughts) says nothing, and
+  // Anthropic refuses it back as a text block in every later request of the thread.
+  return response.text.trim() ? response.text : "";
 }

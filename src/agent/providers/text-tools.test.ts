@@ -208,14 +208,18 @@ describe("a model without native tools, through the OpenAI provider", () => {
     ]);
   });
   /** The events of one text-protocol stream of `model` whose answer the emulator writes as `text`. */
-  async function textProtocolEvents(model: string, text: string): Promise<ModelEvent[]> {
+  async function textProtocolEvents(
+    model: string,
+    text: string,
+    more: { contentFilter?: true } = {},
+  ): Promise<ModelEvent[]> {
     const inner = new OpenAIProvider({
       apiKey: "not-needed",
       baseURL: emulator.openaiBaseUrl,
       maxRetries: 0,
       timeoutMs: 10_000,
     });
-    emulator.enqueue({ text, chunkSize: 5 });
+    emulator.enqueue({ text, chunkSize: 5, ...more });
     const events: ModelEvent[] = [];
     const stream = withTextToolProtocol(inner).stream(
       {
@@ -255,5 +259,10 @@ describe("a model without native tools, through the OpenAI provider", () => {
     const events = await textProtocolEvents("deepseek-chat-local", `<think>Maybe ${ticket} later`);
     expect(callsOf(events)).toEqual([]);
     expect(events.at(-1)).toEqual({ type: "stop", reason: "end" });
+  });
+
+  it("keeps the content filter's stop for an answer that wrote a call, so that the call is not run", async () => {
+    const events = await textProtocolEvents("qwen-local", `Filing it.\n${ticket}`, { contentFilter: true });
+    expect(events.at(-1)).toEqual({ type: "stop", reason: "filtered" });
   });
 });

@@ -1,7 +1,7 @@
 import type { ChatMessage, ToolCall, UserMessage } from "../../core/messages.js";
 import type { ModelEvent, ModelRequest, Provider, ToolSpec } from "./provider.js";
 import { type ThinkPiece, ThinkSplitter, thinkHoldFor } from "./think.js";
-import { newCallId, parseArguments } from "./wire.js";
+import { isWithheld, newCallId, parseArguments } from "./wire.js";
 
 /**
  * Tool calling for models without native tools: the tool manifest goes into the system
@@ -54,7 +54,7 @@ async function* streamWithTextTools(
         if (out.type === "tool_call") calls++;
         yield out;
       }
-      yield { type: "stop", reason: calls > 0 ? "tool_calls" : event.reason };
+      yield { type: "stop", reason: calls > 0 && !isWithheld(event.reason) ? "tool_calls" : event.reason };
     } else {
       if (event.type === "tool_call") calls++;
       yield event;

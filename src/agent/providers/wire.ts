@@ -18,14 +18,19 @@ export function parseArguments(raw: string): Pick<ToolCall, "arguments" | "inval
   return { arguments: {}, invalidArguments: raw };
 }
 
+/** An answer the provider stopped for what it says: its calls are never to be run. */
+export function isWithheld(reason: StopReason | undefined): boolean {
+  return reason === "filtered" || reason === "refused";
+}
+
 /**
  * Why an answer that may hold tool calls stopped. The output limit wins over the calls: a
  * call the limit cut is half written, and an answer reported as "tool_calls" gets it run.
- * Otherwise calls mean "tool_calls", whatever the server said (some compatible servers
- * say "stop").
+ * So do a content filter and a refusal (see isWithheld). Otherwise calls mean
+ * "tool_calls", whatever the server said (some compatible servers say "stop").
  */
 export function stopWithCalls(reason: StopReason, calls: number): StopReason {
-  return reason === "length" || calls === 0 ? reason : "tool_calls";
+  return reason === "length" || isWithheld(reason) || calls === 0 ? reason : "tool_calls";
 }
 
 /**
