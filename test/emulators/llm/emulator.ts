@@ -116,6 +116,11 @@ export class LlmEmulator {
         else res.destroy();
       });
     });
+    // The SDKs keep connections open between requests. A test that builds a request of
+    // tens of megabytes (images) can hold the event loop it shares with this server past
+    // Node's 5 s default, and the server then drops the idle connection just as the request
+    // arrives on it (ECONNRESET): a race of the emulator's, which no real API shows as often.
+    server.keepAliveTimeout = 60_000;
     await new Promise<void>((resolve, reject) => {
       server.once("error", reject);
       server.listen(opts.port ?? 0, "127.0.0.1", () => resolve());
