@@ -13,9 +13,9 @@ import { log } from "../log.js";
 import type { Elicit, ToolEntry, ToolHub } from "../mcp/types.js";
 import type { Session, SessionRepository } from "../store/sessions.js";
 import type { Lease } from "../store/state.js";
-import { type AnswerRoom, tokenizerMargin } from "./answer-room.js";
+import { type AnswerRoom, tokenizerMargin, withPromptBudget } from "./answer-room.js";
 import { codeBlockArtifacts } from "./artifacts.js";
-import { buildPrompt, countTokens, modelLimits, renderSystemPrompt } from "./context.js";
+import { buildPrompt, countTokens, inputBudgetOf, modelLimits, renderSystemPrompt } from "./context.js";
 import { type CallGate, type ResumedStep, runToolLoop } from "./loop.js";
 import { compress, type FoldPlan, needsCompression, planCompression } from "./memory.js";
 import { PromptOverheads } from "./prompt-overheads.js";
@@ -194,7 +194,7 @@ export class Agent {
     };
     try {
       const provider = this.deps.providerFor(model);
-      const limits = modelLimits(config, model);
+      const limits = withPromptBudget(modelLimits(config, model), provider.name);
       const routerModel = config.agent.toolRouter.model;
       const route =
         current && routerModel
@@ -234,7 +234,7 @@ export class Agent {
           maxOutputTokens: limits.maxOutputTokens,
           ...answerRoom(provider, limits.contextWindow, toolsTokens),
           temperature: config.llm.temperature,
-          budgetTokens: limits.contextWindow - limits.maxOutputTokens - toolsTokens,
+          budgetTokens: inputBudgetOf(limits) - toolsTokens,
           signal: input.signal,
           gate: input.gate,
           ...(input.onCalls ? { onCalls: input.onCalls } : {}),
@@ -330,7 +330,8 @@ export class Agent {
 
   /** The limits of the thread's own model, whose window the thread must fit (planCompression reads the summariser's itself). */
   private limitsFor(session: Session) {
-    return modelLimits(this.deps.config, this.modelFor(session));
+    const model = this.modelFor(session);
+    return withPromptBudget(modelLimits(this.deps.config, model), this.deps.providerFor(model).name);
   }
 }
 

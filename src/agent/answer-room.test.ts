@@ -1,11 +1,11 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { LlmEmulator, o200kTokens } from "../../test/emulators/llm/index.js";
 import { FunctionHub } from "../../test/support/scripted.js";
 import { configSchema } from "../config.js";
 import type { AgentEvent } from "../core/events.js";
 import { newSession, type SessionRepository } from "../store/sessions.js";
 import { Agent } from "./agent.js";
-import { answerTokens, MIN_ANSWER_TOKENS, tokenizerMargin } from "./answer-room.js";
+import { answerTokens, MIN_ANSWER_TOKENS, promptBudget, tokenizerMargin } from "./answer-room.js";
 import { emulatedProvider } from "./providers/emulator-setup.test-helper.js";
 
 const MODEL = "claude-haiku-5-5";
@@ -20,18 +20,35 @@ beforeAll(async () => {
     countTokens: (text) => Math.ceil(o200kTokens(text) * 1.3),
   });
 });
+afterEach(() => emulator.reset());
 afterAll(() => emulator.close());
 
-const agent = () =>
+const agent = (reserve = RESERVE, hub = new FunctionHub({})) =>
   new Agent({
     config: configSchema.parse({
       llm: { provider: "anthropic", model: MODEL },
-      modelSettings: { [MODEL]: { contextWindow: WINDOW, maxOutputTokens: RESERVE } },
+      modelSettings: { [MODEL]: { contextWindow: WINDOW, maxOutputTokens: reserve } },
     }),
-    hub: new FunctionHub({}),
+    hub,
     providerFor: () => emulatedProvider(emulator, "anthropic", { apiKey: "sk-ant-test-room" }),
     sessions: {} as SessionRepository,
   });
+
+/** Runs one turn of `text` to its end; returns its error events. */
+async function turn(run: Agent, session: ReturnType<typeof newSession>, text: string) {
+  const events: AgentEvent[] = [];
+  for await (const event of run.runTurn({
+    session,
+    user: { id: "U1" },
+    text,
+    platform: "console",
+    channel: "local",
+    signal: new AbortController().signal,
+  })) {
+    events.push(event);
+  }
+  return events.filter((e) => e.type === "error");
+}
 
 const report =
   "The quarterly report covers revenue growth across all regions, while operating costs remained stable despite new hiring in engineering and support. ";
@@ -83,18 +100,75 @@ describe("the output an Anthropic turn asks for", () => {
   });
 });
 
+describe("an Anthropic turn with a small output reserve", () => {
+  const SMALL = 2_000;
+
+  it("keeps a history that fits beside the reserve in o200k to what fits as Claude counts it", async () => {
+    const session = newSession("console:small");
+    // About 16,000 o200k tokens: within the 18,000 the window leaves beside a 2,000 reserve,
+    // about 20,800 as Claude counts it.
+    session.messages.push(
+      { role: "user", content: `Keep this in mind:\n${report.repeat(690)}` },
+      { role: "assistant", content: "Noted." },
+    );
+    emulator.enqueue({ text: "Revenue grew." });
+    expect(await turn(agent(SMALL), session, "What did the report say?")).toEqual([]);
+    const sent = emulator.requests.at(-1);
+    const asked = sent?.body.max_tokens as number;
+    expect((sent?.promptTokens ?? 0) + asked).toBeLessThanOrEqual(WINDOW);
+    expect(asked).toBeGreaterThanOrEqual(Math.min(SMALL, MIN_ANSWER_TOKENS));
+  });
+
+  it("holds a later step, grown by a tool's long result, to what fits as Claude counts it", async () => {
+    const hub = new FunctionHub({ docs__read: () => report.repeat(690) });
+    emulator.enqueue(
+      { toolCalls: [{ name: "docs__read", arguments: {} }] },
+      { text: "It is about revenue." },
+    );
+    const session = newSession("console:small-steps");
+    expect(await turn(agent(SMALL, hub), session, "Read the report and sum it up.")).toEqual([]);
+    expect(hub.calls).toHaveLength(1);
+    for (const sent of emulator.requests.slice(-2)) {
+      expect((sent.promptTokens ?? 0) + (sent.body.max_tokens as number)).toBeLessThanOrEqual(WINDOW);
+    }
+  });
+});
+
 describe("the output a step asks for", () => {
   const room = { contextWindow: 10_000, toolsTokens: 0, margin: 0.35 };
   const history = (words: number) => [{ role: "user" as const, content: "word ".repeat(words) }];
 
-  it("is never below the floor nor above the reserve, and only Anthropic's count needs the margin", () => {
+  it("is never more than the window has left beside the prompt counted with the margin, nor the reserve", () => {
     expect(answerTokens(room, 4_000, "", history(10))).toBe(4_000);
     const left = answerTokens(room, 4_000, "", history(5_000));
     expect(left).toBeLessThan(4_000);
     expect(left).toBeGreaterThan(MIN_ANSWER_TOKENS);
-    expect(answerTokens(room, 4_000, "", history(9_000))).toBe(MIN_ANSWER_TOKENS);
-    expect(answerTokens(room, 500, "", history(9_000))).toBe(500);
+    expect(answerTokens(room, 4_000, "", history(6_700))).toBeLessThan(MIN_ANSWER_TOKENS);
+    expect(answerTokens(room, 4_000, "", history(9_000))).toBe(1);
+    expect(answerTokens(room, 500, "", history(10))).toBe(500);
     expect(tokenizerMargin("anthropic")).toBeGreaterThan(0.3);
     expect(tokenizerMargin("openai")).toBeUndefined();
+  });
+});
+
+describe("the prompt's budget", () => {
+  it("is the window less the reserve where o200k is the provider's count, as OpenAI's", () => {
+    expect(promptBudget(20_000, 2_000, "openai")).toBe(18_000);
+  });
+
+  it("leaves Anthropic's least answer room beside the prompt counted with the margin", () => {
+    const margin = tokenizerMargin("anthropic") ?? 0;
+    for (const reserve of [500, 2_000, 6_000]) {
+      const budget = promptBudget(20_000, reserve, "anthropic");
+      expect(budget).toBeLessThanOrEqual(20_000 - reserve);
+      expect(Math.ceil(budget * (1 + margin)) + Math.min(reserve, MIN_ANSWER_TOKENS)).toBeLessThanOrEqual(
+        20_000,
+      );
+    }
+    // A large reserve is the bound, as before: the answer shrinks instead.
+    expect(promptBudget(20_000, 6_000, "anthropic")).toBe(14_000);
+    // A request that asks for its whole answer whatever the prompt leaves it.
+    const whole = promptBudget(20_000, 6_000, "anthropic", 6_000);
+    expect(Math.ceil(whole * (1 + margin)) + 6_000).toBeLessThanOrEqual(20_000);
   });
 });

@@ -1,10 +1,11 @@
 import type { ChatMessage } from "../core/messages.js";
 import { countTokens, messagesTokens, messagesTokensAtMost, tokensAtMost } from "./context.js";
+import type { ModelLimits } from "./model-limits.js";
 import type { ProviderName } from "./providers/provider.js";
 
 /**
- * The prompt is budgeted to `contextWindow - maxOutputTokens` in o200k tokens, and
- * `max_tokens` asks for the whole reserve. Anthropic counts with Claude's own tokenizer,
+ * The prompt was budgeted to `contextWindow - maxOutputTokens` in o200k tokens, and
+ * `max_tokens` asked for the whole reserve. Anthropic counts with Claude's own tokenizer,
  * which is not public and counts the same text differently: English prose 5-30 % above
  * o200k, code and other scripts more. Since Claude 3.7 the API refuses a request whose
  * input plus `max_tokens` passes the window ("input length and `max_tokens` exceed context
@@ -26,9 +27,9 @@ export interface AnswerRoom {
 const CLAUDE_MARGIN = 0.35;
 
 /**
- * The least a step asks for, however full the window looks: below it neither a tool call
- * with real arguments nor an answer of a few paragraphs fits, and a request that may
- * overflow at that size is better tried than an answer certain to be cut.
+ * The least answer a prompt's budget leaves room for (promptBudget), the window counted
+ * with the margin: below it neither a tool call with real arguments nor an answer of a few
+ * paragraphs fits.
  */
 export const MIN_ANSWER_TOKENS = 1_024;
 
@@ -38,8 +39,38 @@ export function tokenizerMargin(provider: ProviderName): number | undefined {
 }
 
 /**
- * The output a step may ask for: the reserve, or what the window has left after the
- * input counted with the margin, never below MIN_ANSWER_TOKENS (nor above the reserve).
+ * The o200k tokens a prompt (tool specs included) may take beside `reserve` in a window of
+ * `contextWindow`: `contextWindow - reserve` where o200k is the provider's own count (as
+ * for OpenAI, whose requests always ask for the whole reserve). Where it is not, also no
+ * more than leaves the window, the prompt counted with the margin, `least` tokens for the
+ * answer: by default the least a step asks for (answerTokens gives it the rest of the
+ * reserve that fits), the whole reserve for a request that always asks for all of it.
+ * Without this bound a small reserve (2,000 of a 20,000 window) let a prompt budgeted to
+ * 18,000 o200k tokens pass the window as Claude counts it, and each such request was refused.
+ */
+export function promptBudget(
+  contextWindow: number,
+  reserve: number,
+  provider: ProviderName,
+  least = Math.min(reserve, MIN_ANSWER_TOKENS),
+): number {
+  const margin = tokenizerMargin(provider);
+  const plain = contextWindow - reserve;
+  if (margin === undefined) return plain;
+  return Math.max(0, Math.min(plain, Math.floor((contextWindow - least) / (1 + margin))));
+}
+
+/** `limits` with the prompt budget `provider` needs, for the prompt, its later steps and compression. */
+export function withPromptBudget(limits: ModelLimits, provider: ProviderName): ModelLimits {
+  return { ...limits, inputBudget: promptBudget(limits.contextWindow, limits.maxOutputTokens, provider) };
+}
+
+/**
+ * The output a step may ask for: the reserve, or what the window has left after the input
+ * counted with the margin. Never more: a request whose input and `max_tokens` pass the
+ * window is refused whole. A prompt within its budget (promptBudget) always leaves
+ * MIN_ANSWER_TOKENS, or the whole reserve when that is smaller; one past it (a step that
+ * could not be trimmed) gets what is left, and at least a token.
  */
 export function answerTokens(
   room: AnswerRoom,
@@ -52,5 +83,5 @@ export function answerTokens(
   if (left(tokensAtMost(system) + messagesTokensAtMost(messages) + room.toolsTokens) >= reserve)
     return reserve;
   const input = countTokens(system) + messagesTokens(messages) + room.toolsTokens;
-  return Math.min(reserve, Math.max(MIN_ANSWER_TOKENS, left(input)));
+  return Math.min(reserve, Math.max(1, left(input)));
 }

@@ -2,10 +2,10 @@ import { countTokens as countO200k } from "gpt-tokenizer/encoding/o200k_base";
 import type { Config } from "../config.js";
 import { SwitchboardError } from "../core/errors.js";
 import type { ChatMessage, ToolMessage, UserMessage } from "../core/messages.js";
-import type { ModelLimits } from "./model-limits.js";
+import { inputBudgetOf, type ModelLimits } from "./model-limits.js";
 import { trimLargest, trimToolResults } from "./trim.js";
 
-export { type ModelLimits, modelLimits } from "./model-limits.js";
+export { inputBudgetOf, type ModelLimits, modelLimits } from "./model-limits.js";
 
 export interface PromptVars {
   model: string;
@@ -257,7 +257,7 @@ export function groupMessages(history: readonly ChatMessage[]): { groups: Messag
 
 /**
  * The prompt for one turn: system text (template, summary, pinned context), then the
- * newest history that fits `contextWindow - maxOutputTokens` after the system text, the
+ * newest history that fits the input budget (`inputBudgetOf`) after the system text, the
  * tools and the current message, then the current message.
  */
 export function buildPrompt(opts: BuildPromptOptions): BuiltPrompt {
@@ -267,7 +267,7 @@ export function buildPrompt(opts: BuildPromptOptions): BuiltPrompt {
   const systemTokens = countTokens(system) + MESSAGE_OVERHEAD;
   const toolsTokens = opts.toolsTokens ?? 0;
   const currentTokens = opts.current ? messageTokens(opts.current) : 0;
-  const inputBudget = opts.limits.contextWindow - opts.limits.maxOutputTokens;
+  const inputBudget = inputBudgetOf(opts.limits);
   // Kept free for the opener a window may need (see CONTINUED).
   const room = inputBudget - systemTokens - toolsTokens - currentTokens - messageTokens(CONTINUED);
   if (room < 0) throw inputTooLarge(currentTokens, inputBudget - systemTokens - toolsTokens, opts.limits);
@@ -327,7 +327,7 @@ function wholeIfItFits(system: string, opts: BuildPromptOptions): BuiltPrompt | 
     messagesTokensAtMost(opts.history) +
     messagesTokensAtMost([CONTINUED]) +
     messagesTokensAtMost(current);
-  if (atMost > opts.limits.contextWindow - opts.limits.maxOutputTokens) return undefined;
+  if (atMost > inputBudgetOf(opts.limits)) return undefined;
   const { groups } = groupMessages(opts.history);
   const kept = openedByUser(groups.flat());
   const messages = [...kept, ...current];

@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { LlmEmulator } from "../../test/emulators/llm/index.js";
+import { LlmEmulator, o200kTokens } from "../../test/emulators/llm/index.js";
 import { configSchema } from "../config.js";
 import type { AssistantMessage, ChatMessage, ToolMessage, UserMessage } from "../core/messages.js";
 import { type Session, SessionRepository } from "../store/sessions.js";
@@ -319,6 +319,37 @@ describe("compress", () => {
     expect(out.archived).toBeLessThan(cut);
     expect(countTokens(JSON.stringify(emu.requests.at(-1)?.messages))).toBeLessThan(3_000);
     expect(session.messages[0]?.role).not.toBe("tool");
+  });
+
+  it("folds what an Anthropic summariser can read beside its answer as Claude counts it, larger than o200k", async () => {
+    const claude = "claude-haiku-5-5";
+    const counted = await LlmEmulator.start({
+      contextWindows: { [claude]: 8_000 },
+      countTokens: (text) => Math.ceil(o200kTokens(text) * 1.3),
+    });
+    try {
+      const anthropic = createProvider({
+        provider: "anthropic",
+        apiKey: "sk-ant-test-memory",
+        baseURL: counted.anthropicBaseUrl,
+        maxRetries: 0,
+        timeoutMs: 10_000,
+      });
+      const small = configSchema.parse({ modelSettings: { [claude]: { contextWindow: 8_000 } } });
+      // More than the summariser can read at once: it folds what fits.
+      const session = await saved(conversation(60));
+      counted.enqueue({ text: "- part one" });
+      const out = await compress(
+        session,
+        { ...deps(), provider: anthropic, config: small, model: claude },
+        { force: true },
+      );
+      expect(out.archived).toBeGreaterThan(0);
+      const sent = counted.requests.at(-1);
+      expect((sent?.promptTokens ?? 0) + (sent?.body.max_tokens as number)).toBeLessThanOrEqual(8_000);
+    } finally {
+      await counted.close();
+    }
   });
 
   it("cuts a summary that is far longer than asked for", async () => {

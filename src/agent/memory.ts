@@ -7,8 +7,9 @@ import { log } from "../log.js";
 import { withTimeout } from "../signals.js";
 import type { Session, SessionRepository } from "../store/sessions.js";
 import type { Lease } from "../store/state.js";
+import { promptBudget } from "./answer-room.js";
 import { countTokens, messagesTokens, messagesTokensAtMost, tokensAtMost } from "./context.js";
-import { type ModelLimits, modelLimits } from "./model-limits.js";
+import { inputBudgetOf, type ModelLimits, modelLimits } from "./model-limits.js";
 import type { Provider } from "./providers/provider.js";
 import { withoutThinking } from "./providers/think.js";
 import { headAndTail } from "./trim.js";
@@ -32,26 +33,21 @@ export interface CompressResult {
   ms: number;
 }
 
-/** Input tokens the chat model may take: the window minus the answer's reserve. */
-function inputBudget(limits: ModelLimits): number {
-  return limits.contextWindow - limits.maxOutputTokens;
-}
-
 /** `memory.compressAt` is a share of the context window (<= 1) or a token count (> 1). */
 export function compressThreshold(config: Config, limits: ModelLimits): number {
   const at = config.memory.compressAt;
   const tokens = at <= 1 ? Math.floor(at * limits.contextWindow) : Math.floor(at);
-  return Math.min(tokens, inputBudget(limits));
+  return Math.min(tokens, inputBudgetOf(limits));
 }
 
 /** The summary's target length: a small share of the budget, so it never crowds out the recent messages. */
 export function summaryTargetTokens(limits: ModelLimits): number {
-  return Math.max(120, Math.min(1_000, Math.floor(inputBudget(limits) * 0.08)));
+  return Math.max(120, Math.min(1_000, Math.floor(inputBudgetOf(limits) * 0.08)));
 }
 
 /** The hard cap on a summary a model returns, whatever it was asked for. */
 function summaryCapTokens(limits: ModelLimits): number {
-  return Math.max(summaryTargetTokens(limits) * 2, Math.floor(inputBudget(limits) * 0.2));
+  return Math.max(summaryTargetTokens(limits) * 2, Math.floor(inputBudgetOf(limits) * 0.2));
 }
 
 export function activeTokens(session: Session): number {
@@ -94,8 +90,8 @@ export function needsCompression(
   // anything. Instructions and tool specs never take half of the input budget (the specs
   // have their share of the window, 15 % by default).
   const atMost = messagesTokensAtMost(session.messages) + tokensAtMost(session.summary ?? "");
-  if (atMost <= threshold && atMost <= inputBudget(limits) / 2) return false;
-  return activeTokens(session) > Math.min(threshold, inputBudget(limits) - overhead());
+  if (atMost <= threshold && atMost <= inputBudgetOf(limits) / 2) return false;
+  return activeTokens(session) > Math.min(threshold, inputBudgetOf(limits) - overhead());
 }
 
 /** Old tool outputs are often pages of JSON; their head and tail carry what a summary needs. */
@@ -236,7 +232,8 @@ export async function planCompression(
   const reader = modelLimits(config, deps.model);
   const outputTokens = Math.min(reader.maxOutputTokens, Math.max(1_024, target * 2));
   const overhead = countTokens(summarySystem(words)) + countTokens(session.summary ?? "") + 64;
-  const room = reader.contextWindow - outputTokens - overhead;
+  // Its answer is not shrunk to what the window has left: the whole of it must fit.
+  const room = promptBudget(reader.contextWindow, outputTokens, deps.provider.name, outputTokens) - overhead;
   const { count, transcript } = planFold(session.messages, cut, room);
   if (count === 0) return undefined;
 

@@ -4,6 +4,16 @@ import { log } from "../log.js";
 export interface ModelLimits {
   contextWindow: number;
   maxOutputTokens: number;
+  /**
+   * The o200k tokens a prompt may take (tool specs included), where the provider's own
+   * count makes it less than `contextWindow - maxOutputTokens` (see answer-room.ts).
+   */
+  inputBudget?: number;
+}
+
+/** The o200k tokens a prompt may take: what leaves the window room for the answer. */
+export function inputBudgetOf(limits: ModelLimits): number {
+  return limits.inputBudget ?? limits.contextWindow - limits.maxOutputTokens;
 }
 
 /**
