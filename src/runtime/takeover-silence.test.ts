@@ -7,6 +7,7 @@ import { createThreadLock } from "../store/locks.js";
 import type { TurnLedger } from "../store/turns.js";
 import type { Adapter, Reply } from "./contract.js";
 import { aliceSays, KEY, TakeoverBed } from "./takeover.test-helper.js";
+import { MAX_TAKEOVERS } from "./turn.js";
 
 /*
  * A replica cut off from the store while it still reaches the platform: it must stop
@@ -236,6 +237,39 @@ describe("a replica the store stops answering", () => {
     expect(session?.messages.map((m) => m.role)).toEqual(["user", "assistant", "tool", "assistant"]);
     expect(await bed.ledger.pending()).toEqual([]);
   }, 30_000);
+
+  it("cut off again and again, goes on with its own answer each time the store is back: no restart note, since no process died", async () => {
+    const timeline: string[] = [];
+    // One more cut-off than the takeovers a turn whose processes die is allowed.
+    const cuts = MAX_TAKEOVERS + 1;
+    const provider = model(lookFirst, ...Array.from({ length: cuts }, () => endless), say("It says hi."));
+    const a = cutOffable(provider);
+    const onA = slackOf("A", timeline);
+    await a.dispatcher.recoverInterrupted([onA.adapter]);
+    const count = (what: string) => timeline.filter((e) => e.includes(what)).length;
+    const handled = a.dispatcher.handle(aliceSays("e1", "what does a.txt say?", onA.reply));
+    for (let cut = 1; cut <= cuts; cut++) {
+      // Writing the step after the checkpoint (again).
+      const before = timeline.length;
+      await vi.waitFor(() => expect(timeline.slice(before).some((e) => e.startsWith("A: word"))).toBe(true), {
+        timeout: 10_000,
+      });
+      a.link.cutOff();
+      await vi.waitFor(() => expect(count("<abandon>")).toBe(cut), { timeout: 10_000 });
+      a.link.restore();
+      await vi.waitFor(() => expect(count("<takes the reply over") + count("<recover:")).toBe(cut), {
+        timeout: 15_000,
+      });
+    }
+    await handled;
+    await vi.waitFor(() => expect(timeline.at(-1)).toBe("A: <finish>"), { timeout: 15_000 });
+    await a.dispatcher.settled();
+
+    expect(timeline.filter((e) => e.includes("<recover:"))).toEqual([]);
+    expect(timeline.slice(-2)).toEqual(["A: \n\nIt says hi.", "A: <finish>"]);
+    expect(provider.requests).toHaveLength(cuts + 2);
+    expect(await bed.ledger.pending()).toEqual([]);
+  }, 60_000);
 
   it("both replicas cut off: once the store answers again, the cut-off answer is finished by one of them, once", async () => {
     const timeline: string[] = [];

@@ -110,6 +110,18 @@ describeEachStore("TurnLedger on %s", (kind) => {
     expect((await ledger.get(record.key))?.takeovers).toBe(1);
   });
 
+  it("counts no death when a process goes on with a turn it dropped itself (its store fell silent)", async () => {
+    stores = testStores(kind);
+    const ledger = new TurnLedger(await stores.open());
+    const input = { text: "q", user: { id: "U" }, channel: "C1" };
+    const record = await ledger.begin("slack:T1:C1:3.3", { id: "t", owner: "p1", input });
+    await ledger.takeOver(record, "p1");
+    await ledger.takeOver(record, "p1");
+    expect((await ledger.get(record.key))?.takeovers).toBeUndefined();
+    await ledger.takeOver(record, "p2");
+    expect((await ledger.get(record.key))?.takeovers).toBe(1);
+  });
+
   it("keeps every key when many threads begin turns at once", async () => {
     stores = testStores(kind);
     const ledger = new TurnLedger(await stores.open());

@@ -162,9 +162,14 @@ export class TurnLedger {
   /**
    * `owner` goes on with a turn whose process stopped. Only a death counts against the
    * limit (`died`): a process that handed the turn over as it stopped (a rolling deploy),
-   * or a handed message's first run, is not one.
+   * a handed message's first run, or the turn's own process going on with it (it dropped
+   * the turn when its store fell silent, and lives) is not one.
    */
-  async takeOver(record: TurnRecord, owner: string, died = !record.handedOver): Promise<void> {
+  async takeOver(
+    record: TurnRecord,
+    owner: string,
+    died = record.owner !== owner && !record.handedOver,
+  ): Promise<void> {
     record.owner = owner;
     if (died) record.takeovers = (record.takeovers ?? 0) + 1;
     delete record.handedOver;
