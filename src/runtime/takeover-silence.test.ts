@@ -1,11 +1,17 @@
-import { setTimeout as sleep } from "node:timers/promises";
-import { afterEach, beforeEach, describe, expect, it, type MockInstance, vi } from "vitest";
-import { StoreLink } from "../../test/support/cut-off-store.js";
-import { callTools, say } from "../../test/support/scripted.js";
-import type { ModelEvent, ModelRequest, Provider } from "../agent/providers/provider.js";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import type { StoreLink } from "../../test/support/cut-off-store.js";
+import { say } from "../../test/support/scripted.js";
+import type { Provider } from "../agent/providers/provider.js";
 import { createThreadLock } from "../store/locks.js";
-import type { TurnLedger } from "../store/turns.js";
-import type { Adapter, Reply } from "./contract.js";
+import {
+  BEATS,
+  endless,
+  lookFirst,
+  model,
+  nextWatch,
+  cutOffable as onLink,
+  slackOf,
+} from "./silence.test-helper.js";
 import { aliceSays, KEY, TakeoverBed } from "./takeover.test-helper.js";
 import { MAX_TAKEOVERS } from "./turn.js";
 
@@ -14,89 +20,6 @@ import { MAX_TAKEOVERS } from "./turn.js";
  * writing its answers before another replica may take them over, and finish them itself
  * when the store answers again and nobody else did.
  */
-
-/** A quarter of the production heartbeat (every 1 s, alive for 4 s, silent after 3 s), for short tests. */
-const BEATS = { everyMs: 250, ttlMs: 1_000, silentAfterMs: 750 };
-
-type Step = ModelEvent[] | ((signal: AbortSignal) => AsyncIterable<ModelEvent>);
-
-/** A model that plays `steps`, one per request, and keeps the requests. */
-function model(...steps: Step[]): Provider & { requests: ModelRequest[] } {
-  const requests: ModelRequest[] = [];
-  return {
-    name: "openai",
-    requests,
-    listModels: async () => [],
-    async *stream(req, signal) {
-      requests.push(structuredClone(req));
-      const step = steps.shift();
-      if (!step) throw new Error("script exhausted");
-      yield* Array.isArray(step) ? step : step(signal);
-    },
-  };
-}
-
-/** An answer that goes on, a word every 20 ms, until its request is aborted. */
-async function* endless(signal: AbortSignal): AsyncIterable<ModelEvent> {
-  for (let i = 1; ; i++) {
-    yield { type: "text", delta: `word${i} ` };
-    await sleep(20, undefined, { signal });
-  }
-}
-
-const lookFirst: ModelEvent[] = [
-  { type: "text", delta: "Let me look." },
-  ...callTools(["fs__read", { path: "a.txt" }]),
-];
-
-/**
- * One replica's Slack: each write it makes is a line `who: what` of `timeline`, in the
- * order they land beside the other replica's. Its stream drops what comes after `abandon`,
- * as the real one does ("no write starts after this").
- */
-function slackOf(who: string, timeline: string[]): { adapter: Adapter; reply: Reply } {
-  const wrote = (what: string) => void timeline.push(`${who}: ${what}`);
-  const reply: Reply = {
-    status: async (text) => wrote(`<status:${text}>`),
-    stream: () => {
-      let abandoned = false;
-      const unlessAbandoned = (what: string) => {
-        if (!abandoned) wrote(what);
-      };
-      return {
-        write: (d) => unlessAbandoned(d),
-        finish: async () => unlessAbandoned("<finish>"),
-        fail: async (m) => unlessAbandoned(`<fail:${m}>`),
-        abandon: async () => {
-          abandoned = true;
-          wrote("<abandon>");
-        },
-      };
-    },
-    upload: async () => wrote("<upload>"),
-    title: async () => undefined,
-    notice: async (t) => wrote(`<notice:${t}>`),
-  };
-  const adapter: Adapter = {
-    platform: "slack",
-    start: async () => undefined,
-    stop: async () => undefined,
-    ready: () => true,
-    replyFor: (_key, from) => {
-      wrote(`<takes the reply over from "${from.retake ?? ""}">`);
-      return reply;
-    },
-    recover: async (_key, _address, note) => wrote(`<recover:${note}>`),
-  };
-  return { adapter, reply };
-}
-
-/** Resolves once the watcher of `ledger`'s process has looked over the pending turns again. */
-async function nextWatch(pending: MockInstance<TurnLedger["pending"]>): Promise<void> {
-  const seen = pending.mock.calls.length;
-  await vi.waitFor(() => expect(pending.mock.calls.length).toBeGreaterThan(seen), { timeout: 5_000 });
-  await pending.mock.results[seen]?.value;
-}
 
 describe("a replica the store stops answering", () => {
   let bed: TakeoverBed;
@@ -111,13 +34,8 @@ describe("a replica the store stops answering", () => {
     await bed.close();
   });
 
-  /** A replica whose every store call goes through `link`. */
-  function cutOffable(provider: Provider) {
-    const link = new StoreLink();
-    links.push(link);
-    const store = link.store(bed.store);
-    return { link, ...bed.setup(provider, { store, lock: createThreadLock(store, { heartbeat: BEATS }) }) };
-  }
+  /** A replica whose every store call goes through a link of its own. */
+  const cutOffable = (provider: Provider) => onLink(bed, links, provider);
 
   it("stops writing its answer before the other replica takes the turn over, and leaves it to that one once the store is back", async () => {
     const timeline: string[] = [];

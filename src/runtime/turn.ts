@@ -23,6 +23,7 @@ import type { FormDesk } from "./forms/desk.js";
 import { prepareAttachments } from "./inbound-files.js";
 import { type RenderOutcome, ReplyRenderer } from "./render.js";
 import { seedFromThread } from "./thread-seed.js";
+import { answerUnrecorded } from "./unrecorded.js";
 import { postKeys } from "./write-keys.js";
 
 export interface TurnDeps {
@@ -112,6 +113,8 @@ export async function runTurn(
       channel: inbound.channel,
       ...(team ? { team } : {}),
       ...(files.length ? { files } : {}),
+      // Handed over (its record never stored), it is answered in its place among the thread's.
+      ...(inbound.sentAt === undefined ? {} : { sentAt: inbound.sentAt }),
     },
   };
   // Read while the turn's record is written (under the lock the session is this turn's
@@ -202,7 +205,8 @@ export async function drive(
   start: (session: Session, common: Common) => Promise<AsyncGenerator<AgentEvent, unknown>>,
 ): Promise<TurnResult> {
   const kept = from.kept ?? "";
-  let recorded = from.recorded;
+  /** The record `open` began is known to be in the store: nothing is shown before. */
+  let stored = from.recorded === undefined;
   const { sessions, ledger } = deps;
   const started = Date.now();
   const events: AgentEvent[] = [];
@@ -298,11 +302,11 @@ export async function drive(
       }
       events.push(event);
       if (event.type === "waiting") pending = event.step;
-      if (recorded) {
-        await recorded.catch((err: unknown) => {
+      if (!stored) {
+        await from.recorded?.catch((err: unknown) => {
           throw storeFailed(err);
         });
-        recorded = undefined;
+        stored = true;
       }
       outcome = (await renderer.render(event)) ?? outcome;
     }
@@ -328,6 +332,8 @@ export async function drive(
         { key: place.key },
         "lost the thread's lock mid-turn; the process that takes the thread next goes on",
       );
+      // Its message is owed still, and maybe only this process knows of it.
+      if (!stored) await answerUnrecorded(record, ledger, sessions);
     } else if (handedOver) {
       // Still under the thread's lock: the process taking it over counts no death.
       await ledger

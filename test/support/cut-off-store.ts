@@ -7,11 +7,20 @@ import type { StateStore } from "../../src/store/state.js";
  * while cut off waits until the way is back, then fails without having reached the store,
  * as a request on a connection that broke is never answered; a call made before or after
  * goes through. The other processes on the same store see nothing of it.
+ *
+ * `late`: a call made while cut off is held instead, and goes through once the way is
+ * back, in the order they were made, as node-redis sends the commands it queued while it
+ * reconnected: a write lands long after the process made it.
  */
 export class StoreLink {
   private down: { back: Promise<void>; restore: () => void } | undefined;
-  /** Calls refused so far, to tell that the process did try to reach its store. */
+  /** Calls refused (or held) so far, to tell that the process did try to reach its store. */
   refused = 0;
+  private readonly late: boolean;
+
+  constructor(opts: { late?: boolean } = {}) {
+    this.late = opts.late ?? false;
+  }
 
   get cut(): boolean {
     return this.down !== undefined;
@@ -57,10 +66,11 @@ export class StoreLink {
     });
   }
 
-  private through<R>(call: () => R): R | Promise<never> {
+  private through<R>(call: () => R): R | Promise<Awaited<R>> {
     const down = this.down;
     if (!down) return call();
     this.refused++;
+    if (this.late) return down.back.then(call) as Promise<Awaited<R>>;
     return down.back.then(() => {
       throw new Error("the store is unreachable from this process (connection reset)");
     });
