@@ -28,7 +28,7 @@ import { expandPrompt, expandPromptForm, type PromptOptions, type PromptOutcome 
 import { RemoteStops } from "./remote-stops.js";
 import { type RunningTurn, RunningTurns } from "./stops.js";
 import { resumeTurn, takeOverTurn } from "./stored-turns.js";
-import { Takeovers } from "./takeover.js";
+import { Takeovers, type Under } from "./takeover.js";
 import { runTurn, type TurnDeps, type TurnHooks, type TurnResult } from "./turn.js";
 import { TurnAccounts, type WorkKind } from "./turn-accounts.js";
 import { TurnControls } from "./turn-controls.js";
@@ -140,7 +140,7 @@ export class Dispatcher implements TurnRunner {
           if (entry.noted) return;
           this.controls.hold(controller, held);
           leaveQueue();
-          return this.turn(inbound, controller, entry);
+          return this.turn(inbound, { controller, lease: held.lease }, entry);
         },
         inbound.sentAt,
       )
@@ -186,7 +186,7 @@ export class Dispatcher implements TurnRunner {
   /** Runs a parked turn on once its approvals are decided (or expired), in a reply rebuilt from its record. */
   resumeWaiting(key: ThreadKey): void {
     const { ledger } = this.deps;
-    const work = this.track(key, async (controller) => {
+    const work = this.track(key, async ({ controller }) => {
       const record = await ledger.get(key);
       if (!record?.waiting) return;
       const reply = this.replyFor(key, record.address?.channel);
@@ -247,10 +247,7 @@ export class Dispatcher implements TurnRunner {
   }
 
   /** Runs `work` under the thread's lock as one of this process's turns (drained with them); undefined when stopping. */
-  private track(
-    key: ThreadKey,
-    work: (controller: AbortController) => Promise<void>,
-  ): Promise<void> | undefined {
+  private track(key: ThreadKey, work: (under: Under) => Promise<void>): Promise<void> | undefined {
     if (this.stopping) return undefined;
     const controller = new AbortController();
     const entry: InFlight = { controller, done: Promise.resolve() };
@@ -258,7 +255,7 @@ export class Dispatcher implements TurnRunner {
     entry.done = this.deps.lock
       .run(key, (held) => {
         this.controls.hold(controller, held);
-        return work(controller);
+        return work({ controller, lease: held.lease });
       })
       .catch((err: unknown) => log.error({ err, key }, "a stored turn could not go on"))
       .finally(() => this.work.turns.delete(entry));
@@ -348,13 +345,14 @@ export class Dispatcher implements TurnRunner {
       .catch((err: unknown) => log.warn({ err, key: inbound.key }, "could not post the restart note"));
   }
 
-  private async turn(inbound: Inbound, controller: AbortController, entry: InFlight): Promise<void> {
+  private async turn(inbound: Inbound, under: Under, entry: InFlight): Promise<void> {
     const { observer } = this.deps;
     const started = Date.now();
     // A turn this thread's last process left unfinished is finished first, in its own reply.
     // Until then the message is still owed (`entry.queued`): a stop meanwhile hands it over.
+    const { controller } = under;
     const { signal } = controller;
-    const known = signal.aborted ? undefined : await this.takeovers.settleBefore(inbound.key, controller);
+    const known = signal.aborted ? undefined : await this.takeovers.settleBefore(inbound.key, under);
     if (entry.noted) return;
     delete entry.queued;
     if (signal.aborted) return this.refuse(inbound);

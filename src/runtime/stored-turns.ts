@@ -28,6 +28,9 @@ export async function resumeTurn(
   const waiting = record.waiting;
   if (!waiting) throw new Error(`The turn of ${record.key} is not waiting`);
   const place = storedPlace(record.key, waiting);
+  // Fenced from its first write: one that lands after the lock was lost must not unpark
+  // (or overwrite) the record of the process that has the thread by then.
+  deps.ledger.guard(record, hooks.held?.lease);
   await deps.ledger.unpark(record, deps.owner).catch((err: unknown) => {
     throw storeFailed(err);
   });

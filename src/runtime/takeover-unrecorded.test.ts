@@ -1,9 +1,11 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { StoreLink } from "../../test/support/cut-off-store.js";
 import { say } from "../../test/support/scripted.js";
+import { createThreadLock } from "../store/locks.js";
 import type { TurnRun } from "../store/turns.js";
-import { cutOffable, model, slackOf } from "./silence.test-helper.js";
-import { aliceSays, KEY, TakeoverBed } from "./takeover.test-helper.js";
+import type { Question } from "./contract.js";
+import { BEATS, cutOffable, model, slackOf } from "./silence.test-helper.js";
+import { aliceSays, approve, byText, KEY, TakeoverBed } from "./takeover.test-helper.js";
 
 /*
  * A turn's record is written while the model is asked (`TurnLedger.open`). A replica cut off
@@ -83,6 +85,50 @@ describe("a turn stopped by its store's silence before its record was stored", (
     expect(timeline.filter((e) => e === "A: It says hi.")).toHaveLength(1);
     const session = await bed.sessions.get(KEY);
     expect(session?.messages.filter((m) => m.role === "user")).toHaveLength(1);
+    expect(await bed.ledger.pending()).toEqual([]);
+    expect(await bed.ledger.handedThreads()).toEqual([]);
+  }, 30_000);
+
+  it("never replaces, once it lands late, the record of a turn the replica that took the thread parked: Approve goes on with that turn", async () => {
+    const timeline: string[] = [];
+    const questions: Question[] = [];
+    const a = cutOffable(bed, links, byText, { late: true });
+    const b = bed.setup(byText, { asks: true, lock: createThreadLock(bed.store, { heartbeat: BEATS }) });
+    const onA = slackOf("A", timeline);
+    const onB = slackOf("B", timeline, questions);
+    await a.dispatcher.recoverInterrupted([onA.adapter]);
+    await b.dispatcher.recoverInterrupted([onB.adapter]);
+    cutAtNextRecord(a);
+    const handled = a.dispatcher.handle(aliceSays("e1", "a question", onA.reply));
+    await vi.waitFor(() => expect(timeline).toContain("A: <abandon>"), { timeout: 10_000 });
+
+    // B takes the thread for Alice's next message (A no longer beats) and parks it on a question.
+    await b.dispatcher.handle(aliceSays("e2", "write a.txt", onB.reply));
+    expect(questions).toHaveLength(1);
+    const parked = await bed.ledger.get(KEY);
+    expect(parked).toMatchObject({ owner: b.lock.owner, waiting: { channel: "C1" } });
+
+    // A reconnects: the writes it queued while cut off reach the store now.
+    a.link.restore();
+    await handled;
+    expect(await bed.ledger.get(KEY)).toEqual(parked);
+
+    await b.dispatcher.interact(approve(questions[0]!, "q1"));
+    await vi.waitFor(() => expect(timeline).toContain("B: Written."), { timeout: 10_000 });
+    // A's message, whose record never landed, is answered once B's turn has ended.
+    await vi.waitFor(
+      () => expect(timeline.filter((e) => e.endsWith("You asked: a question"))).toHaveLength(1),
+      {
+        timeout: 15_000,
+      },
+    );
+    await Promise.all([a.dispatcher.settled(), b.dispatcher.settled()]);
+    expect(b.hub.calls.map((c) => c.name)).toEqual(["fs__write"]);
+    const session = await bed.sessions.get(KEY);
+    expect(session?.messages.filter((m) => m.role === "user").map((m) => m.content)).toEqual([
+      "write a.txt",
+      "a question",
+    ]);
     expect(await bed.ledger.pending()).toEqual([]);
     expect(await bed.ledger.handedThreads()).toEqual([]);
   }, 30_000);

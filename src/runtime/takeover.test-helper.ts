@@ -1,9 +1,9 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { FunctionHub } from "../../test/support/scripted.js";
+import { callTools, FunctionHub, say } from "../../test/support/scripted.js";
 import { Agent } from "../agent/agent.js";
-import type { Provider } from "../agent/providers/provider.js";
+import type { ModelEvent, ModelRequest, Provider } from "../agent/providers/provider.js";
 import { configSchema } from "../config.js";
 import type { ResumeFrom } from "../core/replies.js";
 import type { ToolEntry } from "../mcp/types.js";
@@ -15,7 +15,7 @@ import { SessionRepository } from "../store/sessions.js";
 import { TurnLedger, type TurnRecord } from "../store/turns.js";
 import { UsageLedger } from "../store/usage.js";
 import { Budgets } from "./budgets.js";
-import type { Adapter, Inbound, Reply } from "./contract.js";
+import type { Adapter, Inbound, Interaction, Question, Reply } from "./contract.js";
 import { Dispatcher } from "./dispatcher.js";
 
 /* What the takeover tests share: one thread of Alice's, a store, and dispatchers on it. */
@@ -66,12 +66,40 @@ export function aliceSays(id: string, text: string, reply: Reply): Inbound {
   return { id, key: KEY, platform: "slack", channel: "C1", user: ALICE, text, attachments: [], reply };
 }
 
+/** Writes a.txt when asked to, says what the tool answered, and otherwise what it was asked. */
+export const byText: Provider = {
+  name: "openai",
+  listModels: async () => [],
+  async *stream(req: ModelRequest): AsyncIterable<ModelEvent> {
+    const last = req.messages.at(-1);
+    if (last?.role === "tool") yield* say("Written.");
+    else if (last?.content === "write a.txt") yield* callTools(["fs__write", { path: "a.txt" }]);
+    else yield* say(`You asked: ${last?.content}`);
+  },
+};
+
+/** Alice's Approve on `question`, posted as message `messageId`. */
+export function approve(question: Question, messageId: string): Interaction {
+  return {
+    id: `click-${question.ref}`,
+    kind: "button",
+    ref: question.ref,
+    value: "approve",
+    platform: "slack",
+    user: ALICE,
+    messageId,
+    respond: async () => undefined,
+  };
+}
+
 export interface SetupOptions {
   lock?: ThreadLock;
   usage?: unknown;
   hub?: FunctionHub;
   /** The bed's store as this dispatcher's process reaches it (see test/support/cut-off-store.ts). */
   store?: Store;
+  /** The tools' annotations decide what asks first (fs__write does); by default nothing asks. */
+  asks?: boolean;
 }
 
 /** A store in a temporary folder, with the thread already titled, and the dispatchers made on it. */
@@ -100,7 +128,7 @@ export class TakeoverBed {
     rmSync(this.dir, { recursive: true, force: true });
   }
 
-  /** A dispatcher whose tools run without asking. */
+  /** A dispatcher whose tools run without asking (unless `asks`). */
   setup = (provider: Provider, opts: SetupOptions = {}) => {
     const { lock = new LocalThreadLock(), usage } = opts;
     const store = opts.store ?? this.store;
@@ -108,7 +136,7 @@ export class TakeoverBed {
     const ledger = opts.store ? new TurnLedger(store) : this.ledger;
     const hub = opts.hub ?? new HintedHub({ fs__write: () => "written", fs__read: () => "the file says hi" });
     const config = configSchema.parse({
-      approvals: { rules: [{ server: "*", mode: "always" }] },
+      approvals: { rules: opts.asks ? [] : [{ server: "*", mode: "always" }] },
       ...(usage ? { usage } : {}),
     });
     const agent = new Agent({ config, hub, providerFor: () => provider, sessions });

@@ -3,6 +3,7 @@ import { type InboundFile, storedFiles, unreadableFile } from "../core/inbound.j
 import { platformOf, type ThreadKey } from "../core/thread.js";
 import { log } from "../log.js";
 import type { ThreadLock } from "../store/locks.js";
+import type { Lease } from "../store/state.js";
 import type { TurnInput, TurnLedger, TurnRecord } from "../store/turns.js";
 import type { Payer } from "../store/usage.js";
 import type { ApprovalDesk } from "./approvals/desk.js";
@@ -36,9 +37,10 @@ export interface TakeoverDeps {
   note: string;
   /**
    * Runs `work` as one of this process's turns (drained with them); `work` runs under the
-   * thread's lock. Resolves when it is done; undefined when the process is stopping.
+   * thread's lock (`lease`, absent for a one-process lock). Resolves when it is done;
+   * undefined when the process is stopping.
    */
-  track(key: ThreadKey, work: (controller: AbortController) => Promise<void>): Promise<void> | undefined;
+  track(key: ThreadKey, work: (under: Under) => Promise<void>): Promise<void> | undefined;
   /**
    * Goes on with a turn from its record, in `reply`, under the thread's lock the caller
    * holds; `attachments`: the files of a handed message, fetched here.
@@ -51,6 +53,16 @@ export interface TakeoverDeps {
   ): Promise<void>;
   /** True when the daily budgets refuse a turn of `payer`: its asker was told in `reply` (see TurnAccounts). */
   turnedAway(payer: Payer, reply: Reply): Promise<boolean>;
+}
+
+/**
+ * What a turn run under a thread's lock goes by: what stops it, and the lease every write
+ * of its record is fenced by, so that a write landing after the lock was lost (a stalled
+ * process, a client sending what it queued while reconnecting) changes nothing.
+ */
+export interface Under {
+  controller: AbortController;
+  lease: Lease | undefined;
 }
 
 /**
@@ -107,12 +119,12 @@ export class Takeovers {
    */
   async settleBefore(
     key: ThreadKey,
-    controller: AbortController,
+    under: Under,
   ): Promise<{ previous: TurnRecord | undefined } | undefined> {
     try {
       const record = await this.deps.ledger.get(key);
       if (!record || record.waiting) return { previous: record };
-      await this.finish(record, controller);
+      await this.finish(record, under);
       return undefined;
     } catch (err) {
       // The new message is answered anyway; the watcher tries the old turn again.
@@ -176,14 +188,14 @@ export class Takeovers {
     const key = record.key;
     if (this.claimed.has(key) || !(await this.orphaned(record))) return undefined;
     this.claimed.add(key);
-    const work = this.deps.track(key, async (controller) => {
+    const work = this.deps.track(key, async (under) => {
       try {
         const now = await this.deps.ledger.get(key);
         // Read again under the lock: another process may have finished or taken it meanwhile.
         // One naming this process is nobody's now: this process runs the thread's turns one
         // at a time, and this is the one.
         const ours = now?.owner === this.deps.lock.owner;
-        if (now && !now.waiting && (ours || (await this.orphaned(now)))) await this.finish(now, controller);
+        if (now && !now.waiting && (ours || (await this.orphaned(now)))) await this.finish(now, under);
       } finally {
         this.claimed.delete(key);
       }
@@ -213,15 +225,17 @@ export class Takeovers {
   }
 
   /** Goes on with the turn in its own reply; one that cannot go on ends with the note. */
-  private async finish(record: TurnRecord, controller: AbortController, fresh = false): Promise<void> {
+  private async finish(record: TurnRecord, under: Under, fresh = false): Promise<void> {
     const adapter = this.adapterFor(record.key);
     // A platform that is not running here keeps its turns for a process that runs it.
     if (!adapter) return;
-    await this.finishTurn(record, adapter, controller, fresh);
+    // Every write of the record from here on, the first (`takeOver`, `end`) included.
+    this.deps.ledger.guard(record, under.lease);
+    await this.finishTurn(record, adapter, under.controller, fresh);
     // Still there: the turn waits for approvals, or went to yet another process, with the
     // messages behind it. Otherwise its end handed them back (`TurnLedger.handQueued`).
     if (await this.deps.ledger.get(record.key)) return;
-    await this.answerHanded(record.key, controller);
+    await this.answerHanded(record.key, under);
   }
 
   /**
@@ -229,39 +243,41 @@ export class Takeovers {
    * stopping processes handed over), oldest first, each a turn of its own record carrying
    * the rest: if this process stops in the middle, another one finds them all.
    */
-  private async answerHanded(key: ThreadKey, controller: AbortController): Promise<void> {
+  private async answerHanded(key: ThreadKey, under: Under): Promise<void> {
     const { ledger, lock } = this.deps;
     // This process began to stop: the handed messages stay for the others.
-    if (controller.signal.aborted) return;
+    if (under.controller.signal.aborted) return;
     const [next, ...rest] = await ledger.takeHanded(key);
     if (!next) return;
     let successor: TurnRecord;
     try {
-      successor = await ledger.begin(key, {
+      const run = {
         id: randomUUID(),
         owner: lock.owner,
         input: next,
         ...(rest.length ? { queued: rest } : {}),
-      });
+      };
+      successor = await ledger.begin(key, run, under.lease);
     } catch (err) {
-      // Taken from the list and not in a record: back to the list, or they are lost.
+      // Taken from the list and not in a record (the store failed, or the lock was lost and
+      // the record refused): back to the list, or they are lost.
       for (const input of [next, ...rest]) await ledger.hand(key, input).catch(() => undefined);
       throw err;
     }
-    await this.finish(successor, controller, true);
+    await this.finish(successor, under, true);
   }
 
   /** Answers a thread's handed messages once its lock is free, after its unfinished turn if it has one. */
   private claimHanded(key: ThreadKey): void {
     if (this.claimed.has(key)) return;
     this.claimed.add(key);
-    const work = this.deps.track(key, async (controller) => {
+    const work = this.deps.track(key, async (under) => {
       try {
         const record = await this.deps.ledger.get(key);
         // A turn waiting for approvals keeps the thread; the watcher asks again later.
         if (record?.waiting) return;
-        if (record) await this.finish(record, controller);
-        else await this.answerHanded(key, controller);
+        if (record) await this.finish(record, under);
+        else await this.answerHanded(key, under);
       } finally {
         this.claimed.delete(key);
       }

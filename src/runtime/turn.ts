@@ -133,7 +133,7 @@ export async function runTurn(
       throw storeFailed(err);
     });
   // Written while the model is asked: `drive` shows nothing before it is stored.
-  const record = ledger.open(inbound.key, run);
+  const record = ledger.open(inbound.key, run, hooks.held?.lease);
   const from = { session: loading, recorded: ledger.opened(record) };
   return drive(record, place, inbound.reply, deps, signal, hooks, from, async (session, common) => {
     if (previous?.waiting) {
@@ -303,8 +303,9 @@ export async function drive(
       events.push(event);
       if (event.type === "waiting") pending = event.step;
       if (!stored) {
+        // Refused by the lease's fence: the thread is another process's now (see `finally`).
         await from.recorded?.catch((err: unknown) => {
-          throw storeFailed(err);
+          throw err instanceof LockLost ? err : storeFailed(err);
         });
         stored = true;
       }

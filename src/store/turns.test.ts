@@ -56,6 +56,32 @@ describeEachStore("TurnLedger on %s", (kind) => {
     expect(await taker.get(key)).toBeUndefined();
   });
 
+  it("begins a record under a lease only while it is held: a late first write never replaces the new holder's record", async () => {
+    stores = testStores(kind);
+    const store = await stores.open();
+    const [late, taker] = [new TurnLedger(store), new TurnLedger(await stores.open())];
+    const state = createState(store);
+    const key = "slack:T1:C1:1.000200";
+    const input = { text: "q", user: { id: "U" }, channel: "C1" };
+    const lease = (await state.acquireLock(key, 5_000))!;
+    // Another process takes the thread (the first saw its process stop beating) and parks a turn there.
+    await state.releaseLock(lease);
+    const taken = (await state.acquireLock(key, 5_000))!;
+    const theirs = await taker.begin(key, { id: "t2", owner: "b", input }, taken);
+    await taker.park(theirs, {
+      step: { assistant: { role: "assistant", content: "" }, asks: [], settled: [] },
+      refs: {},
+      expiresAt: new Date(Date.now() + 60_000).toISOString(),
+      user: { id: "U" },
+      channel: "C1",
+    });
+    // The first process's record, written late under the lease it lost.
+    await expect(late.begin(key, { id: "t1", owner: "a", input }, lease)).rejects.toBeInstanceOf(LockLost);
+    const mine = late.open(key, { id: "t1", owner: "a", input }, lease);
+    await expect(late.opened(mine)).rejects.toBeInstanceOf(LockLost);
+    expect(await taker.get(key)).toMatchObject({ id: "t2", owner: "b", waiting: { channel: "C1" } });
+  });
+
   it("keeps messages handed over per thread and gives them back once, oldest sent first", async () => {
     stores = testStores(kind);
     const [a, b] = [new TurnLedger(await stores.open()), new TurnLedger(await stores.open())];

@@ -100,8 +100,8 @@ export class TurnLedger {
     this.state = createState(store);
   }
 
-  async begin(key: ThreadKey, run?: TurnRun): Promise<TurnRecord> {
-    const record = this.open(key, run);
+  async begin(key: ThreadKey, run?: TurnRun, lease?: Lease): Promise<TurnRecord> {
+    const record = this.open(key, run, lease);
     await this.opened(record);
     return record;
   }
@@ -110,14 +110,18 @@ export class TurnLedger {
    * A turn's record at once, written in the background: the model can be asked while it is
    * written, as long as nothing reaches the platform before `opened` resolves (a reply
    * whose record is missing could not be taken over). Every later write of the record
-   * waits for this one.
+   * waits for this one. `lease`: the thread's lock, which this and every later write of
+   * the record is fenced by (see `guard`); this one too, as it may land long after it was
+   * made (a client that queued it while reconnecting), over the record of the process that
+   * has the thread by then. Refused, `opened` rejects with `LockLost`.
    */
-  open(key: ThreadKey, run?: TurnRun): TurnRecord {
+  open(key: ThreadKey, run?: TurnRun, lease?: Lease): TurnRecord {
     const record: TurnRecord = { key, startedAt: new Date().toISOString(), ...run };
+    this.guard(record, lease);
     const written = (async () => {
       // Listed first: a record is never where the takeover watch does not look.
       await this.state.listAdd(PENDING, key);
-      await this.state.set(recordKey(key), record);
+      await this.put(record);
     })();
     written.catch(() => undefined);
     this.opening.set(record, written);
@@ -281,6 +285,10 @@ export class TurnLedger {
 
   private async write(record: TurnRecord): Promise<void> {
     await this.opened(record);
+    await this.put(record);
+  }
+
+  private async put(record: TurnRecord): Promise<void> {
     const lease = this.leases.get(record);
     if (!lease) await this.state.set(recordKey(record.key), record);
     else if (!(await this.state.setIfHolding(lease, recordKey(record.key), record)))
