@@ -113,6 +113,20 @@ describeEachStore("the state store on %s", (kind) => {
     expect(await b.listMembers("none")).toEqual([]);
   });
 
+  it("takes a member off a list under a lease only while it is held", async () => {
+    stores = testStores(kind);
+    const [a, b] = [await open(), await open()];
+    await a.listAdd("turns", "k:1");
+    await a.listAdd("turns", "k:2");
+    const lease = (await a.acquireLock("k", 5_000))!;
+    expect(await a.listRemoveIfHolding(lease, "turns", "k:1")).toBe(true);
+    expect(await a.listRemoveIfHolding(lease, "turns", "k:1")).toBe(false);
+    await a.releaseLock(lease);
+    await b.acquireLock("k", 5_000);
+    expect(await a.listRemoveIfHolding(lease, "turns", "k:2")).toBe(false);
+    expect(await b.listMembers("turns")).toEqual(["k:2"]);
+  });
+
   it("lists members with any characters, and only its own list's", async () => {
     stores = testStores(kind);
     const state = await open();

@@ -56,6 +56,12 @@ export interface StateStore {
    */
   listAddEach(lists: readonly string[], member: string, ttlMs?: number): Promise<void>;
   listRemove(list: string, member: string): Promise<void>;
+  /**
+   * `listRemove` only while `lease` is held, in one atomic step; true when this call removed
+   * the member. A process that lost a thread's lock must not take off a list what the new
+   * holder put on it.
+   */
+  listRemoveIfHolding(lease: Lease, list: string, member: string): Promise<boolean>;
   listMembers(list: string): Promise<string[]>;
 }
 
@@ -83,6 +89,7 @@ export function leaseOwner(lease: Lease): string | undefined {
 
 const SET_IF_HOLDING = `if redis.call("get", KEYS[1]) == ARGV[1] then redis.call("set", KEYS[2], ARGV[2]) return 1 else return 0 end`;
 const DELETE_IF_HOLDING = `if redis.call("get", KEYS[1]) == ARGV[1] then redis.call("del", KEYS[2]) return 1 else return 0 end`;
+const SREM_IF_HOLDING = `if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("srem", KEYS[2], ARGV[2]) else return 0 end`;
 const RELEASE = `if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) else return 0 end`;
 const EXTEND = `if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("pexpire", KEYS[1], ARGV[2]) else return 0 end`;
 
@@ -100,6 +107,7 @@ abstract class Leases implements StateStore {
   abstract listAdd(list: string, member: string): Promise<void>;
   abstract listAddEach(lists: readonly string[], member: string): Promise<void>;
   abstract listRemove(list: string, member: string): Promise<void>;
+  abstract listRemoveIfHolding(lease: Lease, list: string, member: string): Promise<boolean>;
   abstract listMembers(list: string): Promise<string[]>;
 
   async acquireLock(key: string, ttlMs: number, owner?: string): Promise<Lease | undefined> {
@@ -205,6 +213,14 @@ class RedisState extends Leases {
 
   async listRemove(list: string, member: string): Promise<void> {
     await this.redis.sRem(this.raw(list), member);
+  }
+
+  async listRemoveIfHolding(lease: Lease, list: string, member: string): Promise<boolean> {
+    const removed = await this.redis.eval(SREM_IF_HOLDING, {
+      keys: [this.raw(lease.key), this.raw(list)],
+      arguments: [JSON.stringify(lease.token), member],
+    });
+    return removed === 1;
   }
 
   async listMembers(list: string): Promise<string[]> {
@@ -346,6 +362,11 @@ class SqlState extends Leases {
 
   async listRemove(list: string, member: string): Promise<void> {
     await this.store.kv.delete(this.member(list, member));
+  }
+
+  /** A member is a row: fenced as any row is. */
+  listRemoveIfHolding(lease: Lease, list: string, member: string): Promise<boolean> {
+    return this.deleteIfHolding(lease, this.member(list, member));
   }
 
   async listMembers(list: string): Promise<string[]> {

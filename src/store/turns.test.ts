@@ -1,6 +1,6 @@
-import { afterEach, expect, it } from "vitest";
+import { afterEach, expect, it, vi } from "vitest";
 import { LockLost } from "./locks.js";
-import { createState } from "./state.js";
+import { createState, type StateStore } from "./state.js";
 import { describeEachStore, type TestStores, testStores } from "./testing.js";
 import { TurnLedger } from "./turns.js";
 
@@ -80,6 +80,31 @@ describeEachStore("TurnLedger on %s", (kind) => {
     const mine = late.open(key, { id: "t1", owner: "a", input }, lease);
     await expect(late.opened(mine)).rejects.toBeInstanceOf(LockLost);
     expect(await taker.get(key)).toMatchObject({ id: "t2", owner: "b", waiting: { channel: "C1" } });
+  });
+
+  it("an end that stalls after deleting its record never takes the new holder's turn off the pending list", async () => {
+    stores = testStores(kind);
+    const store = await stores.open();
+    const [stalled, taker] = [new TurnLedger(store), new TurnLedger(await stores.open())];
+    const state = createState(store);
+    const key = "slack:T1:C1:1.000300";
+    const input = { text: "q", user: { id: "U" }, channel: "C1" };
+    const lease = (await state.acquireLock(key, 5_000))!;
+    const mine = await stalled.begin(key, { id: "t1", owner: "a", input }, lease);
+    // Its record deleted under its lease, the process stalls past it: another takes the
+    // thread and begins a turn there before the stalled one goes on.
+    const own = (stalled as unknown as { state: StateStore }).state;
+    const deleteIfHolding = own.deleteIfHolding.bind(own);
+    vi.spyOn(own, "deleteIfHolding").mockImplementationOnce(async (...args) => {
+      const deleted = await deleteIfHolding(...args);
+      await state.releaseLock(lease);
+      const taken = (await state.acquireLock(key, 5_000))!;
+      await taker.begin(key, { id: "t2", owner: "b", input }, taken);
+      return deleted;
+    });
+    await stalled.end(mine);
+    // The taker's turn is still where the takeover watch looks, should its process die.
+    expect((await taker.pending()).map((r) => [r.key, r.id])).toEqual([[key, "t2"]]);
   });
 
   it("keeps messages handed over per thread and gives them back once, oldest sent first", async () => {

@@ -226,10 +226,16 @@ export class TurnLedger {
     await this.opened(record);
     await this.handQueued(record);
     const lease = this.leases.get(record);
-    if (lease) {
-      if (!(await this.state.deleteIfHolding(lease, recordKey(record.key)))) throw new LockLost(record.key);
-    } else await this.state.delete(recordKey(record.key));
-    await this.state.listRemove(PENDING, record.key);
+    if (!lease) {
+      await this.state.delete(recordKey(record.key));
+      await this.state.listRemove(PENDING, record.key);
+      return;
+    }
+    if (!(await this.state.deleteIfHolding(lease, recordKey(record.key)))) throw new LockLost(record.key);
+    // Fenced too: lost in between (a stall), the key may name the new holder's record now,
+    // and unlisted it would never be found should that process die. It stays instead, a key
+    // too many (`pending` skips it), until that record ends.
+    await this.state.listRemoveIfHolding(lease, PENDING, record.key);
   }
 
   /**
