@@ -4,6 +4,7 @@ import type { Payer } from "../store/usage.js";
 import { type AfterTurnDeps, hasWorkAfter, runAfterTurn } from "./after-turn.js";
 import type { Reply } from "./contract.js";
 import type { FeedbackDesk } from "./feedback.js";
+import { fenceWrites } from "./scheduler/write-fence.js";
 import type { RunningTurn, RunningTurns } from "./stops.js";
 import type { TurnHooks, TurnResult } from "./turn.js";
 import type { TurnAccounts, WorkKind } from "./turn-accounts.js";
@@ -56,12 +57,17 @@ export class Answering {
     });
   }
 
-  /** Title and compression run outside the lock: the thread's next message never waits for them. */
+  /**
+   * Title and compression run outside the lock: the thread's next message never waits for
+   * them, and their writes are not fenced by the lock the turn let go of.
+   */
   private afterTurn(session: Session, reply: Reply, payer: Payer): void {
     const { work, after, accounts } = this.deps;
     if (this.deps.stopping() || !hasWorkAfter(session, reply, after.agent)) return;
-    work.afterTurn(session.key, (signal) =>
-      accounts.run(payer, "after_turn", () => runAfterTurn(session, reply, after, signal)),
+    fenceWrites(undefined, () =>
+      work.afterTurn(session.key, (signal) =>
+        accounts.run(payer, "after_turn", () => runAfterTurn(session, reply, after, signal)),
+      ),
     );
   }
 }

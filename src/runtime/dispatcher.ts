@@ -26,6 +26,7 @@ import { accept } from "./intake.js";
 import { routeInteraction } from "./interactions.js";
 import { expandPrompt, expandPromptForm, type PromptOptions, type PromptOutcome } from "./prompts.js";
 import { RemoteStops } from "./remote-stops.js";
+import { fenceWrites } from "./scheduler/write-fence.js";
 import { type RunningTurn, RunningTurns } from "./stops.js";
 import { resumeTurn, takeOverTurn } from "./stored-turns.js";
 import { Takeovers, type Under } from "./takeover.js";
@@ -140,7 +141,9 @@ export class Dispatcher implements TurnRunner {
           if (entry.noted) return;
           this.controls.hold(controller, held);
           leaveQueue();
-          return this.turn(inbound, { controller, lease: held.lease }, entry);
+          return fenceWrites(held.current, () =>
+            this.turn(inbound, { controller, lease: held.lease }, entry),
+          );
         },
         inbound.sentAt,
       )
@@ -255,7 +258,8 @@ export class Dispatcher implements TurnRunner {
     entry.done = this.deps.lock
       .run(key, (held) => {
         this.controls.hold(controller, held);
-        return work({ controller, lease: held.lease });
+        // Every platform write of the work is granted only while the lock is this process's.
+        return fenceWrites(held.current, () => work({ controller, lease: held.lease }));
       })
       .catch((err: unknown) => log.error({ err, key }, "a stored turn could not go on"))
       .finally(() => this.work.turns.delete(entry));

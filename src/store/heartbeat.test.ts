@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { StoreLink } from "../../test/support/cut-off-store.js";
+import { blockFor } from "../../test/support/event-loop.js";
 import { log } from "../log.js";
 import { LeaseThreadLock, LockLost } from "./locks.js";
 import { createState, type StateStore } from "./state.js";
@@ -56,6 +57,33 @@ describeEachStore("a process whose store stops confirming its heartbeat, on %s",
     expect(warn.mock.calls.filter(([, msg]) => String(msg).startsWith(SILENT))).toHaveLength(1);
     link.restore();
     await Promise.all(turns);
+    await lock.close();
+  });
+
+  it("stops its turns after its event loop was held up past the silence, though the next beat is confirmed at once", async () => {
+    const { lock } = await cutOffable();
+    const reason = await lock.run("a", async ({ lost, current }) => {
+      // The store has confirmed beats since the turn took its lease.
+      await sleep(2 * BEATS.everyMs);
+      expect(current()).toBe(true);
+      // A long GC pause: the beat's timer and the silence's fall due together, the beat's
+      // first; a fast store (SQLite) confirms that beat before the silence's timer runs.
+      blockFor(BEATS.silentAfterMs + 200);
+      return reasonOf(lost);
+    });
+    expect(reason).toBeInstanceOf(LockLost);
+    await lock.close();
+  });
+
+  it("says a silence that is due as soon as a holder asks whether its lock is still its own", async () => {
+    const { lock } = await cutOffable();
+    const seen = await lock.run("a", async ({ lost, current }) => {
+      await sleep(2 * BEATS.everyMs);
+      blockFor(BEATS.silentAfterMs + 200);
+      // No timer has run since: asked now, as a platform write is about to be granted.
+      return { current: current(), lost: lost.aborted };
+    });
+    expect(seen).toEqual({ current: false, lost: true });
     await lock.close();
   });
 

@@ -117,9 +117,28 @@ export class Heartbeat {
 
   /** Resolves at once while the store confirms the beats; after a silence, once it confirms one again. */
   answering(): Promise<void> {
-    // Due, and its timer not run yet (a busy event loop): silent from now, as it will say.
-    if (!this.quiet && this.silent) this.fellSilent();
+    this.declareDue();
     return this.back?.promise ?? Promise.resolve();
+  }
+
+  /**
+   * Whether the store confirms the beats, asked right before a write that must not land
+   * once others may have taken this process's threads: a silence that is due is declared
+   * now (its holders stop), not when the event loop gets to its timer.
+   */
+  confirms(): boolean {
+    this.declareDue();
+    return !this.silent;
+  }
+
+  /**
+   * A silence due whose timer has not run yet (the event loop was held up: a long GC
+   * pause, a starved CPU): silent from now, as that timer would say. Timers that fell due
+   * meanwhile may run first, a beat's among them, whose answer re-arms the silence timer
+   * before it ever runs: the stall would go unsaid while others may count this process gone.
+   */
+  private declareDue(): void {
+    if (!this.quiet && this.silent) this.fellSilent();
   }
 
   /** Stops beating and takes the beat out of the store, so that the others know at once. */
@@ -139,6 +158,7 @@ export class Heartbeat {
 
   private tick(): void {
     if (this.stopped) return;
+    this.declareDue();
     const now = performance.now();
     const stalled = now - this.lastTick > this.timings.ttlMs / 2;
     this.lastTick = now;

@@ -16,6 +16,14 @@ export interface Held {
   lost: AbortSignal;
   /** The lease in the store (absent for a one-process lock): the fence of writes that must not outlive it. */
   lease?: Lease;
+  /**
+   * Whether the lock is still this holder's as far as this process can tell without asking
+   * the store: not lost, and the store confirms the process's beats. Asked right before a
+   * platform write, which no fence in the store covers: after the event loop was held up
+   * past the heartbeat's silence, timers that fell due (an edit's pacing) would write before
+   * the silence is said; asked, it is said now (`lost` aborts) and the answer is false.
+   */
+  current(): boolean;
 }
 
 /** Thrown by a write fenced by a lease that is no longer held (see `StateStore.setIfHolding`). */
@@ -62,6 +70,7 @@ export class LocalThreadLock implements ThreadLock {
 
   /** Never aborted: one process alone cannot lose its own lock. */
   private readonly kept = new AbortController().signal;
+  private readonly always = () => true;
 
   async run<T>(key: string, fn: (held: Held) => Promise<T>): Promise<T> {
     let queue = this.queues.get(key);
@@ -77,7 +86,7 @@ export class LocalThreadLock implements ThreadLock {
     queue.count++;
     try {
       await before;
-      return await fn({ lost: this.kept });
+      return await fn({ lost: this.kept, current: this.always });
     } finally {
       release();
       queue.count--;
@@ -187,8 +196,10 @@ export class LeaseThreadLock implements ThreadLock {
     if (this.beat.silent) lost.abort(new LockLost(key));
     const timer = setInterval(() => void this.extend(lease), this.renewEveryMs);
     timer.unref();
+    // The beat first: a silence it declares aborts `lost`.
+    const current = () => this.beat.confirms() && !lost.signal.aborted;
     try {
-      return await fn({ lost: lost.signal, lease });
+      return await fn({ lost: lost.signal, lease, current });
     } finally {
       clearInterval(timer);
       this.holding.delete(lease);

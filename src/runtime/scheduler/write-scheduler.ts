@@ -4,6 +4,7 @@ import { RateLimitedError } from "../message-ops.js";
 import { type BudgetBook, LocalBudgets, type WritePolicy } from "./budgets.js";
 import { EditCadence } from "./edit-cadence.js";
 import { SignalWatch } from "./signal-watch.js";
+import { currentFence, WriteFenced } from "./write-fence.js";
 import {
   type CallOptions,
   evaluated,
@@ -43,6 +44,8 @@ interface Waiting extends SpannedWrite {
   seq: number;
   /** When it was last granted; -1 while waiting, or once that grant was refunded. */
   grantedAt: number;
+  /** Its caller's lock (see write-fence.ts), asked as it is granted. */
+  fence: (() => boolean) | undefined;
 }
 
 export interface SchedulerStats {
@@ -127,6 +130,7 @@ export class WriteScheduler {
         limited: 0,
         seq: this.seq++,
         grantedAt: -1,
+        fence: currentFence(),
       };
       queued(w);
       this.waiting.add(w);
@@ -311,6 +315,13 @@ export class WriteScheduler {
 
   private grant(w: Waiting, lane: Lane, buckets: readonly string[], now: number): void {
     this.waiting.delete(w);
+    // Asked last thing before the call, also for a write granted long after it was asked for
+    // (it waited for its budget, or a timer of its writer fell due while the loop was held up).
+    if (w.fence?.() === false) {
+      this.stats.dropped += 1;
+      w.reject(new WriteFenced(w.plan.what ?? "write"));
+      return;
+    }
     this.budgets.spend(buckets, now);
     w.grantedAt = now;
     this.stats.granted[lane] += 1;
