@@ -9,7 +9,7 @@ import { createState } from "../store/state.js";
 import { TurnLedger, type TurnRecord } from "../store/turns.js";
 import { INTERRUPTED_NOTE } from "./dispatcher.js";
 import { ALICE, aliceSays, fakeSlack, KEY, TakeoverBed } from "./takeover.test-helper.js";
-import { MAX_TAKEOVERS, MAY_HAVE_RUN } from "./turn.js";
+import { MAX_RESUMES, MAX_TAKEOVERS, MAY_HAVE_RUN } from "./turn.js";
 
 describe("taking over a turn whose process died", () => {
   let bed: TakeoverBed;
@@ -147,6 +147,20 @@ describe("taking over a turn whose process died", () => {
 
   it(`ends a turn taken over ${MAX_TAKEOVERS} times already with the restart note`, async () => {
     await leftBy("a-process-that-died", { takeovers: MAX_TAKEOVERS });
+    const provider = new ScriptedProvider([say("never")]);
+    const { dispatcher } = setup(provider);
+    const slack = fakeSlack();
+
+    await dispatcher.recoverInterrupted([slack.adapter]);
+
+    expect(provider.requests).toHaveLength(0);
+    expect(slack.notes).toEqual([INTERRUPTED_NOTE]);
+    expect(await ledger.pending()).toEqual([]);
+  });
+
+  it(`ends a turn its own process went on with ${MAX_RESUMES} times already with the note`, async () => {
+    // Each time its work stalled the process past the heartbeat: resumed for ever, it would never end.
+    await leftBy("a-process-that-died", { resumes: MAX_RESUMES });
     const provider = new ScriptedProvider([say("never")]);
     const { dispatcher } = setup(provider);
     const slack = fakeSlack();

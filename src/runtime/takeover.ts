@@ -9,7 +9,7 @@ import type { Payer } from "../store/usage.js";
 import type { ApprovalDesk } from "./approvals/desk.js";
 import { askerTeam } from "./approvals/policy.js";
 import type { Adapter, Inbound, Reply } from "./contract.js";
-import { MAX_TAKEOVERS } from "./turn.js";
+import { MAX_RESUMES, MAX_TAKEOVERS } from "./turn.js";
 
 /**
  * How often the turns in the store are looked over: parked ones get their expiry armed
@@ -292,7 +292,11 @@ export class Takeovers {
     fresh: boolean,
   ): Promise<void> {
     const { ledger, lock } = this.deps;
-    const resumable = record.input && record.id && (record.takeovers ?? 0) < MAX_TAKEOVERS;
+    const resumable =
+      record.input &&
+      record.id &&
+      (record.takeovers ?? 0) < MAX_TAKEOVERS &&
+      (record.resumes ?? 0) < MAX_RESUMES;
     if (resumable && adapter.replyFor) {
       const from = record.owner;
       const reply = adapter.replyFor(record.key, {

@@ -43,6 +43,8 @@ export interface TurnDeps {
 
 /** A turn taken over this many times (its processes kept dying) ends with the restart note instead. */
 export const MAX_TAKEOVERS = 2;
+/** A turn its own process went on with this many times (see `TurnRecord.resumes`) ends with the note too. */
+export const MAX_RESUMES = 5;
 
 export { MAY_HAVE_RUN } from "./takeover-steps.js";
 

@@ -27,6 +27,12 @@ export interface TurnRecord {
   calling?: PendingStep;
   /** How many times its process died under it; it ends with the restart note past a limit. */
   takeovers?: number;
+  /**
+   * How many times its own process went on with it after dropping it (the store fell
+   * silent, or the event loop stalled past the heartbeat). Not deaths, but limited too: a
+   * turn whose work stalls its process each time would otherwise be resumed for ever.
+   */
+  resumes?: number;
   /** How many times ending it with the restart note failed; it is given up past a limit. */
   recoverFailures?: number;
   /** Its process handed it over as it stopped (SIGTERM): its next takeover is no death. */
@@ -174,8 +180,9 @@ export class TurnLedger {
     owner: string,
     died = record.owner !== owner && !record.handedOver,
   ): Promise<void> {
-    record.owner = owner;
     if (died) record.takeovers = (record.takeovers ?? 0) + 1;
+    else if (record.owner === owner && !record.handedOver) record.resumes = (record.resumes ?? 0) + 1;
+    record.owner = owner;
     delete record.handedOver;
     await this.write(record);
   }
