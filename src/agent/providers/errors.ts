@@ -12,6 +12,7 @@ import {
 } from "openai";
 import { SwitchboardError } from "../../core/errors.js";
 import { scrub } from "../../log.js";
+import { perMinuteExcess, perMinuteSentence } from "./per-minute-limit.js";
 import type { ProviderName } from "./provider.js";
 import { isQuotaError } from "./quota.js";
 
@@ -109,6 +110,14 @@ function fromApiError(err: OpenAIAPIError | AnthropicAPIError, ctx: ErrorContext
       cause: err,
     });
   }
+  // Also before the rate limit: a 429 (Groq: a 413) for one request over the per-minute limit.
+  const excess = isOverPerMinute(shape);
+  if (excess) {
+    return new SwitchboardError("llm_request_too_large", message, {
+      userMessage: perMinuteSentence(excess),
+      cause: err,
+    });
+  }
   if (status === 429 || type === "rate_limit_error") {
     return new SwitchboardError("llm_rate_limited", message, {
       userMessage: `The language model is rate-limited right now; ${tried(ctx.attempts)}. Please try again in a minute.`,
@@ -154,6 +163,11 @@ function fromApiError(err: OpenAIAPIError | AnthropicAPIError, ctx: ErrorContext
   });
 }
 
+function isOverPerMinute({ status, detail }: ApiErrorShape) {
+  const asRateLimit = status === undefined || status === 429 || status === 413;
+  return asRateLimit ? perMinuteExcess(detail) : undefined;
+}
+
 function isContextLength({ status, type, code, detail }: ApiErrorShape): boolean {
   if (code === "context_length_exceeded") return true;
   const clientSide = status === 400 || status === 422 || type === "invalid_request_error";
@@ -167,7 +181,9 @@ function isContextLength({ status, type, code, detail }: ApiErrorShape): boolean
 export function isTransientStreamError(err: unknown): boolean {
   if (err instanceof OpenAIAbortError || err instanceof AnthropicAbortError) return false;
   if (err instanceof OpenAIAPIError || err instanceof AnthropicAPIError) {
-    const { status, type, code } = apiErrorShape(err);
+    const shape = apiErrorShape(err);
+    const { status, type, code } = shape;
+    if (isOverPerMinute(shape)) return false;
     if (status !== undefined) return status >= 500 || status === 429;
     const kind = `${type ?? ""} ${code ?? ""}`;
     return !/invalid_request|authentication|permission|billing|insufficient_quota|not_found|context_length|request_too_large/.test(

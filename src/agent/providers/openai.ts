@@ -10,9 +10,9 @@ import type { ChatMessage, ToolCall, Usage, UserMessage } from "../../core/messa
 import { log } from "../../log.js";
 import type { EventSink } from "./coalesce.js";
 import { abortedError, isTransientStreamError, toProviderError } from "./errors.js";
+import { openAIFetch } from "./openai-fetch.js";
 import { isOpenAIReasoningModel, outputLimitParam } from "./openai-params.js";
 import type { ModelEvent, ModelRequest, Provider, StopReason, ToolSpec } from "./provider.js";
-import { openAIFetch } from "./quota.js";
 import { StreamInterrupted, streamWithRetry } from "./retry.js";
 import { readSse } from "./sse.js";
 import { newCallId, parseArguments, stopWithCalls, unfinished, withAuthor } from "./wire.js";

@@ -27,6 +27,7 @@ import {
   writeOpenAiCut,
   writeOpenAiReply,
 } from "./openai.js";
+import { sendTpmTooLarge, tpmTooLargeMessage } from "./openai-rate-limits.js";
 import { openAiRequestRefusal } from "./openai-rules.js";
 import { echoTurn, planReply } from "./script.js";
 import { anthropicToolRefusal, openAiToolRefusal } from "./tools.js";
@@ -75,6 +76,13 @@ export interface LlmEmulatorOptions {
    * rounded up for Anthropic's; see `context.ts`).
    */
   countTokens?: TokenCounter;
+  /**
+   * OpenAI protocol: the account's tokens-per-minute limit by exact model id (OpenAI limits
+   * gpt-4o and gpt-4o-mini apart, so no prefix matching). A request whose prompt plus
+   * requested output is over it is refused with the API's 429 "Request too large" (see
+   * `openai-rate-limits.ts`). None by default.
+   */
+  tokensPerMinute?: Record<string, number>;
 }
 
 /**
@@ -92,6 +100,7 @@ export class LlmEmulator {
   private readonly windows: Record<string, number>;
   private readonly defaultWindow: number;
   private readonly counter: TokenCounter | undefined;
+  private readonly tpm: ReadonlyMap<string, number>;
 
   private constructor(
     private readonly server: Server,
@@ -105,6 +114,7 @@ export class LlmEmulator {
     this.windows = { ...DEFAULT_CONTEXT_WINDOWS, ...opts.contextWindows };
     this.defaultWindow = opts.defaultContextWindow ?? DEFAULT_CONTEXT_WINDOW;
     this.counter = opts.countTokens;
+    this.tpm = new Map(Object.entries(opts.tokensPerMinute ?? {}));
   }
 
   static async start(opts: LlmEmulatorOptions = {}): Promise<LlmEmulator> {
@@ -220,6 +230,12 @@ export class LlmEmulator {
     });
     recorded.contextWindow = this.contextWindow(recorded.model);
     recorded.promptTokens = this.countPrompt(recorded);
+    const tpm = protocol === "openai" ? this.tpm.get(recorded.model) : undefined;
+    if (tpm !== undefined) {
+      const requested = recorded.promptTokens + (requestedOutput(recorded) ?? 0);
+      const tooLarge = tpmTooLargeMessage(recorded.model, tpm, requested);
+      if (tooLarge !== undefined) return sendTpmTooLarge(res, tooLarge, tpm);
+    }
     recorded.overflow = overflowMessage(
       protocol,
       recorded.contextWindow,

@@ -1,0 +1,37 @@
+import { modelFetch } from "./model-fetch.js";
+import { perMinuteExcess } from "./per-minute-limit.js";
+import { isQuotaError } from "./quota.js";
+
+/**
+ * The OpenAI SDK's fetch: `modelFetch`, with a 429 that no wait ends marked
+ * `x-should-retry: false`: an exhausted quota, and one request over the per-minute token
+ * limit. OpenAI answers both with a 429 as it does a rate limit, and the SDK retries every
+ * 429 unless that header says not to (its own rule, which no option changes): each retry
+ * waits its back-off only to be refused again, and the person waits for it.
+ */
+export async function openAIFetch(input: string | URL | Request, init?: RequestInit): Promise<Response> {
+  const response = await modelFetch(input, init);
+  if (response.status !== 429) return response;
+  // An error's body is a few hundred bytes of JSON: read here, handed on whole.
+  const text = await response.text();
+  const headers = new Headers(response.headers);
+  if (unretryable(text)) headers.set("x-should-retry", "false");
+  return new Response(text, { status: response.status, statusText: response.statusText, headers });
+}
+
+function unretryable(body: string): boolean {
+  let error: unknown;
+  try {
+    error = (JSON.parse(body) as { error?: unknown } | null)?.error;
+  } catch {
+    return false;
+  }
+  if (typeof error !== "object" || error === null) return false;
+  const field = (name: string) => {
+    const v = (error as Record<string, unknown>)[name];
+    return typeof v === "string" ? v : undefined;
+  };
+  const detail = field("message") ?? "";
+  const shape = { status: 429, type: field("type"), code: field("code"), detail };
+  return isQuotaError(shape) || perMinuteExcess(detail) !== undefined;
+}
