@@ -14,7 +14,29 @@ export interface ToolCall {
 
 export type UserPart =
   | { type: "text"; text: string }
-  | { type: "image"; mimeType: string /** base64 */; data: string };
+  | {
+      type: "image";
+      mimeType: string;
+      /** base64 */
+      data: string;
+      /**
+       * The file as its message's text names it in `shownImageNote` ("photo.jpg (image/jpeg,
+       * 3.8 MB)"): a provider that must leave the image out rewrites that note to say so.
+       */
+      label?: string;
+    };
+
+/** What a message's text says of an image sent with it as a part. */
+export const shownImageNote = (label: string): string =>
+  `[Attached image: ${label}, shown to you as an image]`;
+
+/**
+ * What it says instead when a provider leaves the image out of the request after all (an
+ * API's limits on images): one note, so the model is not told both that it sees the image
+ * and that it does not.
+ */
+export const leftOutImageNote = (label: string, why: string): string =>
+  `[Attached image: ${label}; not shown to you, because ${why}]`;
 
 export interface UserMessage {
   role: "user";

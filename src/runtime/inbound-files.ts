@@ -2,7 +2,7 @@ import { IMAGE_TYPES, providerImageBytes } from "../agent/image-limits.js";
 import { modelSupportsVision } from "../agent/model-limits.js";
 import type { Config } from "../config.js";
 import type { InboundFile } from "../core/inbound.js";
-import type { UserPart } from "../core/messages.js";
+import { shownImageNote, type UserPart } from "../core/messages.js";
 import { log } from "../log.js";
 import { formatBytes } from "../mcp/results.js";
 
@@ -59,8 +59,9 @@ export async function prepareAttachments(
           if (!opts.imagesOnly) notes.push(tooLargeForModel(label));
           continue;
         }
-        parts.push({ type: "image", mimeType: file.mimeType, data: Buffer.from(bytes).toString("base64") });
-        if (!opts.imagesOnly) notes.push(`[Attached image: ${label}, shown to you as an image]`);
+        const data = Buffer.from(bytes).toString("base64");
+        parts.push({ type: "image", mimeType: file.mimeType, data, label });
+        if (!opts.imagesOnly) notes.push(shownImageNote(label));
       } else if (isText && file.size <= maxTextBytes) {
         const content = new TextDecoder().decode(await file.fetch(opts.signal));
         const fits = content.slice(0, Math.max(0, room - label.length - 200));

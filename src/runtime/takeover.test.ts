@@ -338,7 +338,10 @@ describe("taking over a turn whose process died", () => {
     const asked = again.requests[0]?.messages.findLast((m) => m.role === "user");
     expect(asked?.content).toBe(askedFirst?.content);
     expect(asked?.content.match(/\[Attached file: notes\.txt/g)).toHaveLength(1);
-    expect(asked?.parts).toEqual([{ type: "image", mimeType: "image/png", data: "AQIDBA==" }]);
+    // Named as the stored text names it, so that a provider that leaves it out can say so there.
+    const label = "cat.png (image/png, 4 B)";
+    expect(asked?.parts).toEqual([{ type: "image", mimeType: "image/png", data: "AQIDBA==", label }]);
+    expect(asked?.content).toContain(`[Attached image: ${label}, shown to you as an image]`);
   });
   it("a turn whose lock was taken while it ran stops at once: no more text, no note, no save, the taker's record untouched", async () => {
     const cut: Provider = {

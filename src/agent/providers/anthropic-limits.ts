@@ -3,7 +3,9 @@ import type {
   ImageBlockParam,
   MessageCreateParamsStreaming,
 } from "@anthropic-ai/sdk/resources/messages";
+import { leftOutImageNote, shownImageNote } from "../../core/messages.js";
 import { base64ImageSize, type ImageSize } from "../image-size.js";
+import type { ImageLabels } from "./anthropic-messages.js";
 
 /**
  * What the Messages API refuses in a request besides its tokens, each a 400 (or, over the
@@ -30,15 +32,22 @@ interface Slot {
   index: number;
   block: ImageBlockParam;
   size?: ImageSize;
+  label?: string;
 }
 
 /**
- * Holds `body` to those limits: each image over one is replaced, where it stood, by a text
- * block that tells the model why it is not there. Changes `body`'s messages in place (the
- * provider builds them afresh for every request); returns what was left out, if anything.
+ * Holds `body` to those limits. The message's text names each image it sent as one shown
+ * (`shownImageNote`); an image over a limit is taken out and that note rewritten to say it
+ * is not shown, and why. An image the text does not name (no label) is replaced, where it
+ * stood, by a text block that says so. Changes `body`'s messages in place (the provider
+ * builds them afresh for every request, and the session keeps the text as it was); returns
+ * what was left out, if anything.
  */
-export function fitAnthropicLimits(body: MessageCreateParamsStreaming): LeftOut | undefined {
-  const slots = imageSlots(body);
+export function fitAnthropicLimits(
+  body: MessageCreateParamsStreaming,
+  labels: ImageLabels = new Map(),
+): LeftOut | undefined {
+  const slots = imageSlots(body, labels);
   if (slots.length === 0) return undefined;
   const out = new Map<Slot, Reason>();
   // The first ones are kept: images come in the order the person attached them.
@@ -62,9 +71,9 @@ export function fitAnthropicLimits(body: MessageCreateParamsStreaming): LeftOut 
       if (over(slot.size, MANY_SIDE) && room-- <= 0) out.set(slot, "manySide");
     }
   }
-  for (const [slot, reason] of out) replace(slot, reason);
+  for (const [slot, reason] of out) leaveOut(slot, reason, slots);
   const kept = slots.filter((slot) => !out.has(slot));
-  dropForBytes(body, kept, out);
+  dropForBytes(body, slots, kept, out);
   if (out.size === 0) return undefined;
   const leftOut: LeftOut = { count: 0, side: 0, manySide: 0, bytes: 0, of: slots.length };
   for (const reason of out.values()) leftOut[reason]++;
@@ -72,25 +81,34 @@ export function fitAnthropicLimits(body: MessageCreateParamsStreaming): LeftOut 
 }
 
 /** The largest images first, until the body fits: the fewest left out. */
-function dropForBytes(body: MessageCreateParamsStreaming, kept: Slot[], out: Map<Slot, Reason>): void {
+function dropForBytes(
+  body: MessageCreateParamsStreaming,
+  slots: Slot[],
+  kept: Slot[],
+  out: Map<Slot, Reason>,
+): void {
   let bytes = bodyBytes(body);
   const largest = [...kept].sort((a, b) => imageBytes(b) - imageBytes(a));
   for (const slot of largest) {
     if (bytes <= MAX_REQUEST_BYTES) return;
-    bytes -= imageBytes(slot);
-    replace(slot, "bytes");
-    bytes += Buffer.byteLength(JSON.stringify(slot.content[slot.index]));
+    bytes -= leaveOut(slot, "bytes", slots);
     out.set(slot, "bytes");
   }
 }
 
-function imageSlots(body: MessageCreateParamsStreaming): Slot[] {
+function imageSlots(body: MessageCreateParamsStreaming, labels: ImageLabels): Slot[] {
   const slots: Slot[] = [];
   for (const message of body.messages) {
     if (typeof message.content === "string") continue;
     message.content.forEach((block, index) => {
-      if (block.type === "image")
-        slots.push({ content: message.content as ContentBlockParam[], index, block });
+      if (block.type !== "image") return;
+      const label = labels.get(block);
+      slots.push({
+        content: message.content as ContentBlockParam[],
+        index,
+        block,
+        ...(label !== undefined ? { label } : {}),
+      });
     });
   }
   return slots;
@@ -109,10 +127,48 @@ const NOTES: Record<Reason, (size?: ImageSize) => string> = {
   bytes: () => "with it the request would have been larger than the 32 MB the API accepts",
 };
 
-function replace(slot: Slot, reason: Reason): void {
-  const text = `[An image the person sent is left out here: ${NOTES[reason](slot.size)}.]`;
-  slot.content[slot.index] = { type: "text", text };
+/** Takes `slot`'s image out of the body, with the note that says why; returns the bytes the body lost. */
+function leaveOut(slot: Slot, reason: Reason, slots: Slot[]): number {
+  const why = NOTES[reason](slot.size);
+  const rewritten = rewriteNote(slot, why);
+  if (rewritten === undefined) {
+    const note: ContentBlockParam = {
+      type: "text",
+      text: `[An image the person sent is left out here: ${why}.]`,
+    };
+    slot.content[slot.index] = note;
+    return imageBytes(slot) - jsonBytes(note);
+  }
+  slot.content.splice(slot.index, 1);
+  for (const other of slots) {
+    if (other.content === slot.content && other.index > slot.index) other.index--;
+  }
+  // The block and the comma before it go; the note grows by what it says now.
+  return imageBytes(slot) + 1 - rewritten;
 }
+
+/**
+ * Rewrites the note of `slot`'s image in the nearest text block before it (its message's
+ * text; an earlier message merged into the same turn may name a file of the same label);
+ * returns by how many bytes that block grew, or undefined when no block names the image.
+ */
+function rewriteNote(slot: Slot, why: string): number | undefined {
+  const { label } = slot;
+  if (label === undefined) return undefined;
+  const shown = shownImageNote(label);
+  for (let i = slot.index - 1; i >= 0; i--) {
+    const block = slot.content[i];
+    if (block?.type !== "text" || !block.text.includes(shown)) continue;
+    // A function, so that a "$&" in a file's name is not read as a replacement pattern.
+    const text = block.text.replace(shown, () => leftOutImageNote(label, why));
+    const rewritten = { ...block, text };
+    slot.content[i] = rewritten;
+    return jsonBytes(rewritten) - jsonBytes(block);
+  }
+  return undefined;
+}
+
+const jsonBytes = (value: unknown) => Buffer.byteLength(JSON.stringify(value));
 
 function pixels(size: ImageSize | undefined): string {
   return size ? `${size.width}x${size.height} pixels` : "too large";
@@ -120,7 +176,7 @@ function pixels(size: ImageSize | undefined): string {
 
 /** An image block's bytes in the body. */
 function imageBytes(slot: Slot): number {
-  return Buffer.byteLength(JSON.stringify(slot.block));
+  return jsonBytes(slot.block);
 }
 
 /**

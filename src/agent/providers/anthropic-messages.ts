@@ -1,6 +1,7 @@
 import type {
   Base64ImageSource,
   ContentBlockParam,
+  ImageBlockParam,
   MessageParam,
 } from "@anthropic-ai/sdk/resources/messages";
 import type { ChatMessage, UserMessage } from "../../core/messages.js";
@@ -17,7 +18,10 @@ function hasText(text: string): boolean {
   return text.trim() !== "";
 }
 
-function userBlocks(msg: UserMessage): ContentBlockParam[] {
+/** The label of each image block made from a part that has one (see `UserPart`). */
+export type ImageLabels = Map<ImageBlockParam, string>;
+
+function userBlocks(msg: UserMessage, labels?: ImageLabels): ContentBlockParam[] {
   const blocks: ContentBlockParam[] = [];
   const text = withAuthor(msg);
   if (hasText(text)) blocks.push({ type: "text", text });
@@ -26,7 +30,12 @@ function userBlocks(msg: UserMessage): ContentBlockParam[] {
       if (hasText(part.text)) blocks.push({ type: "text", text: part.text });
     } else {
       const mediaType = part.mimeType as Base64ImageSource["media_type"];
-      blocks.push({ type: "image", source: { type: "base64", media_type: mediaType, data: part.data } });
+      const block: ImageBlockParam = {
+        type: "image",
+        source: { type: "base64", media_type: mediaType, data: part.data },
+      };
+      if (part.label !== undefined) labels?.set(block, part.label);
+      blocks.push(block);
     }
   }
   return blocks;
@@ -70,7 +79,10 @@ function resultBlock(msg: ChatMessage & { role: "tool" }, toolBlocks: boolean): 
  * `tool_result` blocks in a request that defines no tools, on every later turn of the
  * thread.
  */
-export function toAnthropicMessages(messages: ChatMessage[], { toolBlocks = true } = {}): MessageParam[] {
+export function toAnthropicMessages(
+  messages: ChatMessage[],
+  { toolBlocks = true, labels }: { toolBlocks?: boolean; labels?: ImageLabels } = {},
+): MessageParam[] {
   const out: Array<{ role: "user" | "assistant"; content: ContentBlockParam[] }> = [];
   const push = (role: "user" | "assistant", blocks: ContentBlockParam[]) => {
     if (blocks.length === 0) return;
@@ -79,7 +91,7 @@ export function toAnthropicMessages(messages: ChatMessage[], { toolBlocks = true
     else out.push({ role, content: blocks });
   };
   for (const msg of messages) {
-    if (msg.role === "user") push("user", userBlocks(msg));
+    if (msg.role === "user") push("user", userBlocks(msg, labels));
     else if (msg.role === "assistant") push("assistant", assistantBlocks(msg, toolBlocks));
     else push("user", [resultBlock(msg, toolBlocks)]);
   }

@@ -9,7 +9,7 @@ import type { ErrorType } from "@anthropic-ai/sdk/resources/shared";
 import type { Usage } from "../../core/messages.js";
 import { log } from "../../log.js";
 import { fitAnthropicLimits, leftOutNotice } from "./anthropic-limits.js";
-import { toAnthropicMessages } from "./anthropic-messages.js";
+import { type ImageLabels, toAnthropicMessages } from "./anthropic-messages.js";
 import type { EventSink } from "./coalesce.js";
 import { abortedError, isTransientStreamError, toProviderError } from "./errors.js";
 import { modelFetch } from "./model-fetch.js";
@@ -70,11 +70,11 @@ export class AnthropicProvider implements Provider {
     }
   }
 
-  private body(req: ModelRequest): MessageCreateParamsStreaming {
+  private body(req: ModelRequest, labels: ImageLabels): MessageCreateParamsStreaming {
     const body: MessageCreateParamsStreaming = {
       model: req.model,
       max_tokens: req.maxOutputTokens ?? DEFAULT_MAX_TOKENS,
-      messages: toAnthropicMessages(req.messages, { toolBlocks: req.tools.length > 0 }),
+      messages: toAnthropicMessages(req.messages, { toolBlocks: req.tools.length > 0, labels }),
       stream: true,
     };
     if (req.system) body.system = req.system;
@@ -94,8 +94,9 @@ export class AnthropicProvider implements Provider {
    */
   private async attempt(req: ModelRequest, signal: AbortSignal, sink: EventSink): Promise<void> {
     const ctx = { provider: this.name, attempts: this.maxRetries + 1 };
-    const body = this.body(req);
-    const leftOut = fitAnthropicLimits(body);
+    const labels: ImageLabels = new Map();
+    const body = this.body(req, labels);
+    const leftOut = fitAnthropicLimits(body, labels);
     let response: Response;
     try {
       response = await this.client.messages.create(body, { signal }).asResponse();

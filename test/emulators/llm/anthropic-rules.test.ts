@@ -113,6 +113,28 @@ describe("the emulator's Anthropic side refuses what the Messages API refuses", 
     expect(emu.requests).toHaveLength(0);
   });
 
+  it("a field the API does not know on a text or image block or its source, in the API's 400 shape", async () => {
+    const source = { type: "base64", media_type: "image/png", data: pngData(10, 10) };
+    const withBlocks = (...content: unknown[]) => ({ messages: [{ role: "user", content }] });
+    const text = { type: "text", text: "what is this?" };
+    const cases: Array<[unknown[], string]> = [
+      [[text, { type: "image", source, label: "a.png" }], "messages.0.content.1.image.label"],
+      [[{ ...text, author: "Ann" }], "messages.0.content.0.text.author"],
+      [
+        [text, { type: "image", source: { ...source, name: "a.png" } }],
+        "messages.0.content.1.image.source.base64.name",
+      ],
+    ];
+    for (const [content, path] of cases) {
+      const res = await post(withBlocks(...content));
+      expect(res.status).toBe(400);
+      expect(await res.json()).toEqual(refusal(`${path}: Extra inputs are not permitted`));
+    }
+    expect(emu.requests).toHaveLength(0);
+    const cached = { ...text, cache_control: { type: "ephemeral" } };
+    expect((await post(withBlocks(cached, { type: "image", source }))).status).toBe(200);
+  });
+
   it("more than 100 images in one request, in the API's 400 shape", async () => {
     const image = {
       type: "image",

@@ -72,6 +72,38 @@ function imageRefusal(path: string, block: Json): string | undefined {
   return undefined;
 }
 
+/**
+ * The fields the API takes on a text or an image block and on a base64 source. It refuses
+ * any other ("messages.0.content.1.image.label: Extra inputs are not permitted"): a field of
+ * the bot's own that leaked onto the wire would fail every turn that carries the block.
+ */
+const FIELDS: Record<string, string[]> = {
+  text: ["type", "text", "cache_control", "citations"],
+  image: ["type", "source", "cache_control"],
+  base64: ["type", "media_type", "data"],
+};
+
+function extraFieldRefusal(messages: unknown[]): string | undefined {
+  const extra = (path: string, kind: string, value: Json) => {
+    const key = Object.keys(value).find((k) => !FIELDS[kind]?.includes(k));
+    return key === undefined ? undefined : `${path}.${key}: Extra inputs are not permitted`;
+  };
+  for (const [i, m] of messages.entries()) {
+    if (!isObject(m) || !Array.isArray(m.content)) continue;
+    for (const [j, b] of m.content.entries()) {
+      if (!isObject(b) || (b.type !== "text" && b.type !== "image")) continue;
+      const path = `messages.${i}.content.${j}.${b.type}`;
+      const refused = extra(path, b.type, b);
+      if (refused) return refused;
+      if (isObject(b.source) && b.source.type === "base64") {
+        const inSource = extra(`${path}.source.base64`, "base64", b.source);
+        if (inSource) return inSource;
+      }
+    }
+  }
+  return undefined;
+}
+
 /** The 400 message for a request whose messages break a rule, if any. */
 export function anthropicMessagesRefusal(body: Json, messages: unknown[]): string | undefined {
   const blocks = blocksOf(messages);
@@ -80,6 +112,8 @@ export function anthropicMessagesRefusal(body: Json, messages: unknown[]): strin
   if (tools.length === 0 && blocks.some((b) => b.type === "tool_use" || b.type === "tool_result")) {
     return "Requests which include `tool_use` or `tool_result` blocks must define tools.";
   }
+  const extra = extraFieldRefusal(messages);
+  if (extra) return extra;
   const unpaired = anthropicPairingRefusal(messages);
   if (unpaired) return unpaired;
   // In any message, the user's as well as the assistant's ("\n\n" is a model's whole answer at times).
