@@ -145,22 +145,12 @@ describe("taking over a turn whose process died", () => {
     await other.close();
   });
 
-  it(`ends a turn taken over ${MAX_TAKEOVERS} times already with the restart note`, async () => {
-    await leftBy("a-process-that-died", { takeovers: MAX_TAKEOVERS });
-    const provider = new ScriptedProvider([say("never")]);
-    const { dispatcher } = setup(provider);
-    const slack = fakeSlack();
-
-    await dispatcher.recoverInterrupted([slack.adapter]);
-
-    expect(provider.requests).toHaveLength(0);
-    expect(slack.notes).toEqual([INTERRUPTED_NOTE]);
-    expect(await ledger.pending()).toEqual([]);
-  });
-
-  it(`ends a turn its own process went on with ${MAX_RESUMES} times already with the note`, async () => {
-    // Each time its work stalled the process past the heartbeat: resumed for ever, it would never end.
-    await leftBy("a-process-that-died", { resumes: MAX_RESUMES });
+  // Resumed by its own process each time its work stalled the process past the heartbeat, it would never end.
+  it.each([
+    [`taken over ${MAX_TAKEOVERS} times`, { takeovers: MAX_TAKEOVERS }],
+    [`its own process went on with ${MAX_RESUMES} times`, { resumes: MAX_RESUMES }],
+  ])("ends a turn %s already with the restart note", async (_, counts) => {
+    await leftBy("a-process-that-died", counts);
     const provider = new ScriptedProvider([say("never")]);
     const { dispatcher } = setup(provider);
     const slack = fakeSlack();

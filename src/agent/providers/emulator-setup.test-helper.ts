@@ -1,5 +1,6 @@
 import { afterAll, afterEach, beforeAll } from "vitest";
 import { LlmEmulator } from "../../../test/emulators/llm/index.js";
+import { SwitchboardError } from "../../core/errors.js";
 import { AnthropicProvider } from "./anthropic.js";
 import { OpenAIProvider } from "./openai.js";
 import type { ModelRequest, Provider } from "./provider.js";
@@ -47,4 +48,20 @@ export function emulatedProvider(
   return kind === "openai"
     ? new OpenAIProvider({ ...common, baseURL: emulator.openaiBaseUrl })
     : new AnthropicProvider({ ...common, baseURL: emulator.anthropicBaseUrl });
+}
+
+/** The error a request's stream ends with as the person would be told it; undefined when it answered. */
+export async function streamFailure(
+  provider: Provider,
+  req: ModelRequest,
+): Promise<SwitchboardError | undefined> {
+  try {
+    for await (const _ of provider.stream(req, new AbortController().signal)) {
+      // drained
+    }
+  } catch (err) {
+    if (err instanceof SwitchboardError) return err;
+    throw err;
+  }
+  return undefined;
 }

@@ -1,9 +1,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { LlmEmulator } from "../../../test/emulators/llm/index.js";
-import { SwitchboardError } from "../../core/errors.js";
-import { emulatedProvider } from "./emulator-setup.test-helper.js";
+import { emulatedProvider, streamFailure } from "./emulator-setup.test-helper.js";
 import { perMinuteExcess } from "./per-minute-limit.js";
-import type { ModelRequest, Provider } from "./provider.js";
+import type { ModelRequest } from "./provider.js";
 
 const LIMIT = 2_000;
 let emu: LlmEmulator;
@@ -22,17 +21,7 @@ const request = (model: string, text: string): ModelRequest => ({
   tools: [],
 });
 
-async function failure(provider: Provider, req: ModelRequest): Promise<SwitchboardError | undefined> {
-  try {
-    for await (const _ of provider.stream(req, new AbortController().signal)) {
-      // drained
-    }
-  } catch (err) {
-    if (err instanceof SwitchboardError) return err;
-    throw err;
-  }
-  return undefined;
-}
+const failure = streamFailure;
 
 const ORDINARY_TPM =
   "Rate limit reached for gpt-4o-mini in organization org-abc on tokens per min (TPM): Limit 30000, Used 29000, Requested 2000. Please try again in 2s. Visit https://platform.openai.com/account/rate-limits to learn more.";

@@ -1,6 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { SwitchboardError } from "../../core/errors.js";
-import { emulatedProvider, useLlmEmulator } from "./emulator-setup.test-helper.js";
+import { emulatedProvider, streamFailure, useLlmEmulator } from "./emulator-setup.test-helper.js";
 import type { ModelRequest, Provider } from "./provider.js";
 
 const emulator = useLlmEmulator();
@@ -12,17 +11,7 @@ const request: ModelRequest = {
   tools: [],
 };
 
-async function failure(provider: Provider, req = request): Promise<SwitchboardError | undefined> {
-  try {
-    for await (const _ of provider.stream(req, new AbortController().signal)) {
-      // drained
-    }
-  } catch (err) {
-    if (err instanceof SwitchboardError) return err;
-    throw err;
-  }
-  return undefined;
-}
+const failure = (provider: Provider, req = request) => streamFailure(provider, req);
 
 const OPENAI_QUOTA =
   "The language model service will not answer: its account is out of credit or has used up its quota, so trying again will not help. An operator needs to add credit or raise the quota on that account, or set OPENAI_API_KEY to a key of an account that has some.";
