@@ -35,6 +35,26 @@ export function mayWrite(s: DiscordState, channel: ChannelObject): void {
 }
 
 /**
+ * The bot's message to a person's DM, as Discord takes it: never to a bot, nor to someone
+ * who takes no DMs from the guild's members or blocked the bot (403, 50007); never to
+ * someone who shares no guild with it (403, 50278, the code Discord gives that case).
+ * Opening the DM channel works in every case: only the message is refused.
+ */
+export function mayMessage(s: DiscordState, channel: ChannelObject): void {
+  const to = channel.type === ChannelType.DM ? channel.recipients?.[0] : undefined;
+  if (!to) return;
+  if (s.outsiders.has(to.id)) {
+    throw new HttpError(403, {
+      message: "Cannot send messages to this user due to having no mutual guilds",
+      code: 50278,
+    });
+  }
+  if (to.bot || s.dmsClosed.has(to.id)) {
+    throw new HttpError(403, { message: "Cannot send messages to this user", code: 50007 });
+  }
+}
+
+/**
  * A message posted in an archived thread unarchives it, as on Discord; a locked one only
  * a member with Manage Threads may reopen, which the emulated bot is not: 50083.
  */

@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { type ParsedBody, parseBody, readRaw } from "./body.js";
 import { nonceOf, writeMessage } from "./message-writes.js";
-import { mayChange, mayView, mayWrite, missingPermissions, reopenToPost } from "./permissions.js";
+import { mayChange, mayMessage, mayView, mayWrite, missingPermissions, reopenToPost } from "./permissions.js";
 import type { RateLimiter } from "./ratelimit.js";
 import { snowflake } from "./snowflake.js";
 import type { DiscordState } from "./state.js";
@@ -196,6 +196,7 @@ async function route(
   }
   if (rest === "/messages" && method === "POST") {
     mayWrite(s, channel);
+    mayMessage(s, channel);
     reopenToPost(ctx, channel);
     const verdict = ctx.limiter.take(`messages:${channel.id}`, "post", p);
     if (!verdict.ok) return tooManyRequests(verdict.retryAfterMs, verdict.headers);

@@ -57,6 +57,10 @@ export class DiscordState {
   readonly files = new Map<string, StoredAttachment>();
   /** Permissions the bot's role lacks in a guild channel (its threads inherit them), by channel id. */
   readonly botDenied = new Map<string, Set<BotPermission>>();
+  /** People who take no DMs from the guild's members (the bot among them), or blocked the bot. */
+  readonly dmsClosed = new Set<string>();
+  /** People who left the guild: they share none with the bot. */
+  readonly outsiders = new Set<string>();
 
   constructor(private readonly baseUrl: () => string) {
     for (const u of [this.bot, this.alice, this.bob, this.otherBot]) this.users.set(u.id, u);
