@@ -33,7 +33,7 @@ import {
   provenanceOf,
   provisionalName,
 } from "./context.js";
-import { interactionPlace, tokenRefused } from "./interaction-place.js";
+import { interactionPlace } from "./interaction-place.js";
 import { discordModal, MODAL_FIELDS_MAX, modalValues } from "./modals.js";
 import { openThread } from "./open-thread.js";
 import { channelPlace } from "./places.js";
@@ -325,18 +325,10 @@ async function ask(
         provisionalName(question),
       );
       key = guildKey(interaction.guildId, thread.id);
-      place = channelPlace(thread, {
-        rename: ctx.renamer(thread),
-        notice: async (text) => {
-          await interaction
-            .followUp({ content: text, flags: MessageFlags.Ephemeral })
-            .catch(async (err: unknown) => {
-              // Past the token's 15 minutes nothing can be shown to the asker alone: the thread sees it.
-              if (!tokenRefused(err)) throw err;
-              await thread.send({ content: text, allowedMentions: { parse: [] } });
-            });
-        },
-      });
+      // A notice is for the asker alone, through the interaction: an ephemeral follow-up
+      // while its token lives, a DM after it; never the thread.
+      const asker = interactionPlace(interaction, { original: opener.id, echo: true });
+      place = channelPlace(thread, { rename: ctx.renamer(thread), notice: (text) => asker.notice(text) });
     } catch (err) {
       // A conversation of its own, as a mention without a thread: keyed by the channel,
       // every person's /ask there would build on the others' and wait in one line. A reply

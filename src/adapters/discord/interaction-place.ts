@@ -2,14 +2,23 @@ import {
   type AttachmentBuilder,
   type ChatInputCommandInteraction,
   DiscordAPIError,
+  InteractionContextType,
   MessageFlags,
   type ModalSubmitInteraction,
   RESTJSONErrorCodes,
 } from "discord.js";
 import { log } from "../../log.js";
 import { MessageGoneError } from "../../runtime/message-ops.js";
+import { sendDirectly } from "./direct.js";
 import { body, channelOps, NO_PINGS, type Posted, type WritableChannel, written } from "./places.js";
-import { asWriteError, type OutgoingMessage, type Place, type PlaceOps, type QuestionRow } from "./reply.js";
+import {
+  asWriteError,
+  DISCORD_MESSAGE_LIMIT,
+  type OutgoingMessage,
+  type Place,
+  type PlaceOps,
+  type QuestionRow,
+} from "./reply.js";
 import { channelBuckets, webhookBucket } from "./write-policy.js";
 
 /** How long Discord takes an interaction's token for its webhook (edits, follow-ups) after the interaction. */
@@ -22,7 +31,7 @@ export const INTERACTION_TOKEN_MS = 15 * 60_000;
 const TOKEN_MARGIN_MS = 30_000;
 
 /** Discord refused the webhook itself (its token expired, or the interaction's webhook is gone): nothing was written. */
-export function tokenRefused(err: unknown): boolean {
+function tokenRefused(err: unknown): boolean {
   return (
     err instanceof DiscordAPIError &&
     (err.code === RESTJSONErrorCodes.InvalidWebhookToken || err.code === RESTJSONErrorCodes.UnknownWebhook)
@@ -42,6 +51,17 @@ export interface InteractionReplyState {
 /** Said, mentioning the asker, above an answer whose deferred reply could not be filled. */
 export const ANSWER_BELOW =
   "Your answer is below. My first reply could not be updated: Discord allows that for 15 minutes only.";
+
+/**
+ * A notice sent by direct message, away from the conversation it is about: its first line
+ * names the channel where it was asked (none in the bot's own DM with the person).
+ */
+function aboutAsked(interaction: ChatInputCommandInteraction | ModalSubmitInteraction, text: string): string {
+  const inDm = interaction.context === InteractionContextType.BotDM;
+  const said =
+    inDm || !interaction.channelId ? text : `About what you asked in <#${interaction.channelId}>:\n${text}`;
+  return said.length > DISCORD_MESSAGE_LIMIT ? `${said.slice(0, DISCORD_MESSAGE_LIMIT - 1)}…` : said;
+}
 
 /**
  * Discord will not let the bot edit that message: it is gone, or not the bot's to edit. A
@@ -225,8 +245,12 @@ export function interactionPlace(
           }
           await interaction.followUp({ content: text, flags: MessageFlags.Ephemeral });
         },
-        // Without the token nothing can be shown to the asker alone: the channel sees it.
-        () => say({ content: text }),
+        // Without the token nothing can be shown to the asker alone in a channel: a notice
+        // (a refusal, their budget, an error of their turn) is theirs, so it goes by DM, or
+        // nowhere, never to the channel.
+        async () => {
+          await sendDirectly(interaction.user, aboutAsked(interaction, text));
+        },
       ),
     typing: async () => {
       const c = interaction.channel;

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { DiscordEmulator, type StoredInteraction, waitFor } from "../../../test/emulators/discord/index.js";
+import { log } from "../../log.js";
 import { joinParts } from "../../runtime/split.js";
 import { answer, type Harness, type Script, ScriptedRunner, startHarness } from "./harness.test-helper.js";
 import { ANSWER_BELOW } from "./interaction-place.js";
@@ -20,6 +21,8 @@ const tokenEnds = (x: Harness, rec: StoredInteraction | undefined) =>
   x.emulator.state.ageInteraction(rec!.id, x.emulator.interactionTokenTtlMs);
 const FIRST = "Started while the token lived. ";
 const REST = `${"And it goes on long after it. ".repeat(90).trim()} The end.`;
+/** A notice for the asker alone. */
+const BUDGET = "You have used your daily budget of 4,000 tokens. It renews at midnight UTC.";
 
 async function harness(script: Script): Promise<Harness> {
   own = await DiscordEmulator.start({ rateLimits: { speed: 10 } });
@@ -176,19 +179,55 @@ describe("Discord adapter: an /ask answer that outlives the interaction's token"
     expect(x.emulator.requests.filter((r) => r.status === 401)).toEqual([]);
   });
 
-  it("says a late notice of an /ask answered in the thread it opened in that thread", async () => {
+  it("tells a late notice of an /ask answered in the thread it opened to the asker by DM, never in the thread", async () => {
     let rec: StoredInteraction | undefined;
     const x = await harness(async (inbound) => {
       await answer("The answer.")(inbound);
       tokenEnds(x, rec);
-      await inbound.reply.notice("Something went wrong after the answer.");
+      await inbound.reply.notice(BUDGET);
     });
     const s = x.emulator.state;
     rec = x.emulator.slash("ask", { question: "and then?" }, s.general, s.alice.id);
     await waitFor(() => x.runner.done.length === 1, { timeoutMs: 20_000 });
-    expect(x.emulator.botMessages(rec.originalId!).map((m) => m.content)).toEqual([
-      "The answer.",
-      "Something went wrong after the answer.",
+    expect(x.emulator.botMessages(rec.originalId!).map((m) => m.content)).toEqual(["The answer."]);
+    expect(x.emulator.botMessages(s.dmChannel(s.alice.id).id).map((m) => m.content)).toEqual([
+      `About what you asked in <#${s.general}>:\n${BUDGET}`,
     ]);
+  });
+
+  it("tells a late notice of an /ask answered in place to the asker by DM: the channel keeps the question alone", async () => {
+    let rec: StoredInteraction | undefined;
+    const x = await harness(async (inbound) => {
+      tokenEnds(x, rec);
+      await inbound.reply.notice(BUDGET);
+    });
+    const s = x.emulator.state;
+    x.emulator.denyBot(s.general, "CREATE_PUBLIC_THREADS");
+    rec = x.emulator.slash("ask", { question: "in place?" }, s.general, s.alice.id);
+    await waitFor(() => x.runner.done.length === 1, { timeoutMs: 20_000 });
+    expect(x.emulator.botMessages(s.general).map((m) => m.content)).toEqual(["**alice** asked: in place?"]);
+    expect(x.emulator.botMessages(s.dmChannel(s.alice.id).id).map((m) => m.content)).toEqual([
+      `About what you asked in <#${s.general}>:\n${BUDGET}`,
+    ]);
+  });
+
+  it("drops a late notice, with a warning, for an asker who takes no DMs; it is never said in the thread", async () => {
+    const warn = vi.spyOn(log, "warn");
+    let rec: StoredInteraction | undefined;
+    const x = await harness(async (inbound) => {
+      tokenEnds(x, rec);
+      await inbound.reply.notice(BUDGET);
+    });
+    const s = x.emulator.state;
+    s.dmsClosed.add(s.bob.id);
+    const t = await thread(x);
+    rec = x.emulator.slash("ask", { question: "over budget?" }, t, s.bob.id);
+    await waitFor(() => x.runner.done.length === 1, { timeoutMs: 20_000 });
+    expect(x.emulator.messages(t).some((m) => m.content.includes(BUDGET))).toBe(false);
+    expect(x.emulator.botMessages(s.dmChannel(s.bob.id).id)).toEqual([]);
+    expect(x.emulator.requests.filter((r) => r.status === 403).map((r) => r.method)).toEqual(["POST"]);
+    expect(warn.mock.calls.map((c) => c[1])).toContain(
+      "Discord would not deliver a direct message to this person; not sent",
+    );
   });
 });

@@ -1,6 +1,7 @@
 import { DiscordAPIError, type Message } from "discord.js";
 import { OncePer } from "../../core/once-per.js";
 import { log } from "../../log.js";
+import { sendDirectly } from "./direct.js";
 
 /** Discord's error codes for a place the bot may not write in. */
 const MISSING_ACCESS = 50001;
@@ -86,14 +87,13 @@ export async function tellAuthor(
   refusedIn: string | undefined,
   text: string,
 ): Promise<void> {
-  const content = { content: text, allowedMentions: { parse: [] } };
   if (question.channelId !== refusedIn) {
     try {
-      await question.reply({ ...content, allowedMentions: { parse: [], repliedUser: true } });
+      await question.reply({ content: text, allowedMentions: { parse: [], repliedUser: true } });
       return;
     } catch (err) {
       log.info({ err, channel: question.channelId }, "could not reply in the channel; sending a DM");
     }
   }
-  await question.author.send(content);
+  await sendDirectly(question.author, text);
 }
