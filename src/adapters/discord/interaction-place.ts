@@ -52,6 +52,12 @@ export interface InteractionReplyState {
 export const ANSWER_BELOW =
   "Your answer is below. My first reply could not be updated: Discord allows that for 15 minutes only.";
 
+/** What a deferred reply left empty shows once the turn's notice went to its asker by DM. */
+export const SENT_PRIVATELY = "I replied to you privately, in a direct message.";
+/** … and once Discord would not deliver that DM. */
+export const NOT_SENT_PRIVATELY =
+  "I had a reply for you alone, but Discord would not let me send it to you as a direct message.";
+
 /**
  * A notice sent by direct message, away from the conversation it is about: its first line
  * names the channel where it was asked (none in the bot's own DM with the person).
@@ -74,13 +80,15 @@ function cannotEdit(err: unknown): boolean {
 
 /**
  * An interaction with no thread to answer in (a DM, a thread already, a channel without
- * thread permission): the deferred reply becomes the first message, follow-ups the rest.
- * The token behind them lasts 15 minutes, and a long tool run, a form or a sign-in can
- * outlast it: from shortly before its end, or when Discord refuses it, every write goes
- * through the channel's own message endpoints, editing the same messages by their ids
- * (the bot wrote them), the deferred reply too when nothing filled it yet. One that cannot
- * be edited (deleted) stays as it is, and the answer is posted under a line that mentions
- * the asker. Posts that are refused wrote nothing, so each is sent once, there.
+ * thread permission): the deferred reply becomes the first message (the answer's, or a
+ * question asked before it), follow-ups the rest. The token behind them lasts 15 minutes,
+ * and a long tool run, a form or a sign-in can outlast it: from shortly before its end, or
+ * when Discord refuses it, every write goes through the channel's own message endpoints,
+ * editing the same messages by their ids (the bot wrote them), the deferred reply too when
+ * nothing filled it yet. One that cannot be edited (deleted) stays as it is, and the answer
+ * is posted under a line that mentions the asker. Posts that are refused wrote nothing, so
+ * each is sent once, there. A notice for the asker is theirs alone, and never leaves the
+ * reply "thinking…" (see `privately`).
  */
 export function interactionPlace(
   interaction: ChatInputCommandInteraction | ModalSubmitInteraction,
@@ -88,7 +96,10 @@ export function interactionPlace(
 ): Place {
   const { posted } = state;
   const originalId = state.original;
-  /** The reply holds the question, or the answer's first message: every post after it is a new message. */
+  /**
+   * The reply holds the question, the answer's first message, a question with buttons or
+   * a notice's line (or is deleted): every post after it is a new message.
+   */
   let originalUsed = state.echo === true;
   /** The question shown in the reply, which the answer's first message in the channel answers. */
   let replyTo = state.echo ? originalId : undefined;
@@ -129,6 +140,22 @@ export function interactionPlace(
   }
 
   /**
+   * Runs `use`, the write that fills the deferred reply, with the reply taken from its
+   * start: a write beside it (a question asked while the first text is on its way) posts a
+   * new message rather than writing over it. One that fails gives it back: after a 429 the
+   * writer posts again, and that must still fill the deferred reply.
+   */
+  async function taking<T>(use: () => Promise<T>): Promise<T> {
+    originalUsed = true;
+    try {
+      return await use();
+    } catch (err) {
+      originalUsed = false;
+      throw err;
+    }
+  }
+
+  /**
    * A post through the channel. The deferred reply, still "thinking…", is filled by its id
    * (it would look busy for good); one that cannot be is left, and a line mentioning the
    * asker, in reply to it, says that the answer follows.
@@ -136,10 +163,11 @@ export function interactionPlace(
   async function postInChannel(text: string, files?: AttachmentBuilder[], controls?: QuestionRow[]) {
     if (!originalUsed && originalId) {
       try {
-        await inChannel.edit(originalId, text, files, controls);
-        originalUsed = true;
-        await posted?.(originalId);
-        return originalId;
+        return await taking(async () => {
+          await inChannel.edit(originalId, text, files, controls);
+          await posted?.(originalId);
+          return originalId;
+        });
       } catch (err) {
         if (!cannotEdit(err)) throw err;
         log.info(
@@ -150,16 +178,48 @@ export function interactionPlace(
     }
     if (!originalUsed) {
       const asker = interaction.user.id;
-      await written(async () =>
-        (await getChannel()).send({
-          content: `<@${asker}> ${ANSWER_BELOW}`,
-          allowedMentions: { parse: [], users: [asker] },
-          ...(originalId ? { reply: { messageReference: originalId, failIfNotExists: false } } : {}),
-        }),
+      await taking(() =>
+        written(async () =>
+          (await getChannel()).send({
+            content: `<@${asker}> ${ANSWER_BELOW}`,
+            allowedMentions: { parse: [], users: [asker] },
+            ...(originalId ? { reply: { messageReference: originalId, failIfNotExists: false } } : {}),
+          }),
+        ),
       );
-      originalUsed = true;
     }
     return inChannel.post(text, files, controls);
+  }
+  /**
+   * A notice once the token is over. Nothing can be shown to the asker alone in a channel
+   * any more, and a notice (a refusal, their budget, an error of their turn) is theirs: it
+   * goes by DM, or nowhere, never to the channel.
+   *
+   * A deferred reply still "thinking…" must not stay so. In the bot's own DM with the asker
+   * it shows the notice itself: nobody else reads it. Elsewhere it says only where the
+   * notice went, or that it could not go. It is not deleted, although the bot may delete
+   * its own message: while the token lives the ephemeral notice appears where the reply
+   * was, but now the /ask would vanish from the channel without a word, and an asker who
+   * misses the DM, or takes none, would never learn that they were answered.
+   */
+  async function privately(text: string): Promise<void> {
+    const waiting = !originalUsed && originalId !== undefined ? originalId : undefined;
+    originalUsed = true;
+    const inDm = interaction.context === InteractionContextType.BotDM;
+    if (waiting && inDm && (await fillReply(waiting, text))) return;
+    const sent = await sendDirectly(interaction.user, aboutAsked(interaction, text));
+    if (waiting && !inDm) await fillReply(waiting, sent ? SENT_PRIVATELY : NOT_SENT_PRIVATELY);
+  }
+
+  /** Writes `text` in the deferred reply through the channel; false when Discord will not. */
+  async function fillReply(id: string, text: string): Promise<boolean> {
+    try {
+      await inChannel.edit(id, text);
+      return true;
+    } catch (err) {
+      log.info({ err, interaction: interaction.id }, "the deferred reply cannot be edited; left as it is");
+      return false;
+    }
   }
   const say = async (message: OutgoingMessage) => {
     await (await getChannel()).send({ ...message, allowedMentions: NO_PINGS });
@@ -174,11 +234,11 @@ export function interactionPlace(
       write(
         async () => {
           if (!originalUsed) {
-            // Only once Discord took it: after a 429 the writer posts again, and that must still fill the deferred reply.
-            const id = (await interaction.editReply(body(text, files, controls))).id;
-            originalUsed = true;
-            await posted?.(id);
-            return id;
+            return taking(async () => {
+              const id = (await interaction.editReply(body(text, files, controls))).id;
+              await posted?.(id);
+              return id;
+            });
           }
           const { id } = await interaction.followUp(body(text, files, controls));
           replyTo = undefined;
@@ -202,14 +262,23 @@ export function interactionPlace(
         () => inChannel.clearControls!(id),
       ),
     ask: (text, components) =>
-      write(
-        async () => {
-          const { id } = await interaction.followUp({ content: text, components, allowedMentions: NO_PINGS });
-          await posted?.(id);
-          return id;
-        },
-        () => inChannel.ask!(text, components),
-      ),
+      // A question before any of the answer takes the deferred reply's place, as a first
+      // post would: left "thinking…" above it, the reply would look busy while the bot waits
+      // for a click. The answer comes under it.
+      !originalUsed
+        ? ops.post(text, undefined, components)
+        : write(
+            async () => {
+              const { id } = await interaction.followUp({
+                content: text,
+                components,
+                allowedMentions: NO_PINGS,
+              });
+              await posted?.(id);
+              return id;
+            },
+            () => inChannel.ask!(text, components),
+          ),
     settle: (id, text) =>
       write(
         async () => {
@@ -239,18 +308,20 @@ export function interactionPlace(
           if (!originalUsed) {
             // Nothing answered yet (a refusal): the deferred "thinking…" would stay for 15 minutes.
             originalUsed = true;
-            await interaction
-              .deleteReply()
-              .catch((err: unknown) => log.debug({ err }, "deferred reply not deleted"));
+            try {
+              await interaction.deleteReply();
+            } catch (err) {
+              // Past the token, the reply is still there to fill: see `privately`.
+              if (tokenRefused(err)) {
+                originalUsed = false;
+                throw err;
+              }
+              log.debug({ err }, "deferred reply not deleted");
+            }
           }
           await interaction.followUp({ content: text, flags: MessageFlags.Ephemeral });
         },
-        // Without the token nothing can be shown to the asker alone in a channel: a notice
-        // (a refusal, their budget, an error of their turn) is theirs, so it goes by DM, or
-        // nowhere, never to the channel.
-        async () => {
-          await sendDirectly(interaction.user, aboutAsked(interaction, text));
-        },
+        () => privately(text),
       ),
     typing: async () => {
       const c = interaction.channel;

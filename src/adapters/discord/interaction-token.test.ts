@@ -3,7 +3,7 @@ import { DiscordEmulator, type StoredInteraction, waitFor } from "../../../test/
 import { log } from "../../log.js";
 import { joinParts } from "../../runtime/split.js";
 import { answer, type Harness, type Script, ScriptedRunner, startHarness } from "./harness.test-helper.js";
-import { ANSWER_BELOW } from "./interaction-place.js";
+import { ANSWER_BELOW, NOT_SENT_PRIVATELY, SENT_PRIVATELY } from "./interaction-place.js";
 
 let h: Harness | undefined;
 let own: DiscordEmulator | undefined;
@@ -224,10 +224,98 @@ describe("Discord adapter: an /ask answer that outlives the interaction's token"
     rec = x.emulator.slash("ask", { question: "over budget?" }, t, s.bob.id);
     await waitFor(() => x.runner.done.length === 1, { timeoutMs: 20_000 });
     expect(x.emulator.messages(t).some((m) => m.content.includes(BUDGET))).toBe(false);
+    expect(s.findMessage(rec.originalId!)?.content).toBe(NOT_SENT_PRIVATELY);
     expect(x.emulator.botMessages(s.dmChannel(s.bob.id).id)).toEqual([]);
     expect(x.emulator.requests.filter((r) => r.status === 403).map((r) => r.method)).toEqual(["POST"]);
     expect(warn.mock.calls.map((c) => c[1])).toContain(
       "Discord would not deliver a direct message to this person; not sent",
     );
+  });
+});
+
+describe('Discord adapter: the "thinking…" reply of an /ask that gets a notice or a question before any answer', () => {
+  /** The bot's messages in `channel`: whether each is the deferred reply, its text and its buttons' labels. */
+  const shownIn = (x: Harness, channel: string, rec: StoredInteraction) =>
+    x.emulator
+      .botMessages(channel)
+      .map((m) => [
+        m.id === rec.originalId,
+        m.content,
+        (m.components ?? []).flatMap((row) =>
+          (row as { components: { label: string }[] }).components.map((b) => b.label),
+        ),
+      ]);
+  const signIn = {
+    ref: "q1",
+    text: "Sign in to go on.",
+    choices: [{ value: "done", label: "Done", style: "primary" as const }],
+  };
+
+  it("says, in a thread, that the turn's only notice went to the asker by DM", async () => {
+    let rec: StoredInteraction | undefined;
+    const x = await harness(async (inbound) => {
+      tokenEnds(x, rec);
+      await inbound.reply.notice(BUDGET);
+    });
+    const s = x.emulator.state;
+    const t = await thread(x);
+    rec = x.emulator.slash("ask", { question: "over budget?" }, t, s.alice.id);
+    await waitFor(() => x.runner.done.length === 1, { timeoutMs: 20_000 });
+    expect(shownIn(x, t, rec)).toEqual([[true, SENT_PRIVATELY, []]]);
+    expect(x.emulator.botMessages(s.dmChannel(s.alice.id).id).map((m) => m.content)).toEqual([
+      `About what you asked in <#${t}>:\n${BUDGET}`,
+    ]);
+  });
+
+  it("shows the notice itself in the bot's DM with the asker, and nothing else", async () => {
+    let rec: StoredInteraction | undefined;
+    const x = await harness(async (inbound) => {
+      tokenEnds(x, rec);
+      await inbound.reply.notice(BUDGET);
+    });
+    const s = x.emulator.state;
+    const dm = s.dmChannel(s.bob.id).id;
+    rec = x.emulator.slash("ask", { question: "over budget?" }, dm, s.bob.id);
+    await waitFor(() => x.runner.done.length === 1, { timeoutMs: 20_000 });
+    expect(shownIn(x, dm, rec)).toEqual([[true, BUDGET, []]]);
+  });
+
+  it("shows a question asked before any answer, and the answer under it", async () => {
+    let rec: StoredInteraction | undefined;
+    let buttons: unknown[] = [];
+    const x = await harness(async (inbound) => {
+      tokenEnds(x, rec);
+      const question = await inbound.reply.ask!(signIn);
+      buttons = shownIn(x, t, rec!).filter(([original]) => original);
+      await inbound.reply.settle!(question, "Signed in.");
+      const sink = inbound.reply.stream();
+      sink.write("After the sign-in.");
+      await sink.finish();
+    });
+    const t = await thread(x);
+    rec = x.emulator.slash("ask", { question: "connect?" }, t, x.emulator.state.alice.id);
+    await waitFor(() => x.runner.done.length === 1, { timeoutMs: 20_000 });
+    expect(buttons).toEqual([[true, "Sign in to go on.", ["Done"]]]);
+    expect(shownIn(x, t, rec)).toEqual([
+      [true, "Signed in.", []],
+      [false, "After the sign-in.", []],
+    ]);
+  });
+
+  it("shows a question asked before any answer while the token lives, and the answer under it", async () => {
+    let asked = "";
+    const x = await harness(async (inbound) => {
+      asked = await inbound.reply.ask!(signIn);
+      await inbound.reply.settle!(asked, "Signed in.");
+      await answer("After the sign-in.")(inbound);
+    });
+    const t = await thread(x);
+    const rec = x.emulator.slash("ask", { question: "connect?" }, t, x.emulator.state.alice.id);
+    await waitFor(() => x.runner.done.length === 1, { timeoutMs: 20_000 });
+    expect(asked).toBe(rec.originalId);
+    expect(shownIn(x, t, rec)).toEqual([
+      [true, "Signed in.", []],
+      [false, "After the sign-in.", []],
+    ]);
   });
 });
