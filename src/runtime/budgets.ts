@@ -69,6 +69,17 @@ export class Budgets {
   }
 }
 
+/**
+ * The caps asked again before each model call of a turn after its first (see
+ * LoopOptions.mayGoOn): checked at the turn's start alone, a tool loop ran on past them.
+ */
+export function budgetGate(
+  budgets: Budgets | undefined,
+  payer: Payer,
+): { mayGoOn?: () => Promise<string | undefined> } {
+  return budgets?.enabled ? { mayGoOn: () => budgets.refusal(payer) } : {};
+}
+
 function nextMidnight(now: number): number {
   const d = new Date(now);
   return Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate() + 1);

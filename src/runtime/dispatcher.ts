@@ -31,7 +31,7 @@ import { type RunningTurn, RunningTurns } from "./stops.js";
 import { resumeTurn, takeOverTurn } from "./stored-turns.js";
 import { Takeovers, type Under } from "./takeover.js";
 import { runTurn, type TurnDeps, type TurnHooks, type TurnResult } from "./turn.js";
-import { TurnAccounts, type WorkKind } from "./turn-accounts.js";
+import { payerOf, TurnAccounts, type WorkKind } from "./turn-accounts.js";
 import { TurnControls } from "./turn-controls.js";
 import { type InFlight, WorkInFlight } from "./work-in-flight.js";
 
@@ -369,12 +369,7 @@ export class Dispatcher implements TurnRunner {
       asker: inbound.user,
       place: { platform: inbound.platform, channel: inbound.channel },
     };
-    const payer = {
-      platform: inbound.platform,
-      user: inbound.user.id,
-      channel: inbound.channel,
-      key: inbound.key,
-    };
+    const payer = payerOf(inbound);
     if (await this.accounts.turnedAway(payer, inbound.reply)) return;
     await this.answering.run(
       "turn",

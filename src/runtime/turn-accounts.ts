@@ -6,6 +6,13 @@ import type { Budgets } from "./budgets.js";
 import type { Reply } from "./contract.js";
 import type { Meter } from "./metering.js";
 
+/** Who pays for a turn asked by `user` at `platform`/`channel` in thread `key`. */
+export function payerOf(
+  asked: Pick<Payer, "platform" | "channel" | "key"> & { user: { id: string } },
+): Payer {
+  return { platform: asked.platform, user: asked.user.id, channel: asked.channel, key: asked.key };
+}
+
 /** What a piece of work is, as its span is named. */
 export type WorkKind = "turn" | "takeover" | "resume" | "after_turn" | "command";
 

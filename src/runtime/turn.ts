@@ -17,12 +17,13 @@ import type { TurnLedger, TurnRecord } from "../store/turns.js";
 import type { ApprovalDesk } from "./approvals/desk.js";
 import { approvalMode, approvedForThread, askerTeam, type CallPlace, callGate } from "./approvals/policy.js";
 import { SUPERSEDED_REASON } from "./approvals/questions.js";
-import type { Budgets } from "./budgets.js";
+import { type Budgets, budgetGate } from "./budgets.js";
 import type { Inbound, Reply } from "./contract.js";
 import type { FormDesk } from "./forms/desk.js";
 import { prepareAttachments } from "./inbound-files.js";
 import { type RenderOutcome, ReplyRenderer } from "./render.js";
 import { seedFromThread } from "./thread-seed.js";
+import { payerOf } from "./turn-accounts.js";
 import { answerUnrecorded } from "./unrecorded.js";
 import { postKeys } from "./write-keys.js";
 
@@ -265,7 +266,7 @@ export async function drive(
           await ledger.checkpoint(record, shown);
         }),
       onCalls: (step) => fenced(() => ledger.calling(record, step)),
-      ...mayGoOn(deps.budgets, place),
+      ...budgetGate(deps.budgets, payerOf(place)),
       user: place.user,
       platform: place.platform,
       channel: place.channel,
@@ -392,11 +393,4 @@ export async function drive(
         .catch((err: unknown) => log.warn({ err, key: place.key }, "could not end the turn's record"));
     }
   }
-}
-
-/** The turn's daily caps, asked before each model call after its first (see LoopOptions.mayGoOn). */
-function mayGoOn(budgets: Budgets | undefined, place: TurnPlace): Pick<Common, "mayGoOn"> {
-  if (!budgets?.enabled) return {};
-  const payer = { platform: place.platform, user: place.user.id, channel: place.channel, key: place.key };
-  return { mayGoOn: () => budgets.refusal(payer) };
 }
