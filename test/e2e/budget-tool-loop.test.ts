@@ -8,6 +8,7 @@ import { DiscordEmulator, waitFor } from "../emulators/discord/index.js";
 import { LlmEmulator, type RecordedRequest, type ScriptedTurn } from "../emulators/llm/index.js";
 import { type RunningApp, startWithEverything } from "../support/app-env.js";
 import { isTitleRequest, lastUserText } from "../support/llm-text.js";
+import { DAY_WAIT_MS, inOneUtcDay } from "../support/one-utc-day.js";
 
 const CAP = 4_000;
 
@@ -45,24 +46,29 @@ afterAll(async () => {
 });
 
 describe("a daily budget spent in the middle of a turn", () => {
-  it("ends the turn after the tool step that spent it, says so, and asks the model nothing more", async () => {
-    const s = discord.state;
-    const m = discord.userMessage(s.general, "echo me", { mentionsBot: true });
-    const said = () =>
-      discord
-        .botMessages(m.id)
-        .map((x) => x.content)
-        .join("\n");
-    await waitFor(() => said().includes("daily budget"), { timeoutMs: 20_000 });
-    await running!.app.dispatcher.settled();
+  it(
+    "ends the turn after the tool step that spent it, says so, and asks the model nothing more",
+    async () => {
+      await inOneUtcDay();
+      const s = discord.state;
+      const m = discord.userMessage(s.general, "echo me", { mentionsBot: true });
+      const said = () =>
+        discord
+          .botMessages(m.id)
+          .map((x) => x.content)
+          .join("\n");
+      await waitFor(() => said().includes("daily budget"), { timeoutMs: 20_000 });
+      await running!.app.dispatcher.settled();
 
-    expect(said()).toMatch(
-      /You have used your daily budget of 4,000 tokens \(5,020 tokens used\), so I will not ask the model for now\. It resets at 00:00 UTC, in /,
-    );
-    expect(said()).not.toContain("here is the answer");
-    const answers = llm.requests.filter((r) => !isTitleRequest(r));
-    // The step that called echo, and no request with its result.
-    expect(answers).toHaveLength(1);
-    expect(answers.some(hasToolResult)).toBe(false);
-  }, 60_000);
+      expect(said()).toMatch(
+        /You have used your daily budget of 4,000 tokens \(5,020 tokens used\), so I will not ask the model for now\. It resets at 00:00 UTC, in /,
+      );
+      expect(said()).not.toContain("here is the answer");
+      const answers = llm.requests.filter((r) => !isTitleRequest(r));
+      // The step that called echo, and no request with its result.
+      expect(answers).toHaveLength(1);
+      expect(answers.some(hasToolResult)).toBe(false);
+    },
+    60_000 + DAY_WAIT_MS,
+  );
 });
