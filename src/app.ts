@@ -34,6 +34,7 @@ import { createState } from "./store/state.js";
 import { StopRequests } from "./store/stop-requests.js";
 import { TurnLedger } from "./store/turns.js";
 import { UsageLedger } from "./store/usage.js";
+import { WaitingMessages } from "./store/waiting-messages.js";
 
 export interface CoreOptions {
   env?: NodeJS.ProcessEnv;
@@ -155,6 +156,7 @@ export async function buildCore(opts: CoreOptions = {}): Promise<Core> {
   const usage = new UsageLedger(store);
   meter.keepIn(usage);
   const agent = new Agent({ config, hub, providerFor: providerForModel, sessions });
+  const ledger = new TurnLedger(store);
   const dispatcher = new Dispatcher({
     meter,
     budgets: new Budgets(config, usage),
@@ -163,7 +165,8 @@ export async function buildCore(opts: CoreOptions = {}): Promise<Core> {
     ...(opts.onVote ? { onVote: opts.onVote } : {}),
     agent,
     sessions,
-    ledger: new TurnLedger(store),
+    ledger,
+    waiting: new WaitingMessages(store, ledger),
     lock: createThreadLock(store),
     dedupe: createDedupe(store),
     approvals: new ApprovalBook(store),

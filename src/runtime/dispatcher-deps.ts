@@ -11,6 +11,7 @@ import type { SessionRepository } from "../store/sessions.js";
 import type { StopRequests } from "../store/stop-requests.js";
 import type { TurnLedger } from "../store/turns.js";
 import type { UsageLedger } from "../store/usage.js";
+import type { WaitingMessages } from "../store/waiting-messages.js";
 import type { Budgets } from "./budgets.js";
 import type { VoteListener } from "./feedback.js";
 import type { Meter } from "./metering.js";
@@ -21,6 +22,8 @@ export interface DispatcherDeps {
   agent: Agent;
   sessions: SessionRepository;
   ledger: TurnLedger;
+  /** Messages waiting for their thread, kept so that a crash does not lose them; none in most unit tests. */
+  waiting?: WaitingMessages;
   lock: ThreadLock;
   dedupe: Dedupe;
   hub: ToolHub;

@@ -33,6 +33,7 @@ import { Takeovers, type Under } from "./takeover.js";
 import { runTurn, type TurnDeps, type TurnHooks, type TurnResult } from "./turn.js";
 import { payerOf, TurnAccounts, type WorkKind } from "./turn-accounts.js";
 import { TurnControls } from "./turn-controls.js";
+import { WaitingKeeper } from "./waiting-keeper.js";
 import { type InFlight, WorkInFlight } from "./work-in-flight.js";
 
 export const INTERRUPTED_NOTE = "Interrupted by a restart; ask again.";
@@ -50,6 +51,7 @@ export class Dispatcher implements TurnRunner {
   private readonly accounts: TurnAccounts;
   private readonly ratings: FeedbackDesk | undefined;
   private readonly answering: Answering;
+  private readonly keeper: WaitingKeeper; // messages waiting for their thread, kept in the store
   /** MCP elicitation: servers' questions to people during tool calls. */
   private readonly forms: FormDesk | undefined;
   /** Other replicas were alive when this one began to stop: its unfinished turns go to them. */
@@ -71,6 +73,7 @@ export class Dispatcher implements TurnRunner {
     this.forms = deps.forms ? new FormDesk({ config: deps.config, book: deps.forms }) : undefined;
     this.turnDeps = { ...deps, desk: this.desk, owner: deps.lock.owner, formDesk: this.forms };
     this.access = new Access(deps.config);
+    this.keeper = new WaitingKeeper(deps.waiting, deps.lock.owner);
     this.accounts = new TurnAccounts(deps);
     this.ratings = deps.feedback ? new FeedbackDesk(deps.feedback, deps.onVote) : undefined;
     this.remote = deps.stops
@@ -90,6 +93,7 @@ export class Dispatcher implements TurnRunner {
       ledger: deps.ledger,
       lock: deps.lock,
       desk: this.desk,
+      ...(deps.waiting ? { waiting: deps.waiting } : {}),
       note: INTERRUPTED_NOTE,
       track: (key, work) => this.track(key, work),
       goOn: (record, reply, controller, attachments) => this.goOn(record, reply, controller, attachments),
@@ -133,6 +137,7 @@ export class Dispatcher implements TurnRunner {
     const controller = new AbortController();
     const entry: InFlight = { controller, done: Promise.resolve(), queued: inbound };
     this.work.turns.add(entry);
+    this.keeper.queued(inbound, this.deps.lock.queued(inbound.key) > 0);
     const leaveQueue = this.work.queue(inbound.key);
     entry.done = this.deps.lock
       .run(
@@ -156,6 +161,7 @@ export class Dispatcher implements TurnRunner {
         }
         log.error({ err, key: inbound.key }, "turn could not run");
         await inbound.reply.notice(toUserFacing(err).message).catch(() => undefined);
+        await this.keeper.done(inbound);
       })
       .finally(() => {
         leaveQueue();
@@ -341,12 +347,11 @@ export class Dispatcher implements TurnRunner {
   }
 
   /** A message that will not be answered here: another replica answers it, or it gets the restart note. */
-  private async refuse(inbound: Inbound): Promise<void> {
-    if (this.handingOver && (await this.takeovers.handOff(inbound).catch(() => false))) return;
-    await inbound.reply
-      .stream()
-      .fail(INTERRUPTED_NOTE)
-      .catch((err: unknown) => log.warn({ err, key: inbound.key }, "could not post the restart note"));
+  private refuse(inbound: Inbound): Promise<void> {
+    return this.keeper.refuse(inbound, {
+      ...(this.handingOver ? { handOff: (id?: string) => this.takeovers.handOff(inbound, id) } : {}),
+      note: () => inbound.reply.stream().fail(INTERRUPTED_NOTE),
+    });
   }
 
   private async turn(inbound: Inbound, under: Under, entry: InFlight): Promise<void> {
@@ -359,16 +364,13 @@ export class Dispatcher implements TurnRunner {
     const known = signal.aborted ? undefined : await this.takeovers.settleBefore(inbound.key, under);
     if (entry.noted) return;
     delete entry.queued;
+    await this.keeper.done(inbound);
     if (signal.aborted) return this.refuse(inbound);
     observer?.turnStarted?.(inbound);
     // Its record's id, known before the record is written: a Stop another replica takes names it.
     const run = randomUUID();
-    const turn: RunningTurn = {
-      controller,
-      run,
-      asker: inbound.user,
-      place: { platform: inbound.platform, channel: inbound.channel },
-    };
+    const place = { platform: inbound.platform, channel: inbound.channel };
+    const turn: RunningTurn = { controller, run, asker: inbound.user, place };
     const payer = payerOf(inbound);
     if (await this.accounts.turnedAway(payer, inbound.reply)) return;
     await this.answering.run(

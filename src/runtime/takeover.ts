@@ -1,15 +1,16 @@
 import { randomUUID } from "node:crypto";
-import { type InboundFile, storedFiles, unreadableFile } from "../core/inbound.js";
+import { type InboundFile, unreadableFile } from "../core/inbound.js";
 import { platformOf, type ThreadKey } from "../core/thread.js";
 import { log } from "../log.js";
 import type { ThreadLock } from "../store/locks.js";
 import type { Lease } from "../store/state.js";
 import type { TurnInput, TurnLedger, TurnRecord } from "../store/turns.js";
 import type { Payer } from "../store/usage.js";
+import type { WaitingMessages } from "../store/waiting-messages.js";
 import type { ApprovalDesk } from "./approvals/desk.js";
-import { askerTeam } from "./approvals/policy.js";
 import type { Adapter, Inbound, Reply } from "./contract.js";
 import { MAX_RESUMES, MAX_TAKEOVERS } from "./turn.js";
+import { inputOf } from "./waiting-keeper.js";
 
 /**
  * How often the turns in the store are looked over: parked ones get their expiry armed
@@ -33,6 +34,8 @@ export interface TakeoverDeps {
   ledger: TurnLedger;
   lock: ThreadLock;
   desk: ApprovalDesk;
+  /** Messages kept while they waited for their thread: those of a process that died are answered here. */
+  waiting?: WaitingMessages;
   /** The sentence a turn that cannot be taken over ends with. */
   note: string;
   /**
@@ -154,9 +157,24 @@ export class Takeovers {
           for (const key of keys) if (!mine(key) && this.adapterFor(key)) this.claimHanded(key);
         })
         .catch((err: unknown) => log.debug({ err }, "could not look over the handed messages"));
+      void this.orphanedThreads(mine).catch((err: unknown) =>
+        log.debug({ err }, "could not look over the messages kept while they waited"),
+      );
     }, PENDING_WATCH_MS);
     this.timer.unref();
   }
+
+  /** Threads with a kept message whose process died: answered as handed ones are, under the thread's lock. */
+  private async orphanedThreads(mine: (key: ThreadKey) => boolean): Promise<void> {
+    const waiting = this.deps.waiting;
+    if (!waiting) return;
+    for (const key of await waiting.threads()) {
+      if (mine(key) || this.claimed.has(key) || !this.adapterFor(key)) continue;
+      if ((await waiting.orphans(key, this.alive)).length) this.claimHanded(key);
+    }
+  }
+
+  private readonly alive = (owner: string) => this.deps.lock.alive(owner);
 
   /**
    * Every replica arms a parked turn's expiry: the one that parked it may be gone, and a
@@ -247,6 +265,10 @@ export class Takeovers {
     const { ledger, lock } = this.deps;
     // This process began to stop: the handed messages stay for the others.
     if (under.controller.signal.aborted) return;
+    // Those a dead process kept while they waited for the thread join them first.
+    const adopted = (await this.deps.waiting?.adopt(key, this.alive)) ?? 0;
+    if (adopted)
+      log.info({ key, messages: adopted }, "answering messages that waited in a process that stopped");
     const [next, ...rest] = await ledger.takeHanded(key);
     if (!next) return;
     let successor: TurnRecord;
@@ -353,18 +375,9 @@ export class Takeovers {
    * finishes the thread's turn answers it next, or any replica's watcher within a round
    * (see `TurnLedger.hand`).
    */
-  async handOff(inbound: Inbound): Promise<boolean> {
-    const { text, user, channel, sentAt } = inbound;
-    const files = storedFiles(inbound.attachments);
-    const team = askerTeam(inbound.platform, inbound.from);
-    await this.deps.ledger.hand(inbound.key, {
-      text,
-      user,
-      channel,
-      ...(team ? { team } : {}),
-      ...(sentAt === undefined ? {} : { sentAt }),
-      ...(files.length ? { files } : {}),
-    });
+  async handOff(inbound: Inbound, id?: string): Promise<boolean> {
+    // Under the id it was kept with, if kept: a process adopting it too hands it once.
+    await this.deps.ledger.hand(inbound.key, inputOf(inbound), id);
     log.info({ key: inbound.key }, "handed a waiting message to the other replicas");
     return true;
   }

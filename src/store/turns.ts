@@ -279,10 +279,13 @@ export class TurnLedger {
     await this.state.listRemove(HANDED, key);
     const members = await this.state.listMembers(handedKey(key));
     await Promise.all(members.map((m) => this.state.listRemove(handedKey(key), m)));
-    return members
-      .map((m) => JSON.parse(m) as TurnInput & { id?: string })
-      .map(({ id: _id, ...input }) => input)
-      .sort((a, b) => (a.sentAt ?? 0) - (b.sentAt ?? 0));
+    // One per id: a message handed by two processes (a kept one both found orphaned) is answered once.
+    const byId = new Map<string, TurnInput>();
+    for (const m of members) {
+      const { id, ...input } = JSON.parse(m) as TurnInput & { id?: string };
+      byId.set(id ?? m, input);
+    }
+    return [...byId.values()].sort((a, b) => (a.sentAt ?? 0) - (b.sentAt ?? 0));
   }
 
   get(key: ThreadKey): Promise<TurnRecord | undefined> {

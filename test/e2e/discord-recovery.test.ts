@@ -4,8 +4,8 @@ import { DiscordEmulator } from "../emulators/discord/index.js";
 import { LlmEmulator, type RecordedRequest } from "../emulators/llm/index.js";
 import { appEnv } from "../support/app-env.js";
 import { scratchConfig } from "../support/chat-process.js";
-import { ledgerOf } from "../support/ledger.js";
-import { isTitleRequest } from "../support/llm-text.js";
+import { ledgerOf, waitingIn } from "../support/ledger.js";
+import { isTitleRequest, lastUserText } from "../support/llm-text.js";
 import { killStarted, startSwitchboard, waitUntil } from "../support/process.js";
 import { expectStoreIntact } from "../support/store-integrity.js";
 
@@ -14,6 +14,7 @@ const SLOW_ANSWER = `${"chunk ".repeat(250)}THE-END`;
 
 function responder(req: RecordedRequest) {
   if (isTitleRequest(req)) return { text: "Recovery" };
+  if (lastUserText(req).includes("and a second one")) return { text: "THE SECOND ANSWER" };
   return { text: SLOW_ANSWER, chunkSize: 6, delayMs: 40 };
 }
 
@@ -80,5 +81,47 @@ describe("kill -9 mid-answer in Discord", () => {
       await second.exited;
     }
     await expectStoreIntact(env.STORE_URL!);
+  }, 90_000);
+
+  it("answers after the restart a message that waited behind the cut-off answer when the bot was killed", async () => {
+    const first = startSwitchboard("start", env);
+    await waitUntil(() => first.stderr().includes("Switchboard is running"), "the bot to start");
+    const asked = discord.userMessage(discord.state.general, "a slow answer please", { mentionsBot: true });
+    const thread = asked.id;
+    const answers = () => discord.botMessages(thread).map((m) => m.content);
+    await waitUntil(
+      () => (discord.botMessages(thread)[0]?.edits.length ?? 0) >= 2,
+      "the answer to be streaming",
+    );
+    // Acknowledged by the bot (it will not come again from Discord) and waiting for the first answer.
+    discord.userMessage(thread, "and a second one");
+    for (const until = Date.now() + 20_000; (await waitingIn(env)).length === 0; ) {
+      if (Date.now() > until) throw new Error("timed out waiting for the message to be kept in the store");
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(await waitingIn(env)).toMatchObject([
+      { input: { text: expect.stringContaining("and a second one") } },
+    ]);
+    first.child.kill("SIGKILL");
+    await first.exited;
+    expect(answers().join("\n")).not.toContain("THE SECOND ANSWER");
+
+    const second = startSwitchboard("start", env);
+    try {
+      await waitUntil(
+        () => answers().includes(SLOW_ANSWER) && answers().includes("THE SECOND ANSWER"),
+        "both answers after the restart",
+        60_000,
+      );
+      await new Promise((r) => setTimeout(r, 1_000));
+      // Each once: the waiting message was answered by the restarted bot alone, and only once.
+      expect(answers().filter((t) => t === "THE SECOND ANSWER")).toHaveLength(1);
+      expect(answers().indexOf(SLOW_ANSWER)).toBeLessThan(answers().indexOf("THE SECOND ANSWER"));
+      expect(await ledgerOf(env)).toHaveLength(0);
+      expect(await waitingIn(env)).toEqual([]);
+    } finally {
+      second.child.kill("SIGTERM");
+      await second.exited;
+    }
   }, 90_000);
 });

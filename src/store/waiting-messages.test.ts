@@ -1,0 +1,64 @@
+import { afterEach, expect, it } from "vitest";
+import { createState } from "./state.js";
+import { describeEachStore, type TestStores, testStores } from "./testing.js";
+import { TurnLedger } from "./turns.js";
+import { WaitingMessages } from "./waiting-messages.js";
+
+const KEY = "slack:T1:C1:1.000100";
+const OTHER = "slack:T1:C2:1.000200";
+const input = (text: string, sentAt: number) => ({ text, user: { id: "U1" }, channel: "C1", sentAt });
+
+describeEachStore("WaitingMessages on %s", (kind) => {
+  let stores: TestStores;
+  afterEach(async () => {
+    await stores.dispose();
+  });
+
+  it("hands the messages of a process that no longer beats over once, whoever adopts them, and leaves the live one's", async () => {
+    stores = testStores(kind);
+    const [a, b] = [await stores.open(), await stores.open()];
+    const [ledgerA, ledgerB] = [new TurnLedger(a), new TurnLedger(b)];
+    const [waitingA, waitingB] = [new WaitingMessages(a, ledgerA), new WaitingMessages(b, ledgerB)];
+    await waitingA.keep(KEY, "dead", input("second", 2));
+    await waitingA.keep(KEY, "dead", input("first", 1));
+    const live = await waitingA.keep(KEY, "live", input("third", 3));
+    await waitingA.keep(OTHER, "live", input("elsewhere", 4));
+    const alive = async (owner: string) => owner === "live";
+
+    expect((await waitingB.threads()).sort()).toEqual([KEY, OTHER].sort());
+    expect((await waitingB.orphans(OTHER, alive)).length).toBe(0);
+    expect((await waitingB.orphans(KEY, alive)).map((o) => o.message.input.text).sort()).toEqual([
+      "first",
+      "second",
+    ]);
+    // Two processes adopting at once (each read the orphans before the other removed them).
+    const [orphansA, orphansB] = await Promise.all([
+      waitingA.orphans(KEY, alive),
+      waitingB.orphans(KEY, alive),
+    ]);
+    for (const { message } of [...orphansA, ...orphansB]) await ledgerA.hand(KEY, message.input, message.id);
+    expect(await waitingB.adopt(KEY, alive)).toBe(2);
+    expect(await waitingA.adopt(KEY, alive)).toBe(0);
+    expect((await ledgerB.takeHanded(KEY)).map((m) => m.text)).toEqual(["first", "second"]);
+
+    // The live process's message stays until it forgets it; then neither thread is listed for it.
+    expect((await waitingB.orphans(KEY, async () => false)).map((o) => o.message.input.text)).toEqual([
+      "third",
+    ]);
+    await waitingA.forget(live);
+    expect(await waitingB.threads()).toEqual([OTHER]);
+  });
+
+  it("drops a member it cannot read, and unlists a thread left with none", async () => {
+    stores = testStores(kind);
+    const store = await stores.open();
+    const waiting = new WaitingMessages(store, new TurnLedger(store));
+    const state = createState(store);
+    await state.listAdd(`waiting-message:${KEY}`, "{not json");
+    await state.listAdd("waiting-messages", KEY);
+    expect(await waiting.orphans(KEY, async () => false)).toEqual([]);
+    expect(await state.listMembers(`waiting-message:${KEY}`)).toEqual([]);
+    expect(await waiting.orphans(KEY, async () => false)).toEqual([]);
+    expect(await waiting.threads()).toEqual([]);
+  });
+});
