@@ -12,10 +12,17 @@ import { fitAnthropicLimits, leftOutNotice } from "./anthropic-limits.js";
 import { type ImageLabels, toAnthropicMessages } from "./anthropic-messages.js";
 import type { EventSink } from "./coalesce.js";
 import { abortedError, isTransientStreamError, toProviderError } from "./errors.js";
+import { withoutLongWaits } from "./long-waits.js";
 import { modelFetch } from "./model-fetch.js";
 import type { ModelEvent, ModelRequest, Provider, StopReason, ToolSpec } from "./provider.js";
 import { StreamInterrupted, streamWithRetry } from "./retry.js";
 import { readSse } from "./sse.js";
+
+/** A refusal that asks for a long wait is not retried (see long-waits.ts). */
+async function anthropicFetch(input: string | URL | Request, init?: RequestInit): Promise<Response> {
+  return withoutLongWaits(await modelFetch(input, init));
+}
+
 import { parseArguments, stopWithCalls, unfinished } from "./wire.js";
 
 export interface AnthropicProviderOptions {
@@ -45,7 +52,7 @@ export class AnthropicProvider implements Provider {
       baseURL: opts.baseURL,
       maxRetries: opts.maxRetries,
       timeout: opts.timeoutMs,
-      fetch: modelFetch,
+      fetch: anthropicFetch,
       logger: log.child({ sdk: "anthropic" }),
       logLevel: "warn",
     });

@@ -12,6 +12,7 @@ import {
 } from "openai";
 import { SwitchboardError } from "../../core/errors.js";
 import { scrub } from "../../log.js";
+import { stampedWait, waitText } from "./long-waits.js";
 import { perMinuteExcess, perMinuteSentence } from "./per-minute-limit.js";
 import type { ProviderName } from "./provider.js";
 import { isQuotaError } from "./quota.js";
@@ -118,6 +119,8 @@ function fromApiError(err: OpenAIAPIError | AnthropicAPIError, ctx: ErrorContext
       cause: err,
     });
   }
+  const wait = stampedWait(err.headers);
+  if (wait !== undefined) return longWaitError(shape, message, wait, err);
   if (status === 429 || type === "rate_limit_error") {
     return new SwitchboardError("llm_rate_limited", message, {
       userMessage: `The language model is rate-limited right now; ${tried(ctx.attempts)}. Please try again in a minute.`,
@@ -160,6 +163,27 @@ function fromApiError(err: OpenAIAPIError | AnthropicAPIError, ctx: ErrorContext
   return new SwitchboardError("llm_bad_request", message, {
     userMessage: `The language model rejected my request (${label}: ${detail}). Please try rephrasing; if it keeps happening, an admin needs to check the model settings.`,
     cause: err,
+  });
+}
+
+/** Refused with a wait too long to keep the person waiting (see long-waits.ts): asked once, and said when. */
+function longWaitError(
+  shape: ApiErrorShape,
+  message: string,
+  wait: number,
+  cause: unknown,
+): SwitchboardError {
+  const when = `in about ${waitText(wait)}`;
+  const daily = /\bper day\b/i.test(shape.detail) ? " (its daily limit is used up)" : "";
+  if (shape.status === 429) {
+    return new SwitchboardError("llm_rate_limited", message, {
+      userMessage: `The language model is rate-limited${daily} and will take requests again ${when}, so I did not wait. Please try again then, or ask an operator to raise the account's limits.`,
+      cause,
+    });
+  }
+  return new SwitchboardError("llm_unavailable", message, {
+    userMessage: `The language model service is unavailable (HTTP ${shape.status}) and asks to be tried again ${when}, so I did not wait. Please try again then.`,
+    cause,
   });
 }
 

@@ -1,16 +1,17 @@
+import { withoutLongWaits } from "./long-waits.js";
 import { modelFetch } from "./model-fetch.js";
 import { perMinuteExcess } from "./per-minute-limit.js";
 import { isQuotaError } from "./quota.js";
 
 /**
- * The OpenAI SDK's fetch: `modelFetch`, with a 429 that no wait ends marked
- * `x-should-retry: false`: an exhausted quota, and one request over the per-minute token
- * limit. OpenAI answers both with a 429 as it does a rate limit, and the SDK retries every
+ * The OpenAI SDK's fetch: `modelFetch`, with a refusal that asks for a long wait not
+ * retried (see long-waits.ts), and a 429 that no wait ends marked `x-should-retry: false`:
+ * an exhausted quota, and one request over the per-minute token limit. OpenAI answers both with a 429 as it does a rate limit, and the SDK retries every
  * 429 unless that header says not to (its own rule, which no option changes): each retry
  * waits its back-off only to be refused again, and the person waits for it.
  */
 export async function openAIFetch(input: string | URL | Request, init?: RequestInit): Promise<Response> {
-  const response = await modelFetch(input, init);
+  const response = await withoutLongWaits(await modelFetch(input, init));
   if (response.status !== 429) return response;
   // An error's body is a few hundred bytes of JSON: read here, handed on whole.
   const text = await response.text();
