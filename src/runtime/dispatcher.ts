@@ -364,8 +364,8 @@ export class Dispatcher implements TurnRunner {
     const known = signal.aborted ? undefined : await this.takeovers.settleBefore(inbound.key, under);
     if (entry.noted) return;
     delete entry.queued;
-    await this.keeper.done(inbound);
     if (signal.aborted) return this.refuse(inbound);
+    await this.keeper.done(inbound);
     observer?.turnStarted?.(inbound);
     // Its record's id, known before the record is written: a Stop another replica takes names it.
     const run = randomUUID();

@@ -28,7 +28,10 @@ describe("kill -9 mid-answer in Discord", () => {
     llm = await LlmEmulator.start({ responder });
     // Discord's limits (5 writes per 5 s per channel), run 10x faster.
     discord = await DiscordEmulator.start({ rateLimits: { speed: 10 } });
-    dir = scratchConfig("llm:\n  maxRetries: 0\ndiscord:\n  editIntervalMs: 250\n");
+    // A short grace: a SIGTERM stops the answer under way rather than waiting for it.
+    dir = scratchConfig(
+      "llm:\n  maxRetries: 0\ndiscord:\n  editIntervalMs: 250\nshutdown:\n  graceMs: 500\n",
+    );
     env = appEnv({ dir, llm, discord });
   });
 
@@ -119,6 +122,39 @@ describe("kill -9 mid-answer in Discord", () => {
       expect(answers().indexOf(SLOW_ANSWER)).toBeLessThan(answers().indexOf("THE SECOND ANSWER"));
       expect(await ledgerOf(env)).toHaveLength(0);
       expect(await waitingIn(env)).toEqual([]);
+    } finally {
+      second.child.kill("SIGTERM");
+      await second.exited;
+    }
+  }, 90_000);
+
+  it("gives a message waiting at a SIGTERM the restart note, and the next start does not answer it too", async () => {
+    const first = startSwitchboard("start", env);
+    await waitUntil(() => first.stderr().includes("Switchboard is running"), "the bot to start");
+    const asked = discord.userMessage(discord.state.general, "a slow answer please", { mentionsBot: true });
+    const thread = asked.id;
+    const texts = () => discord.botMessages(thread).map((m) => m.content);
+    await waitUntil(
+      () => (discord.botMessages(thread)[0]?.edits.length ?? 0) >= 2,
+      "the answer to be streaming",
+    );
+    discord.userMessage(thread, "and a second one");
+    for (const until = Date.now() + 20_000; (await waitingIn(env)).length === 0; ) {
+      if (Date.now() > until) throw new Error("timed out waiting for the message to be kept in the store");
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    first.child.kill("SIGTERM");
+    expect(await first.exited).toBe(0);
+    // The cut-off answer ends with the note, and the waiting message has one of its own.
+    expect(texts().filter((t) => t.endsWith("Interrupted by a restart; ask again."))).toHaveLength(2);
+    expect(await waitingIn(env)).toEqual([]);
+
+    const second = startSwitchboard("start", env);
+    try {
+      await waitUntil(() => second.stderr().includes("Switchboard is running"), "the bot to start again");
+      // Three rounds of the watch that would find a message left behind.
+      await new Promise((r) => setTimeout(r, 6_500));
+      expect(texts().join("\n")).not.toContain("THE SECOND ANSWER");
     } finally {
       second.child.kill("SIGTERM");
       await second.exited;
