@@ -365,7 +365,7 @@ export class Dispatcher implements TurnRunner {
     if (entry.noted) return;
     delete entry.queued;
     if (signal.aborted) return this.refuse(inbound);
-    await this.keeper.done(inbound);
+    if (!(await this.keeper.done(inbound, under.lease))) return;
     observer?.turnStarted?.(inbound);
     // Its record's id, known before the record is written: a Stop another replica takes names it.
     const run = randomUUID();

@@ -14,6 +14,7 @@ import { LocalThreadLock, type ThreadLock } from "../store/locks.js";
 import { SessionRepository } from "../store/sessions.js";
 import { TurnLedger, type TurnRecord } from "../store/turns.js";
 import { UsageLedger } from "../store/usage.js";
+import { WaitingMessages } from "../store/waiting-messages.js";
 import { Budgets } from "./budgets.js";
 import type { Adapter, Inbound, Interaction, Question, Reply } from "./contract.js";
 import { Dispatcher } from "./dispatcher.js";
@@ -100,6 +101,8 @@ export interface SetupOptions {
   store?: Store;
   /** The tools' annotations decide what asks first (fs__write does); by default nothing asks. */
   asks?: boolean;
+  /** Messages waiting for the thread are kept in the store (see WaitingMessages), as the app keeps them. */
+  waiting?: boolean;
 }
 
 /** A store in a temporary folder, with the thread already titled, and the dispatchers made on it. */
@@ -144,6 +147,7 @@ export class TakeoverBed {
       agent,
       sessions,
       ledger,
+      ...(opts.waiting ? { waiting: new WaitingMessages(store, ledger) } : {}),
       lock,
       dedupe: new MemoryDedupe(),
       approvals: new ApprovalBook(store),

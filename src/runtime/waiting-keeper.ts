@@ -1,5 +1,6 @@
 import { storedFiles } from "../core/inbound.js";
 import { log } from "../log.js";
+import type { Lease } from "../store/state.js";
 import type { TurnInput } from "../store/turns.js";
 import type { Kept, WaitingMessages } from "../store/waiting-messages.js";
 import { askerTeam } from "./approvals/policy.js";
@@ -76,19 +77,27 @@ export class WaitingKeeper {
     if (settled) await this.done(inbound);
   }
 
-  /** Its turn began here, or it was handed over or noted: the kept copy goes. */
-  async done(inbound: Inbound): Promise<void> {
+  /**
+   * Its turn began here (under the thread's lock, `lease`), or it was handed over or noted:
+   * the kept copy goes. False when its turn is not to run here: another process adopted it
+   * (see `WaitingMessages.forget`).
+   */
+  async done(inbound: Inbound, lease?: Lease): Promise<boolean> {
     clearTimeout(this.timers.get(inbound));
     this.timers.delete(inbound);
     const keeping = this.kept.get(inbound);
-    if (!keeping || !this.messages) return;
+    if (!keeping || !this.messages) return true;
     this.kept.delete(inbound);
     const kept = await keeping;
-    if (!kept) return;
-    await this.messages.forget(kept).catch((err: unknown) =>
+    if (!kept) return true;
+    const took = await this.messages.forget(kept, lease).catch((err: unknown) => {
       // Left, it would be answered a second time once this process stops beating.
-      log.warn({ err, key: inbound.key }, "could not take an answered waiting message out of the store"),
-    );
+      log.warn({ err, key: inbound.key }, "could not take an answered waiting message out of the store");
+      return true;
+    });
+    if (!took)
+      log.info({ key: inbound.key }, "a waiting message was taken over by another process, which answers it");
+    return took;
   }
 
   private keep(inbound: Inbound): void {

@@ -61,4 +61,27 @@ describeEachStore("WaitingMessages on %s", (kind) => {
     expect(await waiting.orphans(KEY, async () => false)).toEqual([]);
     expect(await waiting.threads()).toEqual([]);
   });
+
+  it("lets the turn that begins claim its message under the thread's lock: false once another process adopted it", async () => {
+    stores = testStores(kind);
+    const store = await stores.open();
+    const ledger = new TurnLedger(store);
+    const waiting = new WaitingMessages(store, ledger);
+    const state = createState(store);
+    const lease = (await state.acquireLock(`lock:${KEY}`, 30_000, "me"))!;
+    const mine = await waiting.keep(KEY, "me", input("mine", 1));
+    expect(await waiting.forget(mine, lease)).toBe(true);
+
+    const adopted = await waiting.keep(KEY, "me", input("adopted", 2));
+    // Its process looked dead to another one (it stalled past its heartbeat), which adopted it.
+    expect(await waiting.adopt(KEY, async () => false)).toBe(1);
+    expect(await waiting.forget(adopted, lease)).toBe(false);
+    expect((await ledger.takeHanded(KEY)).map((m) => m.text)).toEqual(["adopted"]);
+
+    // A lease no longer held is not a claim lost: the turn goes on to meet the lost lock itself.
+    const late = await waiting.keep(KEY, "me", input("late", 3));
+    await state.releaseLock(lease);
+    expect(await waiting.forget(late, lease)).toBe(true);
+    expect(await waiting.threads()).toEqual([]);
+  });
 });

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { ThreadKey } from "../core/thread.js";
 import type { Store } from "./index.js";
-import { createState, type StateStore } from "./state.js";
+import { createState, type Lease, type StateStore } from "./state.js";
 import type { TurnInput, TurnLedger } from "./turns.js";
 
 /** Messages of a thread waiting for its lock, per thread, and the threads that have some. */
@@ -57,10 +57,23 @@ export class WaitingMessages {
     return { key, id, member };
   }
 
-  /** Its turn began here, or it was handed over or given the restart note: nobody else is to answer it. */
-  async forget(kept: Kept): Promise<void> {
-    await this.state.listRemove(waitingKey(kept.key), kept.member);
+  /**
+   * Its turn begins here, or it was handed over or given the restart note: nobody else is
+   * to answer it. `lease`, the thread's lock, when its turn begins: the removal is then the
+   * claim, true only when this call took the message; false when a process that found its
+   * keeper silent (stalled past its heartbeat) adopted it first, under the same lock, and
+   * answers it.
+   */
+  async forget(kept: Kept, lease?: Lease): Promise<boolean> {
+    const list = waitingKey(kept.key);
+    let took = true;
+    if (lease && !(await this.state.listRemoveIfHolding(lease, list, kept.member))) {
+      // Still there: the lease is what failed (the turn meets the lost lock itself), not the claim.
+      took = (await this.state.listMembers(list)).includes(kept.member);
+      if (took) await this.state.listRemove(list, kept.member);
+    } else if (!lease) await this.state.listRemove(list, kept.member);
     await this.unlistIfEmpty(kept.key);
+    return took;
   }
 
   /** Threads that may have kept messages (a few too many: `orphans` finds none there). */
