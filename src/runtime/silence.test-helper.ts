@@ -107,7 +107,7 @@ export function slackOf(
 }
 
 /** Resolves once the watcher of `ledger`'s process has looked over the pending turns again. */
-export async function nextWatch(pending: MockInstance<TurnLedger["pending"]>): Promise<void> {
+export async function nextWatch(pending: MockInstance<TurnLedger["listed"]>): Promise<void> {
   const seen = pending.mock.calls.length;
   await vi.waitFor(() => expect(pending.mock.calls.length).toBeGreaterThan(seen), { timeout: 5_000 });
   await pending.mock.results[seen]?.value;

@@ -56,7 +56,7 @@ describe("a replica the store stops answering", () => {
     const onA = slackOf("A", timeline);
     await a.dispatcher.recoverInterrupted([onA.adapter]);
     await b.dispatcher.recoverInterrupted([slackOf("B", timeline).adapter]);
-    const watchedByA = vi.spyOn(a.ledger, "pending");
+    const watchedByA = vi.spyOn(a.ledger, "listed");
     const aliveForA = vi.spyOn(a.lock, "alive");
     const handled = a.dispatcher.handle(aliceSays("e1", "a long question", onA.reply));
     await vi.waitFor(() => expect(timeline).toContain("A: word3 "), { timeout: 5_000 });
@@ -107,7 +107,7 @@ describe("a replica the store stops answering", () => {
     const a = cutOffable(provider);
     const onA = slackOf("A", timeline);
     await a.dispatcher.recoverInterrupted([onA.adapter]);
-    const watched = vi.spyOn(a.ledger, "pending");
+    const watched = vi.spyOn(a.ledger, "listed");
     const handled = a.dispatcher.handle(aliceSays("e1", "a question", onA.reply));
     await vi.waitFor(async () => expect(await bed.ledger.get(KEY)).toMatchObject({ owner: a.lock.owner }));
 

@@ -78,6 +78,8 @@ export class Takeovers {
   private timer: NodeJS.Timeout | undefined;
   /** Threads this process is about to take over (queued for their lock): asked once. */
   private readonly claimed = new Set<ThreadKey>();
+  /** Keys the last round found listed without a record. */
+  private strays = new Set<ThreadKey>();
 
   constructor(private readonly deps: TakeoverDeps) {}
 
@@ -143,12 +145,13 @@ export class Takeovers {
       // a busy process spends nothing on the watch.
       const mine = (key: ThreadKey) => this.deps.lock.queued(key) > 0;
       void this.deps.ledger
-        .pending(mine)
-        .then(async (records) => {
+        .listed(mine)
+        .then(async ({ records, strays }) => {
           for (const r of records) {
             if (r.waiting) void this.parked(r, PENDING_WATCH_MS);
             else void this.claim(r);
           }
+          this.prune(strays);
         })
         .catch((err: unknown) => log.debug({ err }, "could not look over the pending turns"));
       void this.deps.ledger
@@ -175,6 +178,22 @@ export class Takeovers {
   }
 
   private readonly alive = (owner: string) => this.deps.lock.alive(owner);
+
+  /** Keys listed without a record last round too (not one being written now): taken off the list. */
+  private prune(strays: ThreadKey[]): void {
+    const before = this.strays;
+    this.strays = new Set(strays);
+    for (const key of strays) {
+      if (!before.has(key) || this.claimed.has(key)) continue;
+      void this.deps.lock
+        .ifFree(key, (lease) => this.deps.ledger.unlistStray(key, lease))
+        .then(
+          (unlisted) =>
+            unlisted && log.debug({ key }, "took a turn's key without a record off the pending list"),
+        )
+        .catch((err: unknown) => log.debug({ err, key }, "could not take a stray key off the pending list"));
+    }
+  }
 
   /**
    * Every replica arms a parked turn's expiry: the one that parked it may be gone, and a
@@ -205,24 +224,26 @@ export class Takeovers {
   private async claim(record: TurnRecord): Promise<{ done: Promise<void> } | undefined> {
     const key = record.key;
     if (this.claimed.has(key) || !(await this.orphaned(record))) return undefined;
-    this.claimed.add(key);
-    const work = this.deps.track(key, async (under) => {
-      try {
-        const now = await this.deps.ledger.get(key);
-        // Read again under the lock: another process may have finished or taken it meanwhile.
-        // One naming this process is nobody's now: this process runs the thread's turns one
-        // at a time, and this is the one.
-        const ours = now?.owner === this.deps.lock.owner;
-        if (now && !now.waiting && (ours || (await this.orphaned(now)))) await this.finish(now, under);
-      } finally {
-        this.claimed.delete(key);
-      }
+    const work = this.once(key, async (under) => {
+      const now = await this.deps.ledger.get(key);
+      // Read again under the lock: another process may have finished or taken it meanwhile.
+      // One naming this process is nobody's now: this process runs the thread's turns one
+      // at a time, and this is the one.
+      const ours = now?.owner === this.deps.lock.owner;
+      if (now && !now.waiting && (ours || (await this.orphaned(now)))) await this.finish(now, under);
     });
-    if (!work) {
-      this.claimed.delete(key);
-      return undefined;
-    }
-    return { done: work };
+    return work && { done: work };
+  }
+
+  /** `work` under the thread's lock as one of this process's turns, unless one such is queued for the thread already. */
+  private once(key: ThreadKey, work: (under: Under) => Promise<void>): Promise<void> | undefined {
+    if (this.claimed.has(key)) return undefined;
+    this.claimed.add(key);
+    const free = () => this.claimed.delete(key);
+    // Let go as the work ends under the lock, or as the wait for the lock fails: tried again next round.
+    const done = this.deps.track(key, (under) => work(under).finally(free))?.finally(free);
+    if (!done) free();
+    return done;
   }
 
   /**
@@ -291,20 +312,13 @@ export class Takeovers {
 
   /** Answers a thread's handed messages once its lock is free, after its unfinished turn if it has one. */
   private claimHanded(key: ThreadKey): void {
-    if (this.claimed.has(key)) return;
-    this.claimed.add(key);
-    const work = this.deps.track(key, async (under) => {
-      try {
-        const record = await this.deps.ledger.get(key);
-        // A turn waiting for approvals keeps the thread; the watcher asks again later.
-        if (record?.waiting) return;
-        if (record) await this.finish(record, under);
-        else await this.answerHanded(key, under);
-      } finally {
-        this.claimed.delete(key);
-      }
+    this.once(key, async (under) => {
+      const record = await this.deps.ledger.get(key);
+      // A turn waiting for approvals keeps the thread; the watcher asks again later.
+      if (record?.waiting) return;
+      if (record) await this.finish(record, under);
+      else await this.answerHanded(key, under);
     });
-    if (!work) this.claimed.delete(key);
   }
 
   private async finishTurn(

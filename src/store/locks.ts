@@ -44,6 +44,13 @@ export interface ThreadLock {
   run<T>(key: string, fn: (held: Held) => Promise<T>, sentAt?: number): Promise<T>;
   /** Turns of this thread in this process that are running or waiting (0 when idle). */
   queued(key: string): number;
+  /**
+   * `fn` under the thread's lock only if the lock is free now: no turn of the thread here
+   * and nobody holding its lease. For chores that must neither wait in the thread's line
+   * nor look like one of its turns while they do (see `TurnLedger.unlistStray`); undefined
+   * when not run.
+   */
+  ifFree<T>(key: string, fn: (lease: Lease | undefined) => Promise<T>): Promise<T | undefined>;
   /** This process, as its leases and turn records name it. */
   readonly owner: string;
   /** Whether the process named `owner` still beats (this one always does). */
@@ -96,6 +103,10 @@ export class LocalThreadLock implements ThreadLock {
 
   queued(key: string): number {
     return this.queues.get(key)?.count ?? 0;
+  }
+
+  async ifFree<T>(key: string, fn: (lease: Lease | undefined) => Promise<T>): Promise<T | undefined> {
+    return this.queued(key) > 0 ? undefined : this.run(key, () => fn(undefined));
   }
 
   /** One process, no store: only this one exists. */
@@ -165,6 +176,17 @@ export class LeaseThreadLock implements ThreadLock {
 
   queued(key: string): number {
     return this.local.queued(key);
+  }
+
+  async ifFree<T>(key: string, fn: (lease: Lease | undefined) => Promise<T>): Promise<T | undefined> {
+    if (this.closed || this.beat.silent || this.local.queued(key) > 0) return undefined;
+    const lease = await this.state.acquireLock(key, this.ttlMs, this.owner);
+    if (!lease) return undefined;
+    try {
+      return await fn(lease);
+    } finally {
+      await this.state.releaseLock(lease).catch(() => undefined);
+    }
   }
 
   async alive(owner: string): Promise<boolean> {

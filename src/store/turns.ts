@@ -294,9 +294,31 @@ export class TurnLedger {
 
   /** Turns whose record is still there: their process ended before they did. */
   async pending(skip?: (key: ThreadKey) => boolean): Promise<TurnRecord[]> {
+    return (await this.listed(skip)).records;
+  }
+
+  /**
+   * The listed turns, and the keys listed without a record (`strays`): one a record is being
+   * written for right now, or left by a crash between the two writes of `open`, or by an
+   * `end` whose fenced removal found the lock lost (see `unlistStray`).
+   */
+  async listed(skip?: (key: ThreadKey) => boolean): Promise<{ records: TurnRecord[]; strays: ThreadKey[] }> {
     const keys = (await this.state.listMembers(PENDING)).filter((key) => !skip?.(key));
-    const records = await Promise.all(keys.map((key) => this.get(key)));
-    return records.filter((r): r is TurnRecord => r !== undefined);
+    const found = await Promise.all(keys.map((key) => this.get(key)));
+    const records = found.filter((r): r is TurnRecord => r !== undefined);
+    return { records, strays: keys.filter((_, i) => found[i] === undefined) };
+  }
+
+  /**
+   * Takes a stray key off the list, under the thread's lock (`lease`): every record is
+   * written under it, so none can be on its way meanwhile, and every replica's watch would
+   * otherwise read the key every round for as long as the store lives.
+   */
+  async unlistStray(key: ThreadKey, lease: Lease | undefined): Promise<boolean> {
+    if (await this.get(key)) return false;
+    if (lease) return this.state.listRemoveIfHolding(lease, PENDING, key);
+    await this.state.listRemove(PENDING, key);
+    return true;
   }
 
   private async write(record: TurnRecord): Promise<void> {
