@@ -329,6 +329,8 @@ export class Dispatcher implements TurnRunner {
     if (left > 0) this.handingOver = (await lock.others().catch(() => [])).length > 0;
     this.work.abortAll(new SwitchboardError("interrupted", INTERRUPTED_NOTE));
     await this.work.settleOrLeave((inbound) => this.refuse(inbound));
+    // The kept copies of what was answered, handed or noted go first: the others adopt what is left.
+    await Promise.race([this.keeper.settled(), sleep(2_000, undefined, { ref: false })]);
     // The others take over what was handed to them at once, not after the heartbeat expires.
     await lock.close();
     const handedOver = this.handingOver ? left : 0;

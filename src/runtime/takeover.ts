@@ -9,6 +9,7 @@ import type { Payer } from "../store/usage.js";
 import type { WaitingMessages } from "../store/waiting-messages.js";
 import type { ApprovalDesk } from "./approvals/desk.js";
 import type { Adapter, Inbound, Reply } from "./contract.js";
+import { endWithNote } from "./takeover-note.js";
 import { MAX_RESUMES, MAX_TAKEOVERS } from "./turn.js";
 import { inputOf } from "./waiting-keeper.js";
 
@@ -21,14 +22,7 @@ import { inputOf } from "./waiting-keeper.js";
  */
 export const PENDING_WATCH_MS = 2_000;
 
-/**
- * How many times a reply a crash cut off is tried with the restart note before its record
- * ends without it. A failure the platform does not say is final (an outage, or a refusal
- * the adapter does not know) would otherwise keep the turn pending, tried by every
- * replica's watcher every round and logged each time, for as long as any runs; this many
- * rounds outlast a short outage.
- */
-export const RECOVER_ATTEMPTS = 10;
+export { RECOVER_ATTEMPTS } from "./takeover-note.js";
 
 export interface TakeoverDeps {
   ledger: TurnLedger;
@@ -80,6 +74,8 @@ export class Takeovers {
   private readonly claimed = new Set<ThreadKey>();
   /** Keys the last round found listed without a record. */
   private strays = new Set<ThreadKey>();
+  /** Threads the last round found with messages kept by a process that died. */
+  private withOrphans = new Set<ThreadKey>();
 
   constructor(private readonly deps: TakeoverDeps) {}
 
@@ -128,6 +124,11 @@ export class Takeovers {
   ): Promise<{ previous: TurnRecord | undefined } | undefined> {
     try {
       const record = await this.deps.ledger.get(key);
+      // Messages a dead process kept while they waited came before this one (see orphanedThreads).
+      if (!record && this.withOrphans.has(key)) {
+        await this.answerHanded(key, under);
+        return undefined;
+      }
       if (!record || record.waiting) return { previous: record };
       await this.finish(record, under);
       return undefined;
@@ -167,14 +168,20 @@ export class Takeovers {
     this.timer.unref();
   }
 
-  /** Threads with a kept message whose process died: answered as handed ones are, under the thread's lock. */
+  /**
+   * Threads with a kept message whose process died: answered as handed ones are, under the
+   * thread's lock, at once when the thread is idle here, else before its next message.
+   */
   private async orphanedThreads(mine: (key: ThreadKey) => boolean): Promise<void> {
     const waiting = this.deps.waiting;
     if (!waiting) return;
+    const found = new Set<ThreadKey>();
     for (const key of await waiting.threads()) {
-      if (mine(key) || this.claimed.has(key) || !this.adapterFor(key)) continue;
-      if ((await waiting.orphans(key, this.alive)).length) this.claimHanded(key);
+      if (!this.adapterFor(key) || (await waiting.orphans(key, this.alive)).length === 0) continue;
+      found.add(key);
+      if (!mine(key)) this.claimHanded(key);
     }
+    this.withOrphans = found;
   }
 
   private readonly alive = (owner: string) => this.deps.lock.alive(owner);
@@ -287,7 +294,7 @@ export class Takeovers {
     // This process began to stop: the handed messages stay for the others.
     if (under.controller.signal.aborted) return;
     // Those a dead process kept while they waited for the thread join them first.
-    const adopted = (await this.deps.waiting?.adopt(key, this.alive)) ?? 0;
+    const adopted = (await this.deps.waiting?.adopt(key, this.alive, under.lease)) ?? 0;
     if (adopted)
       log.info({ key, messages: adopted }, "answering messages that waited in a process that stopped");
     const [next, ...rest] = await ledger.takeHanded(key);
@@ -304,7 +311,8 @@ export class Takeovers {
     } catch (err) {
       // Taken from the list and not in a record (the store failed, or the lock was lost and
       // the record refused): back to the list, or they are lost.
-      for (const input of [next, ...rest]) await ledger.hand(key, input).catch(() => undefined);
+      for (const input of [next, ...rest])
+        await ledger.hand(key, input, ledger.handedIdOf(input)).catch(() => undefined);
       throw err;
     }
     await this.finish(successor, under, true);
@@ -353,25 +361,7 @@ export class Takeovers {
       await this.deps.goOn(record, reply, controller, attachments);
       return;
     }
-    if (!adapter.recover) return;
-    try {
-      await adapter.recover(record.key, record.address, this.deps.note);
-    } catch (err) {
-      const attempts = (record.recoverFailures ?? 0) + 1;
-      if (attempts < RECOVER_ATTEMPTS) {
-        // Counted in the record: every replica's watcher tries it, each one after the other.
-        await ledger.recoverFailed(record).catch(() => undefined);
-        throw err;
-      }
-      await ledger.end(record);
-      log.warn(
-        { err, key: record.key, attempts },
-        "gave up ending a reply interrupted by a crash with the restart note; it stays as it was",
-      );
-      return;
-    }
-    await ledger.end(record);
-    log.info({ key: record.key }, "ended a reply interrupted by a crash");
+    await endWithNote(record, adapter, this.deps);
   }
 
   /** A handed message over its sender's or channel's daily budget: the sentence instead, and its record ends. */

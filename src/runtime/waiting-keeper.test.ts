@@ -1,8 +1,9 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { ModelEvent, ModelRequest, Provider } from "../agent/providers/provider.js";
 import { createThreadLock } from "../store/locks.js";
-import { WaitingMessages } from "../store/waiting-messages.js";
+import { type Kept, WaitingMessages } from "../store/waiting-messages.js";
 import { aliceSays, fakeSlack, KEY, TakeoverBed } from "./takeover.test-helper.js";
+import { WaitingKeeper } from "./waiting-keeper.js";
 
 /** Answers each question with its own text; the first answer waits until `release`. */
 class GatedProvider implements Provider {
@@ -75,5 +76,78 @@ describe("a message waiting behind its thread's answer, kept in the store", () =
     expect(provider.asked).toHaveLength(1);
     expect(second.seen).toEqual([]);
     expect((await bed.ledger.takeHanded(KEY)).map((m) => m.text)).toEqual(["two"]);
+  });
+
+  it("answers a message a dead process kept before a newer message of the thread, though the thread was busy here", async () => {
+    const provider = new GatedProvider();
+    const { dispatcher } = bed.setup(provider, { lock: createThreadLock(bed.store), waiting: true });
+    const slack = fakeSlack();
+    await dispatcher.recoverInterrupted([slack.adapter]);
+    const said: string[] = [];
+    const reply = (): ReturnType<typeof fakeSlack>["reply"] => {
+      const r = fakeSlack().reply;
+      return { ...r, stream: () => ({ ...r.stream(), write: (d: string) => void said.push(d) }) };
+    };
+    const first = dispatcher.handle(aliceSays("e1", "one", reply()));
+    await until(() => provider.asked.length === 1, "the first question");
+    // Kept by a process that died while it waited for this thread, sent before the next one.
+    const waiting = new WaitingMessages(bed.store, bed.ledger);
+    await waiting.keep(
+      { key: KEY, id: "orphan", owner: "a-process-gone" },
+      {
+        text: "zero",
+        user: { id: "U1" },
+        channel: "C1",
+        sentAt: Date.now(),
+      },
+    );
+    // A round of the watch sees it while this process answers the thread (and so leaves it).
+    await new Promise((r) => setTimeout(r, 2_500));
+    const third = dispatcher.handle({ ...aliceSays("e3", "three", reply()), sentAt: Date.now() });
+    provider.release();
+    await Promise.all([first, third]);
+    await dispatcher.settled();
+    // Asked in the order sent; the kept one answered in a reply rebuilt from the platform's adapter.
+    expect(provider.asked).toEqual(["one", expect.stringContaining("zero"), "three"]);
+    expect(said.filter((d) => d.startsWith("Answer to"))).toEqual(["Answer to one.", "Answer to three."]);
+    expect(await waiting.threads()).toEqual([]);
+  }, 20_000);
+});
+
+describe("WaitingKeeper against a store that fails", () => {
+  const lease = { key: KEY, token: "t" };
+  const inbound = aliceSays("e9", "nine", fakeSlack().reply);
+
+  function flaky(fails: { keep?: boolean; forget?: number }) {
+    const forgets: Array<{ kept: Kept; lease: unknown }> = [];
+    let failures = fails.forget ?? 0;
+    const messages = {
+      keep: async () => {
+        if (fails.keep) throw new Error("the store dropped the second write");
+      },
+      forget: async (kept: Kept, l?: unknown) => {
+        forgets.push({ kept, lease: l });
+        if (failures-- > 0) throw new Error("the store is unreachable");
+        return true;
+      },
+    } as unknown as WaitingMessages;
+    return { keeper: new WaitingKeeper(messages, "me"), forgets };
+  }
+
+  it("tries a failed removal again, so that no copy is left to be answered twice once this process stops", async () => {
+    const { keeper, forgets } = flaky({ forget: 1 });
+    keeper.queued(inbound, true);
+    expect(await keeper.done(inbound, lease)).toBe(true);
+    await keeper.settled();
+    expect(forgets.map((f) => f.lease)).toEqual([lease, undefined]);
+  }, 10_000);
+
+  it("takes back what landed of a copy the store failed to keep whole, without a claim", async () => {
+    const { keeper, forgets } = flaky({ keep: true });
+    keeper.queued(inbound, true);
+    expect(await keeper.done(inbound, lease)).toBe(true);
+    await keeper.settled();
+    expect(forgets).toHaveLength(1);
+    expect(forgets[0]?.lease).toBeUndefined();
   });
 });

@@ -1,3 +1,5 @@
+import { randomUUID } from "node:crypto";
+import { setTimeout as sleep } from "node:timers/promises";
 import { storedFiles } from "../core/inbound.js";
 import { log } from "../log.js";
 import type { Lease } from "../store/state.js";
@@ -12,6 +14,10 @@ import type { Inbound } from "./contract.js";
  * get the lock sooner, and keeping each would cost two writes a turn.
  */
 export const KEEP_AFTER_MS = 500;
+
+/** How many times, and how far apart, a kept copy's removal is tried when the store fails it. */
+const REMOVE_TRIES = 5;
+const REMOVE_EVERY_MS = 2_000;
 
 /** What a process taking the message over needs to answer it. */
 export function inputOf(inbound: Inbound): TurnInput {
@@ -34,8 +40,11 @@ export function inputOf(inbound: Inbound): TurnInput {
  * handed over or noted. A kill -9 meanwhile leaves them for whoever next holds the thread.
  */
 export class WaitingKeeper {
-  private readonly kept = new Map<Inbound, Promise<Kept | undefined>>();
+  /** Each kept message, and whether its writes all landed. */
+  private readonly kept = new Map<Inbound, { kept: Kept; written: Promise<boolean> }>();
   private readonly timers = new Map<Inbound, NodeJS.Timeout>();
+  /** Removals under way or to be tried again: a stop waits for them (see `settled`). */
+  private readonly removing = new Set<Promise<unknown>>();
 
   constructor(
     private readonly messages: WaitingMessages | undefined,
@@ -63,7 +72,7 @@ export class WaitingKeeper {
     inbound: Inbound,
     how: { handOff?: (id?: string) => Promise<boolean>; note: () => Promise<void> },
   ): Promise<void> {
-    const id = (await this.kept.get(inbound))?.id;
+    const id = this.kept.get(inbound)?.kept.id;
     const handed = how.handOff ? await how.handOff(id).catch(() => false) : false;
     const settled =
       handed ||
@@ -85,14 +94,20 @@ export class WaitingKeeper {
   async done(inbound: Inbound, lease?: Lease): Promise<boolean> {
     clearTimeout(this.timers.get(inbound));
     this.timers.delete(inbound);
-    const keeping = this.kept.get(inbound);
-    if (!keeping || !this.messages) return true;
+    const entry = this.kept.get(inbound);
+    const messages = this.messages;
+    if (!entry || !messages) return true;
     this.kept.delete(inbound);
-    const kept = await keeping;
-    if (!kept) return true;
-    const took = await this.messages.forget(kept, lease).catch((err: unknown) => {
-      // Left, it would be answered a second time once this process stops beating.
-      log.warn({ err, key: inbound.key }, "could not take an answered waiting message out of the store");
+    // Partly written (the store failed one of its writes): no claim to make, only what landed to take back.
+    if (!(await entry.written)) {
+      this.removeLater(messages, entry.kept, 0);
+      return true;
+    }
+    const removal = messages.forget(entry.kept, lease);
+    this.during(removal);
+    const took = await removal.catch((err: unknown) => {
+      log.warn({ err, key: inbound.key }, "could not take a waiting message out of the store; trying again");
+      this.removeLater(messages, entry.kept, 1);
       return true;
     });
     if (!took)
@@ -100,23 +115,54 @@ export class WaitingKeeper {
     return took;
   }
 
+  /** Resolves once the removals under way have landed or given up (a stop waits for this before it stops beating). */
+  async settled(): Promise<void> {
+    while (this.removing.size > 0) await Promise.allSettled([...this.removing]);
+  }
+
   private keep(inbound: Inbound): void {
     this.timers.delete(inbound);
     const messages = this.messages;
     if (!messages || this.kept.has(inbound)) return;
-    const keeping = messages.keep(inbound.key, this.owner, inputOf(inbound)).then(
-      (kept) => {
+    const kept: Kept = { key: inbound.key, id: randomUUID(), owner: this.owner };
+    const written = messages.keep(kept, inputOf(inbound)).then(
+      () => {
         log.debug({ key: inbound.key }, "kept a waiting message in the store");
-        return kept;
+        return true;
       },
       (err: unknown) => {
         log.warn(
           { err, key: inbound.key },
           "could not keep a waiting message in the store; a crash now loses it",
         );
-        return undefined;
+        return false;
       },
     );
-    this.kept.set(inbound, keeping);
+    this.kept.set(inbound, { kept, written });
+  }
+
+  /**
+   * A copy left in the store would be answered a second time once this process stops
+   * beating: its removal is tried again, `REMOVE_TRIES` times in all, a few seconds apart.
+   */
+  private removeLater(messages: WaitingMessages, kept: Kept, tried: number): void {
+    const attempt = async () => {
+      if (tried > 0) await sleep(REMOVE_EVERY_MS, undefined, { ref: false });
+      await messages.forget(kept);
+    };
+    this.during(
+      attempt().catch((err: unknown) => {
+        if (tried + 1 < REMOVE_TRIES) return this.removeLater(messages, kept, tried + 1);
+        log.warn(
+          { err, key: kept.key },
+          "gave up taking a waiting message out of the store; it may be answered again",
+        );
+      }),
+    );
+  }
+
+  private during(work: Promise<unknown>): void {
+    const tracked = work.catch(() => undefined).finally(() => this.removing.delete(tracked));
+    this.removing.add(tracked);
   }
 }

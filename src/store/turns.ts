@@ -87,6 +87,11 @@ const recordKey = (key: ThreadKey) => `turn:${key}`;
 const PENDING = "turns";
 /** Messages a stopping process handed over, per thread, and the threads that have some. */
 const handedKey = (key: ThreadKey) => `handover:${key}`;
+/**
+ * A handed message itself, beside its id in the thread's list: a list member is part of a
+ * row's key on SQL (1,024 characters at most), and a message with its files is longer.
+ */
+const handedBodyKey = (key: ThreadKey, id: string) => `handed-message:${key}:${id}`;
 const HANDED = "handed";
 
 /**
@@ -101,6 +106,8 @@ export class TurnLedger {
   private readonly leases = new WeakMap<TurnRecord, Lease>();
   /** Records `open` is still writing. */
   private readonly opening = new WeakMap<TurnRecord, Promise<void>>();
+  /** The ids the messages `takeHanded` returned were handed under. */
+  private readonly handedIds = new WeakMap<TurnInput, string>();
 
   constructor(store: Store) {
     this.state = createState(store);
@@ -251,8 +258,20 @@ export class TurnLedger {
    * thread's lock (another process may be answering the thread), so never into its record.
    */
   async hand(key: ThreadKey, input: TurnInput, id: string = randomUUID()): Promise<void> {
-    await this.state.listAdd(handedKey(key), JSON.stringify({ ...input, id }));
+    await this.state.set(handedBodyKey(key, id), input);
+    await this.state.listAdd(handedKey(key), id);
     await this.state.listAdd(HANDED, key);
+  }
+
+  /** Takes back a message `hand` handed under `id` (the process handing it lost the thread meanwhile). */
+  async unhand(key: ThreadKey, id: string): Promise<void> {
+    await this.state.listRemove(handedKey(key), id);
+    await this.state.delete(handedBodyKey(key, id));
+  }
+
+  /** The id a message `takeHanded` returned was handed under: handed back under it, it is still one message. */
+  handedIdOf(input: TurnInput): string | undefined {
+    return this.handedIds.get(input);
   }
 
   /**
@@ -278,13 +297,23 @@ export class TurnLedger {
     // The thread leaves the list first: a message handed meanwhile puts it back.
     await this.state.listRemove(HANDED, key);
     const members = await this.state.listMembers(handedKey(key));
-    await Promise.all(members.map((m) => this.state.listRemove(handedKey(key), m)));
     // One per id: a message handed by two processes (a kept one both found orphaned) is answered once.
     const byId = new Map<string, TurnInput>();
+    const bodies: string[] = [];
     for (const m of members) {
-      const { id, ...input } = JSON.parse(m) as TurnInput & { id?: string };
-      byId.set(id ?? m, input);
+      if (m.startsWith("{")) {
+        // Handed by an earlier version, the message in the member itself.
+        const { id, ...input } = JSON.parse(m) as TurnInput & { id?: string };
+        byId.set(id ?? m, input);
+        continue;
+      }
+      const input = await this.state.get<TurnInput>(handedBodyKey(key, m));
+      bodies.push(handedBodyKey(key, m));
+      if (input) byId.set(m, input);
     }
+    await Promise.all(members.map((m) => this.state.listRemove(handedKey(key), m)));
+    await Promise.all(bodies.map((b) => this.state.delete(b)));
+    for (const [id, input] of byId) this.handedIds.set(input, id);
     return [...byId.values()].sort((a, b) => (a.sentAt ?? 0) - (b.sentAt ?? 0));
   }
 

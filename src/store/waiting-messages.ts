@@ -1,34 +1,30 @@
-import { randomUUID } from "node:crypto";
 import type { ThreadKey } from "../core/thread.js";
+import { log } from "../log.js";
 import type { Store } from "./index.js";
 import { createState, type Lease, type StateStore } from "./state.js";
 import type { TurnInput, TurnLedger } from "./turns.js";
 
-/** Messages of a thread waiting for its lock, per thread, and the threads that have some. */
-const waitingKey = (key: ThreadKey) => `waiting-message:${key}`;
+/**
+ * Per thread, the list of its kept messages as `{id}|{owner}` (a list member is part of a
+ * row's key on SQL, at most 1,024 characters: the message itself is kept beside it), and
+ * the list of threads that have some.
+ */
+const listKey = (key: ThreadKey) => `waiting-message:${key}`;
+const bodyKey = (key: ThreadKey, id: string) => `waiting-message-body:${key}:${id}`;
 const THREADS = "waiting-messages";
 
-/** A message kept while it waits: `id` is the one it is handed over under, whoever hands it. */
-export interface WaitingMessage {
-  id: string;
-  owner: string;
-  input: TurnInput;
-}
-
-/** A kept message, as `keep` wrote it (`forget` takes exactly this member back). */
+/** A kept message: `id` is the one it is handed over under, whoever hands it; `owner` the process it waits in. */
 export interface Kept {
   key: ThreadKey;
   id: string;
-  member: string;
+  owner: string;
 }
 
-function parse(member: string): WaitingMessage | undefined {
-  try {
-    const m = JSON.parse(member) as Partial<WaitingMessage>;
-    return m.id && m.owner && m.input ? (m as WaitingMessage) : undefined;
-  } catch {
-    return undefined;
-  }
+const memberOf = (kept: Kept) => `${kept.id}|${kept.owner}`;
+
+function keptOf(key: ThreadKey, member: string): Kept | undefined {
+  const [id, owner, ...rest] = member.split("|");
+  return id && owner && rest.length === 0 ? { key, id, owner } : undefined;
 }
 
 /**
@@ -48,13 +44,11 @@ export class WaitingMessages {
     this.state = createState(store);
   }
 
-  async keep(key: ThreadKey, owner: string, input: TurnInput): Promise<Kept> {
-    const id = randomUUID();
-    const member = JSON.stringify({ id, owner, input } satisfies WaitingMessage);
-    // The message before its thread: a thread listed is never missing what it lists.
-    await this.state.listAdd(waitingKey(key), member);
-    await this.state.listAdd(THREADS, key);
-    return { key, id, member };
+  async keep(kept: Kept, input: TurnInput): Promise<void> {
+    // The message, then its member, then its thread: what is listed is always there.
+    await this.state.set(bodyKey(kept.key, kept.id), input);
+    await this.state.listAdd(listKey(kept.key), memberOf(kept));
+    await this.state.listAdd(THREADS, kept.key);
   }
 
   /**
@@ -65,14 +59,18 @@ export class WaitingMessages {
    * answers it.
    */
   async forget(kept: Kept, lease?: Lease): Promise<boolean> {
-    const list = waitingKey(kept.key);
+    const list = listKey(kept.key);
+    const member = memberOf(kept);
     let took = true;
-    if (lease && !(await this.state.listRemoveIfHolding(lease, list, kept.member))) {
+    if (lease && !(await this.state.listRemoveIfHolding(lease, list, member))) {
       // Still there: the lease is what failed (the turn meets the lost lock itself), not the claim.
-      took = (await this.state.listMembers(list)).includes(kept.member);
-      if (took) await this.state.listRemove(list, kept.member);
-    } else if (!lease) await this.state.listRemove(list, kept.member);
-    await this.unlistIfEmpty(kept.key);
+      took = (await this.state.listMembers(list)).includes(member);
+      if (took) await this.state.listRemove(list, member);
+    } else if (!lease) await this.state.listRemove(list, member);
+    // Not waited for: the turn goes on while these land.
+    void this.tidy(kept).catch((err: unknown) =>
+      log.debug({ err, key: kept.key }, "could not tidy a forgotten waiting message"),
+    );
     return took;
   }
 
@@ -81,41 +79,60 @@ export class WaitingMessages {
     return this.state.listMembers(THREADS);
   }
 
-  /** The thread's kept messages whose process no longer beats, each with its member as stored. */
+  /** The thread's kept messages whose process no longer beats, oldest first. */
   async orphans(
     key: ThreadKey,
     alive: (owner: string) => Promise<boolean>,
-  ): Promise<Array<{ message: WaitingMessage; member: string }>> {
-    const members = await this.state.listMembers(waitingKey(key));
+  ): Promise<Array<{ kept: Kept; input: TurnInput }>> {
+    const members = await this.state.listMembers(listKey(key));
     const owners = new Map<string, Promise<boolean>>();
-    const found: Array<{ message: WaitingMessage; member: string }> = [];
+    const found: Array<{ kept: Kept; input: TurnInput }> = [];
     for (const member of members) {
-      const message = parse(member);
-      if (!message) {
-        // Nothing to answer in it, and it would be read again every round.
-        await this.state.listRemove(waitingKey(key), member);
-        continue;
+      const kept = keptOf(key, member);
+      if (kept) {
+        if (!owners.has(kept.owner)) owners.set(kept.owner, alive(kept.owner));
+        if (await owners.get(kept.owner)) continue;
+        const input = await this.state.get<TurnInput>(bodyKey(key, kept.id));
+        if (input) {
+          found.push({ kept, input });
+          continue;
+        }
       }
-      if (!owners.has(message.owner)) owners.set(message.owner, alive(message.owner));
-      if (!(await owners.get(message.owner))) found.push({ message, member });
+      // Nothing to answer in it (not ours to read, or its message is gone), and it would be read every round.
+      await this.state.listRemove(listKey(key), member);
     }
     if (members.length === 0) await this.unlistIfEmpty(key);
-    return found;
+    return found.sort((a, b) => (a.input.sentAt ?? 0) - (b.input.sentAt ?? 0));
   }
 
   /**
    * The orphans of the thread join its handed messages, under the ids they were kept
    * with, so that two processes adopting one message hand it once (`takeHanded` keeps one
-   * per id). Called under the thread's lock, just before the handed messages are taken.
+   * per id). Called under the thread's lock (`lease`), just before the handed messages are
+   * taken: a removal the lease no longer covers takes its handed copy back, since the
+   * thread's new holder may adopt the message itself.
    */
-  async adopt(key: ThreadKey, alive: (owner: string) => Promise<boolean>): Promise<number> {
-    const orphans = await this.orphans(key, alive);
-    for (const { message, member } of orphans) {
-      await this.ledger.hand(key, message.input, message.id);
-      await this.state.listRemove(waitingKey(key), member);
+  async adopt(key: ThreadKey, alive: (owner: string) => Promise<boolean>, lease?: Lease): Promise<number> {
+    let adopted = 0;
+    for (const { kept, input } of await this.orphans(key, alive)) {
+      await this.ledger.hand(key, input, kept.id);
+      const removed = lease
+        ? await this.state.listRemoveIfHolding(lease, listKey(key), memberOf(kept))
+        : await this.state.listRemove(listKey(key), memberOf(kept)).then(() => true);
+      if (!removed) {
+        await this.ledger.unhand(key, kept.id);
+        break;
+      }
+      await this.state.delete(bodyKey(key, kept.id));
+      adopted++;
     }
-    if (orphans.length) await this.unlistIfEmpty(key);
-    return orphans.length;
+    if (adopted) await this.unlistIfEmpty(key);
+    return adopted;
+  }
+
+  private async tidy(kept: Kept): Promise<void> {
+    await this.state.delete(bodyKey(kept.key, kept.id));
+    await this.unlistIfEmpty(kept.key);
   }
 
   /**
@@ -123,8 +140,8 @@ export class WaitingMessages {
    * itself, so the thread stays listed whichever way the two interleave.
    */
   private async unlistIfEmpty(key: ThreadKey): Promise<void> {
-    if ((await this.state.listMembers(waitingKey(key))).length > 0) return;
+    if ((await this.state.listMembers(listKey(key))).length > 0) return;
     await this.state.listRemove(THREADS, key);
-    if ((await this.state.listMembers(waitingKey(key))).length > 0) await this.state.listAdd(THREADS, key);
+    if ((await this.state.listMembers(listKey(key))).length > 0) await this.state.listAdd(THREADS, key);
   }
 }

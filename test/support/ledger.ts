@@ -1,6 +1,7 @@
 import { openStore } from "../../src/store/index.js";
+import type { TurnInput } from "../../src/store/turns.js";
 import { TurnLedger, type TurnRecord } from "../../src/store/turns.js";
-import { type WaitingMessage, WaitingMessages } from "../../src/store/waiting-messages.js";
+import { type Kept, WaitingMessages } from "../../src/store/waiting-messages.js";
 
 /** The unfinished turns in a bot's store, read from outside the bot's process. */
 export async function ledgerOf(env: NodeJS.ProcessEnv): Promise<TurnRecord[]> {
@@ -15,7 +16,7 @@ export async function ledgerOf(env: NodeJS.ProcessEnv): Promise<TurnRecord[]> {
 }
 
 /** The messages a bot kept in its store while they waited for their thread (see WaitingMessages). */
-export async function waitingIn(env: NodeJS.ProcessEnv): Promise<WaitingMessage[]> {
+export async function waitingIn(env: NodeJS.ProcessEnv): Promise<Array<{ kept: Kept; input: TurnInput }>> {
   const url = env.STORE_URL;
   if (!url) throw new Error("The environment names no STORE_URL");
   const store = await openStore(url);
@@ -23,7 +24,7 @@ export async function waitingIn(env: NodeJS.ProcessEnv): Promise<WaitingMessage[
     const waiting = new WaitingMessages(store, new TurnLedger(store));
     const alive = async () => false;
     const all = await Promise.all((await waiting.threads()).map((key) => waiting.orphans(key, alive)));
-    return all.flat().map((o) => o.message);
+    return all.flat();
   } finally {
     await store.close();
   }
