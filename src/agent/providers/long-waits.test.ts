@@ -79,3 +79,24 @@ describe("waitAsked", () => {
     expect(waitText(8_045_120)).toBe("2 h 15 min");
   });
 });
+
+describe("a Stop during a Retry-After's wait", () => {
+  for (const kind of ["openai", "anthropic"] as const)
+    it(`ends the ${kind} request at once, not when the wait is over`, async () => {
+      emulator().setResponder(() => ({ error: { status: 429, retryAfter: 20 } }));
+      const provider = kind === "openai" ? openai() : anthropic();
+      const stop = new AbortController();
+      setTimeout(() => stop.abort(), 300);
+      const started = Date.now();
+      const req = request(kind === "openai" ? "gpt-4o-mini" : "claude-haiku-5-5");
+      await expect(
+        (async () => {
+          for await (const _ of provider.stream(req, stop.signal)) {
+            // drained
+          }
+        })(),
+      ).rejects.toMatchObject({ code: "llm_aborted" });
+      // Well under the 20 s asked; the SDK alone slept them out (a fixed bound, not a timing target).
+      expect(Date.now() - started).toBeLessThan(10_000);
+    }, 30_000);
+});

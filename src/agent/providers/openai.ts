@@ -8,6 +8,7 @@ import type {
 } from "openai/resources/chat/completions";
 import type { ChatMessage, ToolCall, Usage, UserMessage } from "../../core/messages.js";
 import { log } from "../../log.js";
+import { untilAborted } from "./abortable.js";
 import type { EventSink } from "./coalesce.js";
 import { abortedError, isTransientStreamError, toProviderError } from "./errors.js";
 import { openAIFetch } from "./openai-fetch.js";
@@ -100,7 +101,8 @@ export class OpenAIProvider implements Provider {
     const ctx = { provider: this.name, attempts: this.maxRetries + 1 };
     let response: Response;
     try {
-      response = await this.client.chat.completions.create(this.body(req), { signal }).asResponse();
+      const request = this.client.chat.completions.create(this.body(req), { signal }).asResponse();
+      response = await untilAborted(request, signal);
     } catch (err) {
       throw toProviderError(err, ctx);
     }
