@@ -86,7 +86,8 @@ describe("kill -9 mid-answer in Discord", () => {
     await expectStoreIntact(env.STORE_URL!);
   }, 90_000);
 
-  it("answers after the restart a message that waited behind the cut-off answer when the bot was killed", async () => {
+  /** The bot started, streaming a slow answer, with a second message of the thread kept in the store behind it. */
+  async function waitingBehindSlowAnswer() {
     const first = startSwitchboard("start", env);
     await waitUntil(() => first.stderr().includes("Switchboard is running"), "the bot to start");
     const asked = discord.userMessage(discord.state.general, "a slow answer please", { mentionsBot: true });
@@ -102,6 +103,11 @@ describe("kill -9 mid-answer in Discord", () => {
       if (Date.now() > until) throw new Error("timed out waiting for the message to be kept in the store");
       await new Promise((r) => setTimeout(r, 100));
     }
+    return { first, answers };
+  }
+
+  it("answers after the restart a message that waited behind the cut-off answer when the bot was killed", async () => {
+    const { first, answers } = await waitingBehindSlowAnswer();
     expect(await waitingIn(env)).toMatchObject([
       { input: { text: expect.stringContaining("and a second one") } },
     ]);
@@ -129,20 +135,7 @@ describe("kill -9 mid-answer in Discord", () => {
   }, 90_000);
 
   it("gives a message waiting at a SIGTERM the restart note, and the next start does not answer it too", async () => {
-    const first = startSwitchboard("start", env);
-    await waitUntil(() => first.stderr().includes("Switchboard is running"), "the bot to start");
-    const asked = discord.userMessage(discord.state.general, "a slow answer please", { mentionsBot: true });
-    const thread = asked.id;
-    const texts = () => discord.botMessages(thread).map((m) => m.content);
-    await waitUntil(
-      () => (discord.botMessages(thread)[0]?.edits.length ?? 0) >= 2,
-      "the answer to be streaming",
-    );
-    discord.userMessage(thread, "and a second one");
-    for (const until = Date.now() + 20_000; (await waitingIn(env)).length === 0; ) {
-      if (Date.now() > until) throw new Error("timed out waiting for the message to be kept in the store");
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    const { first, answers: texts } = await waitingBehindSlowAnswer();
     first.child.kill("SIGTERM");
     expect(await first.exited).toBe(0);
     // The cut-off answer ends with the note, and the waiting message has one of its own.
