@@ -11,7 +11,7 @@ import type { ApprovalDesk } from "./approvals/desk.js";
 import type { Adapter, Inbound, Reply } from "./contract.js";
 import { endWithNote } from "./takeover-note.js";
 import { MAX_RESUMES, MAX_TAKEOVERS } from "./turn.js";
-import { inputOf } from "./waiting-keeper.js";
+import { inputOf } from "./turn-input.js";
 
 /**
  * How often the turns in the store are looked over: parked ones get their expiry armed

@@ -5,7 +5,7 @@ import { abandonedStep } from "../agent/steps.js";
 import type { Config } from "../config.js";
 import { toUserFacing } from "../core/errors.js";
 import type { AgentEvent } from "../core/events.js";
-import { type InboundFile, storedFiles } from "../core/inbound.js";
+import type { InboundFile } from "../core/inbound.js";
 import type { PendingStep } from "../core/messages.js";
 import { platformOf, type ThreadKey } from "../core/thread.js";
 import { log } from "../log.js";
@@ -24,6 +24,7 @@ import { prepareAttachments } from "./inbound-files.js";
 import { type RenderOutcome, ReplyRenderer } from "./render.js";
 import { seedFromThread } from "./thread-seed.js";
 import { payerOf } from "./turn-accounts.js";
+import { inputOf } from "./turn-input.js";
 import { answerUnrecorded } from "./unrecorded.js";
 import { postKeys } from "./write-keys.js";
 
@@ -105,21 +106,7 @@ export async function runTurn(
     channel: inbound.channel,
     ...(team ? { team } : {}),
   };
-  const files = storedFiles(inbound.attachments);
-  const run = {
-    id,
-    owner: deps.owner,
-    // With its files: a process taking the turn over before they are read reads them itself.
-    input: {
-      text: inbound.text,
-      user: inbound.user,
-      channel: inbound.channel,
-      ...(team ? { team } : {}),
-      ...(files.length ? { files } : {}),
-      // Handed over (its record never stored), it is answered in its place among the thread's.
-      ...(inbound.sentAt === undefined ? {} : { sentAt: inbound.sentAt }),
-    },
-  };
+  const run = { id, owner: deps.owner, input: inputOf(inbound) };
   // Read while the turn's record is written (under the lock the session is this turn's
   // alone): one round trip less before the model is asked. Its failure is drive's to report.
   const loading = deps.sessions.getOrCreate(inbound.key);

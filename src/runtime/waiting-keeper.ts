@@ -1,12 +1,10 @@
 import { randomUUID } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
-import { storedFiles } from "../core/inbound.js";
 import { log } from "../log.js";
 import type { Lease } from "../store/state.js";
-import type { TurnInput } from "../store/turns.js";
 import type { Kept, WaitingMessages } from "../store/waiting-messages.js";
-import { askerTeam } from "./approvals/policy.js";
 import type { Inbound } from "./contract.js";
+import { inputOf } from "./turn-input.js";
 
 /**
  * How long a message waits for its thread's lock before it is kept in the store, when no
@@ -18,21 +16,6 @@ export const KEEP_AFTER_MS = 500;
 /** How many times, and how far apart, a kept copy's removal is tried when the store fails it. */
 const REMOVE_TRIES = 5;
 const REMOVE_EVERY_MS = 2_000;
-
-/** What a process taking the message over needs to answer it. */
-export function inputOf(inbound: Inbound): TurnInput {
-  const { text, user, channel, sentAt } = inbound;
-  const files = storedFiles(inbound.attachments);
-  const team = askerTeam(inbound.platform, inbound.from);
-  return {
-    text,
-    user,
-    channel,
-    ...(team ? { team } : {}),
-    ...(sentAt === undefined ? {} : { sentAt }),
-    ...(files.length ? { files } : {}),
-  };
-}
 
 /**
  * Keeps the messages of this process that wait behind another turn of their thread in the

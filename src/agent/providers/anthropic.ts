@@ -17,13 +17,12 @@ import { modelFetch } from "./model-fetch.js";
 import type { ModelEvent, ModelRequest, Provider, StopReason, ToolSpec } from "./provider.js";
 import { StreamInterrupted, streamWithRetry } from "./retry.js";
 import { readSse } from "./sse.js";
+import { parseArguments, stopWithCalls, unfinished } from "./wire.js";
 
 /** A refusal that asks for a long wait is not retried (see long-waits.ts). */
 async function anthropicFetch(input: string | URL | Request, init?: RequestInit): Promise<Response> {
   return withoutLongWaits(await modelFetch(input, init));
 }
-
-import { parseArguments, stopWithCalls, unfinished } from "./wire.js";
 
 export interface AnthropicProviderOptions {
   apiKey: string;

@@ -47,7 +47,11 @@ export function waitAsked(headers: Headers, detail = ""): number | undefined {
  * retried (`x-should-retry: false`, which both SDKs obey) and carries the wait. Its body (an
  * error's few hundred bytes of JSON) is read here and handed on whole.
  */
-export async function withoutLongWaits(response: Response): Promise<Response> {
+export async function withoutLongWaits(
+  response: Response,
+  /** Another refusal no wait ends, told by the provider's error body (OpenAI's 429s, see openai-fetch.ts). */
+  final?: (status: number, body: string) => boolean,
+): Promise<Response> {
   if (!RETRIED.has(response.status)) return response;
   const text = await response.text();
   const headers = new Headers(response.headers);
@@ -55,7 +59,7 @@ export async function withoutLongWaits(response: Response): Promise<Response> {
   if (wait !== undefined && wait > LONG_WAIT_MS) {
     headers.set("x-should-retry", "false");
     headers.set(WAIT_HEADER, String(Math.round(wait)));
-  }
+  } else if (final?.(response.status, text)) headers.set("x-should-retry", "false");
   return new Response(text, { status: response.status, statusText: response.statusText, headers });
 }
 

@@ -11,13 +11,11 @@ import { isQuotaError } from "./quota.js";
  * waits its back-off only to be refused again, and the person waits for it.
  */
 export async function openAIFetch(input: string | URL | Request, init?: RequestInit): Promise<Response> {
-  const response = await withoutLongWaits(await modelFetch(input, init));
-  if (response.status !== 429) return response;
-  // An error's body is a few hundred bytes of JSON: read here, handed on whole.
-  const text = await response.text();
-  const headers = new Headers(response.headers);
-  if (unretryable(text)) headers.set("x-should-retry", "false");
-  return new Response(text, { status: response.status, statusText: response.statusText, headers });
+  // An error's body is a few hundred bytes of JSON: read there once, handed on whole.
+  return withoutLongWaits(
+    await modelFetch(input, init),
+    (status, body) => status === 429 && unretryable(body),
+  );
 }
 
 function unretryable(body: string): boolean {
