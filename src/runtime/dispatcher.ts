@@ -367,14 +367,15 @@ export class Dispatcher implements TurnRunner {
     if (entry.noted) return;
     delete entry.queued;
     if (signal.aborted) return this.refuse(inbound);
-    if (!(await this.keeper.done(inbound, under.lease))) return;
+    const copy = await this.keeper.starting(inbound, under.lease);
+    if (!copy) return;
     observer?.turnStarted?.(inbound);
     // Its record's id, known before the record is written: a Stop another replica takes names it.
     const run = randomUUID();
     const place = { platform: inbound.platform, channel: inbound.channel };
     const turn: RunningTurn = { controller, run, asker: inbound.user, place };
     const payer = payerOf(inbound);
-    if (await this.accounts.turnedAway(payer, inbound.reply)) return;
+    if (await this.accounts.turnedAway(payer, inbound.reply)) return copy.recorded();
     await this.answering.run(
       "turn",
       payer,
@@ -386,11 +387,12 @@ export class Dispatcher implements TurnRunner {
           inbound,
           this.turnDeps,
           controller.signal,
-          { firstVisible: (ms) => observer?.firstVisible?.(inbound, ms), ...hooks },
+          { firstVisible: (ms) => observer?.firstVisible?.(inbound, ms), recorded: copy.recorded, ...hooks },
           known,
-          run,
+          { id: run, took: copy.took },
         ),
       (result, ms) => observer?.turnEnded?.(inbound, result.outcome, ms, result.events),
     );
+    copy.recorded();
   }
 }

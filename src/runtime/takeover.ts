@@ -9,6 +9,7 @@ import type { Payer } from "../store/usage.js";
 import type { WaitingMessages } from "../store/waiting-messages.js";
 import type { ApprovalDesk } from "./approvals/desk.js";
 import type { Adapter, Inbound, Reply } from "./contract.js";
+import { dropTaken, recordHanded } from "./handed-turns.js";
 import { endWithNote } from "./takeover-note.js";
 import { MAX_RESUMES, MAX_TAKEOVERS } from "./turn.js";
 import { inputOf } from "./turn-input.js";
@@ -277,6 +278,7 @@ export class Takeovers {
     if (!adapter) return;
     // Every write of the record from here on, the first (`takeOver`, `end`) included.
     this.deps.ledger.guard(record, under.lease);
+    if (record.took) await dropTaken(record, this.deps.ledger, this.deps.waiting);
     await this.finishTurn(record, adapter, under.controller, fresh);
     // Still there: the turn waits for approvals, or went to yet another process, with the
     // messages behind it. Otherwise its end handed them back (`TurnLedger.handQueued`).
@@ -290,32 +292,14 @@ export class Takeovers {
    * the rest: if this process stops in the middle, another one finds them all.
    */
   private async answerHanded(key: ThreadKey, under: Under): Promise<void> {
-    const { ledger, lock } = this.deps;
     // This process began to stop: the handed messages stay for the others.
     if (under.controller.signal.aborted) return;
     // Those a dead process kept while they waited for the thread join them first.
     const adopted = (await this.deps.waiting?.adopt(key, this.alive, under.lease)) ?? 0;
     if (adopted)
       log.info({ key, messages: adopted }, "answering messages that waited in a process that stopped");
-    const [next, ...rest] = await ledger.takeHanded(key);
-    if (!next) return;
-    let successor: TurnRecord;
-    try {
-      const run = {
-        id: randomUUID(),
-        owner: lock.owner,
-        input: next,
-        ...(rest.length ? { queued: rest } : {}),
-      };
-      successor = await ledger.begin(key, run, under.lease);
-    } catch (err) {
-      // Taken from the list and not in a record (the store failed, or the lock was lost and
-      // the record refused): back to the list, or they are lost.
-      for (const input of [next, ...rest])
-        await ledger.hand(key, input, ledger.handedIdOf(input)).catch(() => undefined);
-      throw err;
-    }
-    await this.finish(successor, under, true);
+    const successor = await recordHanded(this.deps.ledger, key, this.deps.lock.owner, under.lease);
+    if (successor) await this.finish(successor, under, true);
   }
 
   /** Answers a thread's handed messages once its lock is free, after its unfinished turn if it has one. */

@@ -13,7 +13,7 @@ import type { ToolHub } from "../mcp/types.js";
 import { storeFailed } from "../store/index.js";
 import { type Held, LockLost } from "../store/locks.js";
 import type { Session, SessionRepository } from "../store/sessions.js";
-import type { TurnLedger, TurnRecord } from "../store/turns.js";
+import type { TookCopies, TurnLedger, TurnRecord } from "../store/turns.js";
 import type { ApprovalDesk } from "./approvals/desk.js";
 import { approvalMode, approvedForThread, askerTeam, type CallPlace, callGate } from "./approvals/policy.js";
 import { SUPERSEDED_REASON } from "./approvals/questions.js";
@@ -61,6 +61,8 @@ export interface TurnHooks {
    * under its lease, and once it is lost the turn stops without writing anything more.
    */
   held?: Held;
+  /** The turn's record is in the store: the other copies of its message (`TurnRecord.took`) can go. */
+  recorded?(): void;
 }
 
 export interface TurnResult {
@@ -94,8 +96,8 @@ export async function runTurn(
   hooks: TurnHooks,
   /** The thread's record as the caller just read it under the lock, if it did. */
   known?: { previous: TurnRecord | undefined },
-  /** The id of the turn's record (see `TurnRecord.id`). */
-  id: string = randomUUID(),
+  /** The id of the turn's record (see `TurnRecord.id`), and the other copies of its message. */
+  named: { id?: string; took?: TookCopies | undefined } = {},
 ): Promise<TurnResult> {
   const { ledger, config, agent } = deps;
   const team = askerTeam(inbound.platform, inbound.from);
@@ -106,7 +108,8 @@ export async function runTurn(
     channel: inbound.channel,
     ...(team ? { team } : {}),
   };
-  const run = { id, owner: deps.owner, input: inputOf(inbound) };
+  const { id = randomUUID(), took } = named;
+  const run = { id, owner: deps.owner, input: inputOf(inbound), ...(took ? { took } : {}) };
   // Read while the turn's record is written (under the lock the session is this turn's
   // alone): one round trip less before the model is asked. Its failure is drive's to report.
   const loading = deps.sessions.getOrCreate(inbound.key);
@@ -125,6 +128,7 @@ export async function runTurn(
   // Written while the model is asked: `drive` shows nothing before it is stored.
   const record = ledger.open(inbound.key, run, hooks.held?.lease);
   const from = { session: loading, recorded: ledger.opened(record) };
+  if (hooks.recorded) from.recorded.then(hooks.recorded, () => undefined);
   return drive(record, place, inbound.reply, deps, signal, hooks, from, async (session, common) => {
     if (previous?.waiting) {
       // Written again before anyone decided: the old questions end, and the model learns the step never ran.

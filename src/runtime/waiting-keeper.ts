@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import { log } from "../log.js";
 import type { Lease } from "../store/state.js";
+import type { TookCopies } from "../store/turns.js";
 import type { Kept, WaitingMessages } from "../store/waiting-messages.js";
 import type { Inbound } from "./contract.js";
 import { inputOf } from "./turn-input.js";
@@ -70,9 +71,38 @@ export class WaitingKeeper {
   }
 
   /**
-   * Its turn began here (under the thread's lock, `lease`), or it was handed over or noted:
-   * the kept copy goes. False when its turn is not to run here: another process adopted it
-   * (see `WaitingMessages.forget`).
+   * Its turn begins here, under the thread's lock (`lease`): no copy is kept from now on.
+   * Undefined when it is not to run here, as another process adopted the kept copy while
+   * this one looked dead (a stall past its heartbeat). Else `took`, the copy the turn's
+   * record is to name (`TurnRecord.took`), and `recorded`, to call once the record is
+   * written, or the turn ended without one (the store failed it): the copy goes then.
+   */
+  async starting(
+    inbound: Inbound,
+    lease: Lease | undefined,
+  ): Promise<{ took: TookCopies | undefined; recorded: () => void } | undefined> {
+    clearTimeout(this.timers.get(inbound));
+    this.timers.delete(inbound);
+    const recorded = () => void this.done(inbound, lease);
+    const entry = this.kept.get(inbound);
+    const messages = this.messages;
+    // Not kept, or not whole (`done` takes back what landed): nothing for the record to name.
+    if (!entry || !messages || !(await entry.written)) return { took: undefined, recorded };
+    // Under the lock nobody adopts it now: only one that did before is found here.
+    const there = await messages.holds(entry.kept).catch((err: unknown) => {
+      log.warn({ err, key: inbound.key }, "could not tell whether a waiting message is still this process's");
+      return true;
+    });
+    if (there) return { took: { waiting: { id: entry.kept.id, owner: entry.kept.owner } }, recorded };
+    this.kept.delete(inbound);
+    log.info({ key: inbound.key }, "a waiting message was taken over by another process, which answers it");
+    return undefined;
+  }
+
+  /**
+   * Its turn's record is written (under the thread's lock, `lease`), or it was handed over
+   * or noted: the kept copy goes. False when another process took it first (see
+   * `WaitingMessages.forget`).
    */
   async done(inbound: Inbound, lease?: Lease): Promise<boolean> {
     clearTimeout(this.timers.get(inbound));

@@ -41,6 +41,19 @@ export interface TurnRecord {
   replies?: number;
   /** Messages of the thread that waited behind the turn when its process handed it over. */
   queued?: TurnInput[];
+  /**
+   * Where else its messages were in the store as the record was written (kept while
+   * waiting, or handed over): those copies are taken away only once the record is there,
+   * so that a crash in between leaves a message in two places, never in none. Whoever
+   * takes the turn over takes them away first.
+   */
+  took?: TookCopies;
+}
+
+/** See `TurnRecord.took`: the handed messages' members, the kept message as `WaitingMessages` knows it. */
+export interface TookCopies {
+  handed?: string[];
+  waiting?: { id: string; owner: string };
 }
 
 export interface TurnInput {
@@ -69,6 +82,7 @@ export interface TurnRun {
   owner: string;
   input: TurnInput;
   queued?: TurnInput[];
+  took?: TookCopies;
 }
 
 export interface WaitingTurn {
@@ -106,8 +120,6 @@ export class TurnLedger {
   private readonly leases = new WeakMap<TurnRecord, Lease>();
   /** Records `open` is still writing. */
   private readonly opening = new WeakMap<TurnRecord, Promise<void>>();
-  /** The ids the messages `takeHanded` returned were handed under. */
-  private readonly handedIds = new WeakMap<TurnInput, string>();
 
   constructor(store: Store) {
     this.state = createState(store);
@@ -269,11 +281,6 @@ export class TurnLedger {
     await this.state.delete(handedBodyKey(key, id));
   }
 
-  /** The id a message `takeHanded` returned was handed under: handed back under it, it is still one message. */
-  handedIdOf(input: TurnInput): string | undefined {
-    return this.handedIds.get(input);
-  }
-
   /**
    * The messages that waited behind a turn (handed over with it) go back to the thread's
    * handed messages, before the record that carries them ends or is replaced: whichever
@@ -294,12 +301,21 @@ export class TurnLedger {
 
   /** The thread's handed messages, oldest first, taken (under the thread's lock). */
   async takeHanded(key: ThreadKey): Promise<TurnInput[]> {
+    const { messages, members } = await this.handedIn(key);
+    await this.dropHanded(key, members);
+    return messages;
+  }
+
+  /**
+   * The thread's handed messages, oldest first, read (under the thread's lock) and left in
+   * the store: `dropHanded` takes `members` away once a record carries the messages.
+   */
+  async handedIn(key: ThreadKey): Promise<{ messages: TurnInput[]; members: string[] }> {
     // The thread leaves the list first: a message handed meanwhile puts it back.
     await this.state.listRemove(HANDED, key);
     const members = await this.state.listMembers(handedKey(key));
     // One per id: a message handed by two processes (a kept one both found orphaned) is answered once.
     const byId = new Map<string, TurnInput>();
-    const bodies: string[] = [];
     for (const m of members) {
       if (m.startsWith("{")) {
         // Handed by an earlier version, the message in the member itself.
@@ -308,13 +324,22 @@ export class TurnLedger {
         continue;
       }
       const input = await this.state.get<TurnInput>(handedBodyKey(key, m));
-      bodies.push(handedBodyKey(key, m));
       if (input) byId.set(m, input);
     }
+    const messages = [...byId.values()].sort((a, b) => (a.sentAt ?? 0) - (b.sentAt ?? 0));
+    return { messages, members };
+  }
+
+  /** Takes handed messages away by their members (see `handedIn`); taking one twice is harmless. */
+  async dropHanded(key: ThreadKey, members: string[]): Promise<void> {
     await Promise.all(members.map((m) => this.state.listRemove(handedKey(key), m)));
+    const bodies = members.filter((m) => !m.startsWith("{")).map((m) => handedBodyKey(key, m));
     await Promise.all(bodies.map((b) => this.state.delete(b)));
-    for (const [id, input] of byId) this.handedIds.set(input, id);
-    return [...byId.values()].sort((a, b) => (a.sentAt ?? 0) - (b.sentAt ?? 0));
+  }
+
+  /** The thread's handed messages are still to be answered (a record that was to carry them was refused). */
+  async relistHanded(key: ThreadKey): Promise<void> {
+    await this.state.listAdd(HANDED, key);
   }
 
   get(key: ThreadKey): Promise<TurnRecord | undefined> {

@@ -51,12 +51,17 @@ export class WaitingMessages {
     await this.state.listAdd(THREADS, kept.key);
   }
 
+  /** The kept copy is still there (no process adopted it). */
+  async holds(kept: Kept): Promise<boolean> {
+    return (await this.state.listMembers(listKey(kept.key))).includes(memberOf(kept));
+  }
+
   /**
-   * Its turn begins here, or it was handed over or given the restart note: nobody else is
-   * to answer it. `lease`, the thread's lock, when its turn begins: the removal is then the
-   * claim, true only when this call took the message; false when a process that found its
-   * keeper silent (stalled past its heartbeat) adopted it first, under the same lock, and
-   * answers it.
+   * Its turn's record is written (naming this copy: `TurnRecord.took`), or it was handed
+   * over or given the restart note: nobody else is to answer it. `lease`, the thread's
+   * lock, when its turn runs: the removal is then the claim, true only when this call took
+   * the message; false when a process that found its keeper silent (stalled past its
+   * heartbeat) adopted it first, under the same lock, and answers it.
    */
   async forget(kept: Kept, lease?: Lease): Promise<boolean> {
     const list = listKey(kept.key);
