@@ -151,6 +151,7 @@ export class Dispatcher implements TurnRunner {
           );
         },
         inbound.sentAt,
+        () => this.keeper.waits(inbound),
       )
       .catch(async (err: unknown) => {
         if (entry.noted) return;

@@ -3,7 +3,7 @@ import type { ModelEvent, ModelRequest, Provider } from "../agent/providers/prov
 import { createThreadLock } from "../store/locks.js";
 import { type Kept, WaitingMessages } from "../store/waiting-messages.js";
 import { aliceSays, fakeSlack, KEY, TakeoverBed } from "./takeover.test-helper.js";
-import { WaitingKeeper } from "./waiting-keeper.js";
+import { KEEP_AFTER_MS, WaitingKeeper } from "./waiting-keeper.js";
 
 /** Answers each question with its own text; the first answer waits until `release`. */
 class GatedProvider implements Provider {
@@ -120,9 +120,11 @@ describe("WaitingKeeper against a store that fails", () => {
 
   function flaky(fails: { keep?: boolean; forget?: number }) {
     const forgets: Array<{ kept: Kept; lease: unknown }> = [];
+    const keeps: Kept[] = [];
     let failures = fails.forget ?? 0;
     const messages = {
-      keep: async () => {
+      keep: async (kept: Kept) => {
+        keeps.push(kept);
         if (fails.keep) throw new Error("the store dropped the second write");
       },
       forget: async (kept: Kept, l?: unknown) => {
@@ -131,8 +133,32 @@ describe("WaitingKeeper against a store that fails", () => {
         return true;
       },
     } as unknown as WaitingMessages;
-    return { keeper: new WaitingKeeper(messages, "me"), forgets };
+    return { keeper: new WaitingKeeper(messages, "me"), forgets, keeps };
   }
+
+  it("keeps a message at once when it is known to wait for another process, not after KEEP_AFTER_MS", async () => {
+    const { keeper, keeps } = flaky({});
+    keeper.queued(inbound, false);
+    expect(keeps).toEqual([]);
+    keeper.waits(inbound);
+    expect(keeps.map((k) => k.owner)).toEqual(["me"]);
+    // Kept once: the timer it replaced does not keep it again.
+    await new Promise((r) => setTimeout(r, KEEP_AFTER_MS + 100));
+    expect(keeps).toHaveLength(1);
+    expect(await keeper.done(inbound, lease)).toBe(true);
+  });
+
+  it("keeps nothing when told it waits once its turn has begun", async () => {
+    const { keeper, keeps } = flaky({});
+    keeper.queued(inbound, false);
+    expect(await keeper.starting(inbound, lease)).toEqual({
+      took: undefined,
+      recorded: expect.any(Function),
+    });
+    keeper.waits(inbound);
+    await new Promise((r) => setTimeout(r, KEEP_AFTER_MS + 100));
+    expect(keeps).toEqual([]);
+  });
 
   it("tries a failed removal again, so that no copy is left to be answered twice once this process stops", async () => {
     const { keeper, forgets } = flaky({ forget: 1 });

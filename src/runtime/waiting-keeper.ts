@@ -9,8 +9,9 @@ import { inputOf } from "./turn-input.js";
 
 /**
  * How long a message waits for its thread's lock before it is kept in the store, when no
- * turn of this process is ahead of it (another replica's is, or the store is slow). Most
- * get the lock sooner, and keeping each would cost two writes a turn.
+ * turn is known to be ahead of it (the store is slow to answer): most get the lock sooner,
+ * and keeping each would cost three writes a turn. One known to wait (behind a turn of
+ * this process, or of another) is kept at once.
  */
 export const KEEP_AFTER_MS = 500;
 
@@ -45,6 +46,13 @@ export class WaitingKeeper {
     const timer = setTimeout(() => this.keep(inbound), KEEP_AFTER_MS);
     timer.unref();
     this.timers.set(inbound, timer);
+  }
+
+  /** The message is known to wait for another process (see `ThreadLock.run`): kept now. */
+  waits(inbound: Inbound): void {
+    if (!this.messages || !this.timers.has(inbound)) return;
+    clearTimeout(this.timers.get(inbound));
+    this.keep(inbound);
   }
 
   /**

@@ -244,7 +244,7 @@ describeEachStore("the thread lock across processes on %s", (kind) => {
     }
   });
 
-  it("takes a free thread's lock without a ticket in its line, and queues one only when the lock is taken", async () => {
+  it("takes a free thread's lock without a ticket in its line, and queues one (saying it waits) only when the lock is taken", async () => {
     stores = testStores(kind);
     const lines: string[] = [];
     /** The process's state, with the lines it queues a ticket in written down. */
@@ -262,7 +262,13 @@ describeEachStore("the thread lock across processes on %s", (kind) => {
       });
     const a = new LeaseThreadLock(watched(createState(await stores.open())), { maxPollMs: 20 });
     const b = new LeaseThreadLock(watched(createState(await stores.open())), { maxPollMs: 20 });
-    await a.run("free", async () => undefined, 1_000);
+    const waited: string[] = [];
+    await a.run(
+      "free",
+      async () => undefined,
+      1_000,
+      () => waited.push("free"),
+    );
     expect(lines).toEqual([]);
     const holding = gate();
     const started = gate();
@@ -273,11 +279,18 @@ describeEachStore("the thread lock across processes on %s", (kind) => {
         await holding.passed;
       },
       2_000,
+      () => waited.push("first"),
     );
     await started.passed;
-    const second = b.run("taken", async () => undefined, 3_000);
+    const second = b.run(
+      "taken",
+      async () => undefined,
+      3_000,
+      () => waited.push("second"),
+    );
     await new Promise((r) => setTimeout(r, 100));
     expect(lines).toEqual(["line:taken"]);
+    expect(waited).toEqual(["second"]);
     holding.open();
     await Promise.all([first, second]);
     await Promise.all([a.close(), b.close()]);

@@ -39,9 +39,11 @@ export interface ThreadLock {
   /**
    * `sentAt`: when the turn's message was sent (see `Inbound.sentAt`). Among turns of the
    * thread waiting in different processes, the earliest sent goes first; turns without it
-   * (takeovers, commands) take the lock when it is free.
+   * (takeovers, commands) take the lock when it is free. `waits`: called once the turn is
+   * known to wait for another process (its lease is held there, or an earlier message
+   * waits there), before it waits.
    */
-  run<T>(key: string, fn: (held: Held) => Promise<T>, sentAt?: number): Promise<T>;
+  run<T>(key: string, fn: (held: Held) => Promise<T>, sentAt?: number, waits?: () => void): Promise<T>;
   /** Turns of this thread in this process that are running or waiting (0 when idle). */
   queued(key: string): number;
   /**
@@ -170,8 +172,8 @@ export class LeaseThreadLock implements ThreadLock {
     );
   }
 
-  run<T>(key: string, fn: (held: Held) => Promise<T>, sentAt?: number): Promise<T> {
-    return this.local.run(key, () => this.hold(key, fn, sentAt));
+  run<T>(key: string, fn: (held: Held) => Promise<T>, sentAt?: number, waits?: () => void): Promise<T> {
+    return this.local.run(key, () => this.hold(key, fn, sentAt, waits));
   }
 
   queued(key: string): number {
@@ -209,8 +211,13 @@ export class LeaseThreadLock implements ThreadLock {
     await this.beat.stop();
   }
 
-  private async hold<T>(key: string, fn: (held: Held) => Promise<T>, sentAt?: number): Promise<T> {
-    const lease = await this.acquire(key, sentAt);
+  private async hold<T>(
+    key: string,
+    fn: (held: Held) => Promise<T>,
+    sentAt?: number,
+    waits?: () => void,
+  ): Promise<T> {
+    const lease = await this.acquire(key, sentAt, waits);
     const lost = new AbortController();
     this.holding.set(lease, lost);
     // Taken just as the store fell silent (`acquire` waits while it is): its holder must
@@ -233,7 +240,7 @@ export class LeaseThreadLock implements ThreadLock {
     }
   }
 
-  private async acquire(key: string, sentAt?: number): Promise<Lease> {
+  private async acquire(key: string, sentAt?: number, waits?: () => void): Promise<Lease> {
     await this.beat.start();
     await this.whileSilent();
     // The usual case, nobody waiting in the thread's line: the lease is tried at once, and
@@ -255,6 +262,7 @@ export class LeaseThreadLock implements ThreadLock {
       }
     }
     // This process's next turn of the thread waits in the thread's line with its send time.
+    waits?.();
     const place =
       sentAt === undefined
         ? undefined
