@@ -11,6 +11,7 @@ import { createState } from "../store/state.js";
 import { DiscordContext } from "./discord/context.js";
 import { discordWritePolicy } from "./discord/write-policy.js";
 import { SlackEvents } from "./slack/events.js";
+import { Eyes } from "./slack/eyes.js";
 import { slackWritePolicy } from "./slack/write-policy.js";
 
 /** Two processes (or one before and after a restart) on one SQLite file remember the same things. */
@@ -68,6 +69,7 @@ describe("what adapters remember across restarts", () => {
         writes: {} as never,
         reads: {} as never,
         scheduler: new WriteScheduler(slackWritePolicy),
+        eyes: new Eyes({ writes: {} as never, scheduler: new WriteScheduler(slackWritePolicy) }),
         state: await state(),
       });
     const before = await events();

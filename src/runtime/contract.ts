@@ -21,6 +21,12 @@ export interface Inbound {
    * message reaching two replicas are acknowledged once, by the one that answers.
    */
   onAccepted?: () => void;
+  /**
+   * Where the platform shows that the bot took the message (Slack: the :eyes: on it, as
+   * `channel:ts`). Its own handler takes that away as the turn ends; a process that answers
+   * the message after its process stopped does it with `Adapter.unmark`.
+   */
+  mark?: string;
   key: ThreadKey;
   platform: Platform;
   channel: string;
@@ -65,6 +71,12 @@ export interface TextSink {
 
 /** One per turn, made by the adapter: knows how to write back to that place. */
 export interface Reply {
+  /**
+   * This process will not answer the message: another one goes on with it (its turn was
+   * handed over or taken, or the message handed over), and takes away what shows the
+   * message taken (`Inbound.mark`) once it has answered.
+   */
+  leftToOthers?(): void;
   /**
    * Registers the runtime's recorder: called with the reply's address each time a new
    * platform message is started (or a stream opened or closed), and awaited before the
@@ -171,6 +183,8 @@ export interface Adapter {
   replyFor?(key: ThreadKey, address: ResumeFrom): Reply;
   /** A file of a message another process took, fetchable here (with this process's credentials). */
   fileFrom?(file: StoredFile): InboundFile;
+  /** Takes away what showed that a process which stopped took a message (`Inbound.mark`), once it is answered here. */
+  unmark?(key: ThreadKey, mark: string): Promise<void>;
 }
 
 /**

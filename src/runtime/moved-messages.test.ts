@@ -6,7 +6,7 @@ import type { TurnInput } from "../store/turns.js";
 import { WaitingMessages } from "../store/waiting-messages.js";
 import { recordHanded } from "./handed-turns.js";
 import { BEATS, cutOffable, model, slackOf } from "./silence.test-helper.js";
-import { aliceSays, KEY, TakeoverBed } from "./takeover.test-helper.js";
+import { ALICE, aliceSays, fakeSlack, KEY, TakeoverBed } from "./takeover.test-helper.js";
 
 /*
  * A message owed an answer moves from where it waited (kept, or handed over) into its
@@ -130,4 +130,46 @@ describe("a message moving into its turn's record when its process dies", () => 
     expect(bModel.requests.map((r) => r.messages.at(-1)?.content)).toEqual(["first", "second"]);
     expect((await bed.ledger.handedIn(KEY)).messages).toEqual([]);
   }, 30_000);
+});
+
+describe("the mark a process that stopped left on a message it took (Slack's :eyes:)", () => {
+  let bed: TakeoverBed;
+  const MARK = "C1:1712345678.000300";
+
+  beforeEach(async () => {
+    bed = await TakeoverBed.open();
+  });
+
+  afterEach(() => bed.close());
+
+  it("is taken away by the process that finishes the message's turn", async () => {
+    await bed.leftBy("a-process-that-died", {
+      input: { text: "write the file, then read it", user: ALICE, channel: "C1", mark: MARK },
+    });
+    const { dispatcher } = bed.setup(model(say("Done.")));
+    const slack = fakeSlack();
+    expect(await dispatcher.recoverInterrupted([slack.adapter])).toBe(1);
+    await vi.waitFor(() => expect(slack.marks).toEqual([MARK]));
+    expect(slack.seen).toEqual(["Done.", "<finish>"]);
+  });
+
+  it("is taken away by the process that answers a handed message", async () => {
+    await bed.ledger.hand(KEY, { text: "one", user: ALICE, channel: "C1", mark: MARK });
+    const { dispatcher } = bed.setup(model(say("Answer to one.")));
+    const slack = fakeSlack();
+    await dispatcher.recoverInterrupted([slack.adapter]);
+    await vi.waitFor(() => expect(slack.seen).toContain("<finish>"), { timeout: 5_000 });
+    await vi.waitFor(() => expect(slack.marks).toEqual([MARK]));
+  });
+
+  it("is taken away by its own process when it goes on with a turn it dropped (its handler left the mark)", async () => {
+    const { dispatcher, lock } = bed.setup(model(say("Done.")));
+    await bed.leftBy(lock.owner, {
+      input: { text: "write the file, then read it", user: ALICE, channel: "C1", mark: MARK },
+    });
+    const slack = fakeSlack();
+    expect(await dispatcher.recoverInterrupted([slack.adapter])).toBe(1);
+    expect(slack.seen).toEqual(["Done.", "<finish>"]);
+    await vi.waitFor(() => expect(slack.marks).toEqual([MARK]));
+  });
 });

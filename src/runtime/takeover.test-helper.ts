@@ -36,6 +36,7 @@ export function fakeSlack() {
   const seen: string[] = [];
   const rebuilt: ResumeFrom[] = [];
   const notes: string[] = [];
+  const marks: string[] = [];
   const reply: Reply = {
     status: async () => undefined,
     stream: () => ({
@@ -58,8 +59,9 @@ export function fakeSlack() {
       return reply;
     },
     recover: async (_key, _address, note) => void notes.push(note),
+    unmark: async (_key, mark) => void marks.push(mark),
   };
-  return { adapter, seen, rebuilt, notes, reply };
+  return { adapter, seen, rebuilt, notes, marks, reply };
 }
 
 /** Alice's message `text` in the thread, answered in `reply`. */

@@ -1,4 +1,3 @@
-import { randomUUID } from "node:crypto";
 import { type InboundFile, unreadableFile } from "../core/inbound.js";
 import { platformOf, type ThreadKey } from "../core/thread.js";
 import { log } from "../log.js";
@@ -280,6 +279,12 @@ export class Takeovers {
     this.deps.ledger.guard(record, under.lease);
     if (record.took) await dropTaken(record, this.deps.ledger, this.deps.waiting);
     await this.finishTurn(record, adapter, under.controller, fresh);
+    // Its message still shows it taken (Slack's :eyes:): the process that took it left it to whoever answers.
+    const mark = record.input?.mark;
+    if (mark)
+      void adapter
+        .unmark?.(record.key, mark)
+        .catch((err: unknown) => log.debug({ err }, "mark not taken away"));
     // Still there: the turn waits for approvals, or went to yet another process, with the
     // messages behind it. Otherwise its end handed them back (`TurnLedger.handQueued`).
     if (await this.deps.ledger.get(record.key)) return;
@@ -366,6 +371,7 @@ export class Takeovers {
   async handOff(inbound: Inbound, id?: string): Promise<boolean> {
     // Under the id it was kept with, if kept: a process adopting it too hands it once.
     await this.deps.ledger.hand(inbound.key, inputOf(inbound), id);
+    inbound.reply.leftToOthers?.();
     log.info({ key: inbound.key }, "handed a waiting message to the other replicas");
     return true;
   }

@@ -8,7 +8,7 @@ import type { Inbound } from "./contract.js";
  * while it waits, handed over at a stop. With its files: whoever answers reads them itself.
  */
 export function inputOf(inbound: Inbound): TurnInput {
-  const { text, user, channel, sentAt } = inbound;
+  const { text, user, channel, sentAt, mark } = inbound;
   const files = storedFiles(inbound.attachments);
   const team = askerTeam(inbound.platform, inbound.from);
   return {
@@ -17,6 +17,7 @@ export function inputOf(inbound: Inbound): TurnInput {
     channel,
     ...(team ? { team } : {}),
     ...(sentAt === undefined ? {} : { sentAt }),
+    ...(mark ? { mark } : {}),
     ...(files.length ? { files } : {}),
   };
 }

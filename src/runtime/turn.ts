@@ -338,7 +338,10 @@ export async function drive(
       log.info({ key: place.key }, "turn handed over to another process");
     } else await settle();
   }
-  if (handedOver || isGone()) return { outcome: "interrupted", events };
+  if (handedOver || isGone()) {
+    reply.leftToOthers?.();
+    return { outcome: "interrupted", events };
+  }
   return { outcome, events, session, parked: Boolean(pending) };
 
   async function settle(): Promise<void> {

@@ -64,6 +64,8 @@ export interface TurnInput {
   team?: string;
   /** When it was sent (see `Inbound.sentAt`): messages handed over are answered in this order. */
   sentAt?: number;
+  /** See `Inbound.mark`: taken away by whoever answers the message after its process stopped. */
+  mark?: string;
   /**
    * The files on the message, fetched by whoever answers it (a message handed over, a turn
    * taken over before they were read), and why the platform would not give any it did not.

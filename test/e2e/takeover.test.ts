@@ -129,6 +129,12 @@ describe("three replicas on Redis: kill -9 of the one streaming five answers", n
       const asked = llm.requests.filter((r) => !isTitleRequest(r) && lastUserText(r).endsWith(q));
       expect(asked).toHaveLength(2);
     }
+    // The :eyes: the dead replica put on each question goes with its answer's end.
+    await waitUntil(
+      () => questions.every(({ m }) => !m.reactions.has("eyes")),
+      "the :eyes: to leave every question",
+      10_000,
+    );
     const takers = others.map((o) => (o.stderr().match(/taking a turn over/g) ?? []).length);
     expect(takers.reduce((a, b) => a + b, 0)).toBe(questions.length);
     expect(await ledgerOf(env)).toEqual([]);
@@ -152,7 +158,7 @@ describe("three replicas on Redis: kill -9 of the one streaming five answers", n
     // Slack hands events to its connections in turn: one of the two reaches each replica,
     // and each waits for the first answer's lock (the live one's in its own queue).
     const followUps = ["short: second", "short: third"];
-    for (const text of followUps) slack.post("C1", "U_BOB", text, { threadTs: root.ts });
+    const posted = followUps.map((text) => slack.post("C1", "U_BOB", text, { threadTs: root.ts }));
     for (const until = Date.now() + 20_000; (await waitingIn(env)).length < 2; ) {
       if (Date.now() > until) throw new Error("timed out waiting for both messages to be kept");
       await new Promise((r) => setTimeout(r, 100));
@@ -167,6 +173,11 @@ describe("three replicas on Redis: kill -9 of the one streaming five answers", n
     );
     await new Promise((r) => setTimeout(r, 1_500));
     for (const q of followUps) expect(replies().filter((t) => t === shortTo(q))).toHaveLength(1);
+    await waitUntil(
+      () => [root, ...posted].every((m) => !m.reactions.has("eyes")),
+      "the :eyes: to leave every message",
+      10_000,
+    );
     expect(live.stderr()).toContain("answering messages that waited in a process that stopped");
     expect(await ledgerOf(env)).toEqual([]);
     expect(await waitingIn(env)).toEqual([]);
@@ -225,20 +236,20 @@ describe("three replicas on Redis: a rolling restart while four threads chat", n
     const all = [...replicas];
     await waitUntil(() => replicas.every(running), "three replicas to start", 30_000);
 
-    const sent: { channel: string; thread: string; text: string; at: number }[] = [];
+    const sent: { channel: string; thread: string; text: string; at: number; m: EmuMessage }[] = [];
     // Four threads: with four bot processes at the roll, two cores are busy enough.
     const threads = [1, 2, 3, 4].map((i) => {
       const text = `t${i}-m0`;
       const root = slack.mention(`C${i}`, "U_BOB", text);
-      sent.push({ channel: `C${i}`, thread: root.ts, text, at: Date.now() });
+      sent.push({ channel: `C${i}`, thread: root.ts, text, at: Date.now(), m: root });
       return { channel: `C${i}`, thread: root.ts, n: 0 };
     });
     const chatter = setInterval(() => {
       for (const [i, t] of threads.entries()) {
         t.n += 1;
         const text = `t${i + 1}-m${t.n}`;
-        slack.post(t.channel, "U_BOB", text, { threadTs: t.thread });
-        sent.push({ channel: t.channel, thread: t.thread, text, at: Date.now() });
+        const m = slack.post(t.channel, "U_BOB", text, { threadTs: t.thread });
+        sent.push({ channel: t.channel, thread: t.thread, text, at: Date.now(), m });
       }
     }, 4_000);
 
@@ -252,8 +263,8 @@ describe("three replicas on Redis: a rolling restart while four threads chat", n
         for (const [i, t] of threads.entries()) {
           t.n += 1;
           const text = `t${i + 1}-m${t.n}`;
-          slack.post(t.channel, "U_BOB", text, { threadTs: t.thread });
-          sent.push({ channel: t.channel, thread: t.thread, text, at: Date.now() });
+          const m = slack.post(t.channel, "U_BOB", text, { threadTs: t.thread });
+          sent.push({ channel: t.channel, thread: t.thread, text, at: Date.now(), m });
         }
         await new Promise((resolve) => setTimeout(resolve, 600));
         const old = replicas[r]!;
@@ -345,6 +356,20 @@ describe("three replicas on Redis: a rolling restart while four threads chat", n
     // The roll handed work over, not only waited for it.
     expect(handedOver.reduce((a, b) => a + b, 0)).toBeGreaterThan(0);
     expect(await ledgerOf(env)).toEqual([]);
+    // Each message's :eyes: left with its answer, whichever replica put it there and answered.
+    const eyed = () => sent.filter(({ m }) => m.reactions.has("eyes")).map((x) => x.text);
+    await waitUntil(() => eyed().length === 0, "the :eyes: to leave every message", 10_000).catch(() => {
+      // The processes' logs, and the reaction calls on the messages left with one.
+      const logs = mkdtempSync(join(tmpdir(), "takeover-eyes-"));
+      for (const [i, p] of all.entries()) writeFileSync(join(logs, `process-${i}.log`), p.stderr());
+      const left = sent.filter(({ m }) => m.reactions.has("eyes")).map((x) => x.m.ts);
+      const calls = slack.api.calls
+        .filter((c) => c.method.startsWith("reactions.") && left.includes(String(c.params.timestamp)))
+        .map((c) => ({ at: c.at, method: c.method, ok: c.ok, error: c.error, ts: c.params.timestamp }));
+      writeFileSync(join(logs, "reactions.json"), JSON.stringify({ left, calls }, null, 1));
+      console.info(`the processes' logs are in ${logs}`);
+      expect(eyed()).toEqual([]);
+    });
 
     for (const r of replicas) r.child.kill("SIGTERM");
     expect(await Promise.all(replicas.map((r) => r.exited))).toEqual([0, 0, 0]);

@@ -7,6 +7,7 @@ import { configSchema } from "../../config.js";
 import type { Inbound } from "../../runtime/contract.js";
 import { ReportingWebClient } from "./app.js";
 import { SlackEvents, threadKey } from "./events.js";
+import { EYES_CLOSE_MS, Eyes } from "./eyes.js";
 
 let emu: SlackEmulator | undefined;
 afterEach(async () => {
@@ -19,7 +20,7 @@ async function slackEvents(
   on: SlackEmulator,
   runner: ScriptedRunner,
   web: ReportingWebClient,
-  stopping?: AbortSignal,
+  eyes = new Eyes({ writes: web, scheduler: web.scheduler }),
 ): Promise<SlackEvents> {
   return new SlackEvents({
     runner,
@@ -29,13 +30,30 @@ async function slackEvents(
     writes: web,
     reads: web,
     scheduler: web.scheduler,
-    ...(stopping ? { stopping } : {}),
+    eyes,
     state: (await adapterState()).state,
   });
 }
 
+/** Alice's "hello" in C1, as a new thread's first message, handled by `events`. */
+function aliceSaysHello(on: SlackEmulator, events: SlackEvents, eventId: string) {
+  const m = on.state.addMessage({ channel: "C1", user: "U_ALICE", text: "hello" });
+  const turn = events.turn({
+    eventId,
+    team: TEAM_ID,
+    key: threadKey(TEAM_ID, "C1", m.ts),
+    channel: "C1",
+    ts: m.ts,
+    threadRoot: m.ts,
+    author: "U_ALICE",
+    text: "hello",
+    withHistory: false,
+  });
+  return { m, turn };
+}
+
 describe("Slack events: the :eyes: acknowledgement", () => {
-  it("stops waiting out a rate-limited :eyes: removal when the adapter stops", async () => {
+  it("waits out a rate-limited :eyes: removal until the adapter closes, then for a second at most", async () => {
     // No reactions.remove allowed this minute: Slack answers 429 with Retry-After 60.
     emu = await SlackEmulator.start({ rateLimits: { perMinute: { "reactions.remove": 0 } } });
     const web = new ReportingWebClient(emu.botToken, {
@@ -45,26 +63,41 @@ describe("Slack events: the :eyes: acknowledgement", () => {
     });
     const runner = new ScriptedRunner();
     runner.script = async () => undefined;
-    const stopping = new AbortController();
-    const events = await slackEvents(emu, runner, web, stopping.signal);
-    const m = emu.state.addMessage({ channel: "C1", user: "U_ALICE", text: "hello" });
-    const turn = events.turn({
-      eventId: "Ev1",
-      team: TEAM_ID,
-      key: threadKey(TEAM_ID, "C1", m.ts),
-      channel: "C1",
-      ts: m.ts,
-      threadRoot: m.ts,
-      author: "U_ALICE",
-      text: "hello",
-      withHistory: false,
-    });
+    const eyes = new Eyes({ writes: web, scheduler: web.scheduler });
+    const events = await slackEvents(emu, runner, web, eyes);
+    const { m, turn } = aliceSaysHello(emu, events, "Ev1");
     await waitFor(() => emu?.api.calls.some((c) => c.method === "reactions.remove"));
-    const stopped = Date.now();
-    stopping.abort();
+    // The turn is over without it: a drain never waits for the :eyes:.
     await turn;
-    expect(Date.now() - stopped).toBeLessThan(1_000);
+    const closing = Date.now();
+    await eyes.close(EYES_CLOSE_MS);
+    const closed = Date.now() - closing;
+    expect(closed).toBeGreaterThanOrEqual(EYES_CLOSE_MS - 50);
+    expect(closed).toBeLessThan(EYES_CLOSE_MS + 1_000);
     expect(emu.api.calls.filter((c) => c.method === "reactions.remove")).toHaveLength(1);
+  });
+});
+
+describe("Slack events: the :eyes: of a message another process answers", () => {
+  it("is left on the message for that process to take away, with the message's mark", async () => {
+    emu = await SlackEmulator.start();
+    const web = new ReportingWebClient(emu.botToken, {
+      slackApiUrl: emu.apiUrl,
+      retryConfig: { retries: 0 },
+    });
+    const runner = new ScriptedRunner();
+    // A stopping process hands the message over instead of answering it.
+    runner.script = async (inbound) => inbound.reply.leftToOthers?.();
+    const events = await slackEvents(emu, runner, web);
+    const { m, turn } = aliceSaysHello(emu, events, "Ev2");
+    await turn;
+    await waitFor(() => m.reactions.has("eyes"));
+    await new Promise((r) => setTimeout(r, 200));
+    expect(emu.api.calls.filter((c) => c.method === "reactions.remove")).toEqual([]);
+    expect(runner.inbounds[0]?.mark).toBe(`C1:${m.ts}`);
+    // The process that answers it takes it away (Adapter.unmark).
+    await new Eyes({ writes: web, scheduler: web.scheduler }).remove(`C1:${m.ts}`);
+    expect(m.reactions.has("eyes")).toBe(false);
   });
 });
 

@@ -11,6 +11,7 @@ import { NOTHING_ASKED } from "../../runtime/intake.js";
 import type { WriteScheduler } from "../../runtime/scheduler/write-scheduler.js";
 import type { StateStore } from "../../store/state.js";
 import { type AgentSessions, sessionStopped } from "./agent-sessions.js";
+import type { Eyes } from "./eyes.js";
 import { messageFiles, type SlackFile } from "./files.js";
 import { MessageCopies } from "./message-copies.js";
 import { fromSlackText } from "./mrkdwn.js";
@@ -88,8 +89,8 @@ export interface EventDeps {
   scheduler: WriteScheduler;
   /** Native streaming settings, or undefined for post + update. */
   native?: ReplyDeps["native"];
-  /** Aborted when the adapter stops: waits for a rate limit to pass end then. */
-  stopping?: AbortSignal;
+  /** Puts the :eyes: on messages taken, and takes it away once they are answered. */
+  eyes: Eyes;
   /** Assistant threads and each user's last thread, kept across restarts and replicas. */
   state: StateStore;
   /** The tool servers' prompts for the assistant pane (see AdapterDeps.promptSuggestions). */
@@ -345,6 +346,7 @@ export class SlackEvents {
             threadHistory(this.deps, this.names, { channel: t.channel, ts: t.ts, threadRoot: t.threadRoot })
         : undefined,
       reply,
+      ...(reply.place.assistant ? {} : { mark: `${t.channel}:${t.ts}` }),
       // The replica that answers acknowledges: copies reaching other replicas add no second :eyes:.
       onAccepted: () => {
         ack = this.acknowledge(reply, t.channel, t.ts);
@@ -356,8 +358,10 @@ export class SlackEvents {
       await handling;
     } finally {
       // The :eyes: goes when the workspace's budget allows (reactions.remove is Tier 2):
-      // the turn is over without it, so a shutdown's drain never waits for it.
-      if (await ack) void this.release(reply, t.channel, t.ts);
+      // the turn is over without it, so a shutdown's drain never waits for it. Left to
+      // another process with the message, it is that one's to take away (a second removal
+      // would spend a Tier 2 place the first one's addition did not pay for).
+      if ((await ack) && inbound.mark && !reply.left) void this.deps.eyes.remove(inbound.mark);
     }
   }
 
@@ -365,32 +369,13 @@ export class SlackEvents {
   private async acknowledge(reply: SlackReply, channel: string, ts: string): Promise<boolean> {
     try {
       if (reply.place.assistant) await reply.status("is thinking…");
-      else await this.deps.writes.reactions.add({ channel, timestamp: ts, name: "eyes" });
+      else await this.deps.eyes.add(channel, ts);
       return true;
     } catch (err) {
       log.debug({ err }, "acknowledgement not shown");
       return false;
     } finally {
       void reply.startSession();
-    }
-  }
-
-  /**
-   * `reactions.remove` is Tier 2 (20/min), spent when the :eyes: was added (an :eyes: is
-   * shown only while it can be taken away again), so it goes at once; a 429 (removals
-   * bunched by answers of different lengths) is waited out: removing is idempotent. A
-   * stopping adapter stops waiting: a leftover :eyes: is not worth holding up a shutdown.
-   */
-  private async release(reply: SlackReply, channel: string, ts: string): Promise<void> {
-    if (reply.place.assistant) return;
-    try {
-      await this.deps.scheduler.as(
-        "update",
-        () => this.deps.writes.reactions.remove({ channel, timestamp: ts, name: "eyes" }),
-        this.deps.stopping ? { signal: this.deps.stopping } : {},
-      );
-    } catch (err) {
-      log.debug({ err, channel, ts }, "acknowledgement not cleared");
     }
   }
 }

@@ -9,6 +9,7 @@ import { AgentSessions } from "./agent-sessions.js";
 import { createSlackConnection, type SlackAppOptions } from "./app.js";
 import { registerCommands } from "./commands.js";
 import { SlackEvents, type SlackIdentity } from "./events.js";
+import { Eyes } from "./eyes.js";
 import { slackFile } from "./files.js";
 import { recoverSlackReply } from "./recover.js";
 import { SLACK_MESSAGE_LIMIT, SlackReply } from "./reply.js";
@@ -70,6 +71,7 @@ export function createSlackAdapter(deps: AdapterDeps, opts: SlackAdapterOptions 
     stopping: stopping.signal,
   });
   const clears = new StatusClears(opts.statusRefreshMs);
+  const eyes = new Eyes({ writes: conn.writes, scheduler });
   const events = new SlackEvents({
     sessions,
     clears,
@@ -81,7 +83,7 @@ export function createSlackAdapter(deps: AdapterDeps, opts: SlackAdapterOptions 
     reads: conn.reads,
     scheduler,
     native,
-    stopping: stopping.signal,
+    eyes,
     state: deps.state,
     ...(deps.promptSuggestions ? { promptSuggestions: deps.promptSuggestions } : {}),
   });
@@ -115,7 +117,10 @@ export function createSlackAdapter(deps: AdapterDeps, opts: SlackAdapterOptions 
     },
     // Only after the drain: closed budgets take no share, and the answers finishing in the
     // drain still write through them (as Discord closes its own once its turns settle).
-    close: () => budgets.close(),
+    async close() {
+      await eyes.close();
+      await budgets.close();
+    },
     ready: () => conn.connected(),
     async recover(key, address, note) {
       const place = parseThreadKey(key);
@@ -144,6 +149,7 @@ export function createSlackAdapter(deps: AdapterDeps, opts: SlackAdapterOptions 
       );
     },
     fileFrom: (file) => slackFile(file, secrets.slackBotToken ?? ""),
+    unmark: (_key, mark) => eyes.remove(mark),
     port: () => listeningPortOf(conn.app),
   };
 }

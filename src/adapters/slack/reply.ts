@@ -83,6 +83,8 @@ export class SlackReply implements Reply {
   /** The answer is finishing (not failing): its final write carries the rating; `rated` once one has. */
   private finishing = false;
   private rated = false;
+  /** Another process answers the message (see `Reply.leftToOthers`). */
+  left = false;
   /** Aborted when the answer ends: a Stop offer not yet shown is never shown. */
   private readonly stopOffer = new AbortController();
   /** A resumed reply's thread, read once (after an open stream is stopped) for all it needs to know. */
@@ -106,6 +108,10 @@ export class SlackReply implements Reply {
 
   onAddress(record: (address: ReplyAddress) => Promise<void>): void {
     this.recorder = record;
+  }
+
+  leftToOthers(): void {
+    this.left = true;
   }
 
   keyPosts(keyOf: (index: number) => string): void {
