@@ -1,5 +1,6 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { SwitchboardError } from "../core/errors.js";
 import { log } from "../log.js";
 import { CALLBACK_PATH } from "../mcp/oauth/setup.js";
 import type { CallbackOutcome } from "../mcp/oauth/sign-ins.js";
@@ -63,7 +64,7 @@ export async function startHealthServer(host: string, port: number, deps: Health
     send(404, "text/plain", "not found: try /healthz, /readyz or /metrics\n");
   });
   await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
+    server.once("error", (err) => reject(listenRefused(err, host, port)));
     server.listen(port, host, () => resolve());
   });
   const address = server.address() as AddressInfo;
@@ -73,6 +74,22 @@ export async function startHealthServer(host: string, port: number, deps: Health
     url,
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
+}
+
+/** Why the health server could not listen, and what to set instead: a second replica on one machine meets it first. */
+function listenRefused(err: NodeJS.ErrnoException, host: string, port: number): Error {
+  const where = `${host}:${port}`;
+  const what =
+    err.code === "EADDRINUSE"
+      ? `the health server could not listen on ${where}: another process has that port (another Switchboard on this machine?)`
+      : err.code === "EACCES"
+        ? `the health server may not listen on ${where} (ports below 1024 need privileges)`
+        : err.code === "EADDRNOTAVAIL"
+          ? `the health server could not listen on ${where}: this machine has no such address`
+          : undefined;
+  if (!what) return err;
+  const fix = "Set health.port in switchboard.yaml to a free port (0 picks one), or health.enabled: false.";
+  return new SwitchboardError("platform_error", `${what}. ${fix}`, { cause: err });
 }
 
 async function readiness(deps: HealthDeps) {

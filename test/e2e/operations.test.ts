@@ -34,6 +34,33 @@ const MCP = {
 };
 
 describe("health, readiness and metrics", () => {
+  it("says which port is taken and what to set when a second process on the machine starts its health server", async () => {
+    const store = await openStore(`sqlite://${join(scratchConfig(""), "s.sqlite")}`);
+    const hub = await McpHub.start([], {
+      callTimeoutMs: 1000,
+      connectTimeoutMs: 1000,
+      maxOutputChars: 1000,
+      blockedServers: [],
+      maxRestarts: 0,
+    });
+    const deps = { adapters: () => [], store, hub, metrics: new Metrics("openai") };
+    const first = await startHealthServer("127.0.0.1", 0, deps);
+    const port = Number(new URL(first.url).port);
+    try {
+      const second = startHealthServer("127.0.0.1", port, deps);
+      await expect(second).rejects.toMatchObject({
+        code: "platform_error",
+        userMessage: `the health server could not listen on 127.0.0.1:${port}: another process has that port (another Switchboard on this machine?). Set health.port in switchboard.yaml to a free port (0 picks one), or health.enabled: false.`,
+      });
+      // The first one still answers.
+      expect((await fetch(`${first.url}/healthz`)).status).toBe(200);
+    } finally {
+      await first.close();
+      await hub.close();
+      await store.close();
+    }
+  });
+
   it("/readyz answers 503 until the adapters connect, then 200, and lists MCP servers", async () => {
     const store = await openStore(`sqlite://${join(scratchConfig(""), "s.sqlite")}`);
     const hub = await McpHub.start([], {
