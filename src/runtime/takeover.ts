@@ -340,8 +340,11 @@ export class Takeovers {
       // A handed message's first run is where it is admitted: the process that took it did not.
       if (fresh && record.input && (await this.refused(record, record.input, reply))) return;
       await ledger.takeOver(record, lock.owner, fresh ? false : undefined);
-      const what =
-        from === lock.owner ? "going on with a turn this process had dropped" : "taking a turn over";
+      const what = fresh
+        ? "answering a message handed over by a process that stopped"
+        : from === lock.owner
+          ? "going on with a turn this process had dropped"
+          : "taking a turn over";
       log.info({ key: record.key, from, takeovers: record.takeovers }, what);
       const fileFrom = adapter.fileFrom?.bind(adapter);
       const attachments = (record.input?.files ?? []).flatMap((f) =>
