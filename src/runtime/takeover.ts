@@ -279,15 +279,17 @@ export class Takeovers {
     this.deps.ledger.guard(record, under.lease);
     if (record.took) await dropTaken(record, this.deps.ledger, this.deps.waiting);
     await this.finishTurn(record, adapter, under.controller, fresh);
-    // Its message still shows it taken (Slack's :eyes:): the process that took it left it to whoever answers.
+    // Still there: the turn waits for approvals, or went to yet another process, with the
+    // messages behind it. Otherwise its end handed them back (`TurnLedger.handQueued`).
+    const left = await this.deps.ledger.get(record.key);
+    // Its message still shows it taken (Slack's :eyes:), left for whoever answers: here,
+    // unless it went on elsewhere again (that process takes it away).
     const mark = record.input?.mark;
-    if (mark)
+    if (mark && (!left || left.waiting))
       void adapter
         .unmark?.(record.key, mark)
         .catch((err: unknown) => log.debug({ err }, "mark not taken away"));
-    // Still there: the turn waits for approvals, or went to yet another process, with the
-    // messages behind it. Otherwise its end handed them back (`TurnLedger.handQueued`).
-    if (await this.deps.ledger.get(record.key)) return;
+    if (left) return;
     await this.answerHanded(record.key, under);
   }
 

@@ -262,7 +262,7 @@ export class LeaseThreadLock implements ThreadLock {
       }
     }
     // This process's next turn of the thread waits in the thread's line with its send time.
-    waits?.();
+    if (sentAt !== undefined) waits?.();
     const place =
       sentAt === undefined
         ? undefined
