@@ -33,16 +33,20 @@ const MCP = {
   },
 };
 
+/** A tool hub without servers: what the health server reads of it is its (empty) list. */
+const noToolServers = () =>
+  McpHub.start([], {
+    callTimeoutMs: 1000,
+    connectTimeoutMs: 1000,
+    maxOutputChars: 1000,
+    blockedServers: [],
+    maxRestarts: 0,
+  });
+
 describe("health, readiness and metrics", () => {
   it("says which port is taken and what to set when a second process on the machine starts its health server", async () => {
     const store = await openStore(`sqlite://${join(scratchConfig(""), "s.sqlite")}`);
-    const hub = await McpHub.start([], {
-      callTimeoutMs: 1000,
-      connectTimeoutMs: 1000,
-      maxOutputChars: 1000,
-      blockedServers: [],
-      maxRestarts: 0,
-    });
+    const hub = await noToolServers();
     const deps = { adapters: () => [], store, hub, metrics: new Metrics("openai") };
     const first = await startHealthServer("127.0.0.1", 0, deps);
     const port = Number(new URL(first.url).port);
@@ -63,13 +67,7 @@ describe("health, readiness and metrics", () => {
 
   it("/readyz answers 503 until the adapters connect, then 200, and lists MCP servers", async () => {
     const store = await openStore(`sqlite://${join(scratchConfig(""), "s.sqlite")}`);
-    const hub = await McpHub.start([], {
-      callTimeoutMs: 1000,
-      connectTimeoutMs: 1000,
-      maxOutputChars: 1000,
-      blockedServers: [],
-      maxRestarts: 0,
-    });
+    const hub = await noToolServers();
     let connected = false;
     const adapter: Adapter = {
       platform: "slack",
