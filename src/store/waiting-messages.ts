@@ -69,7 +69,7 @@ export class WaitingMessages {
     let took = true;
     if (lease && !(await this.state.listRemoveIfHolding(lease, list, member))) {
       // Still there: the lease is what failed (the turn meets the lost lock itself), not the claim.
-      took = (await this.state.listMembers(list)).includes(member);
+      took = await this.holds(kept);
       if (took) await this.state.listRemove(list, member);
     } else if (!lease) await this.state.listRemove(list, member);
     // Not waited for: the turn goes on while these land.

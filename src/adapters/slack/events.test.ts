@@ -65,7 +65,7 @@ describe("Slack events: the :eyes: acknowledgement", () => {
     runner.script = async () => undefined;
     const eyes = new Eyes({ writes: web, scheduler: web.scheduler });
     const events = await slackEvents(emu, runner, web, eyes);
-    const { m, turn } = aliceSaysHello(emu, events, "Ev1");
+    const { turn } = aliceSaysHello(emu, events, "Ev1");
     await waitFor(() => emu?.api.calls.some((c) => c.method === "reactions.remove"));
     // The turn is over without it: a drain never waits for the :eyes:.
     await turn;
