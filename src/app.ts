@@ -157,6 +157,7 @@ export async function buildCore(opts: CoreOptions = {}): Promise<Core> {
   meter.keepIn(usage);
   const agent = new Agent({ config, hub, providerFor: providerForModel, sessions });
   const ledger = new TurnLedger(store);
+  const lock = createThreadLock(store);
   const dispatcher = new Dispatcher({
     meter,
     budgets: new Budgets(config, usage),
@@ -167,8 +168,9 @@ export async function buildCore(opts: CoreOptions = {}): Promise<Core> {
     sessions,
     ledger,
     waiting: new WaitingMessages(store, ledger),
-    lock: createThreadLock(store),
-    dedupe: createDedupe(store),
+    lock,
+    // Its claims name the process as its leases do: a redelivery asks whether it still beats.
+    dedupe: createDedupe(store, lock.owner),
     approvals: new ApprovalBook(store),
     forms: new FormBook(store),
     stops: new StopRequests(store),

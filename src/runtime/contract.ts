@@ -22,6 +22,18 @@ export interface Inbound {
    */
   onAccepted?: () => void;
   /**
+   * A delivery the platform made again, having had no acknowledgement of an earlier one
+   * (Slack's retries): the process that took the earlier one may have stopped before it
+   * stored the message, and then this one answers it (see `Dedupe.redelivered`).
+   */
+  redelivered?: boolean;
+  /**
+   * Called once the message is where no stop of this process can lose it: kept in the
+   * store while it waits, or in its turn's record. Slack's acknowledgement waits for it,
+   * so that Slack delivers again a message whose process died before then.
+   */
+  onStored?: () => void;
+  /**
    * Where the platform shows that the bot took the message (Slack: the :eyes: on it, as
    * `channel:ts`). Its own handler takes that away as the turn ends; a process that answers
    * the message after its process stopped does it with `Adapter.unmark`.

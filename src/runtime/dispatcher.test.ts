@@ -8,7 +8,7 @@ import type { ModelEvent, ModelRequest, Provider } from "../agent/providers/prov
 import { configSchema } from "../config.js";
 import { SwitchboardError } from "../core/errors.js";
 import { ApprovalBook } from "../store/approvals.js";
-import { MemoryDedupe } from "../store/dedupe.js";
+import { type Dedupe, MemoryDedupe, StoreDedupe } from "../store/dedupe.js";
 import { openStore, STORE_DOWN_SENTENCE, type Store } from "../store/index.js";
 import { LocalThreadLock } from "../store/locks.js";
 import { SessionRepository } from "../store/sessions.js";
@@ -169,7 +169,7 @@ describe("the dispatcher", () => {
   });
 
   /** A dispatcher of its own on the test's store, with this lock or dedupe. */
-  const dispatcherWith = (parts: { lock?: LocalThreadLock; dedupe?: MemoryDedupe; config?: unknown }) => {
+  const dispatcherWith = (parts: { lock?: LocalThreadLock; dedupe?: Dedupe; config?: unknown }) => {
     const config = configSchema.parse(parts.config ?? {});
     const sessions = new SessionRepository(store);
     const hub = new FunctionHub({});
@@ -215,6 +215,61 @@ describe("the dispatcher", () => {
       await handled;
       expect(m.written.failed).toBe("Stopped by bob.");
     }
+  });
+
+  describe("a message Slack delivers again, having had no acknowledgement", () => {
+    /** A replica on the test's store: its lock names it, and counts every other process gone. */
+    const replica = () => {
+      const lock = new LocalThreadLock();
+      return {
+        lock,
+        dedupe: new StoreDedupe(store, lock.owner),
+        dispatcher: undefined as unknown as Dispatcher,
+      };
+    };
+    const started = () => {
+      const r = replica();
+      r.dispatcher = dispatcherWith({ lock: r.lock, dedupe: r.dedupe });
+      return r;
+    };
+
+    it("is said stored once its turn's record is written, its claim marked held before, and left to that process", async () => {
+      const a = started();
+      const m = { ...inbound("ev-held", "hello"), onStored: vi.fn() };
+      const recorded = vi.spyOn(TurnLedger.prototype, "open");
+      const holds = vi.spyOn(a.dedupe, "hold");
+      await a.dispatcher.handle(m);
+      expect(m.onStored).toHaveBeenCalledTimes(1);
+      expect(holds).toHaveBeenCalledWith("ev-held");
+      expect(holds.mock.invocationCallOrder[0]!).toBeLessThan(recorded.mock.invocationCallOrder[0]!);
+      recorded.mockRestore();
+      // Its process stopped after it; the redelivery finds the message held.
+      const b = started();
+      const again = { ...inbound("ev-held", "hello"), redelivered: true };
+      await b.dispatcher.handle(again);
+      expect(provider.asked).toEqual(["hello"]);
+      expect(again.written.text).toBe("");
+    });
+
+    it("is answered when the process that took it stopped before storing it, and only as a redelivery", async () => {
+      // The dead process got as far as the duplicate check, no further.
+      const dead = replica();
+      expect(await dead.dedupe.firstSight("ev-lost")).toBe(true);
+      const copy = inbound("ev-lost", "lost?");
+      await started().dispatcher.handle(copy);
+      expect(copy.written.text).toBe("");
+      const b = started();
+      const again = { ...inbound("ev-lost", "lost?"), redelivered: true, onStored: vi.fn() };
+      await b.dispatcher.handle(again);
+      expect(again.written.text).toBe("Echo: lost?");
+      expect(again.onStored).toHaveBeenCalledTimes(1);
+      // A third delivery, to a third process, leaves it to the one that answered.
+      const c = started();
+      const third = { ...inbound("ev-lost", "lost?"), redelivered: true };
+      await c.dispatcher.handle(third);
+      expect(third.written.text).toBe("");
+      expect(provider.asked).toEqual(["lost?"]);
+    });
   });
 
   it("on drain, notes a message still being checked for duplicates before it returns", async () => {

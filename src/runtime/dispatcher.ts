@@ -22,8 +22,9 @@ import type {
 import type { DispatcherDeps } from "./dispatcher-deps.js";
 import { FeedbackDesk } from "./feedback.js";
 import { FormDesk } from "./forms/desk.js";
-import { accept } from "./intake.js";
+import { accept, threadKnown } from "./intake.js";
 import { routeInteraction } from "./interactions.js";
+import { MessageCustody } from "./message-custody.js";
 import { expandPrompt, expandPromptForm, type PromptOptions, type PromptOutcome } from "./prompts.js";
 import { RemoteStops } from "./remote-stops.js";
 import { fenceWrites } from "./scheduler/write-fence.js";
@@ -52,6 +53,7 @@ export class Dispatcher implements TurnRunner {
   private readonly ratings: FeedbackDesk | undefined;
   private readonly answering: Answering;
   private readonly keeper: WaitingKeeper; // messages waiting for their thread, kept in the store
+  private readonly custody: MessageCustody;
   /** MCP elicitation: servers' questions to people during tool calls. */
   private readonly forms: FormDesk | undefined;
   /** Other replicas were alive when this one began to stop: its unfinished turns go to them. */
@@ -73,7 +75,8 @@ export class Dispatcher implements TurnRunner {
     this.forms = deps.forms ? new FormDesk({ config: deps.config, book: deps.forms }) : undefined;
     this.turnDeps = { ...deps, desk: this.desk, owner: deps.lock.owner, formDesk: this.forms };
     this.access = new Access(deps.config);
-    this.keeper = new WaitingKeeper(deps.waiting, deps.lock.owner);
+    this.custody = new MessageCustody(deps);
+    this.keeper = new WaitingKeeper(deps.waiting, deps.lock.owner, this.custody);
     this.accounts = new TurnAccounts(deps);
     this.ratings = deps.feedback ? new FeedbackDesk(deps.feedback, deps.onVote) : undefined;
     this.remote = deps.stops
@@ -105,17 +108,10 @@ export class Dispatcher implements TurnRunner {
     return this.deps.dedupe.firstSight(id);
   }
 
-  /**
-   * A thread with a session, a first turn running (its record exists from its start), or
-   * whose opening message was taken (a follow-up may reach a replica before that turn begins).
-   */
-  async knows(key: ThreadKey, opening?: string): Promise<boolean> {
-    const [session, turn, opened] = await Promise.all([
-      this.deps.sessions.exists(key),
-      this.deps.ledger.get(key),
-      opening ? this.deps.dedupe.seen(opening) : false,
-    ]);
-    return session || turn !== undefined || opened;
+  readonly redelivered = (id: string, waits = true) => this.custody.redelivered(id, waits);
+
+  knows(key: ThreadKey, opening?: string): Promise<boolean> {
+    return threadKnown(this.deps, key, opening);
   }
 
   admit(who: Pick<Inbound, "platform" | "channel" | "user" | "from">): "yes" | "tell" | "silent" {
@@ -388,7 +384,11 @@ export class Dispatcher implements TurnRunner {
           inbound,
           this.turnDeps,
           controller.signal,
-          { firstVisible: (ms) => observer?.firstVisible?.(inbound, ms), recorded: copy.recorded, ...hooks },
+          {
+            firstVisible: (ms) => observer?.firstVisible?.(inbound, ms),
+            ...this.custody.hooks(inbound, copy),
+            ...hooks,
+          },
           known,
           { id: run, took: copy.took },
         ),

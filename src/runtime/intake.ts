@@ -1,7 +1,9 @@
 import { toUserFacing } from "../core/errors.js";
+import type { ThreadKey } from "../core/thread.js";
 import { log } from "../log.js";
 import { REFUSED_NOTE } from "./access.js";
 import type { Inbound } from "./contract.js";
+import type { DispatcherDeps } from "./dispatcher-deps.js";
 import type { PromptOutcome } from "./prompts.js";
 
 /**
@@ -18,6 +20,8 @@ export interface IntakeChecks {
   admit(inbound: Inbound): "yes" | "tell" | "silent";
   prompt(text: string): Promise<PromptOutcome>;
   firstSight(id: string): Promise<boolean>;
+  /** A redelivery's sighting (see `Dedupe.redelivered`). */
+  redelivered?(id: string, waits: boolean): Promise<boolean>;
 }
 
 /**
@@ -43,11 +47,7 @@ export async function accept(inbound: Inbound, checks: IntakeChecks): Promise<In
     inbound = { ...inbound, text: outcome.ask };
   }
   try {
-    // Every id of the message is marked, so whichever copy arrives first wins.
-    const sightings = await Promise.all(
-      [inbound.id, ...(inbound.aliases ?? [])].map((id) => checks.firstSight(id)),
-    );
-    if (sightings.some((first) => !first)) {
+    if (!(await sighted(inbound, checks))) {
       log.debug({ id: inbound.id, key: inbound.key }, "duplicate event dropped");
       return undefined;
     }
@@ -58,4 +58,38 @@ export async function accept(inbound: Inbound, checks: IntakeChecks): Promise<In
     await inbound.reply.notice(toUserFacing(err).message).catch(() => undefined);
     return undefined;
   }
+}
+
+/**
+ * Every id of the message is marked, so whichever copy arrives first wins. A redelivery
+ * asks its own id first, and may wait for the process that took it before; its other ids
+ * are then taken only from a process that stopped (a live one took the message as
+ * another event, and answers it).
+ */
+async function sighted(inbound: Inbound, checks: IntakeChecks): Promise<boolean> {
+  const ids = [inbound.id, ...(inbound.aliases ?? [])];
+  const { redelivered } = checks;
+  if (!inbound.redelivered || !redelivered) {
+    const sightings = await Promise.all(ids.map((id) => checks.firstSight(id)));
+    return sightings.every(Boolean);
+  }
+  for (const [i, id] of ids.entries()) if (!(await redelivered(id, i === 0))) return false;
+  return true;
+}
+
+/**
+ * A thread with a session, a first turn running (its record exists from its start), or
+ * whose opening message was taken (a follow-up may reach a replica before that turn begins).
+ */
+export async function threadKnown(
+  deps: Pick<DispatcherDeps, "sessions" | "ledger" | "dedupe">,
+  key: ThreadKey,
+  opening?: string,
+): Promise<boolean> {
+  const [session, turn, opened] = await Promise.all([
+    deps.sessions.exists(key),
+    deps.ledger.get(key),
+    opening ? deps.dedupe.seen(opening) : false,
+  ]);
+  return session || turn !== undefined || opened;
 }

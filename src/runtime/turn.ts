@@ -61,6 +61,8 @@ export interface TurnHooks {
    * under its lease, and once it is lost the turn stops without writing anything more.
    */
   held?: Held;
+  /** The turn's record is about to be written (its message is then no platform's to deliver again). */
+  recording?(): void;
   /** The turn's record is in the store: the other copies of its message (`TurnRecord.took`) can go. */
   recorded?(): void;
 }
@@ -126,6 +128,7 @@ export async function runTurn(
       throw storeFailed(err);
     });
   // Written while the model is asked: `drive` shows nothing before it is stored.
+  hooks.recording?.();
   const record = ledger.open(inbound.key, run, hooks.held?.lease);
   const from = { session: loading, recorded: ledger.opened(record) };
   if (hooks.recorded) from.recorded.then(hooks.recorded, () => undefined);

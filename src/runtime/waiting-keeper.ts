@@ -5,6 +5,7 @@ import type { Lease } from "../store/state.js";
 import type { TookCopies } from "../store/turns.js";
 import type { Kept, WaitingMessages } from "../store/waiting-messages.js";
 import type { Inbound } from "./contract.js";
+import type { MessageCustody } from "./message-custody.js";
 import { inputOf } from "./turn-input.js";
 
 /**
@@ -34,6 +35,7 @@ export class WaitingKeeper {
   constructor(
     private readonly messages: WaitingMessages | undefined,
     private readonly owner: string,
+    private readonly custody?: Pick<MessageCustody, "storing" | "stored">,
   ) {}
 
   /** The message queued: kept at once behind a turn of this process, else once it has waited `KEEP_AFTER_MS`. */
@@ -65,7 +67,10 @@ export class WaitingKeeper {
     how: { handOff?: (id?: string) => Promise<boolean>; note: () => Promise<void> },
   ): Promise<void> {
     const id = this.kept.get(inbound)?.kept.id;
+    // Handed over is stored too: a redelivery must leave it to the process it went to.
+    if (how.handOff) this.custody?.storing(inbound);
     const handed = how.handOff ? await how.handOff(id).catch(() => false) : false;
+    if (handed) this.custody?.stored(inbound);
     const settled =
       handed ||
       (await how.note().then(
@@ -146,9 +151,11 @@ export class WaitingKeeper {
     const messages = this.messages;
     if (!messages || this.kept.has(inbound)) return;
     const kept: Kept = { key: inbound.key, id: randomUUID(), owner: this.owner };
+    this.custody?.storing(inbound);
     const written = messages.keep(kept, inputOf(inbound)).then(
       () => {
         log.debug({ key: inbound.key }, "kept a waiting message in the store");
+        this.custody?.stored(inbound);
         return true;
       },
       (err: unknown) => {

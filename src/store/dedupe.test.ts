@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { createDedupe, MemoryDedupe } from "./dedupe.js";
+import { createDedupe, MemoryDedupe, StoreDedupe } from "./dedupe.js";
 import { describeEachStore, type TestStores, testStores } from "./testing.js";
 
 const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -90,5 +90,94 @@ describeEachStore("store dedupe on %s", (kind) => {
     );
     const winners = taken.filter((t): t is string => t !== undefined).map((t) => t.split("@")[0]);
     expect(winners.sort()).toEqual([...ids].sort());
+  });
+
+  describe("a redelivery (the platform had no acknowledgement)", () => {
+    const live = new Set<string>();
+    const alive = async (owner: string) => live.has(owner);
+    const replica = async (owner: string, patienceMs = 600) => {
+      live.add(owner);
+      return new StoreDedupe(await stores.open(), owner, patienceMs);
+    };
+    afterEach(() => live.clear());
+
+    it("is this process's when nobody saw the message, and only once", async () => {
+      stores = testStores(kind);
+      const b = await replica("b");
+      expect(await b.redelivered("Ev-new", alive)).toBe(true);
+      expect(await b.redelivered("Ev-new", alive)).toBe(false);
+      expect(await b.firstSight("Ev-new")).toBe(false);
+    });
+
+    it("is taken over from a process that stopped before it held the message, by one of two replicas", async () => {
+      stores = testStores(kind);
+      const doomed = await replica("doomed");
+      expect(await doomed.firstSight("Ev1")).toBe(true);
+      live.delete("doomed");
+      const [b, c] = [await replica("b"), await replica("c")];
+      const taken = await Promise.all([b.redelivered("Ev1", alive), c.redelivered("Ev1", alive)]);
+      expect(taken.filter(Boolean)).toHaveLength(1);
+      // The new claimant's own: nobody takes it from a live process, and it can hold it.
+      const d = await replica("d");
+      expect(await d.redelivered("Ev1", alive)).toBe(false);
+      const winner = taken[0] ? b : c;
+      await winner.hold("Ev1");
+      live.clear();
+      expect(await (await replica("e")).redelivered("Ev1", alive)).toBe(false);
+    });
+
+    it("is left to a process that held the message, even once it stopped", async () => {
+      stores = testStores(kind);
+      const doomed = await replica("doomed");
+      expect(await doomed.firstSight("Ev1")).toBe(true);
+      await doomed.hold("Ev1");
+      live.delete("doomed");
+      expect(await (await replica("b")).redelivered("Ev1", alive)).toBe(false);
+    });
+
+    it("waits for a live claimant: taken once it stops, left to it once it holds the message", async () => {
+      stores = testStores(kind);
+      const [slow, stalled] = [await replica("slow"), await replica("stalled")];
+      expect(await slow.firstSight("Ev-held")).toBe(true);
+      expect(await stalled.firstSight("Ev-gone")).toBe(true);
+      const b = await replica("b", 5_000);
+      const asked = Date.now();
+      const [held, gone] = [b.redelivered("Ev-held", alive), b.redelivered("Ev-gone", alive)];
+      await wait(300);
+      await slow.hold("Ev-held");
+      live.delete("stalled");
+      expect(await Promise.all([held, gone])).toEqual([false, true]);
+      expect(Date.now() - asked).toBeLessThan(4_000);
+    });
+
+    it("gives up on a live claimant that neither holds the message nor stops within its patience", async () => {
+      stores = testStores(kind);
+      const a = await replica("a");
+      expect(await a.firstSight("Ev1")).toBe(true);
+      const asked = Date.now();
+      expect(await (await replica("b", 400)).redelivered("Ev1", alive)).toBe(false);
+      expect(Date.now() - asked).toBeGreaterThanOrEqual(400);
+    });
+
+    it("does not wait for a live claimant when told not to (a message's other ids), and takes a dead one's", async () => {
+      stores = testStores(kind);
+      const [a, doomed] = [await replica("a"), await replica("doomed")];
+      expect(await a.firstSight("C1:1.0001")).toBe(true);
+      expect(await doomed.firstSight("C1:2.0001")).toBe(true);
+      live.delete("doomed");
+      const b = await replica("b", 5_000);
+      const asked = Date.now();
+      expect(await b.redelivered("C1:1.0001", alive, false)).toBe(false);
+      expect(await b.redelivered("C1:2.0001", alive, false)).toBe(true);
+      expect(Date.now() - asked).toBeLessThan(2_000);
+    });
+
+    it("is not taken from a claim that names no process (an earlier version's)", async () => {
+      stores = testStores(kind);
+      const store = await stores.open();
+      const { createState } = await import("./state.js");
+      await createState(store).set("dedupe:Ev-old", 1, 60_000);
+      expect(await (await replica("b")).redelivered("Ev-old", alive)).toBe(false);
+    });
   });
 });

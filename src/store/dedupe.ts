@@ -1,3 +1,6 @@
+import { randomUUID } from "node:crypto";
+import { setTimeout as sleep } from "node:timers/promises";
+import { HEARTBEAT } from "./heartbeat.js";
 import type { Store } from "./index.js";
 import { createState, type StateStore } from "./state.js";
 
@@ -7,9 +10,27 @@ export interface Dedupe {
   firstSight(id: string, ttlMs?: number): Promise<boolean>;
   /** True when the id was seen already (here or by a process sharing the store); marks nothing. */
   seen(id: string): Promise<boolean>;
+  /**
+   * The message `id` is about to be written where no stop can lose it (kept while it
+   * waits, or its turn's record): a redelivery of it is not taken from here on.
+   */
+  hold(id: string): Promise<void>;
+  /**
+   * A redelivery of `id` (the platform had no acknowledgement of it): true when it is this
+   * process's to answer, as nobody saw it, or the process that did stopped before it held
+   * it (`hold`). A claimant that still beats (`alive`) is given a heartbeat's life to hold
+   * it or to stop; none with `waits` false (the message's other ids: see `accept`).
+   */
+  redelivered(id: string, alive: (owner: string) => Promise<boolean>, waits?: boolean): Promise<boolean>;
 }
 
 export const DEDUPE_TTL_MS = 24 * 60 * 60 * 1000;
+
+/** How long a redelivery waits for the live process that claimed it: its heartbeat's life, and a second more. */
+export const RECLAIM_WAIT_MS = HEARTBEAT.ttlMs + 1_000;
+const RECLAIM_POLL_MS = 250;
+/** A claim's value: its process's owner name, and this prefix once the message is held. */
+const HELD = "held:";
 
 /**
  * Ids with their expiry in insertion order (a Map keeps it), so the oldest go first when
@@ -28,6 +49,14 @@ export class MemoryDedupe implements Dedupe {
 
   async seen(id: string): Promise<boolean> {
     return this.has(id);
+  }
+
+  /** One process: nothing to tell another. */
+  async hold(): Promise<void> {}
+
+  /** One process: a redelivery is a copy like any other. */
+  redelivered(id: string): Promise<boolean> {
+    return this.firstSight(id);
   }
 
   has(id: string, now = Date.now()): boolean {
@@ -56,26 +85,24 @@ export class MemoryDedupe implements Dedupe {
  * The memory map in front of the store. The id is claimed in memory before the store is
  * asked, so two deliveries racing in one process cannot both pass; the store claim is
  * atomic too (the state store's set-if-absent), so replicas and a restarted process agree.
+ * A claim names its process (`owner`, as its leases do), so a redelivery of a message
+ * whose process stopped before it was stored can be answered by another.
  */
 export class StoreDedupe implements Dedupe {
   private readonly memory = new MemoryDedupe();
 
   private readonly state: StateStore;
 
-  constructor(store: Store) {
+  constructor(
+    store: Store,
+    private readonly owner: string = randomUUID(),
+    private readonly patienceMs = RECLAIM_WAIT_MS,
+  ) {
     this.state = createState(store);
   }
 
   async firstSight(id: string, ttlMs = DEDUPE_TTL_MS): Promise<boolean> {
-    if (this.memory.has(id)) return false;
-    this.memory.add(id, ttlMs);
-    try {
-      return await this.claim(`dedupe:${id}`, ttlMs);
-    } catch (err) {
-      // Not known to be seen: a redelivery after the store recovers must still get through.
-      this.memory.forget(id);
-      throw err;
-    }
+    return this.sighting(id, ttlMs, () => this.claim(`dedupe:${id}`, ttlMs));
   }
 
   async seen(id: string): Promise<boolean> {
@@ -83,11 +110,58 @@ export class StoreDedupe implements Dedupe {
     return (await this.state.get(`dedupe:${id}`)) !== undefined;
   }
 
+  async hold(id: string): Promise<void> {
+    await this.state.replaceIf(`dedupe:${id}`, this.owner, `${HELD}${this.owner}`, DEDUPE_TTL_MS);
+  }
+
+  redelivered(id: string, alive: (owner: string) => Promise<boolean>, waits = true): Promise<boolean> {
+    const patienceMs = waits ? this.patienceMs : 0;
+    return this.sighting(id, DEDUPE_TTL_MS, () =>
+      this.reclaim(`dedupe:${id}`, DEDUPE_TTL_MS, alive, patienceMs),
+    );
+  }
+
+  /** In memory first; a store that fails leaves the id unseen, so a redelivery after it recovers gets through. */
+  private async sighting(id: string, ttlMs: number, claim: () => Promise<boolean>): Promise<boolean> {
+    if (this.memory.has(id)) return false;
+    this.memory.add(id, ttlMs);
+    try {
+      return await claim();
+    } catch (err) {
+      this.memory.forget(id);
+      throw err;
+    }
+  }
+
+  private async reclaim(
+    key: string,
+    ttlMs: number,
+    alive: (owner: string) => Promise<boolean>,
+    patienceMs: number,
+  ): Promise<boolean> {
+    const until = Date.now() + patienceMs;
+    for (;;) {
+      if (await this.claim(key, ttlMs)) return true;
+      const holder = await this.state.get<unknown>(key);
+      // Held, this process's own, or a claim of a version that named no process (`1`).
+      if ((holder !== undefined && typeof holder !== "string") || holder === this.owner) return false;
+      if (typeof holder === "string" && holder.startsWith(HELD)) return false;
+      // Its claimant stopped: taken over, unless it was held or taken meanwhile (read again then).
+      // Undefined: expired between the two reads, claimed afresh on the next round.
+      if (typeof holder === "string" && !(await alive(holder))) {
+        if (await this.state.replaceIf(key, holder, this.owner, ttlMs)) return true;
+      }
+      if (Date.now() >= until) return false;
+      await sleep(RECLAIM_POLL_MS);
+    }
+  }
+
   private claim(key: string, ttlMs: number): Promise<boolean> {
-    return this.state.setIfAbsent(key, 1, ttlMs);
+    return this.state.setIfAbsent(key, this.owner, ttlMs);
   }
 }
 
-export function createDedupe(store?: Store): Dedupe {
-  return store ? new StoreDedupe(store) : new MemoryDedupe();
+/** `owner`: the process's name as its thread leases give it (`ThreadLock.owner`). */
+export function createDedupe(store?: Store, owner?: string): Dedupe {
+  return store ? new StoreDedupe(store, owner) : new MemoryDedupe();
 }

@@ -39,6 +39,28 @@ describeEachStore("the state store on %s", (kind) => {
     expect(await b.setIfAbsent("once", 3, 1_000)).toBe(true);
   });
 
+  it("replaces a string only while it holds the expected one, for one of two racing writers", async () => {
+    stores = testStores(kind);
+    const [a, b] = [await open(), await open()];
+    expect(await a.replaceIf("claim", "gone", "a", 1_000)).toBe(false);
+    expect(await a.get("claim")).toBeUndefined();
+    await a.set("claim", "gone", 1_000);
+    const raced = await Promise.all([
+      a.replaceIf("claim", "gone", "a", 1_000),
+      b.replaceIf("claim", "gone", "b", 1_000),
+    ]);
+    expect(raced.filter(Boolean)).toHaveLength(1);
+    const winner = raced[0] ? "a" : "b";
+    expect(await b.get("claim")).toBe(winner);
+    expect(await b.replaceIf("claim", "gone", "b", 1_000)).toBe(false);
+    // The new value expires on its own clock, and an expired value is not replaced.
+    expect(await b.replaceIf("claim", winner, "short", 80)).toBe(true);
+    await later(150);
+    expect(await b.get("claim")).toBeUndefined();
+    expect(await b.replaceIf("claim", "short", "late", 1_000)).toBe(false);
+    expect(await b.get("claim")).toBeUndefined();
+  });
+
   it("gives a lock to one holder, lets only that holder extend or release it", async () => {
     stores = testStores(kind);
     const [a, b] = [await open(), await open()];

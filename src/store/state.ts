@@ -19,6 +19,11 @@ export interface StateStore {
   /** Writes only when the key is absent or expired; true when this call wrote it. */
   setIfAbsent<T>(key: string, value: T, ttlMs: number): Promise<boolean>;
   /**
+   * Writes `value` (a string, expiring after `ttlMs`) only while `key` holds the string
+   * `expected` and has not expired, in one atomic step; true when this call wrote it.
+   */
+  replaceIf(key: string, expected: string, value: string, ttlMs: number): Promise<boolean>;
+  /**
    * The lock, or undefined when someone else holds it; it expires after `ttlMs` unless
    * extended. `owner` goes into the token, so others can tell whose lease it is.
    */
@@ -90,6 +95,7 @@ export function leaseOwner(lease: Lease): string | undefined {
 const SET_IF_HOLDING = `if redis.call("get", KEYS[1]) == ARGV[1] then redis.call("set", KEYS[2], ARGV[2]) return 1 else return 0 end`;
 const DELETE_IF_HOLDING = `if redis.call("get", KEYS[1]) == ARGV[1] then redis.call("del", KEYS[2]) return 1 else return 0 end`;
 const SREM_IF_HOLDING = `if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("srem", KEYS[2], ARGV[2]) else return 0 end`;
+const REPLACE_IF = `if redis.call("get", KEYS[1]) == ARGV[1] then redis.call("set", KEYS[1], ARGV[2], "PX", ARGV[3]) return 1 else return 0 end`;
 const RELEASE = `if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) else return 0 end`;
 const EXTEND = `if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("pexpire", KEYS[1], ARGV[2]) else return 0 end`;
 
@@ -99,6 +105,7 @@ abstract class Leases implements StateStore {
   abstract set<T>(key: string, value: T, ttlMs?: number): Promise<void>;
   abstract delete(key: string): Promise<void>;
   abstract setIfAbsent<T>(key: string, value: T, ttlMs: number): Promise<boolean>;
+  abstract replaceIf(key: string, expected: string, value: string, ttlMs: number): Promise<boolean>;
   abstract extendLock(lease: Lease, ttlMs: number): Promise<boolean>;
   abstract releaseLock(lease: Lease): Promise<void>;
   abstract setIfHolding<T>(lease: Lease, key: string, value: T): Promise<boolean>;
@@ -159,6 +166,14 @@ class RedisState extends Leases {
       expiration: { type: "PX", value: ttlMs },
     });
     return ok === "OK";
+  }
+
+  async replaceIf(key: string, expected: string, value: string, ttlMs: number): Promise<boolean> {
+    const wrote = await this.redis.eval(REPLACE_IF, {
+      keys: [this.raw(key)],
+      arguments: [JSON.stringify(expected), JSON.stringify(value), String(ttlMs)],
+    });
+    return wrote === 1;
   }
 
   async extendLock(lease: Lease, ttlMs: number): Promise<boolean> {
@@ -283,6 +298,17 @@ class SqlState extends Leases {
       this.q(`INSERT INTO ${t} (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value
          WHERE ${this.expiresNum()} < ? RETURNING key`),
       [this.raw(key), row, now],
+    );
+    return rows.length > 0;
+  }
+
+  async replaceIf(key: string, expected: string, value: string, ttlMs: number): Promise<boolean> {
+    const now = Date.now();
+    const rows = await this.sql.query(
+      this.q(
+        `UPDATE ${this.sql.table} SET value = ? WHERE key = ? AND ${this.field("value")} = ? AND (${this.field("expires")} IS NULL OR ${this.expiresNum()} >= ?) RETURNING key`,
+      ),
+      [JSON.stringify({ value, expires: now + ttlMs }), this.raw(key), expected, now],
     );
     return rows.length > 0;
   }

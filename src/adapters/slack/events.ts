@@ -13,6 +13,7 @@ import type { StateStore } from "../../store/state.js";
 import { type AgentSessions, sessionStopped } from "./agent-sessions.js";
 import type { Eyes } from "./eyes.js";
 import { messageFiles, type SlackFile } from "./files.js";
+import { HeldAcks } from "./held-acks.js";
 import { MessageCopies } from "./message-copies.js";
 import { fromSlackText } from "./mrkdwn.js";
 import { UserNames } from "./names.js";
@@ -123,6 +124,8 @@ export interface TurnInput {
   bareMention?: boolean;
   /** A write that must land before the runner has the message (see `receive`). */
   before?: Promise<unknown>;
+  /** Slack delivered it before and had no acknowledgement (see `Inbound.redelivered`). */
+  redelivered?: boolean;
 }
 
 export class SlackEvents {
@@ -134,17 +137,20 @@ export class SlackEvents {
 
   private readonly names: UserNames;
   private readonly copies = new MessageCopies();
+  /** Message events' acknowledgements, held until their message is stored. */
+  readonly acks = new HeldAcks();
 
   constructor(private readonly deps: EventDeps) {
     this.names = new UserNames(deps.reads);
   }
 
   register(app: App): void {
-    app.event("app_mention", async ({ event, body }) => {
-      await this.onMessage(event as unknown as SlackMessageEvent, body.event_id);
+    this.acks.install(app);
+    app.event("app_mention", async ({ event, body, context }) => {
+      await this.onMessage(event as unknown as SlackMessageEvent, body.event_id, (context.retryNum ?? 0) > 0);
     });
-    app.event("message", async ({ event, body }) => {
-      await this.onMessage(event as unknown as SlackMessageEvent, body.event_id);
+    app.event("message", async ({ event, body, context }) => {
+      await this.onMessage(event as unknown as SlackMessageEvent, body.event_id, (context.retryNum ?? 0) > 0);
     });
     app.event("assistant_thread_started", async ({ event, body }) => {
       const t = event.assistant_thread;
@@ -178,17 +184,22 @@ export class SlackEvents {
     await offerPrompts(this.deps, channel, threadTs);
   }
 
-  async onMessage(e: SlackMessageEvent, eventId: string): Promise<void> {
-    // Bolt acknowledged the event before this ran: from here a stopping adapter waits for it.
+  async onMessage(e: SlackMessageEvent, eventId: string, redelivered = false): Promise<void> {
+    // From here a stopping adapter waits for it (its acknowledgement may have gone: see `acks`).
     const handed = this.arrive();
     try {
-      await this.receive(e, eventId, handed);
+      await this.receive(e, eventId, handed, redelivered);
     } finally {
       handed();
     }
   }
 
-  private async receive(e: SlackMessageEvent, eventId: string, handed: () => void): Promise<void> {
+  private async receive(
+    e: SlackMessageEvent,
+    eventId: string,
+    handed: () => void,
+    redelivered: boolean,
+  ): Promise<void> {
     const me = this.deps.identity();
     const r = route(e, me, { allowBots: this.deps.config.slack.allowBots });
     if (r.kind === "ignore") {
@@ -235,6 +246,7 @@ export class SlackEvents {
         files: e.files,
         withHistory: r.midThread && r.kind !== "follow",
         bareMention,
+        redelivered,
       },
       handed,
     );
@@ -347,6 +359,8 @@ export class SlackEvents {
         : undefined,
       reply,
       ...(reply.place.assistant ? {} : { mark: `${t.channel}:${t.ts}` }),
+      ...(t.redelivered ? { redelivered: true } : {}),
+      onStored: () => this.acks.release(t.eventId),
       // The replica that answers acknowledges: copies reaching other replicas add no second :eyes:.
       onAccepted: () => {
         ack = this.acknowledge(reply, t.channel, t.ts);

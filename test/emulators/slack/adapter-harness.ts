@@ -43,6 +43,11 @@ export class ScriptedRunner implements TurnRunner {
 
   private readonly running = new Set<Promise<void>>();
 
+  /** How many turns are running now. */
+  get busy(): number {
+    return this.running.size;
+  }
+
   /** Resolves when no turn is running (the harness stops only then). */
   async idle(): Promise<void> {
     while (this.running.size > 0) await Promise.allSettled([...this.running]);

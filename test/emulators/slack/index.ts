@@ -76,6 +76,8 @@ export class SlackEmulator {
   private readonly echo: boolean;
   private readonly mentionAlsoAsMessage: boolean;
   private readonly responseUrls: ResponseUrls;
+  /** Web API methods Slack is slow to answer (ms before the answer goes): a slow Slack, or a lookup to be caught in. */
+  readonly slow = new Map<string, number>();
 
   private constructor(options: SlackEmulatorOptions) {
     this.rates = new RateLimiter(options.rateLimits);
@@ -143,6 +145,9 @@ export class SlackEmulator {
     if (root === "api" && id) {
       const params = await parseParams(req, body);
       const result = this.api.handle(id, params, bearer(req, params));
+      // Handled (and listed in `api.calls`) when it arrives, answered late.
+      const slowBy = this.slow.get(id);
+      if (slowBy) await new Promise((r) => setTimeout(r, slowBy));
       return sendJson(res, result.status, result.body, result.headers);
     }
     if (root === "upload" && id) {
