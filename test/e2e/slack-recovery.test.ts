@@ -58,30 +58,36 @@ describe("Switchboard in Slack after a crash before the first write", () => {
   });
 });
 
+/** An LLM emulator answering with `responder`, a Slack emulator and a scratch config with `yaml`, for one describe block. */
+function emulatedPeers(
+  responder: (req: RecordedRequest) => { text: string; chunkSize?: number; delayMs?: number },
+  yaml: string,
+) {
+  const peers = {} as { llm: LlmEmulator; slack: SlackEmulator; dir: string; env: NodeJS.ProcessEnv };
+  beforeAll(async () => {
+    peers.llm = await LlmEmulator.start({ responder });
+    peers.slack = await SlackEmulator.start();
+    peers.dir = scratchConfig(yaml);
+    peers.env = appEnv({ dir: peers.dir, llm: peers.llm, slack: peers.slack });
+  });
+  afterAll(async () => {
+    killStarted();
+    await peers.slack?.stop();
+    await peers.llm?.close();
+    rmSync(peers.dir, { recursive: true, force: true });
+  });
+  return peers;
+}
+
 for (const native of [false, true]) {
   describe(`kill -9 mid-answer in Slack, native streaming ${native ? "on" : "off"}`, () => {
-    let llm: LlmEmulator;
-    let slack: SlackEmulator;
-    let dir: string;
-    let env: NodeJS.ProcessEnv;
-
-    beforeAll(async () => {
-      llm = await LlmEmulator.start({ responder });
-      slack = await SlackEmulator.start();
-      dir = scratchConfig(
-        `llm:\n  maxRetries: 0\nslack:\n  updateIntervalMs: 250\n  nativeStreaming: ${native}\n`,
-      );
-      env = appEnv({ dir, llm, slack });
-    });
-
-    afterAll(async () => {
-      killStarted();
-      await slack?.stop();
-      await llm?.close();
-      rmSync(dir, { recursive: true, force: true });
-    });
+    const peers = emulatedPeers(
+      responder,
+      `llm:\n  maxRetries: 0\nslack:\n  updateIntervalMs: 250\n  nativeStreaming: ${native}\n`,
+    );
 
     it("the restarted bot finishes the cut-off answer in its own message, asking the model again, posting nothing else", async () => {
+      const { llm, slack, env } = peers;
       const first = startSwitchboard("start", env);
       await waitUntil(() => first.stderr().includes("Switchboard is running"), "the bot to start");
       const m = slack.mention("C1", "U_BOB", "a slow answer please");
@@ -136,26 +142,10 @@ function intakeResponder(req: RecordedRequest) {
 const crowdAnswerTo = (q: string) => `${"word ".repeat(40)}END of ${q}.`;
 
 describe("kill -9 while a message is on its way to the store, in Slack", () => {
-  let llm: LlmEmulator;
-  let slack: SlackEmulator;
-  let dir: string;
-  let env: NodeJS.ProcessEnv;
-
-  beforeAll(async () => {
-    llm = await LlmEmulator.start({ responder: intakeResponder });
-    slack = await SlackEmulator.start();
-    dir = scratchConfig("llm:\n  maxRetries: 0\n");
-    env = appEnv({ dir, llm, slack });
-  });
-
-  afterAll(async () => {
-    killStarted();
-    await slack?.stop();
-    await llm?.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  const peers = emulatedPeers(intakeResponder, "llm:\n  maxRetries: 0\n");
 
   it("leaves the message unacknowledged, so the restarted bot answers Slack's redelivery, once", async () => {
+    const { llm, slack, env } = peers;
     const first = startSwitchboard("start", env);
     await waitUntil(() => first.stderr().includes("Switchboard is running"), "the bot to start");
     // The asker's name is looked up before the message goes to the store: Slack is slow to give it.
@@ -195,6 +185,7 @@ describe("kill -9 while a message is on its way to the store, in Slack", () => {
   }, 90_000);
 
   it("answers each of a crowd once after a kill -9 in its intake: from the store, or from Slack's redelivery", async () => {
+    const { slack, env } = peers;
     const questions = Array.from({ length: 12 }, (_, i) => ({ q: `q${i + 1}`, channel: `C${i + 10}` }));
     for (const { channel } of questions) slack.state.addChannel(channel, `room-${channel}`);
     const first = startSwitchboard("start", env);
