@@ -53,13 +53,6 @@ export class HeldAcks {
     for (const send of sends) send();
   }
 
-  /** How many acknowledgements are held now. */
-  get size(): number {
-    let n = 0;
-    for (const sends of this.held.values()) n += sends.size;
-    return n;
-  }
-
   private hold(id: string, event: ReceiverEvent): () => void {
     let sent = false;
     const send = () => {
