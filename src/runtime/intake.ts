@@ -62,18 +62,21 @@ export async function accept(inbound: Inbound, checks: IntakeChecks): Promise<In
 
 /**
  * Every id of the message is marked, so whichever copy arrives first wins. A redelivery
- * asks its own id first, and may wait for the process that took it before; its other ids
- * are then taken only from a process that stopped (a live one took the message as
- * another event, and answers it).
+ * whose own id was seen may still be this process's: the process that took it may have
+ * died before it stored the message (it is waited for while it beats). Its other ids, if
+ * seen, are then taken only from a process that stopped: a live one took the message as
+ * another event, and answers it.
  */
 async function sighted(inbound: Inbound, checks: IntakeChecks): Promise<boolean> {
   const ids = [inbound.id, ...(inbound.aliases ?? [])];
+  const sightings = await Promise.all(ids.map((id) => checks.firstSight(id)));
+  if (sightings.every(Boolean)) return true;
   const { redelivered } = checks;
-  if (!inbound.redelivered || !redelivered) {
-    const sightings = await Promise.all(ids.map((id) => checks.firstSight(id)));
-    return sightings.every(Boolean);
+  // Its own id this process's: a copy of the message as another event won the rest.
+  if (!inbound.redelivered || !redelivered || sightings[0]) return false;
+  for (const [i, id] of ids.entries()) {
+    if (!sightings[i] && !(await redelivered(id, i === 0))) return false;
   }
-  for (const [i, id] of ids.entries()) if (!(await redelivered(id, i === 0))) return false;
   return true;
 }
 

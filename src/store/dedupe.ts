@@ -16,9 +16,9 @@ export interface Dedupe {
    */
   hold(id: string): Promise<void>;
   /**
-   * A redelivery of `id` (the platform had no acknowledgement of it): true when it is this
-   * process's to answer, as nobody saw it, or the process that did stopped before it held
-   * it (`hold`). A claimant that still beats (`alive`) is given a heartbeat's life to hold
+   * A redelivery of `id` (the platform had no acknowledgement of it) that `firstSight`
+   * found seen: true when it is this process's to answer after all, as the process that
+   * saw it stopped before it held it (`hold`), or its claim expired meanwhile. A claimant that still beats (`alive`) is given a heartbeat's life to hold
    * it or to stop; none with `waits` false (the message's other ids: see `accept`).
    */
   redelivered(id: string, alive: (owner: string) => Promise<boolean>, waits?: boolean): Promise<boolean>;
@@ -54,9 +54,9 @@ export class MemoryDedupe implements Dedupe {
   /** One process: nothing to tell another. */
   async hold(): Promise<void> {}
 
-  /** One process: a redelivery is a copy like any other. */
-  redelivered(id: string): Promise<boolean> {
-    return this.firstSight(id);
+  /** One process: a redelivery is a copy like any other, seen already. */
+  async redelivered(): Promise<boolean> {
+    return false;
   }
 
   has(id: string, now = Date.now()): boolean {
@@ -114,11 +114,11 @@ export class StoreDedupe implements Dedupe {
     await this.state.replaceIf(`dedupe:${id}`, this.owner, `${HELD}${this.owner}`, DEDUPE_TTL_MS);
   }
 
-  redelivered(id: string, alive: (owner: string) => Promise<boolean>, waits = true): Promise<boolean> {
-    const patienceMs = waits ? this.patienceMs : 0;
-    return this.sighting(id, DEDUPE_TTL_MS, () =>
-      this.reclaim(`dedupe:${id}`, DEDUPE_TTL_MS, alive, patienceMs),
-    );
+  async redelivered(id: string, alive: (owner: string) => Promise<boolean>, waits = true): Promise<boolean> {
+    // Not in front of the memory map: a copy this process dropped as seen may be a dead process's.
+    const taken = await this.reclaim(`dedupe:${id}`, DEDUPE_TTL_MS, alive, waits ? this.patienceMs : 0);
+    if (taken) this.memory.add(id, DEDUPE_TTL_MS);
+    return taken;
   }
 
   /** In memory first; a store that fails leaves the id unseen, so a redelivery after it recovers gets through. */
