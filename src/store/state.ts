@@ -1,5 +1,8 @@
-import { randomUUID } from "node:crypto";
 import type { RedisClient, SqlAccess, Store } from "./index.js";
+import * as lua from "./lease-tokens.js";
+import { lockKey, newLease } from "./lease-tokens.js";
+
+export { leaseOwner } from "./lease-tokens.js";
 
 /** A held lock: only the holder of its token can extend or release it. */
 export interface Lease {
@@ -76,28 +79,8 @@ export function createState(store: Store): StateStore {
   throw new Error(`No state implementation for a ${store.kind} store`);
 }
 
-const lockKey = (key: string) => `lock:${key}`;
-
 /** A list member's row on SQL, as keyv writes `set(key, 1)` without expiry. */
 const LIST_ROW = JSON.stringify({ value: 1 });
-
-/** A fresh lease token; `{owner}/{random}` when the holder names itself. */
-function newLease(key: string, owner?: string): Lease {
-  return { key: lockKey(key), token: owner ? `${owner}/${randomUUID()}` : randomUUID() };
-}
-
-/** The owner a lease token names, if it names one. */
-export function leaseOwner(lease: Lease): string | undefined {
-  const slash = lease.token.indexOf("/");
-  return slash > 0 ? lease.token.slice(0, slash) : undefined;
-}
-
-const SET_IF_HOLDING = `if redis.call("get", KEYS[1]) == ARGV[1] then redis.call("set", KEYS[2], ARGV[2]) return 1 else return 0 end`;
-const DELETE_IF_HOLDING = `if redis.call("get", KEYS[1]) == ARGV[1] then redis.call("del", KEYS[2]) return 1 else return 0 end`;
-const SREM_IF_HOLDING = `if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("srem", KEYS[2], ARGV[2]) else return 0 end`;
-const REPLACE_IF = `if redis.call("get", KEYS[1]) == ARGV[1] then redis.call("set", KEYS[1], ARGV[2], "PX", ARGV[3]) return 1 else return 0 end`;
-const RELEASE = `if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) else return 0 end`;
-const EXTEND = `if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("pexpire", KEYS[1], ARGV[2]) else return 0 end`;
 
 /** A lease is a set-if-absent of its token, so every backend takes and reads leases the same way. */
 abstract class Leases implements StateStore {
@@ -169,7 +152,7 @@ class RedisState extends Leases {
   }
 
   async replaceIf(key: string, expected: string, value: string, ttlMs: number): Promise<boolean> {
-    const wrote = await this.redis.eval(REPLACE_IF, {
+    const wrote = await this.redis.eval(lua.REPLACE_IF, {
       keys: [this.raw(key)],
       arguments: [JSON.stringify(expected), JSON.stringify(value), String(ttlMs)],
     });
@@ -177,7 +160,7 @@ class RedisState extends Leases {
   }
 
   async extendLock(lease: Lease, ttlMs: number): Promise<boolean> {
-    const kept = await this.redis.eval(EXTEND, {
+    const kept = await this.redis.eval(lua.EXTEND, {
       keys: [this.raw(lease.key)],
       arguments: [JSON.stringify(lease.token), String(ttlMs)],
     });
@@ -185,11 +168,14 @@ class RedisState extends Leases {
   }
 
   async releaseLock(lease: Lease): Promise<void> {
-    await this.redis.eval(RELEASE, { keys: [this.raw(lease.key)], arguments: [JSON.stringify(lease.token)] });
+    await this.redis.eval(lua.RELEASE, {
+      keys: [this.raw(lease.key)],
+      arguments: [JSON.stringify(lease.token)],
+    });
   }
 
   async setIfHolding<T>(lease: Lease, key: string, value: T): Promise<boolean> {
-    const wrote = await this.redis.eval(SET_IF_HOLDING, {
+    const wrote = await this.redis.eval(lua.SET_IF_HOLDING, {
       keys: [this.raw(lease.key), this.raw(key)],
       arguments: [JSON.stringify(lease.token), JSON.stringify(value)],
     });
@@ -198,7 +184,7 @@ class RedisState extends Leases {
 
   /** Keyv's envelope under @keyv/redis's own key, which the adapter prefixes with `ns::` (see openRedis). */
   async kvSetIfHolding<T>(lease: Lease, key: string, value: T): Promise<boolean> {
-    const wrote = await this.redis.eval(SET_IF_HOLDING, {
+    const wrote = await this.redis.eval(lua.SET_IF_HOLDING, {
       keys: [this.raw(lease.key), `${this.store.namespace}::${key}`],
       arguments: [JSON.stringify(lease.token), JSON.stringify({ value })],
     });
@@ -206,7 +192,7 @@ class RedisState extends Leases {
   }
 
   async deleteIfHolding(lease: Lease, key: string): Promise<boolean> {
-    const deleted = await this.redis.eval(DELETE_IF_HOLDING, {
+    const deleted = await this.redis.eval(lua.DELETE_IF_HOLDING, {
       keys: [this.raw(lease.key), this.raw(key)],
       arguments: [JSON.stringify(lease.token)],
     });
@@ -231,7 +217,7 @@ class RedisState extends Leases {
   }
 
   async listRemoveIfHolding(lease: Lease, list: string, member: string): Promise<boolean> {
-    const removed = await this.redis.eval(SREM_IF_HOLDING, {
+    const removed = await this.redis.eval(lua.SREM_IF_HOLDING, {
       keys: [this.raw(lease.key), this.raw(list)],
       arguments: [JSON.stringify(lease.token), member],
     });
