@@ -1,7 +1,11 @@
 import { randomUUID } from "node:crypto";
-import type { Lease } from "./state.js";
-
 /** Lease tokens and the Redis scripts that compare them: the pieces every backend's leases share. */
+
+/** A held lock: only the holder of its token can extend or release it. */
+export interface Lease {
+  key: string;
+  token: string;
+}
 
 export const lockKey = (key: string) => `lock:${key}`;
 

@@ -1,14 +1,8 @@
 import type { RedisClient, SqlAccess, Store } from "./index.js";
 import * as lua from "./lease-tokens.js";
-import { lockKey, newLease } from "./lease-tokens.js";
+import { type Lease, lockKey, newLease } from "./lease-tokens.js";
 
-export { leaseOwner } from "./lease-tokens.js";
-
-/** A held lock: only the holder of its token can extend or release it. */
-export interface Lease {
-  key: string;
-  token: string;
-}
+export { type Lease, leaseOwner } from "./lease-tokens.js";
 
 /**
  * The small state interface everything that must outlive a process or be shared between
