@@ -9,6 +9,12 @@ export interface ReplyAddress {
   channel?: string;
   /** A Slack native stream (`chat.startStream`) was still open at the last write. */
   streaming?: boolean;
+  /**
+   * A message that takes no idempotency key (a Slack native stream's start) was being
+   * posted since this time (ms since the epoch, by the posting process's clock), its id
+   * not known yet: a process taking the turn over looks for it among the bot's messages.
+   */
+  starting?: number;
 }
 
 /**

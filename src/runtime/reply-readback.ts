@@ -8,8 +8,8 @@ export interface ReadBack {
   prefix: string;
   /** A retaken reply: its messages are written over, and looked up by key before a post. */
   retaking: boolean;
-  /** The last message the record names is gone: the record must be written again without it. */
-  lost: boolean;
+  /** The record must be written again: its last message is gone, or one it did not name was found. */
+  rerecord: boolean;
 }
 
 /**
@@ -18,13 +18,15 @@ export interface ReadBack {
  * before there is text to write; a reply resumed after approvals goes on in its last message.
  */
 export async function readBack(resume: StreamWriterOptions["resume"]): Promise<ReadBack> {
-  const none = { slots: [], prefix: "", retaking: false, lost: false };
+  const none = { slots: [], prefix: "", retaking: false, rerecord: false };
   if (!resume) return none;
-  const id = resume.messages.at(-1);
+  const found = resume.retake === undefined ? null : ((await resume.unrecorded?.()) ?? null);
+  const messages = found === null ? resume.messages : [...resume.messages, found];
+  const id = messages.at(-1);
   const shown = id === undefined ? null : await resume.shown(id);
   if (resume.retake !== undefined) {
-    const last = resume.messages.length - 1;
-    const slots = resume.messages.map((mid, i): Slot => {
+    const last = messages.length - 1;
+    const slots = messages.map((mid, i): Slot => {
       const gone = i === last && shown === null;
       return { id: gone ? null : mid, want: "", sent: "", stale: !gone };
     });
@@ -32,9 +34,9 @@ export async function readBack(resume: StreamWriterOptions["resume"]): Promise<R
       slots,
       prefix: resume.retake,
       retaking: true,
-      lost: shown === null && resume.messages.length > 0,
+      rerecord: (shown === null && messages.length > 0) || (found !== null && shown !== null),
     };
   }
   if (id === undefined || shown === null) return none;
-  return { slots: [{ id, want: shown, sent: shown }], prefix: shown, retaking: false, lost: false };
+  return { slots: [{ id, want: shown, sent: shown }], prefix: shown, retaking: false, rerecord: false };
 }

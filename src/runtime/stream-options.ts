@@ -38,6 +38,11 @@ export interface StreamWriterOptions {
      * `shown` is still asked for the last message (null: it is gone, so it is posted).
      */
     retake?: string;
+    /**
+     * A retake's message the dead process may have posted and not recorded, with no key to
+     * find it by (a Slack native stream's start): looked up once, it joins the recorded ones.
+     */
+    unrecorded?: () => Promise<string | null>;
   };
   /**
    * The idempotency key of the reply's n-th message (see write-keys.ts), sent with its

@@ -156,7 +156,7 @@ export class StreamWriter implements TextSink {
       });
       this.text = back.prefix + this.text;
       this.retaking = back.retaking;
-      if (back.lost) await this.report();
+      if (back.rerecord) await this.report();
       this.resumed = true;
       this.applyFailure();
     })();

@@ -126,7 +126,7 @@ export function createSlackAdapter(deps: AdapterDeps, opts: SlackAdapterOptions 
       const place = parseThreadKey(key);
       const intervalMs = config.slack.updateIntervalMs;
       await recoverSlackReply(
-        { writes: conn.writes, reads: conn.reads, scheduler, intervalMs },
+        { writes: conn.writes, reads: conn.reads, scheduler, intervalMs, botId: me().botId },
         place,
         address,
         note,
@@ -143,6 +143,7 @@ export function createSlackAdapter(deps: AdapterDeps, opts: SlackAdapterOptions 
           intervalMs: config.slack.updateIntervalMs,
           sessions,
           clears,
+          botId: me().botId,
         },
         { ...place, user: address.asker ?? "", assistant: false },
         address,

@@ -3,6 +3,7 @@ import { type Harness, startHarness, streamText } from "../../../test/emulators/
 import { type EmuMessage, waitFor } from "../../../test/emulators/slack/index.js";
 import type { ReplyAddress } from "../../runtime/contract.js";
 import { joinParts, openFenceAtEnd } from "../../runtime/split.js";
+import { postKeys } from "../../runtime/write-keys.js";
 import { toSlackMarkdown } from "./mrkdwn.js";
 import { SLACK_MESSAGE_LIMIT } from "./reply.js";
 
@@ -109,7 +110,9 @@ describe("Slack native streaming", () => {
     await settled(h, m);
     const ts = h.emu.botReplies("C1", m.ts).map((r) => r.ts);
     expect(ts.length).toBeGreaterThanOrEqual(2);
+    // Before each start, that one is on its way: Slack may make it and the process die before its ts is known.
     const expected = ts.flatMap((_, i) => [
+      { messages: ts.slice(0, i), streaming: false, starting: expect.any(Number) },
       { messages: ts.slice(0, i + 1), streaming: true },
       { messages: ts.slice(0, i + 1), streaming: false },
     ]);
@@ -123,8 +126,25 @@ describe("Slack native streaming", () => {
     await settled(h, m);
     const [streamed, ...posted] = h.emu.botReplies("C1", m.ts).map((r) => r.ts);
     expect(posted.length).toBeGreaterThanOrEqual(1);
-    expect(addresses[0]).toEqual({ messages: [streamed], streaming: true });
+    expect(addresses[1]).toEqual({ messages: [streamed], streaming: true });
     expect(addresses.at(-1)).toEqual({ messages: [streamed, ...posted], streaming: false });
+  });
+
+  it("keys the fallback's posts by their places in the reply, after the streamed messages", async () => {
+    h = await startHarness({ emulator: { limits: { streamLifetimeMs: 700 } } });
+    const keyOf = postKeys("turn-1");
+    const script = streamText(lines(10, "outlives its stream"), 10, 250);
+    h.runner.script = async (inbound) => {
+      inbound.reply.keyPosts?.(keyOf);
+      await script(inbound);
+    };
+    const m = h.emu.mention("C1", "U_ALICE", "key the fallback");
+    await settled(h, m);
+    const [streamed, ...posted] = h.emu.botReplies("C1", m.ts);
+    expect(posted.length).toBeGreaterThanOrEqual(1);
+    // A stream takes no key; a takeover finds each posted one by the key of its place.
+    expect(streamed?.metadata).toBeUndefined();
+    expect(posted.map((p) => p.metadata?.event_payload.key)).toEqual(posted.map((_, i) => keyOf(1 + i)));
   });
 
   it("posts and updates instead when chat.startStream is refused, the text complete", async () => {

@@ -75,8 +75,11 @@ export class NativeStream implements TextSink {
     private readonly place: StreamPlace,
     private readonly opts: NativeStreamOptions,
     render: (markdown: string) => string,
-    /** The post + update writer; it reports the messages it posts through `onMessages`. */
-    private readonly makeFallback: (onMessages: () => Promise<void>) => StreamWriter,
+    /**
+     * The post + update writer; it reports the messages it posts through `onMessages`, and
+     * its first message is the reply's `first` (after the streamed ones: its posts' keys).
+     */
+    private readonly makeFallback: (onMessages: () => Promise<void>, first: number) => StreamWriter,
     private readonly record: (address: ReplyAddress) => Promise<void> = async () => undefined,
   ) {
     this.text = new RenderedText(render);
@@ -86,9 +89,11 @@ export class NativeStream implements TextSink {
   /** Where the reply is: every streamed message, then the fallback's. */
   get address(): ReplyAddress {
     const posted = this.fallback?.messageIds ?? [];
+    const starting = this.calls.starting;
     return {
       messages: [...this.calls.started, ...posted],
       streaming: posted.length === 0 && this.calls.open,
+      ...(starting === null ? {} : { starting }),
     };
   }
 
@@ -358,7 +363,7 @@ export class NativeStream implements TextSink {
     await this.stopSegment(1);
     const handover = seg.start + seg.sent;
     const fence = openFenceAtEnd(r.slice(seg.start, handover), seg.fence);
-    this.fallback = this.makeFallback(() => this.report());
+    this.fallback = this.makeFallback(() => this.report(), this.calls.started.length);
     this.fallback.write(reopenOf(fence) + r.slice(handover));
     this.fed = r.length;
   }

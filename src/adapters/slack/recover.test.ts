@@ -122,7 +122,10 @@ describe("Slack adapter: the interrupted message itself ends with the note", () 
     const { root, key, addresses } = await cutOff(h);
     const [reply] = h.emu.botReplies("C1", root.ts);
     expect(reply?.stream?.state).toBe("streaming");
-    expect(addresses).toEqual([{ messages: [reply!.ts], streaming: true }]);
+    expect(addresses).toEqual([
+      { messages: [], streaming: false, starting: expect.any(Number) },
+      { messages: [reply!.ts], streaming: true },
+    ]);
     const before = h.emu.api.calls.length;
     await h.adapter.recover!(key, addresses.at(-1), NOTE);
     const after = h.emu.botReplies("C1", root.ts);
@@ -131,6 +134,21 @@ describe("Slack adapter: the interrupted message itself ends with the note", () 
     ]);
     expect(calls(h, "chat.stopStream", before).map((c) => c.ok)).toEqual([true]);
     expect(calls(h, "chat.update", before)).toHaveLength(0);
+    expect(calls(h, "chat.postMessage", before)).toHaveLength(0);
+  });
+
+  it("native stream the crash kept from the record (Slack made it, its ts never came back): stops that one with the note", async () => {
+    h = await startHarness();
+    const { root, key, addresses } = await cutOff(h);
+    const [reply] = h.emu.botReplies("C1", root.ts);
+    // The record as the crash left it: the start on its way, no ts.
+    const marked = addresses[0]!;
+    expect(marked).toEqual({ messages: [], streaming: false, starting: expect.any(Number) });
+    const before = h.emu.api.calls.length;
+    await h.adapter.recover!(key, marked, NOTE);
+    expect(h.emu.botReplies("C1", root.ts).map((r) => [r.ts, r.text, r.stream?.state])).toEqual([
+      [reply!.ts, `${PARTIAL}\n\n${NOTE}`, "stopped"],
+    ]);
     expect(calls(h, "chat.postMessage", before)).toHaveLength(0);
   });
 

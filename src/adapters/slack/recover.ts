@@ -4,13 +4,15 @@ import type { ReplyAddress } from "../../runtime/contract.js";
 import type { WriteScheduler } from "../../runtime/scheduler/write-scheduler.js";
 import { endingFor } from "../../runtime/stream.js";
 import { SlackReply } from "./reply.js";
-import { readShown, stopStream } from "./resume.js";
+import { readShown, stopStream, ThreadSnapshot } from "./resume.js";
 
 export interface RecoverDeps {
   writes: WebClient;
   reads: WebClient;
   scheduler: WriteScheduler;
   intervalMs: number;
+  /** The bot's `bot_id`, to find a message the crashed process began and never recorded. */
+  botId?: string;
 }
 
 /**
@@ -27,6 +29,7 @@ export async function recoverSlackReply(
   note: string,
 ): Promise<void> {
   const { channel, threadTs } = place;
+  address = await withUnrecorded(deps, place, address);
   const last = address?.messages.at(-1);
   if (!address || last === undefined) {
     // One post, never retried blindly: a failure leaves the reply pending for the next start.
@@ -48,6 +51,28 @@ export async function recoverSlackReply(
   );
   await reply.stream().fail(note);
   await clearStatus(deps.writes, channel, threadTs);
+}
+
+/**
+ * The address with the native stream its process was starting when it died, if Slack
+ * made it (see `ThreadSnapshot.unrecorded`): the note ends that message too. A thread
+ * that cannot be read leaves the address as it was (the note is then posted or added as before).
+ */
+async function withUnrecorded(
+  deps: RecoverDeps,
+  place: { channel: string; threadTs: string },
+  address: ReplyAddress | undefined,
+): Promise<ReplyAddress | undefined> {
+  if (address?.starting === undefined) return address;
+  const { starting: since, ...rest } = address;
+  if (!deps.botId) return rest;
+  const found = await new ThreadSnapshot(deps.reads, place.channel, place.threadTs)
+    .unrecorded(deps.botId, since, rest.messages)
+    .catch((err: unknown) => {
+      log.warn({ err }, "the thread was not read for a message its stopped process began");
+      return null;
+    });
+  return found === null ? rest : { ...rest, messages: [...rest.messages, found], streaming: true };
 }
 
 /** The "is thinking…" thread status a crashed turn may have left; best effort. */

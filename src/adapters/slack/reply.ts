@@ -11,7 +11,7 @@ import { toMrkdwn, toSlackMarkdown } from "./mrkdwn.js";
 import { NativeStream, type NativeStreamOptions } from "./native-stream.js";
 import { sendNotice } from "./notices.js";
 import { offerStopLater, questionBlocks, sectionBlock, showRatingButtons } from "./reply-offers.js";
-import { stopStream, ThreadSnapshot } from "./resume.js";
+import { ResumedThread } from "./resumed-reply.js";
 import type { StatusClears } from "./status-clears.js";
 import { type StatusRefresh, threadStatusRefresh } from "./status-refresh.js";
 import { setThreadTitle } from "./thread-title.js";
@@ -44,6 +44,8 @@ export interface ReplyDeps {
   native?: Omit<NativeStreamOptions, "intervalMs">;
   /** For reading a message back (a resumed reply); `web` when not given. */
   reads?: WebClient;
+  /** The bot's own `bot_id`: a resumed reply looks for a message its dead process never recorded among the bot's. */
+  botId?: string;
   /** The workspace's agent sessions: the thread's status and title in Slack. */
   sessions?: AgentSessions;
   /** What took the workspace's thread statuses away, shared by its replies (see StatusClears). */
@@ -52,15 +54,6 @@ export interface ReplyDeps {
 
 /** The status line under a posted answer (when Slack's thread status is not used). */
 const statusLine = (text: string) => `_${text}_`;
-
-/**
- * A status line a crashed process left at the end of a message. An answer whose last
- * paragraph is one italic line looks the same and would lose it: rare, and only when a
- * reply is resumed.
- */
-function withoutStatusLine(text: string): string {
-  return text.replace(/(?:^|\n\n)_[^\n]*_$/, "");
-}
 
 /**
  * Why a Stop offer is called off: one shared reason, since `abort()` without one makes a
@@ -87,8 +80,8 @@ export class SlackReply implements Reply {
   left = false;
   /** Aborted when the answer ends: a Stop offer not yet shown is never shown. */
   private readonly stopOffer = new AbortController();
-  /** A resumed reply's thread, read once (after an open stream is stopped) for all it needs to know. */
-  private readonly taken: ThreadSnapshot | undefined;
+  /** A resumed reply's thread, read once for all it needs to know. */
+  private readonly resumed: ResumedThread | undefined;
   /** Sets the thread's status again before Slack's 2-minute timeout takes it while the answer is worked on. */
   private readonly refresh: StatusRefresh;
 
@@ -102,7 +95,7 @@ export class SlackReply implements Reply {
     readonly place: SlackPlace,
     private readonly resume?: ResumeFrom,
   ) {
-    if (resume) this.taken = new ThreadSnapshot(deps.reads ?? deps.web, place.channel, place.threadTs);
+    if (resume) this.resumed = new ResumedThread(deps.web, deps.reads ?? deps.web, place, resume, deps.botId);
     this.refresh = threadStatusRefresh(deps, place);
   }
 
@@ -137,17 +130,19 @@ export class SlackReply implements Reply {
 
   /**
    * A post + update writer; `rendered` when its text is already in Slack's Markdown.
-   * `onMessages` is told when it posts or removes a message (default: record its own).
+   * `onMessages` is told when it posts or removes a message (default: record its own):
+   * then it carries on after a native stream's messages, its first being the reply's `first`.
    */
-  private postWriter(rendered = false, onMessages?: () => Promise<void>): StreamWriter {
-    const ops = slackMessageOps(this.deps.web, this.place, this.deps.reads, this.taken, {
+  private postWriter(rendered = false, onMessages?: () => Promise<void>, first = 0): StreamWriter {
+    const ops = slackMessageOps(this.deps.web, this.place, this.deps.reads, this.resumed?.taken, {
       blocks: () => (this.finishing && this.rating ? [feedbackBlock(this.rating)] : undefined),
       shown: () => {
         this.rated = true;
       },
     });
-    // A native stream's segments are not numbered as the reply's messages: only a whole reply is keyed.
-    const keys = onMessages === undefined ? this.keys : undefined;
+    // Numbered as the reply's messages, the streamed ones first: a takeover finds them by these keys.
+    const keyOf = this.keys;
+    const keys = keyOf && first > 0 ? (index: number) => keyOf(first + index) : keyOf;
     const writer: StreamWriter = new StreamWriter(ops, {
       ...(keys ? { keys } : {}),
       limit: SLACK_MESSAGE_LIMIT,
@@ -156,27 +151,9 @@ export class SlackReply implements Reply {
       render: rendered ? undefined : toSlackMarkdown,
       statusLine: !this.statusInThread,
       onMessages: onMessages ?? ((messages) => this.record({ messages })),
-      ...(this.resume
-        ? {
-            resume: {
-              messages: this.resume.messages,
-              shown: (ts) => this.readBack(ts),
-              ...(this.resume.retake === undefined ? {} : { retake: this.resume.retake }),
-            },
-          }
-        : {}),
+      ...(this.resumed ? { resume: this.resumed.writerResume() } : {}),
     });
     return writer;
-  }
-
-  /** What a resumed reply's last message shows, its stream stopped first if it was left open. */
-  private async readBack(ts: string): Promise<string | null> {
-    const { channel, threadTs } = this.place;
-    if (this.resume?.streaming) await stopStream(this.deps.web, channel, ts);
-    const shown = await (
-      this.taken ?? new ThreadSnapshot(this.deps.reads ?? this.deps.web, channel, threadTs)
-    ).shown(ts);
-    return shown === null ? null : withoutStatusLine(shown);
   }
 
   /** The sink, made on first use (a status may come before any text). */
@@ -192,7 +169,7 @@ export class SlackReply implements Reply {
       this.place,
       { ...native, intervalMs: this.deps.intervalMs },
       toSlackMarkdown,
-      (onMessages) => this.postWriter(true, onMessages),
+      (onMessages, first) => this.postWriter(true, onMessages, first),
       (address) => this.record(address),
     );
     return this.native;

@@ -12,7 +12,9 @@ const MAX_STOP_WAIT_MS = 3_000;
 interface ReadMessage {
   ts?: string;
   text?: string;
-  blocks?: { type?: string; text?: unknown }[];
+  bot_id?: string;
+  files?: unknown[];
+  blocks?: { type?: string; text?: unknown; accessory?: unknown }[];
   metadata?: { event_type?: string; event_payload?: Record<string, unknown> };
 }
 
@@ -71,11 +73,41 @@ export class ThreadSnapshot {
     return (await this.messages()).find((m) => hasKey(m, key))?.ts ?? null;
   }
 
+  /**
+   * The message a process began with no key (a native stream's start) and died before it
+   * knew its ts: the bot's message posted since `since` (ms) and after every message the
+   * record names, that is not among them, carries no reply key and is not an upload or a
+   * prompt with buttons. Only one such can be it: with more, or none, null (the reply then
+   * posts anew, as it would have without this).
+   */
+  async unrecorded(botId: string, since: number, named: readonly string[]): Promise<string | null> {
+    const after = Math.max(since, ...named.map(tsMillis));
+    const found = (await this.messages()).filter(
+      (m) =>
+        m.ts !== undefined &&
+        m.bot_id === botId &&
+        tsMillis(m.ts) >= after &&
+        !named.includes(m.ts) &&
+        m.metadata?.event_type !== REPLY_METADATA &&
+        !m.files?.length &&
+        !m.blocks?.some((b) => b.type === "actions" || b.type === "input" || b.accessory !== undefined),
+    );
+    if (found.length > 1)
+      log.warn(
+        { found: found.length },
+        "more than one message could be the one a stopped process began; taking none",
+      );
+    return found.length === 1 ? found[0]!.ts! : null;
+  }
+
   private messages(): Promise<ReadMessage[]> {
     this.read ??= allInThread(this.web, this.channel, this.threadTs);
     return this.read;
   }
 }
+
+/** A Slack ts ("1712345678.000200": seconds and microseconds) as ms since the epoch. */
+const tsMillis = (ts: string) => Number(ts) * 1000;
 
 const hasKey = (m: ReadMessage, key: string) =>
   m.metadata?.event_type === REPLY_METADATA && m.metadata.event_payload?.key === key;

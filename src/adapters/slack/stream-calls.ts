@@ -22,6 +22,12 @@ export function retryAfterMs(err: unknown): number | null {
   return e?.code === ErrorCode.RateLimitedError ? Math.max(0, e.retryAfter ?? 1) * 1000 : null;
 }
 
+/** A stream call that failed is not tried again: no short 429, or its attempts are spent. */
+function retryGivenUp(err: unknown, attempt: number): boolean {
+  const wait = retryAfterMs(err);
+  return wait === null || attempt >= ATTEMPTS || wait > MAX_RETRY_WAIT_MS;
+}
+
 /**
  * The Web API side of one reply's native streams (`chat.startStream`, `appendStream`,
  * `stopStream`) with the retry policy for 429s, and which messages they made: every
@@ -32,6 +38,8 @@ export class StreamCalls {
   readonly started: string[] = [];
   /** The last stream started is still open. */
   open = false;
+  /** When the stream being started was asked for (see `ReplyAddress.starting`); null once its ts is known. */
+  starting: number | null = null;
 
   constructor(
     private readonly web: WebClient,
@@ -59,6 +67,12 @@ export class StreamCalls {
           );
           return ts;
         }
+        if (this.starting === null) {
+          // Slack may make the message and the process die before its ts comes back: the
+          // record says a start is on its way, so that a takeover looks for it (no key to find it by).
+          this.starting = Date.now();
+          await this.changed();
+        }
         const res = await this.scheduler.as(
           lane,
           () =>
@@ -74,13 +88,20 @@ export class StreamCalls {
         if (!res.ts) throw new Error("chat.startStream answered without a ts");
         this.started.push(res.ts);
         this.open = true;
+        this.starting = null;
         await this.changed();
         return res.ts;
       } catch (err) {
-        if (err instanceof WriteDropped) throw new StreamBroken("no budget to stream", { cause: err });
-        const wait = retryAfterMs(err);
-        if (wait === null || attempt >= ATTEMPTS || wait > MAX_RETRY_WAIT_MS) {
-          throw new StreamBroken("streaming failed", { cause: err });
+        // Given up, the reply goes on with post + update, whose posts carry their keys.
+        const broken =
+          err instanceof WriteDropped
+            ? new StreamBroken("no budget to stream", { cause: err })
+            : retryGivenUp(err, attempt)
+              ? new StreamBroken("streaming failed", { cause: err })
+              : null;
+        if (broken) {
+          if (ts === null) this.starting = null;
+          throw broken;
         }
         // The scheduler paused the call's bucket: the next attempt waits for it there.
       }
@@ -112,8 +133,7 @@ export class StreamCalls {
         }
         return;
       } catch (err) {
-        const wait = retryAfterMs(err);
-        if (wait === null || attempt >= attempts || wait > MAX_RETRY_WAIT_MS) {
+        if (retryGivenUp(err, attempt) || attempt >= attempts) {
           log.debug({ err, ts }, "chat.stopStream failed; the stream ends on its own");
           return;
         }

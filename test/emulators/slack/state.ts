@@ -134,15 +134,16 @@ class AssistantThread implements AssistantThreadState {
   }
 }
 
-/** Sortable, unique Slack-style timestamps ("1712345678.000042"). */
+/**
+ * Slack-style timestamps ("1712345678.000042"): as Slack's, the time the message was made
+ * (seconds and microseconds), unique and increasing within the workspace.
+ */
 export class TsClock {
-  private readonly base = Math.floor(Date.now() / 1000);
-  private seq = 0;
+  private last = 0;
 
   next(): string {
-    this.seq += 1;
-    const sec = this.base + Math.floor(this.seq / 1_000_000);
-    return `${sec}.${String(this.seq % 1_000_000).padStart(6, "0")}`;
+    this.last = Math.max(Date.now() * 1000, this.last + 1);
+    return `${Math.floor(this.last / 1_000_000)}.${String(this.last % 1_000_000).padStart(6, "0")}`;
   }
 }
 
