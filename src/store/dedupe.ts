@@ -101,8 +101,16 @@ export class StoreDedupe implements Dedupe {
     this.state = createState(store);
   }
 
+  /** In memory first; a store that fails leaves the id unseen, so a redelivery after it recovers gets through. */
   async firstSight(id: string, ttlMs = DEDUPE_TTL_MS): Promise<boolean> {
-    return this.sighting(id, ttlMs, () => this.claim(`dedupe:${id}`, ttlMs));
+    if (this.memory.has(id)) return false;
+    this.memory.add(id, ttlMs);
+    try {
+      return await this.claim(`dedupe:${id}`, ttlMs);
+    } catch (err) {
+      this.memory.forget(id);
+      throw err;
+    }
   }
 
   async seen(id: string): Promise<boolean> {
@@ -116,32 +124,19 @@ export class StoreDedupe implements Dedupe {
 
   async redelivered(id: string, alive: (owner: string) => Promise<boolean>, waits = true): Promise<boolean> {
     // Not in front of the memory map: a copy this process dropped as seen may be a dead process's.
-    const taken = await this.reclaim(`dedupe:${id}`, DEDUPE_TTL_MS, alive, waits ? this.patienceMs : 0);
+    const taken = await this.reclaim(`dedupe:${id}`, alive, waits ? this.patienceMs : 0);
     if (taken) this.memory.add(id, DEDUPE_TTL_MS);
     return taken;
   }
 
-  /** In memory first; a store that fails leaves the id unseen, so a redelivery after it recovers gets through. */
-  private async sighting(id: string, ttlMs: number, claim: () => Promise<boolean>): Promise<boolean> {
-    if (this.memory.has(id)) return false;
-    this.memory.add(id, ttlMs);
-    try {
-      return await claim();
-    } catch (err) {
-      this.memory.forget(id);
-      throw err;
-    }
-  }
-
   private async reclaim(
     key: string,
-    ttlMs: number,
     alive: (owner: string) => Promise<boolean>,
     patienceMs: number,
   ): Promise<boolean> {
     const until = Date.now() + patienceMs;
     for (;;) {
-      if (await this.claim(key, ttlMs)) return true;
+      if (await this.claim(key, DEDUPE_TTL_MS)) return true;
       const holder = await this.state.get<unknown>(key);
       // Held, this process's own, or a claim of a version that named no process (`1`).
       if ((holder !== undefined && typeof holder !== "string") || holder === this.owner) return false;
@@ -149,7 +144,7 @@ export class StoreDedupe implements Dedupe {
       // Its claimant stopped: taken over, unless it was held or taken meanwhile (read again then).
       // Undefined: expired between the two reads, claimed afresh on the next round.
       if (typeof holder === "string" && !(await alive(holder))) {
-        if (await this.state.replaceIf(key, holder, this.owner, ttlMs)) return true;
+        if (await this.state.replaceIf(key, holder, this.owner, DEDUPE_TTL_MS)) return true;
       }
       if (Date.now() >= until) return false;
       await sleep(RECLAIM_POLL_MS);
