@@ -71,7 +71,7 @@ export function createSlackAdapter(deps: AdapterDeps, opts: SlackAdapterOptions 
     stopping: stopping.signal,
   });
   const clears = new StatusClears(opts.statusRefreshMs);
-  const eyes = new Eyes({ writes: conn.writes, scheduler });
+  const eyes = new Eyes({ writes: conn.writes, scheduler, state: deps.state });
   const events = new SlackEvents({
     sessions,
     clears,
@@ -108,6 +108,7 @@ export function createSlackAdapter(deps: AdapterDeps, opts: SlackAdapterOptions 
       // The bot token passed auth.test above: what Socket Mode's start refuses is the app token.
       await conn.start().catch(refused(conn.mode === "socket" ? "SLACK_APP_TOKEN" : "SLACK_BOT_TOKEN"));
       log.info({ mode: conn.mode, team: identity.teamId, bot: identity.botUserId }, "slack connected");
+      eyes.start(identity.teamId);
     },
     async stop() {
       stopping.abort();
