@@ -109,6 +109,7 @@ export class Dispatcher implements TurnRunner {
   }
 
   readonly redelivered = (id: string, waits = true) => this.custody.redelivered(id, waits);
+  readonly release = (id: string) => this.deps.dedupe.release(id);
 
   knows(key: ThreadKey, opening?: string): Promise<boolean> {
     return threadKnown(this.deps, key, opening);

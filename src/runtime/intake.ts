@@ -22,6 +22,8 @@ export interface IntakeChecks {
   firstSight(id: string): Promise<boolean>;
   /** A redelivery's sighting (see `Dedupe.redelivered`). */
   redelivered?(id: string, waits: boolean): Promise<boolean>;
+  /** Gives back an id of a copy dropped after all (see `Dedupe.release`). */
+  release?(id: string): Promise<void>;
 }
 
 /**
@@ -71,11 +73,28 @@ async function sighted(inbound: Inbound, checks: IntakeChecks): Promise<boolean>
   const ids = [inbound.id, ...(inbound.aliases ?? [])];
   const sightings = await Promise.all(ids.map((id) => checks.firstSight(id)));
   if (sightings.every(Boolean)) return true;
+  if (await redeliveryTaken(inbound, ids, sightings, checks)) return true;
+  // Two copies racing on two replicas may each win a part of the ids (a redelivery its
+  // event id, the first copy `channel:ts`): what this one won goes back, so that the other,
+  // waiting for this claim, takes it rather than both dropping the message.
+  await Promise.all(ids.filter((_, i) => sightings[i]).map((id) => checks.release?.(id)));
+  return false;
+}
+
+/** The ids this copy did not win, taken from a process that stopped (see `Dedupe.redelivered`). */
+async function redeliveryTaken(
+  inbound: Inbound,
+  ids: string[],
+  sightings: boolean[],
+  checks: IntakeChecks,
+): Promise<boolean> {
   const { redelivered } = checks;
   // Its own id this process's: a copy of the message as another event won the rest.
   if (!inbound.redelivered || !redelivered || sightings[0]) return false;
   for (const [i, id] of ids.entries()) {
-    if (!sightings[i] && !(await redelivered(id, i === 0))) return false;
+    if (sightings[i]) continue;
+    if (!(await redelivered(id, i === 0))) return false;
+    sightings[i] = true;
   }
   return true;
 }

@@ -172,6 +172,23 @@ describeEachStore("store dedupe on %s", (kind) => {
       expect(Date.now() - asked).toBeLessThan(2_000);
     });
 
+    it("takes a live claimant's id once it gives it back, and a given-back id is only ever the giver's to give", async () => {
+      stores = testStores(kind);
+      const a = await replica("a");
+      expect(await a.firstSight("Ev1")).toBe(true);
+      const b = await replica("b", 5_000);
+      const asked = Date.now();
+      const waiting = b.redelivered("Ev1", alive);
+      await wait(300);
+      await a.release("Ev1");
+      expect(await waiting).toBe(true);
+      expect(Date.now() - asked).toBeLessThan(4_000);
+      // b's now: a giving it back again changes nothing.
+      await a.release("Ev1");
+      expect(await (await replica("c")).firstSight("Ev1")).toBe(false);
+      expect(await a.firstSight("Ev1")).toBe(false);
+    });
+
     it("is not taken from a claim that names no process (an earlier version's)", async () => {
       stores = testStores(kind);
       const store = await stores.open();

@@ -22,6 +22,11 @@ export interface Dedupe {
    * it or to stop; none with `waits` false (the message's other ids: see `accept`).
    */
   redelivered(id: string, alive: (owner: string) => Promise<boolean>, waits?: boolean): Promise<boolean>;
+  /**
+   * Gives back an id this process claimed for a copy it drops after all (another copy won
+   * the message's other ids): a redelivery of it that waits for this claim takes it then.
+   */
+  release(id: string): Promise<void>;
 }
 
 export const DEDUPE_TTL_MS = 24 * 60 * 60 * 1000;
@@ -31,6 +36,8 @@ export const RECLAIM_WAIT_MS = HEARTBEAT.ttlMs + 1_000;
 const RECLAIM_POLL_MS = 250;
 /** A claim's value: its process's owner name, and this prefix once the message is held. */
 const HELD = "held:";
+/** What a given-back claim holds for the millisecond before it expires (no process has that name). */
+const RELEASED = "released";
 
 /**
  * Ids with their expiry in insertion order (a Map keeps it), so the oldest go first when
@@ -58,6 +65,9 @@ export class MemoryDedupe implements Dedupe {
   async redelivered(): Promise<boolean> {
     return false;
   }
+
+  /** One process: its copies are checked one by one, so none wins a part of a message's ids. */
+  async release(): Promise<void> {}
 
   has(id: string, now = Date.now()): boolean {
     const expires = this.expiries.get(id);
@@ -127,6 +137,12 @@ export class StoreDedupe implements Dedupe {
     const taken = await this.reclaim(`dedupe:${id}`, alive, waits ? this.patienceMs : 0);
     if (taken) this.memory.add(id, DEDUPE_TTL_MS);
     return taken;
+  }
+
+  async release(id: string): Promise<void> {
+    this.memory.forget(id);
+    // No delete-if-mine in the state store: the claim, still this process's, expires at once.
+    await this.state.replaceIf(`dedupe:${id}`, this.owner, RELEASED, 1);
   }
 
   private async reclaim(
