@@ -66,12 +66,11 @@ async function withUnrecorded(
   if (address?.starting === undefined) return address;
   const { starting: since, ...rest } = address;
   if (!deps.botId) return rest;
-  const found = await new ThreadSnapshot(deps.reads, place.channel, place.threadTs)
-    .unrecorded(deps.botId, since, rest.messages)
-    .catch((err: unknown) => {
-      log.warn({ err }, "the thread was not read for a message its stopped process began");
-      return null;
-    });
+  const found = await new ThreadSnapshot(deps.reads, place.channel, place.threadTs).unrecorded(
+    deps.botId,
+    since,
+    rest.messages,
+  );
   return found === null ? rest : { ...rest, messages: [...rest.messages, found], streaming: true };
 }
 

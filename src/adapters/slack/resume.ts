@@ -77,12 +77,16 @@ export class ThreadSnapshot {
    * The message a process began with no key (a native stream's start) and died before it
    * knew its ts: the bot's message posted since `since` (ms) and after every message the
    * record names, that is not among them, carries no reply key and is not an upload or a
-   * prompt with buttons. Only one such can be it: with more, or none, null (the reply then
-   * posts anew, as it would have without this).
+   * prompt with buttons. Only one such can be it: with more, or none, or a thread that
+   * cannot be read, null (the reply then posts anew, as it would have without this).
    */
   async unrecorded(botId: string, since: number, named: readonly string[]): Promise<string | null> {
     const after = Math.max(since, ...named.map(tsMillis));
-    const found = (await this.messages()).filter(
+    const messages = await this.messages().catch((err: unknown) => {
+      log.warn({ err }, "the thread was not read for a message its stopped process began");
+      return [];
+    });
+    const found = messages.filter(
       (m) =>
         m.ts !== undefined &&
         m.bot_id === botId &&

@@ -53,10 +53,7 @@ export class ResumedThread {
   private async unrecorded(): Promise<string | null> {
     const { starting, messages } = this.resume;
     if (starting === undefined || !this.botId) return null;
-    const found = await this.taken.unrecorded(this.botId, starting, messages).catch((err: unknown) => {
-      log.warn({ err }, "the thread was not read for a message its stopped process began; posting anew");
-      return null;
-    });
+    const found = await this.taken.unrecorded(this.botId, starting, messages);
     this.adopted = found ?? undefined;
     if (found)
       log.info(
