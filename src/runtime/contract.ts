@@ -22,11 +22,19 @@ export interface Inbound {
    */
   onAccepted?: () => void;
   /**
-   * A delivery the platform made again, having had no acknowledgement of an earlier one
-   * (Slack's retries): the process that took the earlier one may have stopped before it
-   * stored the message, and then this one answers it (see `Dedupe.redelivered`).
+   * Another copy of the message may have reached a process that stopped before it stored
+   * the message, and then this one answers it (see `Dedupe.redelivered`): a delivery the
+   * platform made again, having had no acknowledgement of an earlier one (Slack's
+   * retries), or any copy on Discord, whose gateway gives every replica of a session each
+   * message once.
    */
   redelivered?: boolean;
+  /**
+   * Other ids this copy claimed for the message before the runner had it (Discord's
+   * opening of a thread under it): marked held with the message's own as it is stored,
+   * so that a replica waiting on one of them leaves it then (see `Dedupe.hold`).
+   */
+  claims?: string[];
   /**
    * Called once the message is where no stop of this process can lose it: kept in the
    * store while it waits, or in its turn's record. Slack's acknowledgement waits for it,
@@ -248,6 +256,12 @@ export interface TurnRunner {
   knows(key: ThreadKey, opening?: string): Promise<boolean>;
   /** Marks an event id as seen; false if it was already seen (for events handled outside `handle`). */
   firstSight(id: string): Promise<boolean>;
+  /**
+   * An id `firstSight` found taken, asked again: true when the process that took it
+   * stopped before the message was stored, and the id is this process's now (waiting, at
+   * most a heartbeat's life, for a live one to store it or to stop; see `Dedupe.redelivered`).
+   */
+  redelivered?(id: string, waits?: boolean): Promise<boolean>;
   /**
    * A click or form submission; answers the person through `interaction.respond`, and
    * returns what the platform must do before acknowledging it, if anything. Never throws.

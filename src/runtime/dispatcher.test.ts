@@ -251,6 +251,23 @@ describe("the dispatcher", () => {
       expect(again.written.text).toBe("");
     });
 
+    it("has its other claims (Discord's thread opening) marked held with it, so that a replica waiting on one leaves it", async () => {
+      const a = started();
+      expect(await a.dedupe.firstSight("open:ev-claims")).toBe(true);
+      const m = { ...inbound("ev-claims", "hello"), claims: ["open:ev-claims"] };
+      const recorded = vi.spyOn(TurnLedger.prototype, "open");
+      const holds = vi.spyOn(a.dedupe, "hold");
+      await a.dispatcher.handle(m);
+      expect(holds.mock.calls.map(([id]) => id).sort()).toEqual(["ev-claims", "open:ev-claims"]);
+      for (const order of holds.mock.invocationCallOrder)
+        expect(order).toBeLessThan(recorded.mock.invocationCallOrder[0]!);
+      recorded.mockRestore();
+      // Its process stopped after it: the claim is held, not a dead process's to take over.
+      const b = started();
+      expect(await b.dispatcher.redelivered("open:ev-claims")).toBe(false);
+      expect(provider.asked).toEqual(["hello"]);
+    });
+
     it("is answered when the process that took it stopped before storing it, and only as a redelivery", async () => {
       // The dead process got as far as the duplicate check, no further.
       const dead = replica();

@@ -28,9 +28,12 @@ export class MessageCustody {
   storing(inbound: Inbound): void {
     if (this.held.has(inbound)) return;
     this.held.add(inbound);
-    this.deps.dedupe
-      .hold(inbound.id)
-      .catch((err: unknown) => log.debug({ err, key: inbound.key }, "a message's claim was not marked held"));
+    for (const id of [inbound.id, ...(inbound.claims ?? [])])
+      this.deps.dedupe
+        .hold(id)
+        .catch((err: unknown) =>
+          log.debug({ err, key: inbound.key }, "a message's claim was not marked held"),
+        );
   }
 
   /** A turn's hooks for its message's record: held as it is written, stored, then `copy`'s own (see `WaitingKeeper.starting`). */

@@ -140,8 +140,10 @@ export async function onMessage(ctx: DiscordContext, message: Message): Promise<
     await dispatch(ctx, message, asked, continued, place);
     return;
   }
-  // Two gateway sessions (a deploy) both see the mention; only one may open the thread.
-  if (!(await ctx.deps.runner.firstSight(`discord:thread-for:${message.id}`))) return;
+  // Two gateway sessions (a deploy) both see the mention; only one may open the thread. The
+  // other waits until that one has stored the message, and opens it if that one died first.
+  const opener = `discord:thread-for:${message.id}`;
+  if (!(await ctx.deps.runner.firstSight(opener)) && !(await ctx.deps.runner.redelivered?.(opener))) return;
   const question = nothing(asked) ? await askedAbout(message, botId) : asked;
   if (!question) {
     // Nothing to answer: a thread for it would hold only a guess at a question.
@@ -170,7 +172,7 @@ export async function onMessage(ctx: DiscordContext, message: Message): Promise<
     message.id,
     (id) => ctx.answers.remember(id, key),
   );
-  await dispatch(ctx, message, question, key, place);
+  await dispatch(ctx, message, question, key, place, { claims: [opener] });
 }
 
 async function dispatch(
@@ -179,9 +181,9 @@ async function dispatch(
   asked: Said,
   key: ThreadKey,
   place: Place,
-  opts: { history?: () => Promise<PriorMessage[]> } = {},
+  opts: { history?: () => Promise<PriorMessage[]>; claims?: string[] } = {},
 ): Promise<void> {
-  const { history } = opts;
+  const { history, claims } = opts;
   // In a DM the asker is the place: a DM refused (they blocked the bot) has nowhere else to go.
   if (message.inGuild())
     place.elsewhere ??= async (text) => {
@@ -198,6 +200,9 @@ async function dispatch(
     text: asked.text,
     attachments: asked.files,
     ...(history ? { history } : {}),
+    // Every replica of the gateway session has this message: one that took it may die before storing it.
+    redelivered: true,
+    ...(claims ? { claims } : {}),
     reply: new DiscordReply(place, ctx.replyOptions()),
   };
   await ctx.deps.runner.handle(inbound);

@@ -14,6 +14,9 @@ interface ThreadCreateAction {
  */
 export const THREAD_WAIT_MS = 5_000;
 
+/** Discord's error code for a thread asked for under a message that has one already. */
+const THREAD_ALREADY_CREATED = 160004;
+
 /**
  * Opens a thread under a person's message: the request `message.startThread` makes, but
  * sent through the bot's write scheduler instead of discord.js's queue. That queue sends
@@ -56,16 +59,28 @@ export async function openThread(
       if (limited?.bucket === threads && limited.waitMs > THREAD_WAIT_MS) throw threadsPaused(limited.waitMs);
       if (limited)
         throw new RateLimitedError(limited.waitMs, limited.bucket ? { bucket: limited.bucket } : {});
-      const body = (await res.json().catch(() => undefined)) as { message?: string } | undefined;
+      const body = (await res.json().catch(() => undefined)) as
+        | { message?: string; code?: number }
+        | undefined;
+      if (body?.code === THREAD_ALREADY_CREATED) return undefined;
       if (!res.ok) {
         throw new Error(`Discord refused the thread (HTTP ${res.status}): ${body?.message ?? "no message"}`);
       }
       return body;
     },
   });
+  // Opened already, by a replica that died before it stored the message: a thread opened
+  // from a message has the message's id.
+  if (data === undefined) return existingThread(client, message.id);
   const thread = (client as unknown as ThreadCreateAction).actions.ThreadCreate.handle(data).thread;
   if (!thread) throw new Error("Discord answered the thread's creation with something that is not a thread");
   return thread;
+}
+
+async function existingThread(client: Client, id: string): Promise<ThreadChannel> {
+  const channel = await client.channels.fetch(id);
+  if (!channel?.isThread()) throw new Error("Discord says the message has a thread, but it is not one");
+  return channel;
 }
 
 function threadsPaused(ms: number): Error {

@@ -251,6 +251,27 @@ describe("Discord emulator with the real discord.js client", () => {
     expect(messages.filter((x) => x.content.endsWith("sent while offline"))).toHaveLength(1);
   });
 
+  it("gives a lagged session each event later than the others, in order", async () => {
+    const other = await connect();
+    onTestFinished(() => other.destroy());
+    const seen: Array<{ who: string; text: string; at: number }> = [];
+    const watch = (c: Client, who: string) =>
+      c.on(Events.MessageCreate, (m) => seen.push({ who, text: m.content, at: Date.now() }));
+    watch(client, "first");
+    watch(other, "lagged");
+    emulator.gateway.lag(1, 300);
+    const sentAt = Date.now();
+    emulator.userMessage(emulator.state.general, "one");
+    emulator.userMessage(emulator.state.general, "two");
+    await waitFor(() => seen.filter((s) => s.who === "lagged").length === 2);
+    const of = (who: string) => seen.filter((s) => s.who === who);
+    expect(of("first").map((s) => s.text)).toEqual(["one", "two"]);
+    expect(of("lagged").map((s) => s.text)).toEqual(["one", "two"]);
+    for (const s of of("first")) expect(s.at - sentAt).toBeLessThan(300);
+    for (const s of of("lagged")) expect(s.at - sentAt).toBeGreaterThanOrEqual(300);
+    expect(() => emulator.gateway.lag(2, 10)).toThrow("No gateway session 2");
+  });
+
   it("delivers the same MESSAGE_CREATE twice when asked to", async () => {
     const raw: string[] = [];
     client.on(Events.Raw, (packet: { t?: string; d?: { id?: string } }) => {

@@ -33,6 +33,8 @@ interface Session {
   socket: WebSocket | null;
   /** On the next RESUME, also replay this many events the bot already acknowledged. */
   rewind: number;
+  /** Ms each of its dispatch events takes to reach it (see `Gateway.lag`). */
+  lagMs: number;
 }
 
 export interface IdentifyInfo {
@@ -97,8 +99,21 @@ export class Gateway {
       session.seq += 1;
       const frame: Frame = { op: Op.Dispatch, t, s: session.seq, d: this.shape(t, d, session.intents) };
       session.sent.push(frame);
-      if (session.socket && !this.holding) session.socket.send(JSON.stringify(frame));
+      const socket = session.socket;
+      if (!socket || this.holding) continue;
+      if (session.lagMs > 0) setTimeout(() => this.send(socket, frame), session.lagMs);
+      else socket.send(JSON.stringify(frame));
     }
+  }
+
+  /**
+   * The `nth` session identified (from 0) receives each dispatch event `ms` later than
+   * it is sent: a replica further away, which sees every message after the others did.
+   */
+  lag(nth: number, ms: number): void {
+    const session = [...this.sessions.values()][nth];
+    if (!session) throw new Error(`No gateway session ${nth}: ${this.sessions.size} identified`);
+    session.lagMs = ms;
   }
 
   /**
@@ -197,6 +212,7 @@ export class Gateway {
       sent: [],
       socket: ws,
       rewind: 0,
+      lagMs: 0,
     };
     this.sessions.set(session.id, session);
     const { ready, guilds } = info.ready(session.id);
