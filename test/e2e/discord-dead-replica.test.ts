@@ -78,19 +78,23 @@ describe("a Discord message whose replica died before storing it", () => {
   const asked = (text: string) =>
     llm.requests.filter((r) => !isTitleRequest(r) && said(lastUserText(r)) === text).length;
 
+  /** `text` answered once in `thread`, after the `earlier` answers there, the model asked once; nothing in the channel. */
+  async function answeredOnce(thread: string, text: string, earlier: string[] = []): Promise<void> {
+    const answer = `You said: ${text}`;
+    await waitFor(() => discord.botMessages(thread).some((b) => b.content === answer), { timeoutMs: 20_000 });
+    await app.dispatcher.settled();
+    await untilQuiet(discord.requests);
+    expect(discord.botMessages(thread).map((b) => b.content)).toEqual([...earlier, answer]);
+    expect(discord.botMessages(discord.state.general)).toEqual([]);
+    expect(asked(text)).toBe(1);
+  }
+
   it("answers a mention whose thread the dead replica claimed, once, in a thread opened under it", async () => {
     const m = await deliveredAfter(
       () => discord.userMessage(discord.state.general, "first question", { mentionsBot: true }),
       (m) => [`discord:thread-for:${m.id}`],
     );
-    await waitFor(() => discord.botMessages(m.id).some((b) => b.content === "You said: first question"), {
-      timeoutMs: 20_000,
-    });
-    await app.dispatcher.settled();
-    await untilQuiet(discord.requests);
-    expect(discord.botMessages(m.id).map((b) => b.content)).toEqual(["You said: first question"]);
-    expect(discord.botMessages(discord.state.general)).toEqual([]);
-    expect(asked("first question")).toBe(1);
+    await answeredOnce(m.id, "first question");
   }, 30_000);
 
   it("answers in the thread the dead replica had opened, and opens no other", async () => {
@@ -103,38 +107,18 @@ describe("a Discord message whose replica died before storing it", () => {
       },
       (m) => [`discord:thread-for:${m.id}`, `discord:m:${m.id}`],
     );
-    await waitFor(() => discord.botMessages(m.id).some((b) => b.content === "You said: second question"), {
-      timeoutMs: 20_000,
-    });
-    await app.dispatcher.settled();
-    await untilQuiet(discord.requests);
-    expect(discord.botMessages(m.id).map((b) => b.content)).toEqual(["You said: second question"]);
-    expect(discord.botMessages(discord.state.general)).toEqual([]);
-    expect(asked("second question")).toBe(1);
+    await answeredOnce(m.id, "second question");
   }, 30_000);
 
   it("answers a message in a thread whose id the dead replica claimed", async () => {
     const opening = discord.userMessage(discord.state.general, "third question", { mentionsBot: true });
     await waitFor(() => discord.botMessages(opening.id).length === 1, { timeoutMs: 20_000 });
     await app.dispatcher.settled();
-    const m = await deliveredAfter(
+    await deliveredAfter(
       () => discord.userMessage(opening.id, "and a follow-up", { mentionsBot: true }),
       (m) => [`discord:m:${m.id}`],
     );
-    await waitFor(
-      () => discord.botMessages(opening.id).some((b) => b.content === "You said: and a follow-up"),
-      {
-        timeoutMs: 20_000,
-      },
-    );
-    await app.dispatcher.settled();
-    await untilQuiet(discord.requests);
-    expect(discord.botMessages(opening.id).map((b) => b.content)).toEqual([
-      "You said: third question",
-      "You said: and a follow-up",
-    ]);
-    expect(asked("and a follow-up")).toBe(1);
-    expect(m.id).not.toBe(opening.id);
+    await answeredOnce(opening.id, "and a follow-up", ["You said: third question"]);
   }, 40_000);
 
   it("leaves a message the other replica stored before it died: that one's record is answered from the store", async () => {
