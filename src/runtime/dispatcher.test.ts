@@ -268,6 +268,31 @@ describe("the dispatcher", () => {
       expect(provider.asked).toEqual(["hello"]);
     });
 
+    it("writes nothing for a message that another process took over while this one stalled before storing it", async () => {
+      const a = started();
+      // Process a takes the message, then stalls on its way to the thread's lock (and the store).
+      let wake!: () => void;
+      const stalled = new Promise<void>((r) => {
+        wake = r;
+      });
+      const run = a.lock.run.bind(a.lock);
+      a.lock.run = (async (...args: Parameters<typeof run>) => {
+        await stalled;
+        return run(...args);
+      }) as typeof run;
+      const m = inbound("ev-stall", "hello");
+      const handled = a.dispatcher.handle(m);
+      // Slack delivers it again to process b, to which a's silence looks like a death.
+      const b = started();
+      const again = { ...inbound("ev-stall", "hello"), redelivered: true };
+      await b.dispatcher.handle(again);
+      expect(again.written.text).toBe("Echo: hello");
+      wake();
+      await handled;
+      expect(m.written).toEqual({ text: "", notices: [] });
+      expect(await new TurnLedger(store).get("test:thread")).toBeUndefined();
+    });
+
     it("is answered when the process that took it stopped before storing it, and only as a redelivery", async () => {
       // The dead process got as far as the duplicate check, no further.
       const dead = replica();

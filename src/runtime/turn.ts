@@ -21,6 +21,7 @@ import { type Budgets, budgetGate } from "./budgets.js";
 import type { Inbound, Reply } from "./contract.js";
 import type { FormDesk } from "./forms/desk.js";
 import { prepareAttachments } from "./inbound-files.js";
+import { ClaimLost, endTaken, whileOurs } from "./message-custody.js";
 import { type RenderOutcome, ReplyRenderer } from "./render.js";
 import { seedFromThread } from "./thread-seed.js";
 import { payerOf } from "./turn-accounts.js";
@@ -61,8 +62,8 @@ export interface TurnHooks {
    * under its lease, and once it is lost the turn stops without writing anything more.
    */
   held?: Held;
-  /** The turn's record is about to be written (its message is then no platform's to deliver again). */
-  recording?(): void;
+  /** The record is about to be written (see `MessageCustody.storing`); false: the message is another's. */
+  recording?(): Promise<boolean>;
   /** The turn's record is in the store: the other copies of its message (`TurnRecord.took`) can go. */
   recorded?(): void;
 }
@@ -128,10 +129,11 @@ export async function runTurn(
       throw storeFailed(err);
     });
   // Written while the model is asked: `drive` shows nothing before it is stored.
-  hooks.recording?.();
+  const ours = hooks.recording?.();
   const record = ledger.open(inbound.key, run, hooks.held?.lease);
-  const from = { session: loading, recorded: ledger.opened(record) };
-  if (hooks.recorded) from.recorded.then(hooks.recorded, () => undefined);
+  const recorded = ledger.opened(record);
+  if (hooks.recorded) recorded.then(hooks.recorded, () => undefined);
+  const from = { session: loading, recorded: ours ? whileOurs(recorded, ours, inbound.key) : recorded };
   return drive(record, place, inbound.reply, deps, signal, hooks, from, async (session, common) => {
     if (previous?.waiting) {
       // Written again before anyone decided: the old questions end, and the model learns the step never ran.
@@ -210,15 +212,18 @@ export async function drive(
   /** The answer's text so far, as the reply shows it (a taken-over turn starts from what it keeps). */
   let shown = kept;
   ledger.guard(record, hooks.held?.lease);
-  /** The lock was lost: another process has the thread, and this turn writes nothing more. */
-  let gone = false;
-  const isGone = () => gone || hooks.held?.lost.aborted === true;
+  /**
+   * The lock was lost ("lock": another process has the thread) or the message ("claim":
+   * another process answers it, see `ClaimLost`): this turn writes nothing more.
+   */
+  let gone: false | "lock" | "claim" = false;
+  const isGone = () => gone !== false || hooks.held?.lost.aborted === true;
   const fenced = async (write: () => Promise<void>) => {
     try {
       await write();
     } catch (err) {
       if (err instanceof LockLost) {
-        gone = true;
+        gone = "lock";
         void renderer.abandon();
       }
       throw err;
@@ -311,7 +316,7 @@ export async function drive(
   } catch (err) {
     outcome = "error";
     pending = undefined;
-    if (err instanceof LockLost) gone = true;
+    if (err instanceof LockLost) gone = err instanceof ClaimLost ? "claim" : "lock";
     handedOver = !isGone() && (hooks.handingOver?.() ?? false);
     if (!handedOver && !isGone()) {
       log.error({ err, key: place.key }, "reply failed");
@@ -324,7 +329,8 @@ export async function drive(
           .catch((e: unknown) => log.warn({ err: e, key: place.key }, "could not tell the asker"));
     }
   } finally {
-    if (isGone()) {
+    if (gone === "claim") await Promise.all([renderer.abandon(), endTaken(ledger, record, place.key)]);
+    else if (isGone()) {
       await renderer.abandon();
       log.warn(
         { key: place.key },
@@ -363,7 +369,7 @@ export async function drive(
       );
       if (lost) {
         log.warn({ key: place.key }, "lost the thread's lock as the turn ended; its end is not saved");
-        gone = true;
+        gone = "lock";
         return;
       }
     }

@@ -126,6 +126,24 @@ describeEachStore("store dedupe on %s", (kind) => {
       expect(await (await replica("e")).redelivered("Ev1", alive)).toBe(false);
     });
 
+    it("can be held by its claimant, again and again, but not once another process took it over", async () => {
+      stores = testStores(kind);
+      const [stalls, b] = [await replica("stalls"), await replica("b")];
+      expect(await stalls.firstSight("Ev-kept")).toBe(true);
+      expect(await stalls.hold("Ev-kept")).toBe(true);
+      // A kept copy held it, then its turn's record holds it again.
+      expect(await stalls.hold("Ev-kept")).toBe(true);
+      expect(await stalls.firstSight("Ev-stalled")).toBe(true);
+      // Its process stalled past its heartbeat: to the others it stopped, and one took the message.
+      live.delete("stalls");
+      expect(await b.redelivered("Ev-stalled", alive)).toBe(true);
+      expect(await stalls.hold("Ev-stalled")).toBe(false);
+      expect(await b.hold("Ev-stalled")).toBe(true);
+      // A claim the store lost meanwhile was nobody else's: held, and seen from then on.
+      expect(await stalls.hold("Ev-lost-key")).toBe(true);
+      expect(await b.redelivered("Ev-lost-key", alive)).toBe(false);
+    });
+
     it("is left to a process that held the message, even once it stopped", async () => {
       stores = testStores(kind);
       const doomed = await replica("doomed");

@@ -12,9 +12,11 @@ export interface Dedupe {
   seen(id: string): Promise<boolean>;
   /**
    * The message `id` is about to be written where no stop can lose it (kept while it
-   * waits, or its turn's record): a redelivery of it is not taken from here on.
+   * waits, or its turn's record): a redelivery of it is not taken from here on. False
+   * when the claim is another process's now: this one stalled past its heartbeat, and
+   * that one took the message over as a dead process's (see `redelivered`).
    */
-  hold(id: string): Promise<void>;
+  hold(id: string): Promise<boolean>;
   /**
    * A redelivery of `id` (the platform had no acknowledgement of it) that `firstSight`
    * found seen: true when it is this process's to answer after all, as the process that
@@ -58,8 +60,10 @@ export class MemoryDedupe implements Dedupe {
     return this.has(id);
   }
 
-  /** One process: nothing to tell another. */
-  async hold(): Promise<void> {}
+  /** One process: nothing to tell another, and nobody to take a message over. */
+  async hold(): Promise<boolean> {
+    return true;
+  }
 
   /** One process: a redelivery is a copy like any other, seen already. */
   async redelivered(): Promise<boolean> {
@@ -128,8 +132,15 @@ export class StoreDedupe implements Dedupe {
     return (await this.state.get(`dedupe:${id}`)) !== undefined;
   }
 
-  async hold(id: string): Promise<void> {
-    await this.state.replaceIf(`dedupe:${id}`, this.owner, `${HELD}${this.owner}`, DEDUPE_TTL_MS);
+  async hold(id: string): Promise<boolean> {
+    const key = `dedupe:${id}`;
+    const held = `${HELD}${this.owner}`;
+    if (await this.state.replaceIf(key, this.owner, held, DEDUPE_TTL_MS)) return true;
+    // Held already (a kept copy, then its turn's record), or taken over by another process.
+    const now = await this.state.get<unknown>(key);
+    // Gone (a store that lost its keys): nobody took it, so it is this process's still.
+    if (now === undefined) return this.state.setIfAbsent(key, held, DEDUPE_TTL_MS);
+    return now === held;
   }
 
   async redelivered(id: string, alive: (owner: string) => Promise<boolean>, waits = true): Promise<boolean> {
