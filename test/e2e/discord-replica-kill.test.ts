@@ -4,20 +4,14 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openStore } from "../../src/store/index.js";
 import { createState } from "../../src/store/state.js";
-import { deleteRedisKeys, needsServer, serverUrl } from "../../src/store/testing.js";
+import { needsServer, serverUrl } from "../../src/store/testing.js";
 import { DiscordEmulator, type StoredMessage } from "../emulators/discord/index.js";
 import { LlmEmulator, type RecordedRequest } from "../emulators/llm/index.js";
 import { appEnv } from "../support/app-env.js";
 import { scratchConfig } from "../support/chat-process.js";
 import { isTitleRequest, lastUserText } from "../support/llm-text.js";
 import { killStarted, type Running, startSwitchboard, waitUntil } from "../support/process.js";
-
-/** A database of its own (the other replica tests use the tests' one, the next and the fourth). */
-function ownDatabase(url: string): string {
-  const u = new URL(url);
-  u.pathname = `/${Number(u.pathname.slice(1) || "0") + 5}`;
-  return u.toString();
-}
+import { deleteAppKeys, redisDatabase } from "../support/redis-databases.js";
 
 async function withState<T>(
   url: string,
@@ -45,7 +39,7 @@ describe(
   "two Discord replicas on one gateway session, the one that took a crowd killed -9",
   needsServer("redis"),
   () => {
-    const url = ownDatabase(serverUrl("redis"));
+    const url = redisDatabase(serverUrl("redis"), 5);
     let llm: LlmEmulator;
     let discord: DiscordEmulator;
     let dir: string;
@@ -53,8 +47,7 @@ describe(
     let replicas: Running[] = [];
 
     beforeAll(async () => {
-      const store = await openStore(url);
-      await deleteRedisKeys(store.redis!, `${store.namespace}:*`).finally(() => store.close());
+      await deleteAppKeys(url);
       llm = await LlmEmulator.start({ responder });
       // A thread per mention, all in one channel: Discord publishes no limit on opening them.
       discord = await DiscordEmulator.start({ rateLimits: { threads: 10_000 } });
@@ -68,8 +61,7 @@ describe(
       killStarted();
       await discord?.stop();
       await llm?.close();
-      const store = await openStore(url);
-      await deleteRedisKeys(store.redis!, `${store.namespace}:*`).finally(() => store.close());
+      await deleteAppKeys(url);
       rmSync(dir, { recursive: true, force: true });
     });
 

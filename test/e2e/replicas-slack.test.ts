@@ -2,8 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { openStore } from "../../src/store/index.js";
-import { deleteRedisKeys, needsServer, serverUrl } from "../../src/store/testing.js";
+import { needsServer, serverUrl } from "../../src/store/testing.js";
 import { LlmEmulator } from "../emulators/llm/index.js";
 import { type EmuMessage, SlackEmulator } from "../emulators/slack/index.js";
 import { SLACK_PER_CHANNEL_LIMITS } from "../emulators/slack/rate-limit.js";
@@ -11,22 +10,7 @@ import { appEnv } from "../support/app-env.js";
 import { scratchConfig } from "../support/chat-process.js";
 import { isTitleRequest, lastUserText } from "../support/llm-text.js";
 import { killStarted, type Running, startSwitchboard, waitUntil } from "../support/process.js";
-
-/** A database of its own (the other replica tests use the tests' one and the next). */
-function ownDatabase(url: string): string {
-  const u = new URL(url);
-  u.pathname = `/${Number(u.pathname.slice(1) || "0") + 3}`;
-  return u.toString();
-}
-
-async function deleteAppKeys(url: string): Promise<void> {
-  const store = await openStore(url);
-  try {
-    await deleteRedisKeys(store.redis!, `${store.namespace}:*`);
-  } finally {
-    await store.close();
-  }
-}
+import { deleteAppKeys, redisDatabase } from "../support/redis-databases.js";
 
 const answerTo = (question: string) => `${"word ".repeat(20)}END of ${question}.`;
 const THREADS = 20;
@@ -36,7 +20,7 @@ describe(
   "three replicas on Redis, Slack spreading events over their connections",
   needsServer("redis"),
   () => {
-    const url = ownDatabase(serverUrl("redis"));
+    const url = redisDatabase(serverUrl("redis"), 3);
     let llm: LlmEmulator;
     let slack: SlackEmulator;
     let dir: string;

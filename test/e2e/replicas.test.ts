@@ -3,8 +3,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type App, startApp } from "../../src/app.js";
 import { parseInteractionId } from "../../src/runtime/interaction-ids.js";
-import { openStore } from "../../src/store/index.js";
-import { deleteRedisKeys, needsServer, serverUrl } from "../../src/store/testing.js";
+import { needsServer, serverUrl } from "../../src/store/testing.js";
 import { clickComponent } from "../emulators/discord/components.js";
 import { DiscordEmulator, waitFor } from "../emulators/discord/index.js";
 import { LlmEmulator } from "../emulators/llm/index.js";
@@ -12,22 +11,10 @@ import { appEnv } from "../support/app-env.js";
 import { repoRoot, scratchConfig } from "../support/chat-process.js";
 import { isTitleRequest, lastUserText, toolResultsSinceUser } from "../support/llm-text.js";
 import { untilQuiet } from "../support/quiet.js";
+import { deleteAppKeys } from "../support/redis-databases.js";
 
 const REDIS_URL = serverUrl("redis");
 const filesystemServer = join(repoRoot, "node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
-
-/**
- * The app writes under its default namespace, "switchboard:", in the tests' database; no
- * other test does. Only those keys are deleted, never the whole database (others' data).
- */
-async function deleteAppKeys(): Promise<void> {
-  const store = await openStore(REDIS_URL);
-  try {
-    await deleteRedisKeys(store.redis!, `${store.namespace}:*`);
-  } finally {
-    await store.close();
-  }
-}
 
 describe("two replicas on Redis (a rolling deploy)", needsServer("redis"), () => {
   let llm: LlmEmulator;
@@ -36,7 +23,7 @@ describe("two replicas on Redis (a rolling deploy)", needsServer("redis"), () =>
   let dir: string;
 
   beforeAll(async () => {
-    await deleteAppKeys();
+    await deleteAppKeys(REDIS_URL);
     llm = await LlmEmulator.start({
       responder: (req) =>
         isTitleRequest(req)
@@ -58,7 +45,7 @@ describe("two replicas on Redis (a rolling deploy)", needsServer("redis"), () =>
     await Promise.all(replicas.map((r) => r.stop()));
     await discord?.stop();
     await llm?.close();
-    await deleteAppKeys();
+    await deleteAppKeys(REDIS_URL);
     rmSync(dir, { recursive: true, force: true });
   });
 
@@ -106,7 +93,7 @@ async function approvalRig(opts: {
   content: string;
   answer: (result: string) => { text: string; chunkSize?: number; delayMs?: number };
 }): Promise<ApprovalRig> {
-  await deleteAppKeys();
+  await deleteAppKeys(REDIS_URL);
   const dir = scratchConfig(`discord:\n  editIntervalMs: 250\n${opts.yaml ?? ""}`);
   const files = join(dir, "files");
   mkdirSync(files);
@@ -142,7 +129,7 @@ async function stopRig(rig: ApprovalRig | undefined): Promise<void> {
   await Promise.all(rig.replicas.map((r) => r.stop()));
   await rig.discord.stop();
   await rig.llm.close();
-  await deleteAppKeys();
+  await deleteAppKeys(REDIS_URL);
   rmSync(rig.dir, { recursive: true, force: true });
 }
 

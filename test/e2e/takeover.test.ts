@@ -2,8 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { openStore } from "../../src/store/index.js";
-import { deleteRedisKeys, needsServer, serverUrl } from "../../src/store/testing.js";
+import { needsServer, serverUrl } from "../../src/store/testing.js";
 import { LlmEmulator, type RecordedRequest } from "../emulators/llm/index.js";
 import { type EmuMessage, SlackEmulator } from "../emulators/slack/index.js";
 import { SLACK_PER_CHANNEL_LIMITS } from "../emulators/slack/rate-limit.js";
@@ -12,26 +11,7 @@ import { scratchConfig } from "../support/chat-process.js";
 import { ledgerOf, waitingIn } from "../support/ledger.js";
 import { isTitleRequest, lastUserText } from "../support/llm-text.js";
 import { killStarted, type Running, startSwitchboard, waitUntil } from "../support/process.js";
-
-/**
- * A database of its own beside the tests' one: the bot writes under its default
- * namespace, and the other replica test in the run (test/e2e/replicas.test.ts) does too.
- */
-function ownDatabase(url: string): string {
-  const u = new URL(url);
-  const db = Number(u.pathname.slice(1) || "0");
-  u.pathname = `/${db + 1}`;
-  return u.toString();
-}
-
-async function deleteAppKeys(url: string): Promise<void> {
-  const store = await openStore(url);
-  try {
-    await deleteRedisKeys(store.redis!, `${store.namespace}:*`);
-  } finally {
-    await store.close();
-  }
-}
+import { deleteAppKeys, redisDatabase } from "../support/redis-databases.js";
 
 /** About 9 s of streaming per answer, each answer naming its question at its end. */
 const answerTo = (question: string) => `${"word ".repeat(150)}END of ${question}`;
@@ -47,7 +27,7 @@ function responder(req: RecordedRequest) {
 }
 
 describe("three replicas on Redis: kill -9 of the one streaming five answers", needsServer("redis"), () => {
-  const url = ownDatabase(serverUrl("redis"));
+  const url = redisDatabase(serverUrl("redis"), 1);
   let llm: LlmEmulator;
   let slack: SlackEmulator;
   let dir: string;
@@ -191,7 +171,7 @@ describe("three replicas on Redis: kill -9 of the one streaming five answers", n
 const shortAnswerTo = (question: string) => `${"word ".repeat(50)}END of ${question}.`;
 
 describe("three replicas on Redis: a rolling restart while four threads chat", needsServer("redis"), () => {
-  const url = ownDatabase(serverUrl("redis"));
+  const url = redisDatabase(serverUrl("redis"), 1);
   const GRACE_MS = 1_000;
   let llm: LlmEmulator;
   let slack: SlackEmulator;
