@@ -62,16 +62,16 @@ export async function openThread(
       const body = (await res.json().catch(() => undefined)) as
         | { message?: string; code?: number }
         | undefined;
-      if (body?.code === THREAD_ALREADY_CREATED) return undefined;
+      // Opened already, by a replica that died before it stored the message.
+      if (body?.code === THREAD_ALREADY_CREATED) return null;
       if (!res.ok) {
         throw new Error(`Discord refused the thread (HTTP ${res.status}): ${body?.message ?? "no message"}`);
       }
       return body;
     },
   });
-  // Opened already, by a replica that died before it stored the message: a thread opened
-  // from a message has the message's id.
-  if (data === undefined) return existingThread(client, message.id);
+  // A thread opened from a message has the message's id.
+  if (data === null) return existingThread(client, message.id);
   const thread = (client as unknown as ThreadCreateAction).actions.ThreadCreate.handle(data).thread;
   if (!thread) throw new Error("Discord answered the thread's creation with something that is not a thread");
   return thread;
