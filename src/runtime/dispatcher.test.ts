@@ -22,6 +22,8 @@ class EchoProvider implements Provider {
   readonly asked: string[] = [];
   /** Thrown by a summary request, when set. */
   summaryFails?: SwitchboardError;
+  /** Thrown by the next question, once, when set. */
+  nextFails?: SwitchboardError;
   async *stream(req: ModelRequest, signal: AbortSignal): AsyncIterable<ModelEvent> {
     const last = req.messages.at(-1);
     const text = last?.role === "user" ? last.content : "";
@@ -31,6 +33,9 @@ class EchoProvider implements Provider {
       return;
     }
     this.asked.push(text);
+    const fails = this.nextFails;
+    delete this.nextFails;
+    if (fails) throw fails;
     for (const word of `Echo: ${text}`.split(/(?= )/)) {
       if (signal.aborted) throw new SwitchboardError("llm_aborted", "aborted");
       await new Promise((r) => setTimeout(r, text.includes("slow") ? 150 : 1));
@@ -289,6 +294,32 @@ describe("the dispatcher", () => {
       expect(again.written.text).toBe("Echo: hello");
       wake();
       await handled;
+      expect(m.written).toEqual({ text: "", notices: [] });
+      expect(await new TurnLedger(store).get("test:thread")).toBeUndefined();
+    });
+
+    it("shows no error either when the model fails the stalled process's question before it learns the message is another's", async () => {
+      const a = started();
+      let wake!: () => void;
+      const stalled = new Promise<void>((r) => {
+        wake = r;
+      });
+      const run = a.lock.run.bind(a.lock);
+      a.lock.run = (async (...args: Parameters<typeof run>) => {
+        await stalled;
+        return run(...args);
+      }) as typeof run;
+      const m = inbound("ev-stall-fail", "hello");
+      const handled = a.dispatcher.handle(m);
+      const b = started();
+      const again = { ...inbound("ev-stall-fail", "hello"), redelivered: true };
+      await b.dispatcher.handle(again);
+      expect(again.written.text).toBe("Echo: hello");
+      // The stalled process's question fails at once, while the claim's check is on its way.
+      provider.nextFails = new SwitchboardError("llm_unavailable", "The model is not answering.");
+      wake();
+      await handled;
+      expect(provider.asked).toEqual(["hello", "hello"]);
       expect(m.written).toEqual({ text: "", notices: [] });
       expect(await new TurnLedger(store).get("test:thread")).toBeUndefined();
     });

@@ -4,7 +4,7 @@ import { DiscordEmulator } from "../emulators/discord/index.js";
 import { LlmEmulator, type RecordedRequest } from "../emulators/llm/index.js";
 import { appEnv } from "../support/app-env.js";
 import { scratchConfig } from "../support/chat-process.js";
-import { ledgerOf, waitingIn } from "../support/ledger.js";
+import { ledgerAfter, waitingIn } from "../support/ledger.js";
 import { isTitleRequest, lastUserText } from "../support/llm-text.js";
 import { killStarted, startSwitchboard, waitUntil } from "../support/process.js";
 import { expectStoreIntact } from "../support/store-integrity.js";
@@ -78,7 +78,7 @@ describe("kill -9 mid-answer in Discord", () => {
         .slice(requestsBefore)
         .filter((r) => r.method === "POST" && r.path.endsWith(`/channels/${thread}/messages`));
       expect(posts).toEqual([]);
-      expect(await ledgerOf(env)).toHaveLength(0);
+      expect(await ledgerAfter(env)).toEqual([]);
     } finally {
       second.child.kill("SIGTERM");
       await second.exited;
@@ -126,7 +126,7 @@ describe("kill -9 mid-answer in Discord", () => {
       // Each once: the waiting message was answered by the restarted bot alone, and only once.
       expect(answers().filter((t) => t === "THE SECOND ANSWER")).toHaveLength(1);
       expect(answers().indexOf(SLOW_ANSWER)).toBeLessThan(answers().indexOf("THE SECOND ANSWER"));
-      expect(await ledgerOf(env)).toHaveLength(0);
+      expect(await ledgerAfter(env)).toEqual([]);
       expect(await waitingIn(env)).toEqual([]);
     } finally {
       second.child.kill("SIGTERM");

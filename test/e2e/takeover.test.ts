@@ -8,7 +8,7 @@ import { type EmuMessage, SlackEmulator } from "../emulators/slack/index.js";
 import { SLACK_PER_CHANNEL_LIMITS } from "../emulators/slack/rate-limit.js";
 import { appEnv } from "../support/app-env.js";
 import { scratchConfig } from "../support/chat-process.js";
-import { ledgerOf, waitingIn } from "../support/ledger.js";
+import { ledgerAfter, waitingIn } from "../support/ledger.js";
 import { isTitleRequest, lastUserText } from "../support/llm-text.js";
 import { killStarted, type Running, startSwitchboard, waitUntil } from "../support/process.js";
 import { deleteAppKeys, redisDatabase } from "../support/redis-databases.js";
@@ -117,7 +117,7 @@ describe("three replicas on Redis: kill -9 of the one streaming five answers", n
     );
     const takers = others.map((o) => (o.stderr().match(/taking a turn over/g) ?? []).length);
     expect(takers.reduce((a, b) => a + b, 0)).toBe(questions.length);
-    expect(await ledgerOf(env)).toEqual([]);
+    expect(await ledgerAfter(env)).toEqual([]);
 
     for (const o of others) o.child.kill("SIGTERM");
     const codes = await Promise.all(others.map((o) => o.exited));
@@ -159,7 +159,7 @@ describe("three replicas on Redis: kill -9 of the one streaming five answers", n
       10_000,
     );
     expect(live.stderr()).toContain("answering messages that waited in a process that stopped");
-    expect(await ledgerOf(env)).toEqual([]);
+    expect(await ledgerAfter(env)).toEqual([]);
     expect(await waitingIn(env)).toEqual([]);
     live.child.kill("SIGTERM");
     expect(await live.exited).toBe(0);
@@ -335,7 +335,7 @@ describe("three replicas on Redis: a rolling restart while four threads chat", n
     for (const ms of exits) expect(ms).toBeLessThan(GRACE_MS + 11_000);
     // The roll handed work over, not only waited for it.
     expect(handedOver.reduce((a, b) => a + b, 0)).toBeGreaterThan(0);
-    expect(await ledgerOf(env)).toEqual([]);
+    expect(await ledgerAfter(env)).toEqual([]);
     // Each message's :eyes: left with its answer, whichever replica put it there and answered.
     const eyed = () => sent.filter(({ m }) => m.reactions.has("eyes")).map((x) => x.text);
     // Within Slack's budget: reactions.remove is Tier 2 (20 a minute for the workspace), and

@@ -15,6 +15,18 @@ export async function ledgerOf(env: NodeJS.ProcessEnv): Promise<TurnRecord[]> {
   }
 }
 
+/**
+ * The unfinished turns left once a bot has had `ms` to end the ones it just answered:
+ * the final text is on the platform a moment before the record of its turn is ended,
+ * longer on a loaded machine. Empty as soon as the ledger is.
+ */
+export async function ledgerAfter(env: NodeJS.ProcessEnv, ms = 10_000): Promise<TurnRecord[]> {
+  for (const until = Date.now() + ms; ; await new Promise((r) => setTimeout(r, 100))) {
+    const left = await ledgerOf(env);
+    if (left.length === 0 || Date.now() > until) return left;
+  }
+}
+
 /** The messages a bot kept in its store while they waited for their thread (see WaitingMessages). */
 export async function waitingIn(env: NodeJS.ProcessEnv): Promise<Array<{ kept: Kept; input: TurnInput }>> {
   const url = env.STORE_URL;

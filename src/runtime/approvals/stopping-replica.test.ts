@@ -161,7 +161,7 @@ describeEachStore(
       });
 
       await vi.waitFor(() => expect(onLive.written.join("")).toContain("The tool answered."), {
-        timeout: 10_000,
+        timeout: 20_000,
         interval: 100,
       });
       await live.dispatcher.settled();
@@ -180,7 +180,7 @@ describeEachStore(
       const after = thread();
       const restarted = await replica(after);
       await vi.waitFor(() => expect(after.written.join("")).toContain("The tool answered."), {
-        timeout: 5_000,
+        timeout: 20_000,
         interval: 50,
       });
       await restarted.dispatcher.settled();
@@ -208,7 +208,7 @@ describeEachStore(
       await drained;
 
       await vi.waitFor(() => expect(onLive.written.join("")).toContain("The tool answered."), {
-        timeout: 10_000,
+        timeout: 20_000,
         interval: 100,
       });
       await live.dispatcher.settled();
