@@ -12,6 +12,7 @@ import { type Dedupe, MemoryDedupe, StoreDedupe } from "../store/dedupe.js";
 import { openStore, STORE_DOWN_SENTENCE, type Store } from "../store/index.js";
 import { LocalThreadLock } from "../store/locks.js";
 import { SessionRepository } from "../store/sessions.js";
+import { createState, type StateStore } from "../store/state.js";
 import { TurnLedger } from "../store/turns.js";
 import type { Inbound, Reply } from "./contract.js";
 import { Dispatcher, INTERRUPTED_NOTE } from "./dispatcher.js";
@@ -238,16 +239,16 @@ describe("the dispatcher", () => {
       return r;
     };
 
-    it("is said stored once its turn's record is written, its claim marked held before, and left to that process", async () => {
+    it("is said stored once its turn's record is written, its claim marked held in the same write, and left to that process", async () => {
       const a = started();
       const m = { ...inbound("ev-held", "hello"), onStored: vi.fn() };
-      const recorded = vi.spyOn(TurnLedger.prototype, "open");
-      const holds = vi.spyOn(a.dedupe, "hold");
+      const claiming = vi.spyOn(createState(store).constructor.prototype as StateStore, "setClaiming");
       await a.dispatcher.handle(m);
       expect(m.onStored).toHaveBeenCalledTimes(1);
-      expect(holds).toHaveBeenCalledWith("ev-held");
-      expect(holds.mock.invocationCallOrder[0]!).toBeLessThan(recorded.mock.invocationCallOrder[0]!);
-      recorded.mockRestore();
+      expect(claiming).toHaveBeenCalledTimes(1);
+      expect(claiming.mock.calls[0]![1]).toBe("turn:test:thread");
+      expect(claiming.mock.calls[0]![3].keys).toEqual(["dedupe:ev-held"]);
+      claiming.mockRestore();
       // Its process stopped after it; the redelivery finds the message held.
       const b = started();
       const again = { ...inbound("ev-held", "hello"), redelivered: true };
@@ -260,13 +261,10 @@ describe("the dispatcher", () => {
       const a = started();
       expect(await a.dedupe.firstSight("open:ev-claims")).toBe(true);
       const m = { ...inbound("ev-claims", "hello"), claims: ["open:ev-claims"] };
-      const recorded = vi.spyOn(TurnLedger.prototype, "open");
-      const holds = vi.spyOn(a.dedupe, "hold");
       await a.dispatcher.handle(m);
-      expect(holds.mock.calls.map(([id]) => id).sort()).toEqual(["ev-claims", "open:ev-claims"]);
-      for (const order of holds.mock.invocationCallOrder)
-        expect(order).toBeLessThan(recorded.mock.invocationCallOrder[0]!);
-      recorded.mockRestore();
+      const state = createState(store);
+      for (const id of ["ev-claims", "open:ev-claims"])
+        expect(await state.get(`dedupe:${id}`)).toMatch(/^held:/);
       // Its process stopped after it: the claim is held, not a dead process's to take over.
       const b = started();
       expect(await b.dispatcher.redelivered("open:ev-claims")).toBe(false);
@@ -322,6 +320,24 @@ describe("the dispatcher", () => {
       expect(provider.asked).toEqual(["hello", "hello"]);
       expect(m.written).toEqual({ text: "", notices: [] });
       expect(await new TurnLedger(store).get("test:thread")).toBeUndefined();
+    });
+
+    it("is answered by another process when its own was killed as it wrote the turn's record", async () => {
+      const a = started();
+      // Killed in the middle of the write: the record never lands, nor does anything after it.
+      const writes = vi
+        .spyOn(createState(store).constructor.prototype as StateStore, "setClaiming")
+        .mockImplementation(() => new Promise(() => {}));
+      const m = inbound("ev-killed", "hello");
+      void a.dispatcher.handle(m);
+      await vi.waitFor(() => expect(writes).toHaveBeenCalled());
+      writes.mockRestore();
+      // Its claim was not marked held apart from the record: the redelivery is the others' to answer.
+      const b = started();
+      const again = { ...inbound("ev-killed", "hello"), redelivered: true };
+      await b.dispatcher.handle(again);
+      expect(again.written.text).toBe("Echo: hello");
+      expect(m.written.text).toBe("");
     });
 
     it("is answered when the process that took it stopped before storing it, and only as a redelivery", async () => {

@@ -1,50 +1,21 @@
 import { log } from "../log.js";
+import type { Claims } from "../store/claims.js";
 import type { Dedupe } from "../store/dedupe.js";
-import { LockLost, type ThreadLock } from "../store/locks.js";
-import type { TurnLedger, TurnRecord } from "../store/turns.js";
+import type { ThreadLock } from "../store/locks.js";
 import type { Inbound } from "./contract.js";
 
-/**
- * A turn's message was taken over by another process while this one stalled past its
- * heartbeat (see `Dedupe.hold`): that one answers it, and this turn writes nothing.
- */
-export class ClaimLost extends LockLost {
-  constructor(key: string) {
-    super(key);
-    this.message = `The message of ${key} was taken over by another process while this one stalled.`;
-    this.name = "ClaimLost";
-  }
-}
-
-/** The record of a turn whose message another process took over: it is that one's to answer. */
-export async function endTaken(
-  ledger: Pick<TurnLedger, "end">,
-  record: TurnRecord,
-  key: string,
-): Promise<void> {
+/** A turn whose message another process took over before it was stored (see `ClaimLost`): that one answers it. */
+export function leftToTaker(key: string): void {
   log.warn({ key }, "another process took this message over while this one stalled; it answers it");
-  await ledger.end(record).catch((err: unknown) => log.warn({ err, key }, "could not end the turn's record"));
-}
-
-/**
- * `recorded`, failing with `ClaimLost` when `ours` says the message is another process's:
- * awaited before the turn shows anything, which may be after it failed (so it is never
- * an unhandled rejection meanwhile).
- */
-export function whileOurs(recorded: Promise<void>, ours: Promise<boolean>, key: string): Promise<void> {
-  const both = Promise.all([recorded, ours]).then(([, still]) => {
-    if (!still) throw new ClaimLost(key);
-  });
-  both.catch(() => undefined);
-  return both;
 }
 
 /**
  * Who answers for a message between its delivery and its answer. Slack keeps delivering
  * a message until it is acknowledged, and the acknowledgement waits until the message is
- * stored (`Inbound.onStored`): kept while it waits, or in its turn's record. Just before
- * that write its dedupe claim is marked held, so a redelivery leaves it to whoever answers
- * from the store, and takes over only a message whose process died before storing it.
+ * stored (`Inbound.onStored`): kept while it waits, or in its turn's record. Its dedupe
+ * claims are marked held as it is written (in the record's own write), so a redelivery
+ * leaves it to whoever answers from the store, and takes over only a message whose process
+ * died before storing it.
  */
 export class MessageCustody {
   /** Whether each message's claims were still this process's as they were marked held. */
@@ -59,8 +30,9 @@ export class MessageCustody {
   }
 
   /**
-   * The message is about to be written to the store. Asked before that write, on the same
-   * connection: a crash between the two loses the message, rather than answering it twice.
+   * The message is about to be kept while it waits, or handed over. Asked before that
+   * write, on the same connection: a crash between the two loses the message, rather than
+   * answering it twice (a turn's record takes its claims in its own write: `hooks`).
    * Resolves false when another process has taken the message over (see `Dedupe.hold`).
    */
   storing(inbound: Inbound): Promise<boolean> {
@@ -79,13 +51,14 @@ export class MessageCustody {
     return ours;
   }
 
-  /** A turn's hooks for its message's record: held as it is written, stored, then `copy`'s own (see `WaitingKeeper.starting`). */
-  hooks(
-    inbound: Inbound,
-    copy: { recorded: () => void },
-  ): { recording(): Promise<boolean>; recorded(): void } {
+  /**
+   * A turn's hooks for its message's record: its claims, held in the record's own write,
+   * then the message stored and `copy`'s own (see `WaitingKeeper.starting`).
+   */
+  hooks(inbound: Inbound, copy: { recorded: () => void }): { claims?: Claims; recorded(): void } {
+    const claims = this.deps.dedupe.holding([inbound.id, ...(inbound.claims ?? [])]);
     return {
-      recording: () => this.storing(inbound),
+      ...(claims ? { claims } : {}),
       recorded: () => {
         this.stored(inbound);
         copy.recorded();

@@ -10,8 +10,9 @@ import type { PendingStep } from "../core/messages.js";
 import { platformOf, type ThreadKey } from "../core/thread.js";
 import { log } from "../log.js";
 import type { ToolHub } from "../mcp/types.js";
+import type { Claims } from "../store/claims.js";
 import { storeFailed } from "../store/index.js";
-import { type Held, LockLost } from "../store/locks.js";
+import { ClaimLost, type Held, LockLost } from "../store/locks.js";
 import type { Session, SessionRepository } from "../store/sessions.js";
 import type { TookCopies, TurnLedger, TurnRecord } from "../store/turns.js";
 import type { ApprovalDesk } from "./approvals/desk.js";
@@ -21,7 +22,7 @@ import { type Budgets, budgetGate } from "./budgets.js";
 import type { Inbound, Reply } from "./contract.js";
 import type { FormDesk } from "./forms/desk.js";
 import { prepareAttachments } from "./inbound-files.js";
-import { ClaimLost, endTaken, whileOurs } from "./message-custody.js";
+import { leftToTaker } from "./message-custody.js";
 import { type RenderOutcome, ReplyRenderer } from "./render.js";
 import { seedFromThread } from "./thread-seed.js";
 import { payerOf } from "./turn-accounts.js";
@@ -62,8 +63,8 @@ export interface TurnHooks {
    * under its lease, and once it is lost the turn stops without writing anything more.
    */
   held?: Held;
-  /** The record is about to be written (see `MessageCustody.storing`); false: the message is another's. */
-  recording?(): Promise<boolean>;
+  /** The message's claims, taken in the record's own write (see `Dedupe.holding`), or the turn ends with `ClaimLost`. */
+  claims?: Claims;
   /** The turn's record is in the store: the other copies of its message (`TurnRecord.took`) can go. */
   recorded?(): void;
 }
@@ -129,11 +130,10 @@ export async function runTurn(
       throw storeFailed(err);
     });
   // Written while the model is asked: `drive` shows nothing before it is stored.
-  const ours = hooks.recording?.();
-  const record = ledger.open(inbound.key, run, hooks.held?.lease);
+  const record = ledger.open(inbound.key, run, hooks.held?.lease, hooks.claims);
   const recorded = ledger.opened(record);
   if (hooks.recorded) recorded.then(hooks.recorded, () => undefined);
-  const from = { session: loading, recorded: ours ? whileOurs(recorded, ours, inbound.key) : recorded };
+  const from = { session: loading, recorded };
   return drive(record, place, inbound.reply, deps, signal, hooks, from, async (session, common) => {
     if (previous?.waiting) {
       // Written again before anyone decided: the old questions end, and the model learns the step never ran.
@@ -329,7 +329,8 @@ export async function drive(
           .catch((e: unknown) => log.warn({ err: e, key: place.key }, "could not tell the asker"));
     }
   } finally {
-    if (gone === "claim") await Promise.all([renderer.abandon(), endTaken(ledger, record, place.key)]);
+    // Its record was never written: the claims were refused in the same write.
+    if (gone === "claim") await renderer.abandon().then(() => leftToTaker(place.key));
     else if (isGone()) {
       await renderer.abandon();
       log.warn(

@@ -1,6 +1,9 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { createDedupe, MemoryDedupe, StoreDedupe } from "./dedupe.js";
+import { ClaimLost, LockLost } from "./locks.js";
+import { createState } from "./state.js";
 import { describeEachStore, type TestStores, testStores } from "./testing.js";
+import { TurnLedger } from "./turns.js";
 
 const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -142,6 +145,47 @@ describeEachStore("store dedupe on %s", (kind) => {
       // A claim the store lost meanwhile was nobody else's: held, and seen from then on.
       expect(await stalls.hold("Ev-lost-key")).toBe(true);
       expect(await b.redelivered("Ev-lost-key", alive)).toBe(false);
+    });
+
+    it("is held in the very write that stores its turn's record, or neither is written", async () => {
+      stores = testStores(kind);
+      const [a, b] = [await replica("a"), await replica("b")];
+      const store = await stores.open();
+      const [ledger, state] = [new TurnLedger(store), createState(store)];
+      const run = {
+        id: "r1",
+        owner: "a",
+        input: { text: "hi", user: { id: "U1" }, channel: "C1", sentAt: 0 },
+      };
+      const lease = (await state.acquireLock("slack:T1:C1:1", 60_000, "a"))!;
+      expect(await a.firstSight("Ev-rec")).toBe(true);
+      expect(await a.firstSight("open:Ev-rec")).toBe(true);
+      await ledger.opened(ledger.open("slack:T1:C1:1", run, lease, a.holding(["Ev-rec", "open:Ev-rec"])));
+      expect(await ledger.get("slack:T1:C1:1")).toMatchObject({ id: "r1", owner: "a" });
+      live.delete("a");
+      expect(await b.redelivered("Ev-rec", alive)).toBe(false);
+      expect(await b.redelivered("open:Ev-rec", alive, false)).toBe(false);
+      // Taken over while its process looked dead, before it stored the message: nothing written.
+      expect(await a.firstSight("Ev-taken")).toBe(true);
+      expect(await b.redelivered("Ev-taken", alive)).toBe(true);
+      const taken = ledger.open("slack:T1:C1:2", run, undefined, a.holding(["Ev-taken"]));
+      await expect(ledger.opened(taken)).rejects.toBeInstanceOf(ClaimLost);
+      expect(await ledger.get("slack:T1:C1:2")).toBeUndefined();
+      expect(await state.get("dedupe:Ev-taken")).toBe("b");
+      // Its thread's lock lost: neither written either, and the claim still only claimed.
+      expect(await a.firstSight("Ev-fenced")).toBe(true);
+      const stale = { key: lease.key, token: "another-token" };
+      const fenced = ledger.open("slack:T1:C1:3", run, stale, a.holding(["Ev-fenced"]));
+      const refused = await ledger.opened(fenced).catch((err: unknown) => err);
+      expect(refused).toBeInstanceOf(LockLost);
+      expect(refused).not.toBeInstanceOf(ClaimLost);
+      expect(await ledger.get("slack:T1:C1:3")).toBeUndefined();
+      expect(await state.get("dedupe:Ev-fenced")).toBe("a");
+      // Held already (a kept copy), or a claim the store lost: written, and held.
+      await a.hold("Ev-kept");
+      await ledger.opened(ledger.open("slack:T1:C1:4", run, lease, a.holding(["Ev-kept", "Ev-lost"])));
+      expect(await state.get("dedupe:Ev-kept")).toBe("held:a");
+      expect(await state.get("dedupe:Ev-lost")).toBe("held:a");
     });
 
     it("is left to a process that held the message, even once it stopped", async () => {

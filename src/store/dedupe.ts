@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
+import type { Claims } from "./claims.js";
 import { HEARTBEAT } from "./heartbeat.js";
 import type { Store } from "./index.js";
 import { createState, type StateStore } from "./state.js";
@@ -17,6 +18,11 @@ export interface Dedupe {
    * that one took the message over as a dead process's (see `redelivered`).
    */
   hold(id: string): Promise<boolean>;
+  /**
+   * `hold` of `ids` as claims for the write that stores their message to take in the same
+   * step (see `StateStore.setClaiming`); none when no other process is told (one process).
+   */
+  holding(ids: readonly string[]): Claims | undefined;
   /**
    * A redelivery of `id` (the platform had no acknowledgement of it) that `firstSight`
    * found seen: true when it is this process's to answer after all, as the process that
@@ -63,6 +69,10 @@ export class MemoryDedupe implements Dedupe {
   /** One process: nothing to tell another, and nobody to take a message over. */
   async hold(): Promise<boolean> {
     return true;
+  }
+
+  holding(): undefined {
+    return undefined;
   }
 
   /** One process: a redelivery is a copy like any other, seen already. */
@@ -141,6 +151,16 @@ export class StoreDedupe implements Dedupe {
     // Gone (a store that lost its keys): nobody took it, so it is this process's still.
     if (now === undefined) return this.state.setIfAbsent(key, held, DEDUPE_TTL_MS);
     return now === held;
+  }
+
+  holding(ids: readonly string[]): Claims {
+    const held = `${HELD}${this.owner}`;
+    return {
+      keys: ids.map((id) => `dedupe:${id}`),
+      mine: [this.owner, held],
+      value: held,
+      ttlMs: DEDUPE_TTL_MS,
+    };
   }
 
   async redelivered(id: string, alive: (owner: string) => Promise<boolean>, waits = true): Promise<boolean> {

@@ -34,6 +34,18 @@ export class LockLost extends Error {
   }
 }
 
+/**
+ * A message was taken over by another process while this one stalled past its heartbeat
+ * (see `Dedupe.hold`): that one answers it, and this one writes nothing for it.
+ */
+export class ClaimLost extends LockLost {
+  constructor(key: string) {
+    super(key);
+    this.message = `The message of ${key} was taken over by another process while this one stalled.`;
+    this.name = "ClaimLost";
+  }
+}
+
 /** Runs the turns of one thread one at a time, in arrival order; different threads run concurrently. */
 export interface ThreadLock {
   /**

@@ -3,8 +3,9 @@ import type { StoredFile, UnreadableFile } from "../core/inbound.js";
 import type { PendingStep } from "../core/messages.js";
 import type { ReplyAddress } from "../core/replies.js";
 import type { ThreadKey } from "../core/thread.js";
+import type { Claims } from "./claims.js";
 import type { Store } from "./index.js";
-import { LockLost } from "./locks.js";
+import { ClaimLost, LockLost } from "./locks.js";
 import { createState, type Lease, type StateStore } from "./state.js";
 
 /** A turn that is writing its reply: what a restart or another replica needs to finish it. */
@@ -140,15 +141,19 @@ export class TurnLedger {
    * waits for this one. `lease`: the thread's lock, which this and every later write of
    * the record is fenced by (see `guard`); this one too, as it may land long after it was
    * made (a client that queued it while reconnecting), over the record of the process that
-   * has the thread by then. Refused, `opened` rejects with `LockLost`.
+   * has the thread by then. Refused, `opened` rejects with `LockLost`. `claims`: its
+   * message's (`Dedupe.holding`), taken in the same write, or `ClaimLost` and nothing written.
    */
-  open(key: ThreadKey, run?: TurnRun, lease?: Lease): TurnRecord {
+  open(key: ThreadKey, run?: TurnRun, lease?: Lease, claims?: Claims): TurnRecord {
     const record: TurnRecord = { key, startedAt: new Date().toISOString(), ...run };
     this.guard(record, lease);
     const written = (async () => {
       // Listed first: a record is never where the takeover watch does not look.
       await this.state.listAdd(PENDING, key);
-      await this.put(record);
+      if (!claims) return this.put(record);
+      const outcome = await this.state.setClaiming(lease, recordKey(key), record, claims);
+      if (outcome === "lease") throw new LockLost(key);
+      if (outcome === "claim") throw new ClaimLost(key);
     })();
     written.catch(() => undefined);
     this.opening.set(record, written);
