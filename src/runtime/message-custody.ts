@@ -30,9 +30,9 @@ export class MessageCustody {
   }
 
   /**
-   * The message is about to be kept while it waits, or handed over. Asked before that
-   * write, on the same connection: a crash between the two loses the message, rather than
-   * answering it twice (a turn's record takes its claims in its own write: `hooks`).
+   * The message is about to be handed over. Asked before that write, on the same
+   * connection: a crash between the two loses the message, rather than answering it twice
+   * (a turn's record and a kept copy take their claims in their own write: `claimsOf`).
    * Resolves false when another process has taken the message over (see `Dedupe.hold`).
    */
   storing(inbound: Inbound): Promise<boolean> {
@@ -56,7 +56,7 @@ export class MessageCustody {
    * then the message stored and `copy`'s own (see `WaitingKeeper.starting`).
    */
   hooks(inbound: Inbound, copy: { recorded: () => void }): { claims?: Claims; recorded(): void } {
-    const claims = this.deps.dedupe.holding([inbound.id, ...(inbound.claims ?? [])]);
+    const claims = this.claimsOf(inbound);
     return {
       ...(claims ? { claims } : {}),
       recorded: () => {
@@ -64,6 +64,11 @@ export class MessageCustody {
         copy.recorded();
       },
     };
+  }
+
+  /** The message's claims, for the write that stores it to hold (see `Dedupe.holding`). */
+  claimsOf(inbound: Inbound): Claims | undefined {
+    return this.deps.dedupe.holding([inbound.id, ...(inbound.claims ?? [])]);
   }
 
   /** The message is in the store: its platform may stop delivering it. */

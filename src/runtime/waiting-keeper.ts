@@ -1,11 +1,12 @@
 import { randomUUID } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import { log } from "../log.js";
+import { ClaimLost } from "../store/locks.js";
 import type { Lease } from "../store/state.js";
 import type { TookCopies } from "../store/turns.js";
 import type { Kept, WaitingMessages } from "../store/waiting-messages.js";
 import type { Inbound } from "./contract.js";
-import type { MessageCustody } from "./message-custody.js";
+import { leftToTaker, type MessageCustody } from "./message-custody.js";
 import { inputOf } from "./turn-input.js";
 
 /**
@@ -35,7 +36,7 @@ export class WaitingKeeper {
   constructor(
     private readonly messages: WaitingMessages | undefined,
     private readonly owner: string,
-    private readonly custody?: Pick<MessageCustody, "storing" | "stored">,
+    private readonly custody?: Pick<MessageCustody, "storing" | "stored" | "claimsOf">,
   ) {}
 
   /** The message queued: kept at once behind a turn of this process, else once it has waited `KEEP_AFTER_MS`. */
@@ -151,18 +152,19 @@ export class WaitingKeeper {
     const messages = this.messages;
     if (!messages || this.kept.has(inbound)) return;
     const kept: Kept = { key: inbound.key, id: randomUUID(), owner: this.owner };
-    this.custody?.storing(inbound);
-    const written = messages.keep(kept, inputOf(inbound)).then(
+    const written = messages.keep(kept, inputOf(inbound), this.custody?.claimsOf(inbound)).then(
       () => {
         log.debug({ key: inbound.key }, "kept a waiting message in the store");
         this.custody?.stored(inbound);
         return true;
       },
       (err: unknown) => {
-        log.warn(
-          { err, key: inbound.key },
-          "could not keep a waiting message in the store; a crash now loses it",
-        );
+        if (err instanceof ClaimLost) leftToTaker(inbound.key);
+        else
+          log.warn(
+            { err, key: inbound.key },
+            "could not keep a waiting message in the store; a crash now loses it",
+          );
         return false;
       },
     );

@@ -19,7 +19,8 @@ export type ClaimedWrite = "written" | "lease" | "claim";
 
 /**
  * KEYS: the record, the lease (the record again when unfenced), the claims. ARGV: the
- * record's value, the lease's token ("" when unfenced), the claims' value, their expiry,
+ * record's value (a set's member for "sadd"), the lease's token ("" when unfenced), the
+ * claims' value, their expiry, the command that writes the record ("set" or "sadd"),
  * then the values a claim may hold. Returns 0 written, 1 refused for the lease, 2 for a claim.
  */
 export const SET_CLAIMING = `
@@ -28,11 +29,11 @@ for i = 3, #KEYS do
   local now = redis.call("get", KEYS[i])
   if now then
     local mine = false
-    for j = 5, #ARGV do if now == ARGV[j] then mine = true end end
+    for j = 6, #ARGV do if now == ARGV[j] then mine = true end end
     if not mine then return 2 end
   end
 end
-redis.call("set", KEYS[1], ARGV[1])
+redis.call(ARGV[5], KEYS[1], ARGV[1])
 for i = 3, #KEYS do redis.call("set", KEYS[i], ARGV[3], "PX", ARGV[4]) end
 return 0`;
 

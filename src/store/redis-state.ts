@@ -88,20 +88,29 @@ export class RedisState extends Leases {
     return deleted === 1;
   }
 
-  async setClaiming<T>(
+  setClaiming<T>(lease: Lease | undefined, key: string, value: T, claims: Claims): Promise<ClaimedWrite> {
+    return this.claiming(this.raw(key), lease, "set", JSON.stringify(value), claims);
+  }
+
+  listAddClaiming(list: string, member: string, claims: Claims): Promise<ClaimedWrite> {
+    return this.claiming(this.raw(list), undefined, "sadd", member, claims);
+  }
+
+  private async claiming(
+    target: string,
     lease: Lease | undefined,
-    key: string,
-    value: T,
+    command: "set" | "sadd",
+    value: string,
     claims: Claims,
   ): Promise<ClaimedWrite> {
-    const record = this.raw(key);
     const outcome = await this.redis.eval(SET_CLAIMING, {
-      keys: [record, lease ? this.raw(lease.key) : record, ...distinctKeys(claims).map((k) => this.raw(k))],
+      keys: [target, lease ? this.raw(lease.key) : target, ...distinctKeys(claims).map((k) => this.raw(k))],
       arguments: [
-        JSON.stringify(value),
+        value,
         lease ? JSON.stringify(lease.token) : "",
         JSON.stringify(claims.value),
         String(claims.ttlMs),
+        command,
         ...claims.mine.map((v) => JSON.stringify(v)),
       ],
     });

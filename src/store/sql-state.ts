@@ -167,6 +167,11 @@ export class SqlState extends Leases {
     await this.listAddEach([list], member);
   }
 
+  /** The member's row is keyv's `{"value":1}`, as `listAdd` writes it. */
+  listAddClaiming(list: string, member: string, claims: Claims): Promise<ClaimedWrite> {
+    return this.setClaiming(undefined, this.member(list, member), 1, claims);
+  }
+
   async listAddEach(lists: readonly string[], member: string, ttlMs?: number): Promise<void> {
     // PostgreSQL refuses an upsert that meets the same row twice.
     const each = [...new Set(lists)];

@@ -21,6 +21,7 @@ export abstract class Leases implements StateStore {
     claims: Claims,
   ): Promise<ClaimedWrite>;
   abstract listAdd(list: string, member: string): Promise<void>;
+  abstract listAddClaiming(list: string, member: string, claims: Claims): Promise<ClaimedWrite>;
   abstract listAddEach(lists: readonly string[], member: string): Promise<void>;
   abstract listRemove(list: string, member: string): Promise<void>;
   abstract listRemoveIfHolding(lease: Lease, list: string, member: string): Promise<boolean>;

@@ -59,6 +59,8 @@ export interface StateStore {
    * whole set; SQL: each member's row, at the next sweep), as a past day's totals must.
    */
   listAddEach(lists: readonly string[], member: string, ttlMs?: number): Promise<void>;
+  /** `listAdd` and the `claims` taken, in one atomic step (see `setClaiming`); nothing when a claim is another's. */
+  listAddClaiming(list: string, member: string, claims: Claims): Promise<ClaimedWrite>;
   listRemove(list: string, member: string): Promise<void>;
   /**
    * `listRemove` only while `lease` is held, in one atomic step; true when this call removed

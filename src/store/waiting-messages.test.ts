@@ -1,4 +1,6 @@
 import { afterEach, expect, it } from "vitest";
+import { StoreDedupe } from "./dedupe.js";
+import { ClaimLost } from "./locks.js";
 import { createState } from "./state.js";
 import { describeEachStore, type TestStores, testStores } from "./testing.js";
 import { TurnLedger } from "./turns.js";
@@ -14,6 +16,28 @@ describeEachStore("WaitingMessages on %s", (kind) => {
   let stores: TestStores;
   afterEach(async () => {
     await stores.dispose();
+  });
+
+  it("holds its message's claims as it lists it, or lists nothing for a message another process took over", async () => {
+    stores = testStores(kind);
+    const store = await stores.open();
+    const waiting = new WaitingMessages(store, new TurnLedger(store));
+    const [a, b] = [new StoreDedupe(store, "a"), new StoreDedupe(store, "b")];
+    const state = createState(store);
+    expect(await a.firstSight("Ev-wait")).toBe(true);
+    await waiting.keep(kept(KEY, "a"), input("waits", 1), a.holding(["Ev-wait"]));
+    expect(await state.get("dedupe:Ev-wait")).toBe("held:a");
+    expect((await waiting.orphans(KEY, async () => false)).map((o) => o.input.text)).toEqual(["waits"]);
+    // Taken over by another process while this one stalled: refused, and nothing kept.
+    expect(await a.firstSight("Ev-taken")).toBe(true);
+    expect(await b.redelivered("Ev-taken", async () => false, false)).toBe(true);
+    const lost = kept(OTHER, "a");
+    await expect(waiting.keep(lost, input("taken", 2), a.holding(["Ev-taken"]))).rejects.toBeInstanceOf(
+      ClaimLost,
+    );
+    expect(await waiting.orphans(OTHER, async () => false)).toEqual([]);
+    expect(await state.get(`waiting-message-body:${OTHER}:${lost.id}`)).toBeUndefined();
+    expect(await state.get("dedupe:Ev-taken")).toBe("b");
   });
 
   it("hands the messages of a process that no longer beats over once, whoever adopts them, and leaves the live one's", async () => {

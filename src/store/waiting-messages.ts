@@ -1,6 +1,8 @@
 import type { ThreadKey } from "../core/thread.js";
 import { log } from "../log.js";
+import type { Claims } from "./claims.js";
 import type { Store } from "./index.js";
+import { ClaimLost } from "./locks.js";
 import { createState, type Lease, type StateStore } from "./state.js";
 import type { TurnInput, TurnLedger } from "./turns.js";
 
@@ -44,10 +46,18 @@ export class WaitingMessages {
     this.state = createState(store);
   }
 
-  async keep(kept: Kept, input: TurnInput): Promise<void> {
+  /**
+   * `claims`: its message's (`Dedupe.holding`), taken as its member is listed, or
+   * `ClaimLost` and nothing listed: a kill -9 between the two would lose the message.
+   */
+  async keep(kept: Kept, input: TurnInput, claims?: Claims): Promise<void> {
     // The message, then its member, then its thread: what is listed is always there.
     await this.state.set(bodyKey(kept.key, kept.id), input);
-    await this.state.listAdd(listKey(kept.key), memberOf(kept));
+    if (!claims) await this.state.listAdd(listKey(kept.key), memberOf(kept));
+    else if ((await this.state.listAddClaiming(listKey(kept.key), memberOf(kept), claims)) === "claim") {
+      await this.state.delete(bodyKey(kept.key, kept.id));
+      throw new ClaimLost(kept.key);
+    }
     await this.state.listAdd(THREADS, kept.key);
   }
 
