@@ -32,7 +32,7 @@ export interface Inbound {
   /**
    * Other ids this copy claimed for the message before the runner had it (Discord's
    * opening of a thread under it): marked held with the message's own as it is stored,
-   * so that a replica waiting on one of them leaves it then (see `Dedupe.hold`).
+   * so that a replica waiting on one of them leaves it then (see `Dedupe.holding`).
    */
   claims?: string[];
   /**

@@ -238,6 +238,19 @@ describe("the dispatcher", () => {
       r.dispatcher = dispatcherWith({ lock: r.lock, dedupe: r.dedupe });
       return r;
     };
+    /** The replica's turns wait at the thread's lock until the returned wake is called. */
+    const stalledAtLock = (r: ReturnType<typeof replica>) => {
+      let wake!: () => void;
+      const stalled = new Promise<void>((resolve) => {
+        wake = resolve;
+      });
+      const run = r.lock.run.bind(r.lock);
+      r.lock.run = (async (...args: Parameters<typeof run>) => {
+        await stalled;
+        return run(...args);
+      }) as typeof run;
+      return wake;
+    };
 
     it("is said stored once its turn's record is written, its claim marked held in the same write, and left to that process", async () => {
       const a = started();
@@ -274,15 +287,7 @@ describe("the dispatcher", () => {
     it("writes nothing for a message that another process took over while this one stalled before storing it", async () => {
       const a = started();
       // Process a takes the message, then stalls on its way to the thread's lock (and the store).
-      let wake!: () => void;
-      const stalled = new Promise<void>((r) => {
-        wake = r;
-      });
-      const run = a.lock.run.bind(a.lock);
-      a.lock.run = (async (...args: Parameters<typeof run>) => {
-        await stalled;
-        return run(...args);
-      }) as typeof run;
+      const wake = stalledAtLock(a);
       const m = inbound("ev-stall", "hello");
       const handled = a.dispatcher.handle(m);
       // Slack delivers it again to process b, to which a's silence looks like a death.
@@ -298,15 +303,7 @@ describe("the dispatcher", () => {
 
     it("shows no error either when the model fails the stalled process's question before it learns the message is another's", async () => {
       const a = started();
-      let wake!: () => void;
-      const stalled = new Promise<void>((r) => {
-        wake = r;
-      });
-      const run = a.lock.run.bind(a.lock);
-      a.lock.run = (async (...args: Parameters<typeof run>) => {
-        await stalled;
-        return run(...args);
-      }) as typeof run;
+      const wake = stalledAtLock(a);
       const m = inbound("ev-stall-fail", "hello");
       const handled = a.dispatcher.handle(m);
       const b = started();

@@ -349,7 +349,7 @@ export class Dispatcher implements TurnRunner {
   /** A message that will not be answered here: another replica answers it, or it gets the restart note. */
   private refuse(inbound: Inbound): Promise<void> {
     return this.keeper.refuse(inbound, {
-      ...(this.handingOver ? { handOff: (id?: string) => this.takeovers.handOff(inbound, id) } : {}),
+      ...(this.handingOver ? { handOff: (id, claims) => this.takeovers.handOff(inbound, id, claims) } : {}),
       note: () => inbound.reply.stream().fail(INTERRUPTED_NOTE),
     });
   }

@@ -12,14 +12,12 @@ export function leftToTaker(key: string): void {
 /**
  * Who answers for a message between its delivery and its answer. Slack keeps delivering
  * a message until it is acknowledged, and the acknowledgement waits until the message is
- * stored (`Inbound.onStored`): kept while it waits, or in its turn's record. Its dedupe
- * claims are marked held as it is written (in the record's own write), so a redelivery
+ * stored (`Inbound.onStored`): kept while it waits, in its turn's record, or handed over.
+ * Its dedupe claims are marked held in that very write (`claimsOf`), so a redelivery
  * leaves it to whoever answers from the store, and takes over only a message whose process
  * died before storing it.
  */
 export class MessageCustody {
-  /** Whether each message's claims were still this process's as they were marked held. */
-  private readonly held = new WeakMap<Inbound, Promise<boolean>>();
   private readonly told = new WeakSet<Inbound>();
 
   constructor(private readonly deps: { dedupe: Dedupe; lock: Pick<ThreadLock, "alive"> }) {}
@@ -27,28 +25,6 @@ export class MessageCustody {
   /** A redelivery's sighting (see `Dedupe.redelivered`). */
   redelivered(id: string, waits = true): Promise<boolean> {
     return this.deps.dedupe.redelivered(id, (owner) => this.deps.lock.alive(owner), waits);
-  }
-
-  /**
-   * The message is about to be handed over. Asked before that write, on the same
-   * connection: a crash between the two loses the message, rather than answering it twice
-   * (a turn's record and a kept copy take their claims in their own write: `claimsOf`).
-   * Resolves false when another process has taken the message over (see `Dedupe.hold`).
-   */
-  storing(inbound: Inbound): Promise<boolean> {
-    let ours = this.held.get(inbound);
-    if (ours) return ours;
-    ours = Promise.all(
-      [inbound.id, ...(inbound.claims ?? [])].map((id) =>
-        this.deps.dedupe.hold(id).catch((err: unknown) => {
-          // Unknown, not lost: the record's own write fails too if the store is away.
-          log.debug({ err, key: inbound.key }, "a message's claim was not marked held");
-          return true;
-        }),
-      ),
-    ).then((held) => held.every(Boolean));
-    this.held.set(inbound, ours);
-    return ours;
   }
 
   /**

@@ -1,6 +1,7 @@
 import { type InboundFile, unreadableFile } from "../core/inbound.js";
 import { platformOf, type ThreadKey } from "../core/thread.js";
 import { log } from "../log.js";
+import type { Claims } from "../store/claims.js";
 import type { ThreadLock } from "../store/locks.js";
 import type { Lease } from "../store/state.js";
 import type { TurnInput, TurnLedger, TurnRecord } from "../store/turns.js";
@@ -373,9 +374,10 @@ export class Takeovers {
    * finishes the thread's turn answers it next, or any replica's watcher within a round
    * (see `TurnLedger.hand`).
    */
-  async handOff(inbound: Inbound, id?: string): Promise<boolean> {
+  /** `claims`: its message's, held as it is handed (see `TurnLedger.hand`). */
+  async handOff(inbound: Inbound, id?: string, claims?: Claims): Promise<boolean> {
     // Under the id it was kept with, if kept: a process adopting it too hands it once.
-    await this.deps.ledger.hand(inbound.key, inputOf(inbound), id);
+    await this.deps.ledger.hand(inbound.key, inputOf(inbound), id, claims);
     inbound.reply.leftToOthers?.();
     log.info({ key: inbound.key }, "handed a waiting message to the other replicas");
     return true;

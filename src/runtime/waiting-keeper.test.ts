@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { ModelEvent, ModelRequest, Provider } from "../agent/providers/provider.js";
-import { createThreadLock } from "../store/locks.js";
+import { ClaimLost, createThreadLock } from "../store/locks.js";
 import { type Kept, WaitingMessages } from "../store/waiting-messages.js";
 import { aliceSays, fakeSlack, KEY, TakeoverBed } from "./takeover.test-helper.js";
 import { KEEP_AFTER_MS, WaitingKeeper } from "./waiting-keeper.js";
@@ -175,5 +175,47 @@ describe("WaitingKeeper against a store that fails", () => {
     await keeper.settled();
     expect(forgets).toHaveLength(1);
     expect(forgets[0]?.lease).toBeUndefined();
+  });
+});
+
+describe("a message a stopping process hands over", () => {
+  const custody = (stored: string[]) => ({
+    stored: () => void stored.push("stored"),
+    claimsOf: () => ({ keys: ["dedupe:e1"], mine: ["a", "held:a"], value: "held:a", ttlMs: 60_000 }),
+  });
+
+  it("is left to the process that took it over meanwhile: no restart note, and not said stored", async () => {
+    const stored: string[] = [];
+    const keeper = new WaitingKeeper(undefined, "a", custody(stored));
+    let noted = 0;
+    let claims: unknown;
+    await keeper.refuse(aliceSays("e1", "one", fakeSlack().reply), {
+      handOff: async (_id, c) => {
+        claims = c;
+        throw new ClaimLost(KEY);
+      },
+      note: async () => {
+        noted += 1;
+      },
+    });
+    // Its claims went with the hand-over, to be held in the same write.
+    expect(claims).toMatchObject({ keys: ["dedupe:e1"] });
+    expect(noted).toBe(0);
+    expect(stored).toEqual([]);
+  });
+
+  it("gets the restart note when the hand-over failed for any other reason", async () => {
+    const stored: string[] = [];
+    const keeper = new WaitingKeeper(undefined, "a", custody(stored));
+    let noted = 0;
+    await keeper.refuse(aliceSays("e1", "one", fakeSlack().reply), {
+      handOff: async () => {
+        throw new Error("The store is away.");
+      },
+      note: async () => {
+        noted += 1;
+      },
+    });
+    expect(noted).toBe(1);
   });
 });

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import { log } from "../log.js";
+import type { Claims } from "../store/claims.js";
 import { ClaimLost } from "../store/locks.js";
 import type { Lease } from "../store/state.js";
 import type { TookCopies } from "../store/turns.js";
@@ -36,7 +37,7 @@ export class WaitingKeeper {
   constructor(
     private readonly messages: WaitingMessages | undefined,
     private readonly owner: string,
-    private readonly custody?: Pick<MessageCustody, "storing" | "stored" | "claimsOf">,
+    private readonly custody?: Pick<MessageCustody, "stored" | "claimsOf">,
   ) {}
 
   /** The message queued: kept at once behind a turn of this process, else once it has waited `KEEP_AFTER_MS`. */
@@ -65,12 +66,20 @@ export class WaitingKeeper {
    */
   async refuse(
     inbound: Inbound,
-    how: { handOff?: (id?: string) => Promise<boolean>; note: () => Promise<void> },
+    how: { handOff?: (id?: string, claims?: Claims) => Promise<boolean>; note: () => Promise<void> },
   ): Promise<void> {
     const id = this.kept.get(inbound)?.kept.id;
-    // Handed over is stored too: a redelivery must leave it to the process it went to.
-    if (how.handOff) this.custody?.storing(inbound);
-    const handed = how.handOff ? await how.handOff(id).catch(() => false) : false;
+    // Handed over is stored too: a redelivery leaves it to the process it went to (its
+    // claims are held as it is handed), and one another process took over is that one's.
+    const handed = how.handOff
+      ? await how
+          .handOff(id, this.custody?.claimsOf(inbound))
+          .catch((err: unknown) => (err instanceof ClaimLost ? "taken" : false))
+      : false;
+    if (handed === "taken") {
+      leftToTaker(inbound.key);
+      return void (await this.done(inbound));
+    }
     if (handed) this.custody?.stored(inbound);
     const settled =
       handed ||

@@ -103,6 +103,10 @@ describeEachStore("store dedupe on %s", (kind) => {
       return new StoreDedupe(await stores.open(), owner, patienceMs);
     };
     afterEach(() => live.clear());
+    /** Held as the bot holds a message: in the write that stores it (here a list member). */
+    const hold = async (d: StoreDedupe, id: string) =>
+      (await createState(await stores.open()).listAddClaiming("held-here", id, d.holding([id]))) ===
+      "written";
 
     it("is this process's when nobody saw the message, and only once", async () => {
       stores = testStores(kind);
@@ -124,7 +128,7 @@ describeEachStore("store dedupe on %s", (kind) => {
       const d = await replica("d");
       expect(await d.redelivered("Ev1", alive)).toBe(false);
       const winner = taken[0] ? b : c;
-      await winner.hold("Ev1");
+      await hold(winner, "Ev1");
       live.clear();
       expect(await (await replica("e")).redelivered("Ev1", alive)).toBe(false);
     });
@@ -133,17 +137,17 @@ describeEachStore("store dedupe on %s", (kind) => {
       stores = testStores(kind);
       const [stalls, b] = [await replica("stalls"), await replica("b")];
       expect(await stalls.firstSight("Ev-kept")).toBe(true);
-      expect(await stalls.hold("Ev-kept")).toBe(true);
+      expect(await hold(stalls, "Ev-kept")).toBe(true);
       // A kept copy held it, then its turn's record holds it again.
-      expect(await stalls.hold("Ev-kept")).toBe(true);
+      expect(await hold(stalls, "Ev-kept")).toBe(true);
       expect(await stalls.firstSight("Ev-stalled")).toBe(true);
       // Its process stalled past its heartbeat: to the others it stopped, and one took the message.
       live.delete("stalls");
       expect(await b.redelivered("Ev-stalled", alive)).toBe(true);
-      expect(await stalls.hold("Ev-stalled")).toBe(false);
-      expect(await b.hold("Ev-stalled")).toBe(true);
+      expect(await hold(stalls, "Ev-stalled")).toBe(false);
+      expect(await hold(b, "Ev-stalled")).toBe(true);
       // A claim the store lost meanwhile was nobody else's: held, and seen from then on.
-      expect(await stalls.hold("Ev-lost-key")).toBe(true);
+      expect(await hold(stalls, "Ev-lost-key")).toBe(true);
       expect(await b.redelivered("Ev-lost-key", alive)).toBe(false);
     });
 
@@ -182,17 +186,27 @@ describeEachStore("store dedupe on %s", (kind) => {
       expect(await ledger.get("slack:T1:C1:3")).toBeUndefined();
       expect(await state.get("dedupe:Ev-fenced")).toBe("a");
       // Held already (a kept copy), or a claim the store lost: written, and held.
-      await a.hold("Ev-kept");
+      await hold(a, "Ev-kept");
       await ledger.opened(ledger.open("slack:T1:C1:4", run, lease, a.holding(["Ev-kept", "Ev-lost"])));
       expect(await state.get("dedupe:Ev-kept")).toBe("held:a");
       expect(await state.get("dedupe:Ev-lost")).toBe("held:a");
+      // Handed over at a stop: held as it is handed; once another process took it, nothing handed.
+      expect(await a.firstSight("Ev-hand")).toBe(true);
+      await ledger.hand("slack:T1:C1:5", run.input, "h1", a.holding(["Ev-hand"]));
+      expect(await state.get("dedupe:Ev-hand")).toBe("held:a");
+      expect(await a.firstSight("Ev-hand-taken")).toBe(true);
+      expect(await b.redelivered("Ev-hand-taken", alive)).toBe(true);
+      const handed = ledger.hand("slack:T1:C1:6", run.input, "h2", a.holding(["Ev-hand-taken"]));
+      await expect(handed).rejects.toBeInstanceOf(ClaimLost);
+      expect(await ledger.takeHanded("slack:T1:C1:6")).toEqual([]);
+      expect((await ledger.takeHanded("slack:T1:C1:5")).map((m) => m.text)).toEqual(["hi"]);
     });
 
     it("is left to a process that held the message, even once it stopped", async () => {
       stores = testStores(kind);
       const doomed = await replica("doomed");
       expect(await doomed.firstSight("Ev1")).toBe(true);
-      await doomed.hold("Ev1");
+      await hold(doomed, "Ev1");
       live.delete("doomed");
       expect(await (await replica("b")).redelivered("Ev1", alive)).toBe(false);
     });
@@ -206,7 +220,7 @@ describeEachStore("store dedupe on %s", (kind) => {
       const asked = Date.now();
       const [held, gone] = [b.redelivered("Ev-held", alive), b.redelivered("Ev-gone", alive)];
       await wait(300);
-      await slow.hold("Ev-held");
+      await hold(slow, "Ev-held");
       live.delete("stalled");
       expect(await Promise.all([held, gone])).toEqual([false, true]);
       expect(Date.now() - asked).toBeLessThan(4_000);

@@ -12,21 +12,17 @@ export interface Dedupe {
   /** True when the id was seen already (here or by a process sharing the store); marks nothing. */
   seen(id: string): Promise<boolean>;
   /**
-   * The message `id` is about to be written where no stop can lose it (kept while it
-   * waits, or its turn's record): a redelivery of it is not taken from here on. False
-   * when the claim is another process's now: this one stalled past its heartbeat, and
-   * that one took the message over as a dead process's (see `redelivered`).
-   */
-  hold(id: string): Promise<boolean>;
-  /**
-   * `hold` of `ids` as claims for the write that stores their message to take in the same
-   * step (see `StateStore.setClaiming`); none when no other process is told (one process).
+   * The claims `ids` for the write that stores their message (kept while it waits, its
+   * turn's record, handed over) to hold in the same step (see `StateStore.setClaiming`):
+   * from then on a redelivery of it is not taken. Refused (`ClaimLost`) when a claim is
+   * another process's now: this one stalled past its heartbeat, and that one took the
+   * message over as a dead process's (see `redelivered`). None with one process alone.
    */
   holding(ids: readonly string[]): Claims | undefined;
   /**
    * A redelivery of `id` (the platform had no acknowledgement of it) that `firstSight`
    * found seen: true when it is this process's to answer after all, as the process that
-   * saw it stopped before it held it (`hold`), or its claim expired meanwhile. A claimant that still beats (`alive`) is given a heartbeat's life to hold
+   * saw it stopped before it held it (`holding`), or its claim expired meanwhile. A claimant that still beats (`alive`) is given a heartbeat's life to hold
    * it or to stop; none with `waits` false (the message's other ids: see `accept`).
    */
   redelivered(id: string, alive: (owner: string) => Promise<boolean>, waits?: boolean): Promise<boolean>;
@@ -67,10 +63,6 @@ export class MemoryDedupe implements Dedupe {
   }
 
   /** One process: nothing to tell another, and nobody to take a message over. */
-  async hold(): Promise<boolean> {
-    return true;
-  }
-
   holding(): undefined {
     return undefined;
   }
@@ -140,17 +132,6 @@ export class StoreDedupe implements Dedupe {
   async seen(id: string): Promise<boolean> {
     if (this.memory.has(id)) return true;
     return (await this.state.get(`dedupe:${id}`)) !== undefined;
-  }
-
-  async hold(id: string): Promise<boolean> {
-    const key = `dedupe:${id}`;
-    const held = `${HELD}${this.owner}`;
-    if (await this.state.replaceIf(key, this.owner, held, DEDUPE_TTL_MS)) return true;
-    // Held already (a kept copy, then its turn's record), or taken over by another process.
-    const now = await this.state.get<unknown>(key);
-    // Gone (a store that lost its keys): nobody took it, so it is this process's still.
-    if (now === undefined) return this.state.setIfAbsent(key, held, DEDUPE_TTL_MS);
-    return now === held;
   }
 
   holding(ids: readonly string[]): Claims {

@@ -36,7 +36,7 @@ export class LockLost extends Error {
 
 /**
  * A message was taken over by another process while this one stalled past its heartbeat
- * (see `Dedupe.hold`): that one answers it, and this one writes nothing for it.
+ * (see `Dedupe.holding`): that one answers it, and this one writes nothing for it.
  */
 export class ClaimLost extends LockLost {
   constructor(key: string) {

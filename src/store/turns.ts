@@ -140,9 +140,8 @@ export class TurnLedger {
    * whose record is missing could not be taken over). Every later write of the record
    * waits for this one. `lease`: the thread's lock, which this and every later write of
    * the record is fenced by (see `guard`); this one too, as it may land long after it was
-   * made (a client that queued it while reconnecting), over the record of the process that
-   * has the thread by then. Refused, `opened` rejects with `LockLost`. `claims`: its
-   * message's (`Dedupe.holding`), taken in the same write, or `ClaimLost` and nothing written.
+   * made (a client that queued it while reconnecting), over the thread's next holder's
+   * record: `LockLost`. `claims`: its message's, taken in the same write, or `ClaimLost`.
    */
   open(key: ThreadKey, run?: TurnRun, lease?: Lease, claims?: Claims): TurnRecord {
     const record: TurnRecord = { key, startedAt: new Date().toISOString(), ...run };
@@ -276,9 +275,14 @@ export class TurnLedger {
    * the thread's turns, or watching for such messages, answers it. Written without the
    * thread's lock (another process may be answering the thread), so never into its record.
    */
-  async hand(key: ThreadKey, input: TurnInput, id: string = randomUUID()): Promise<void> {
+  /** `claims`: its message's, taken as it is listed, or `ClaimLost` and nothing handed. */
+  async hand(key: ThreadKey, input: TurnInput, id: string = randomUUID(), claims?: Claims): Promise<void> {
     await this.state.set(handedBodyKey(key, id), input);
-    await this.state.listAdd(handedKey(key), id);
+    if (!claims) await this.state.listAdd(handedKey(key), id);
+    else if ((await this.state.listAddClaiming(handedKey(key), id, claims)) === "claim") {
+      await this.state.delete(handedBodyKey(key, id));
+      throw new ClaimLost(key);
+    }
     await this.state.listAdd(HANDED, key);
   }
 
