@@ -372,9 +372,8 @@ export class Takeovers {
   /**
    * Hands a message this stopping process will not answer to the others: the process that
    * finishes the thread's turn answers it next, or any replica's watcher within a round
-   * (see `TurnLedger.hand`).
+   * (see `TurnLedger.hand`), its `claims` held as it is handed.
    */
-  /** `claims`: its message's, held as it is handed (see `TurnLedger.hand`). */
   async handOff(inbound: Inbound, id?: string, claims?: Claims): Promise<boolean> {
     // Under the id it was kept with, if kept: a process adopting it too hands it once.
     await this.deps.ledger.hand(inbound.key, inputOf(inbound), id, claims);

@@ -78,7 +78,8 @@ export class WaitingKeeper {
       : false;
     if (handed === "taken") {
       leftToTaker(inbound.key);
-      return void (await this.done(inbound));
+      await this.done(inbound);
+      return;
     }
     if (handed) this.custody?.stored(inbound);
     const settled =

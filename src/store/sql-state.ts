@@ -135,19 +135,18 @@ export class SqlState extends Leases {
     const now = Date.now();
     const keys = distinctKeys(claims);
     const claim = JSON.stringify({ value: claims.value, expires: now + claims.ttlMs });
-    const rows = [this.raw(key), JSON.stringify({ value }), ...keys.flatMap((k) => [this.raw(k), claim])];
+    const rows = [[this.raw(key), JSON.stringify({ value })], ...keys.map((k) => [this.raw(k), claim])];
     const marks = (n: number) => Array.from({ length: n }, () => "?").join(", ");
     // One statement, as every conditional write here: the record's row and the claims'
     // rows, only while the lease is held and no live claim is another's.
     const taken = `EXISTS (SELECT 1 FROM ${t} WHERE key IN (${marks(keys.length)}) AND ${this.expiresNum()} >= ? AND ${this.field("value")} NOT IN (${marks(claims.mine.length)}))`;
     const written = await this.sql.query(
-      this.q(`INSERT INTO ${t} (key, value) SELECT column1, column2 FROM (VALUES ${keys
-        .concat(key)
+      this.q(`INSERT INTO ${t} (key, value) SELECT column1, column2 FROM (VALUES ${rows
         .map(() => "(?, ?)")
         .join(", ")}) AS v WHERE ${lease ? `${this.held()} AND ` : ""}NOT ${taken}
          ON CONFLICT (key) DO UPDATE SET value = excluded.value RETURNING key`),
       [
-        ...rows,
+        ...rows.flat(),
         ...(lease ? [this.raw(lease.key), lease.token, now] : []),
         ...keys.map((k) => this.raw(k)),
         now,

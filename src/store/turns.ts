@@ -274,8 +274,8 @@ export class TurnLedger {
    * A message a stopping process acknowledged but will not answer: any process finishing
    * the thread's turns, or watching for such messages, answers it. Written without the
    * thread's lock (another process may be answering the thread), so never into its record.
+   * `claims`: its message's, taken as it is listed, or `ClaimLost` and nothing handed.
    */
-  /** `claims`: its message's, taken as it is listed, or `ClaimLost` and nothing handed. */
   async hand(key: ThreadKey, input: TurnInput, id: string = randomUUID(), claims?: Claims): Promise<void> {
     await this.state.set(handedBodyKey(key, id), input);
     if (!claims) await this.state.listAdd(handedKey(key), id);
