@@ -1,7 +1,7 @@
-import { afterEach, expect, it } from "vitest";
+import { afterEach, expect, it, vi } from "vitest";
 import { StoreDedupe } from "./dedupe.js";
 import { ClaimLost } from "./locks.js";
-import { createState } from "./state.js";
+import { createState, type StateStore } from "./state.js";
 import { describeEachStore, type TestStores, testStores } from "./testing.js";
 import { TurnLedger } from "./turns.js";
 import { type Kept, WaitingMessages } from "./waiting-messages.js";
@@ -88,6 +88,27 @@ describeEachStore("WaitingMessages on %s", (kind) => {
     await waiting.keep(kept(KEY, "dead"), long);
     expect(await waiting.adopt(KEY, async () => false)).toBe(1);
     expect(await ledger.takeHanded(KEY)).toEqual([long]);
+  });
+
+  it("leaves its thread listed for the start-up scan when its process dies just after the member is written", async () => {
+    stores = testStores(kind);
+    const store = await stores.open();
+    const waiting = new WaitingMessages(store, new TurnLedger(store));
+    const inside = (waiting as unknown as { state: StateStore }).state;
+    const listAdd = inside.listAdd.bind(inside);
+    const dying = kept(KEY, "dead");
+    // The kill -9: no write reaches the store once the member is there.
+    vi.spyOn(inside, "listAdd").mockImplementation(async (list, member) => {
+      if ((await inside.listMembers(`waiting-message:${KEY}`)).length > 0) throw new Error("killed");
+      return listAdd(list, member);
+    });
+    await expect(waiting.keep(dying, input("kept as it died", 1))).rejects.toThrow("killed");
+    vi.restoreAllMocks();
+    const scan = new WaitingMessages(store, new TurnLedger(store));
+    expect(await scan.threads()).toEqual([KEY]);
+    expect((await scan.orphans(KEY, async () => false)).map((o) => o.input.text)).toEqual([
+      "kept as it died",
+    ]);
   });
 
   it("drops a member it cannot read or whose message is gone, and unlists a thread left with none", async () => {

@@ -51,8 +51,12 @@ export class WaitingMessages {
    * `ClaimLost` and nothing listed: a kill -9 between the two would lose the message.
    */
   async keep(kept: Kept, input: TurnInput, claims?: Claims): Promise<void> {
-    // The message, then its member, then its thread: what is listed is always there.
+    // The message, then its member: what is listed is always there. Its thread is listed
+    // before the member, so that a kill -9 between the two leaves a copy the start-up scan
+    // finds, and again after it, since the tidy of the thread's last message may have
+    // unlisted it in between (a thread listed with nothing is unlisted by `orphans`).
     await this.state.set(bodyKey(kept.key, kept.id), input);
+    await this.state.listAdd(THREADS, kept.key);
     if (!claims) await this.state.listAdd(listKey(kept.key), memberOf(kept));
     else if ((await this.state.listAddClaiming(listKey(kept.key), memberOf(kept), claims)) === "claim") {
       await this.state.delete(bodyKey(kept.key, kept.id));
