@@ -68,6 +68,8 @@ export class DiscordContext {
     readonly deps: AdapterDeps,
     /** The bot's write scheduler: Discord's global limit is per bot. */
     readonly scheduler: WriteScheduler,
+    /** A message is stored where no stop of this process can lose it (`Inbound.onStored`). */
+    readonly stored: (messageId: string) => void = () => {},
   ) {
     this.answers = new ChannelAnswers(deps.state);
   }

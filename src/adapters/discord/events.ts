@@ -203,6 +203,7 @@ async function dispatch(
     // Every replica of the gateway session has this message: one that took it may die before storing it.
     redelivered: true,
     ...(claims ? { claims } : {}),
+    onStored: () => ctx.stored(message.id),
     reply: new DiscordReply(place, ctx.replyOptions()),
   };
   await ctx.deps.runner.handle(inbound);

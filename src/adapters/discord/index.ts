@@ -9,11 +9,13 @@ import type { Adapter, AdapterDeps, Reply, ReplyAddress, ResumeFrom } from "../.
 import { MessageGoneError } from "../../runtime/message-ops.js";
 import { SharedBudgets } from "../../runtime/scheduler/shared-budgets.js";
 import { WriteScheduler } from "../../runtime/scheduler/write-scheduler.js";
+import { replayOrphans } from "./backlog-replay.js";
 import { closedForGood, createClient, inviteUrl } from "./client.js";
 import { onInteraction, registerCommands } from "./commands.js";
 import { channelOfKey, DiscordContext } from "./context.js";
 import { onMessage } from "./events.js";
 import { discordFile } from "./files.js";
+import { GatewaySessions } from "./gateway-sessions.js";
 import { channelPlaceById } from "./places.js";
 import { DiscordReply } from "./reply.js";
 import { refusalForOperators } from "./unwritable.js";
@@ -21,6 +23,9 @@ import { discordWritePolicy } from "./write-policy.js";
 
 export { BOT_PERMISSIONS, inviteUrl } from "./client.js";
 export { commandDefinitions } from "./commands.js";
+
+/** How often the store is read for the gateway sessions of processes that stopped. */
+const ORPHAN_WATCH_MS = 2_000;
 
 /** Switchboard on Discord: mentions open threads, DMs, slash commands, streamed edits. */
 export class DiscordAdapter implements Adapter {
@@ -31,6 +36,12 @@ export class DiscordAdapter implements Adapter {
   /** Turns handed to the runner and not finished: the client stays up until they are written. */
   private readonly inFlight = new Set<Promise<void>>();
   private readonly budgets: SharedBudgets;
+  /** This process's gateway sessions in the store, and the stopped processes' it adopts. */
+  private readonly sessions: GatewaySessions;
+  /** Messages whose handler is under way, by id. */
+  private readonly handling = new Set<string>();
+  private orphanWatch?: NodeJS.Timeout;
+  private replaying?: Promise<void>;
 
   constructor(private readonly deps: AdapterDeps) {
     // The bot's budgets (its 50/s and the per-route buckets) are shared by every replica through the store.
@@ -42,8 +53,26 @@ export class DiscordAdapter implements Adapter {
       scheduler,
       ...(shard ? { shard } : {}),
     });
-    this.ctx = new DiscordContext(this.client, deps, scheduler);
-    this.client.on(Events.MessageCreate, (m) => this.track(() => onMessage(this.ctx, m), "message"));
+    this.sessions = new GatewaySessions(deps.state);
+    this.ctx = new DiscordContext(this.client, deps, scheduler, (id) => this.sessions.settled(id));
+    this.client.on(Events.Raw, (packet: { t?: string; s?: number }, shard: number) =>
+      this.sessions.dispatched(shard, packet),
+    );
+    this.client.on(Events.MessageCreate, (m) => {
+      this.handling.add(m.id);
+      const started = this.track(
+        () => onMessage(this.ctx, m),
+        "message",
+        () => {
+          this.handling.delete(m.id);
+          this.sessions.settled(m.id);
+        },
+      );
+      if (!started) {
+        this.handling.delete(m.id);
+        this.sessions.settled(m.id);
+      }
+    });
     this.client.on(Events.InteractionCreate, (i) =>
       this.track(() => onInteraction(this.ctx, i), "interaction"),
     );
@@ -69,6 +98,11 @@ export class DiscordAdapter implements Adapter {
     });
     await ready;
     this.accepting = true;
+    this.sessions.start();
+    // What a process that died received and never stored: at once (the same bot restarted), then every few seconds (a replica gone).
+    this.replayOrphans();
+    this.orphanWatch = setInterval(() => this.replayOrphans(), ORPHAN_WATCH_MS);
+    this.orphanWatch.unref();
     const app = this.client.application;
     if (app) {
       await registerCommands(this.client, this.deps.secrets.discordGuildId).catch((err: unknown) =>
@@ -83,16 +117,31 @@ export class DiscordAdapter implements Adapter {
 
   async stop(): Promise<void> {
     this.accepting = false;
+    clearInterval(this.orphanWatch);
     if (this.inFlight.size === 0) {
-      await this.client.destroy();
-      await this.budgets.close();
+      await this.closeAll();
       return;
     }
     // Turns in flight still write through REST: close once they are done.
-    void Promise.allSettled([...this.inFlight]).then(async () => {
-      await this.client.destroy();
-      await this.budgets.close();
-    });
+    void Promise.allSettled([...this.inFlight]).then(() => this.closeAll());
+  }
+
+  private async closeAll(): Promise<void> {
+    await this.replaying;
+    await this.client.destroy();
+    // Closed normally, the sessions end on Discord: nothing is left to resume.
+    await this.sessions.close();
+    await this.budgets.close();
+  }
+
+  private replayOrphans(): void {
+    const token = this.deps.secrets.discordToken;
+    if (this.replaying || !this.accepting || !token) return;
+    this.replaying = replayOrphans(this.client, this.sessions, token, (id) => this.handling.has(id))
+      .catch((err: unknown) => log.warn({ err }, "could not read the gateway sessions of stopped processes"))
+      .finally(() => {
+        this.replaying = undefined;
+      });
   }
 
   ready(): boolean {
@@ -163,12 +212,17 @@ export class DiscordAdapter implements Adapter {
     return new DiscordReply(place, this.ctx.replyOptions(), address);
   }
 
-  private track(run: () => Promise<void>, what: string): void {
-    if (!this.accepting) return;
+  /** False when the adapter no longer takes work (it is stopping): `run` was not run. */
+  private track(run: () => Promise<void>, what: string, done?: () => void): boolean {
+    if (!this.accepting) return false;
     const p = run()
       .catch((err: unknown) => log.error({ err }, `Discord ${what} not handled`))
-      .finally(() => this.inFlight.delete(p));
+      .finally(() => {
+        this.inFlight.delete(p);
+        done?.();
+      });
     this.inFlight.add(p);
+    return true;
   }
 }
 

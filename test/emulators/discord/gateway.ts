@@ -129,6 +129,11 @@ export class Gateway {
     }
   }
 
+  /** The next RESUME of each session also replays the last `count` events its bot had already acknowledged. */
+  rewind(count: number): void {
+    for (const session of this.sessions.values()) session.rewind = count;
+  }
+
   hold(on: boolean): void {
     this.holding = on;
     if (!on) {

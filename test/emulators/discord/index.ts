@@ -277,6 +277,14 @@ export class DiscordEmulator implements RestContext {
   }
 
   /**
+   * The next RESUME of each session replays, besides what it missed, the last `count` events
+   * its bot had acknowledged: what a session's resume point kept a little behind shows.
+   */
+  rewindResumes(count: number): void {
+    this.gateway.rewind(count);
+  }
+
+  /**
    * Someone resets the bot's token in the Developer Portal: the old one is refused from now
    * on, by REST (401) and by the gateway (a RESUME is invalid, an IDENTIFY closed with 4004).
    */
