@@ -71,7 +71,10 @@ export class GatewaySessions {
       const d = packet.d as { session_id: string; resume_gateway_url: string; shard?: [number, number] };
       const old = this.live.get(shardId);
       // A new session: Discord no longer resumes the old one, so its record is of no use.
-      if (old) void this.retire(old);
+      if (old)
+        void this.retire(old).catch((err: unknown) =>
+          log.debug({ err }, "could not remove a replaced Discord gateway session from the store"),
+        );
       this.live.set(shardId, {
         session: {
           sessionId: d.session_id,
@@ -153,7 +156,12 @@ export class GatewaySessions {
     this.closed = true;
     clearInterval(this.timer);
     await this.saving;
-    for (const t of [...this.live.values(), ...this.adopted.values()]) await this.retire(t);
+    for (const t of [...this.live.values(), ...this.adopted.values()]) {
+      // A record left behind costs the next process one refused RESUME, no message: never a failed stop.
+      await this.retire(t).catch((err: unknown) =>
+        log.debug({ err }, "could not remove a closed Discord gateway session from the store"),
+      );
+    }
   }
 
   /** Writes each session's resume point and renews its lock; one round at a time. */

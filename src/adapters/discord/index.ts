@@ -123,7 +123,9 @@ export class DiscordAdapter implements Adapter {
       return;
     }
     // Turns in flight still write through REST: close once they are done.
-    void Promise.allSettled([...this.inFlight]).then(() => this.closeAll());
+    void Promise.allSettled([...this.inFlight])
+      .then(() => this.closeAll())
+      .catch((err: unknown) => log.warn({ err }, "the Discord client did not close cleanly"));
   }
 
   private async closeAll(): Promise<void> {
