@@ -59,19 +59,12 @@ export class DiscordAdapter implements Adapter {
       this.sessions.dispatched(shard, packet),
     );
     this.client.on(Events.MessageCreate, (m) => {
-      this.handling.add(m.id);
-      const started = this.track(
-        () => onMessage(this.ctx, m),
-        "message",
-        () => {
-          this.handling.delete(m.id);
-          this.sessions.settled(m.id);
-        },
-      );
-      if (!started) {
+      const settle = () => {
         this.handling.delete(m.id);
         this.sessions.settled(m.id);
-      }
+      };
+      this.handling.add(m.id);
+      if (!this.track(() => onMessage(this.ctx, m), "message", settle)) settle();
     });
     this.client.on(Events.InteractionCreate, (i) =>
       this.track(() => onInteraction(this.ctx, i), "interaction"),
