@@ -13,7 +13,11 @@ import { killStarted, type Running, startSwitchboard, waitUntil } from "../suppo
 
 function responder(req: RecordedRequest) {
   if (isTitleRequest(req)) return { text: "Unstored" };
-  return { text: `ANSWER TO: ${lastUserText(req).replace(/^\[\w+\] /, "")}` };
+  const asked = lastUserText(req).replace(/^\[\w+\] /, "");
+  // A long answer keeps a stopping process connected, its turn in flight, for a few seconds.
+  if (asked === "take your time")
+    return { text: `ANSWER TO: ${asked}. ${"and so on ".repeat(30)}`, delayMs: 100 };
+  return { text: `ANSWER TO: ${asked}` };
 }
 
 /**
@@ -129,5 +133,33 @@ describe("kill -9 of the only Discord process before it stored a message", () =>
     expect(answerIn(unread.id)).toEqual(["ANSWER TO: second question"]);
     expect(questions("first question")).toBe(1);
     expect(questions("second question")).toBe(1);
+  }, 60_000);
+
+  it("answers after the restart a mention that came while the only process was stopping", async () => {
+    const first = await started();
+    const slow = discord.userMessage(discord.state.general, "take your time", { mentionsBot: true });
+    await waitUntil(() => questions("take your time") === 1, "the slow question to reach the model");
+    await sessionStored(1);
+    // A stopping process takes no new turn, but stays connected until its turns in flight are written.
+    first.child.kill("SIGTERM");
+    await new Promise((r) => setTimeout(r, 500));
+    const late = discord.userMessage(discord.state.general, "one more thing", { mentionsBot: true });
+    await first.exited;
+    running.splice(running.indexOf(first), 1);
+    expect(answerIn(slow.id).join("")).toContain("and so on and so on");
+    expect(questions("one more thing")).toBe(0);
+
+    const second = await started();
+    await waitUntil(
+      () => answerIn(late.id).includes("ANSWER TO: one more thing"),
+      "the answer to the mention sent while the process stopped",
+      30_000,
+    );
+    expect(second.stderr()).toContain("reading the messages a stopped process received");
+    expect(await ledgerAfter(env)).toEqual([]);
+    await new Promise((r) => setTimeout(r, 1_000));
+    expect(answerIn(late.id)).toEqual(["ANSWER TO: one more thing"]);
+    expect(questions("one more thing")).toBe(1);
+    expect(questions("take your time")).toBe(1);
   }, 60_000);
 });

@@ -13,13 +13,14 @@ interface PacketHandling {
  * each orphan's backlog goes through discord.js's own handling of a dispatch, so that a
  * replayed message is a `messageCreate` like a live one, and one the live session brought
  * already (discord.js keeps the message) is passed over. `began`: a handler took the
- * message; any other is settled at once.
+ * message; any other is settled at once. Once the process no longer `accepting`s work, the
+ * rest stays pending, for the session's next process.
  */
 export async function replayOrphans(
   client: Client,
   sessions: GatewaySessions,
   token: string,
-  began: (messageId: string) => boolean,
+  taken: { began: (messageId: string) => boolean; accepting: () => boolean },
 ): Promise<void> {
   for (const session of await sessions.orphans()) {
     const backlog = await readBacklog(session, token);
@@ -50,8 +51,9 @@ export async function replayOrphans(
       // A thread opened while no process was connected is not in the cache: discord.js would drop its message.
       if (guild && !client.channels.cache.has(channel))
         await client.channels.fetch(channel).catch(() => null);
+      if (!taken.accepting()) return;
       manager.handlePacket(packet, shard);
-      if (!began(packet.d.id)) sessions.settled(packet.d.id);
+      if (!taken.began(packet.d.id)) sessions.settled(packet.d.id);
     }
   }
 }

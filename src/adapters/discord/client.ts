@@ -111,3 +111,23 @@ export function inviteUrl(applicationId: string): string {
   });
   return `https://discord.com/oauth2/authorize?${params.toString()}`;
 }
+
+/** The private part of discord.js's gateway manager: its flag, and the @discordjs/ws manager under it. */
+interface GatewayInternals {
+  destroyed: boolean;
+  _ws?: { destroy(options: { code: number; reason: string }): Promise<void> } | null;
+}
+
+/**
+ * Shuts the client's gateway sockets as a dropped connection would (4000), not as a log-out:
+ * Discord then keeps each session, and what it sent after the last event read, for the
+ * process that resumes it. discord.js's own destroy closes with 1000, which ends them; it
+ * passes over sockets shut here, as its flag says they are (two closes of one socket at
+ * once leave one of them waiting for ever).
+ */
+export async function closeResumably(client: Client): Promise<void> {
+  const manager = client.ws as unknown as GatewayInternals;
+  if (manager.destroyed || !manager._ws) return;
+  manager.destroyed = true;
+  await manager._ws.destroy({ code: 4000, reason: "Switchboard is stopping" });
+}

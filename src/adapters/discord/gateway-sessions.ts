@@ -23,6 +23,8 @@ interface Tracked {
   reading: boolean;
   /** Its record is gone or going: a round of saving already under way must not write it back. */
   retired?: boolean;
+  /** The bot's user id, from READY. */
+  self?: string;
 }
 
 /** The gateway sessions kept in the store, of live processes and stopped ones alike. */
@@ -68,7 +70,12 @@ export class GatewaySessions {
   dispatched(shardId: number, packet: { t?: string | null; s?: number | null; d?: unknown }): void {
     if (typeof packet.s !== "number") return;
     if (packet.t === "READY") {
-      const d = packet.d as { session_id: string; resume_gateway_url: string; shard?: [number, number] };
+      const d = packet.d as {
+        session_id: string;
+        resume_gateway_url: string;
+        shard?: [number, number];
+        user?: { id?: string };
+      };
       const old = this.live.get(shardId);
       // A new session: Discord no longer resumes the old one, so its record is of no use.
       if (old)
@@ -86,6 +93,7 @@ export class GatewaySessions {
         pending: new Map(),
         adopted: false,
         reading: false,
+        ...(d.user?.id ? { self: d.user.id } : {}),
       });
       void this.save();
       return;
@@ -93,8 +101,11 @@ export class GatewaySessions {
     const tracked = this.live.get(shardId);
     if (!tracked) return;
     tracked.session.sequence = Math.max(tracked.session.sequence, packet.s);
-    const id = (packet.d as { id?: unknown } | null)?.id;
-    if (packet.t === "MESSAGE_CREATE" && typeof id === "string") tracked.pending.set(id, packet.s);
+    if (packet.t !== "MESSAGE_CREATE") return;
+    const d = packet.d as { id?: unknown; author?: { id?: unknown } } | null;
+    // The bot's own posts ask nothing of it: none is worth a replay.
+    const own = tracked.self !== undefined && d?.author?.id === tracked.self;
+    if (typeof d?.id === "string" && !own) tracked.pending.set(d.id, packet.s);
   }
 
   /** The message is stored, answered or not for the bot: no restart needs it again. */
@@ -112,7 +123,8 @@ export class GatewaySessions {
     const ours = new Set([...this.live.values(), ...this.adopted.values()].map((t) => t.session.sessionId));
     const found: StoredSession[] = [];
     for (const id of await this.state.listMembers(LIST)) {
-      if (ours.has(id)) continue;
+      // A read first: every process looks at every other's sessions every few seconds, and a write that fails is dearer.
+      if (ours.has(id) || (await this.state.lockHolder(lockKey(id)))) continue;
       const lease = await this.state.acquireLock(lockKey(id), LOCK_TTL_MS);
       if (!lease) continue;
       const session = await this.state.get<StoredSession>(recordKey(id));
@@ -151,17 +163,48 @@ export class GatewaySessions {
     if (tracked) await this.retire(tracked);
   }
 
-  /** This process closes its sessions (a normal close ends them on Discord): nothing to resume. */
+  /**
+   * This process stops, its sockets closed so that Discord keeps the sessions resumable. A
+   * session whose every message is settled goes from the store; one that still holds
+   * messages (they came while the process stopped, or its replay was cut short) is left
+   * at its resume point, unlocked, for the next process to adopt at once.
+   */
   async close(): Promise<void> {
     this.closed = true;
     clearInterval(this.timer);
     await this.saving;
     for (const t of [...this.live.values(), ...this.adopted.values()]) {
-      // A record left behind costs the next process one refused RESUME, no message: never a failed stop.
+      // An orphan whose replay was never read is as unanswered as its process left it.
+      if (t.pending.size > 0 || t.reading) {
+        await this.handOver(t).catch((err: unknown) =>
+          log.warn(
+            { err, pending: t.pending.size },
+            "could not leave an unanswered Discord gateway session to the next process; messages it received while stopping may go unanswered",
+          ),
+        );
+        continue;
+      }
+      // A record left behind costs the next process one RESUME, no message: never a failed stop.
       await this.retire(t).catch((err: unknown) =>
         log.debug({ err }, "could not remove a closed Discord gateway session from the store"),
       );
     }
+  }
+
+  /** The session's record at its resume point, its lock released: the next process reads it. */
+  private async handOver(t: Tracked): Promise<void> {
+    const id = t.session.sessionId;
+    t.retired = true;
+    const lease = await this.heldLease(t);
+    // Another process holds it (it adopted the session while this one stalled): theirs now.
+    if (!lease) return;
+    await this.state.setIfHolding(lease, recordKey(id), { ...t.session, sequence: resumePoint(t) });
+    await this.state.listAdd(LIST, id);
+    await this.state.releaseLock(lease);
+    log.info(
+      { session: id.slice(0, 8), shard: t.session.shardId, pending: t.pending.size },
+      "left the messages that came while stopping to the next Discord process",
+    );
   }
 
   /** Writes each session's resume point and renews its lock; one round at a time. */
@@ -208,13 +251,18 @@ export class GatewaySessions {
     t.retired = true;
     if (this.live.get(t.session.shardId) === t) this.live.delete(t.session.shardId);
     if (this.adopted.get(id) === t) this.adopted.delete(id);
-    const held = t.lease && (await this.state.extendLock(t.lease, LOCK_TTL_MS)) ? t.lease : undefined;
-    t.lease = undefined;
-    const lease = held ?? (await this.state.acquireLock(lockKey(id), LOCK_TTL_MS));
+    const lease = await this.heldLease(t);
     // Another process holds it (it adopted the session while this one stalled): theirs now.
     if (!lease) return;
     await this.state.deleteIfHolding(lease, recordKey(id));
     await this.state.listRemove(LIST, id);
     await this.state.releaseLock(lease);
+  }
+
+  /** The session's lock, still this process's or free and taken now; none when another process took it. */
+  private async heldLease(t: Tracked): Promise<Lease | undefined> {
+    const held = t.lease && (await this.state.extendLock(t.lease, LOCK_TTL_MS)) ? t.lease : undefined;
+    t.lease = undefined;
+    return held ?? (await this.state.acquireLock(lockKey(t.session.sessionId), LOCK_TTL_MS));
   }
 }

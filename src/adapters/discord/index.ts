@@ -10,7 +10,7 @@ import { MessageGoneError } from "../../runtime/message-ops.js";
 import { SharedBudgets } from "../../runtime/scheduler/shared-budgets.js";
 import { WriteScheduler } from "../../runtime/scheduler/write-scheduler.js";
 import { replayOrphans } from "./backlog-replay.js";
-import { closedForGood, createClient, inviteUrl } from "./client.js";
+import { closedForGood, closeResumably, createClient, inviteUrl } from "./client.js";
 import { onInteraction, registerCommands } from "./commands.js";
 import { channelOfKey, DiscordContext } from "./context.js";
 import { onMessage } from "./events.js";
@@ -59,12 +59,17 @@ export class DiscordAdapter implements Adapter {
       this.sessions.dispatched(shard, packet),
     );
     this.client.on(Events.MessageCreate, (m) => {
-      const settle = () => {
-        this.handling.delete(m.id);
-        this.sessions.settled(m.id);
-      };
+      // Left pending: the session stays resumable at a point before it, for the next process to answer.
+      if (!this.accepting) return;
       this.handling.add(m.id);
-      if (!this.track(() => onMessage(this.ctx, m), "message", settle)) settle();
+      this.track(
+        () => onMessage(this.ctx, m),
+        "message",
+        () => {
+          this.handling.delete(m.id);
+          this.sessions.settled(m.id);
+        },
+      );
     });
     this.client.on(Events.InteractionCreate, (i) =>
       this.track(() => onInteraction(this.ctx, i), "interaction"),
@@ -72,7 +77,10 @@ export class DiscordAdapter implements Adapter {
     this.client.on(Events.ShardResume, (id, replayed) =>
       log.info({ shard: id, replayed }, "Discord gateway resumed"),
     );
-    this.client.on(Events.ShardReconnecting, (id) => log.warn({ shard: id }, "Discord gateway reconnecting"));
+    this.client.on(Events.ShardReconnecting, (id) => {
+      // Stopping, the sockets are shut on purpose: nothing reconnects.
+      if (this.accepting) log.warn({ shard: id }, "Discord gateway reconnecting");
+    });
     this.client.on(Events.ShardError, (err, id) => log.warn({ err, shard: id }, "Discord gateway error"));
     this.client.on(Events.ShardDisconnect, ({ code }, id) =>
       log.error({ shard: id, code }, closedForGood(code)),
@@ -123,8 +131,9 @@ export class DiscordAdapter implements Adapter {
 
   private async closeAll(): Promise<void> {
     await this.replaying;
+    // What came while stopping is known only once the sockets are shut, so they are shut resumably first.
+    await closeResumably(this.client);
     await this.client.destroy();
-    // Closed normally, the sessions end on Discord: nothing is left to resume.
     await this.sessions.close();
     await this.budgets.close();
   }
@@ -132,7 +141,8 @@ export class DiscordAdapter implements Adapter {
   private replayOrphans(): void {
     const token = this.deps.secrets.discordToken;
     if (this.replaying || !this.accepting || !token) return;
-    this.replaying = replayOrphans(this.client, this.sessions, token, (id) => this.handling.has(id))
+    const taken = { began: (id: string) => this.handling.has(id), accepting: () => this.accepting };
+    this.replaying = replayOrphans(this.client, this.sessions, token, taken)
       .catch((err: unknown) => log.warn({ err }, "could not read the gateway sessions of stopped processes"))
       .finally(() => {
         this.replaying = undefined;
@@ -207,9 +217,9 @@ export class DiscordAdapter implements Adapter {
     return new DiscordReply(place, this.ctx.replyOptions(), address);
   }
 
-  /** False when the adapter no longer takes work (it is stopping): `run` was not run. */
-  private track(run: () => Promise<void>, what: string, done?: () => void): boolean {
-    if (!this.accepting) return false;
+  /** Runs `run` unless the adapter no longer takes work (it is stopping). */
+  private track(run: () => Promise<void>, what: string, done?: () => void): void {
+    if (!this.accepting) return;
     const p = run()
       .catch((err: unknown) => log.error({ err }, `Discord ${what} not handled`))
       .finally(() => {
@@ -217,7 +227,6 @@ export class DiscordAdapter implements Adapter {
         done?.();
       });
     this.inFlight.add(p);
-    return true;
   }
 }
 
