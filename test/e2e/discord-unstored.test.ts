@@ -1,6 +1,7 @@
 import { rmSync } from "node:fs";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { storedGatewaySessions } from "../../src/adapters/discord/gateway-sessions.js";
+import { RESTARTING } from "../../src/adapters/discord/stopping-interactions.js";
 import { openStore } from "../../src/store/index.js";
 import { createState } from "../../src/store/state.js";
 import { DiscordEmulator } from "../emulators/discord/index.js";
@@ -144,10 +145,19 @@ describe("kill -9 of the only Discord process before it stored a message", () =>
     first.child.kill("SIGTERM");
     await new Promise((r) => setTimeout(r, 500));
     const late = discord.userMessage(discord.state.general, "one more thing", { mentionsBot: true });
+    // Discord waits 3 s for a command's answer and never sends it again: the person is told to retry.
+    const command = discord.slash(
+      "ask",
+      { question: "and now?" },
+      discord.state.general,
+      discord.state.alice.id,
+    );
     await first.exited;
     running.splice(running.indexOf(first), 1);
     expect(answerIn(slow.id).join("")).toContain("and so on and so on");
     expect(questions("one more thing")).toBe(0);
+    expect(command.callbacks).toEqual([4]);
+    expect(discord.state.findMessage(command.originalId ?? "")?.content).toBe(RESTARTING);
 
     const second = await started();
     await waitUntil(

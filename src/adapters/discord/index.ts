@@ -18,6 +18,7 @@ import { discordFile } from "./files.js";
 import { GatewaySessions } from "./gateway-sessions.js";
 import { channelPlaceById } from "./places.js";
 import { DiscordReply } from "./reply.js";
+import { tellRestarting } from "./stopping-interactions.js";
 import { refusalForOperators } from "./unwritable.js";
 import { discordWritePolicy } from "./write-policy.js";
 
@@ -38,6 +39,8 @@ export class DiscordAdapter implements Adapter {
   private readonly budgets: SharedBudgets;
   /** This process's gateway sessions in the store, and the stopped processes' it adopts. */
   private readonly sessions: GatewaySessions;
+  /** Interactions that came while stopping, being told so: the client stays up until they are. */
+  private readonly telling = new Set<Promise<void>>();
   /** Messages whose handler is under way, by id. */
   private readonly handling = new Set<string>();
   private orphanWatch?: NodeJS.Timeout;
@@ -71,9 +74,16 @@ export class DiscordAdapter implements Adapter {
         },
       );
     });
-    this.client.on(Events.InteractionCreate, (i) =>
-      this.track(() => onInteraction(this.ctx, i), "interaction"),
-    );
+    this.client.on(Events.InteractionCreate, (i) => {
+      if (this.accepting) {
+        this.track(() => onInteraction(this.ctx, i), "interaction");
+        return;
+      }
+      const told = tellRestarting(i, deps.runner)
+        .catch((err: unknown) => log.debug({ err }, "a stopping process's note not shown"))
+        .finally(() => this.telling.delete(told));
+      this.telling.add(told);
+    });
     this.client.on(Events.ShardResume, (id, replayed) =>
       log.info({ shard: id, replayed }, "Discord gateway resumed"),
     );
@@ -131,6 +141,7 @@ export class DiscordAdapter implements Adapter {
 
   private async closeAll(): Promise<void> {
     await this.replaying;
+    await Promise.allSettled([...this.telling]);
     // What came while stopping is known only once the sockets are shut, so they are shut resumably first.
     await closeResumably(this.client);
     await this.client.destroy();
