@@ -116,4 +116,28 @@ describeEachStore("Discord gateway sessions kept on %s", (kind) => {
     await b.save();
     expect(await storedGatewaySessions(state)).toEqual([]);
   });
+
+  it("hands an orphan back from its first unsettled replayed message when stopped amid the replay", async () => {
+    const [a, b] = await processes();
+    a.dispatched(0, ready("sess-a", 1));
+    a.dispatched(0, message("m2", 2));
+    await a.save();
+    await a.close();
+    await b.orphans();
+    b.adopt(
+      "sess-a",
+      [
+        { id: "m2", s: 2 },
+        { id: "m3", s: 3 },
+        { id: "m4", s: 4 },
+      ],
+      4,
+    );
+    b.settled("m2");
+    b.settled("m4");
+    await b.close();
+    const c = new GatewaySessions(createState(await stores.open()));
+    open.push(c);
+    expect((await c.orphans()).map((s) => [s.sessionId, s.sequence])).toEqual([["sess-a", 2]]);
+  });
 });
