@@ -80,6 +80,21 @@ describe("kill -9 of the only Discord process before it stored a message", () =>
     }
   }
 
+  /** A process started now answers the mention `id`, which the stopped one had received: once, from Discord's replay. */
+  async function answeredOnceByTheNext(id: string, question: string): Promise<void> {
+    const next = await started();
+    await waitUntil(
+      () => answerIn(id).includes(`ANSWER TO: ${question}`),
+      `the answer to "${question}", which the stopped process had received`,
+      30_000,
+    );
+    expect(next.stderr()).toContain("reading the messages a stopped process received");
+    expect(await ledgerAfter(env)).toEqual([]);
+    await new Promise((r) => setTimeout(r, 1_000));
+    expect(answerIn(id)).toEqual([`ANSWER TO: ${question}`]);
+    expect(questions(question)).toBe(1);
+  }
+
   async function killedFrozen(bot: Running): Promise<void> {
     bot.child.kill("SIGKILL");
     await bot.exited;
@@ -95,17 +110,7 @@ describe("kill -9 of the only Discord process before it stored a message", () =>
     await killedFrozen(first);
     expect(questions("are you still there?")).toBe(0);
 
-    const second = await started();
-    await waitUntil(
-      () => answerIn(asked.id).includes("ANSWER TO: are you still there?"),
-      "the answer to the mention sent to the killed process",
-      30_000,
-    );
-    expect(second.stderr()).toContain("reading the messages a stopped process received");
-    expect(await ledgerAfter(env)).toEqual([]);
-    await new Promise((r) => setTimeout(r, 1_000));
-    expect(answerIn(asked.id)).toEqual(["ANSWER TO: are you still there?"]);
-    expect(questions("are you still there?")).toBe(1);
+    await answeredOnceByTheNext(asked.id, "are you still there?");
   }, 60_000);
 
   it("answers a replayed message it had answered already no second time, and the one it had not once", async () => {
@@ -159,17 +164,7 @@ describe("kill -9 of the only Discord process before it stored a message", () =>
     expect(command.callbacks).toEqual([4]);
     expect(discord.state.findMessage(command.originalId ?? "")?.content).toBe(RESTARTING);
 
-    const second = await started();
-    await waitUntil(
-      () => answerIn(late.id).includes("ANSWER TO: one more thing"),
-      "the answer to the mention sent while the process stopped",
-      30_000,
-    );
-    expect(second.stderr()).toContain("reading the messages a stopped process received");
-    expect(await ledgerAfter(env)).toEqual([]);
-    await new Promise((r) => setTimeout(r, 1_000));
-    expect(answerIn(late.id)).toEqual(["ANSWER TO: one more thing"]);
-    expect(questions("one more thing")).toBe(1);
+    await answeredOnceByTheNext(late.id, "one more thing");
     expect(questions("take your time")).toBe(1);
   }, 60_000);
 });

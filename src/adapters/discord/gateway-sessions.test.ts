@@ -36,6 +36,21 @@ describeEachStore("Discord gateway sessions kept on %s", (kind) => {
     return [a, b];
   }
 
+  /** A process started later on the same store. */
+  async function another(): Promise<GatewaySessions> {
+    const c = new GatewaySessions(createState(await stores.open()));
+    open.push(c);
+    return c;
+  }
+
+  /** The process received sess-a's message m2 (sequence 2), saved, and stopped before settling it. */
+  async function stoppedUnsettled(a: GatewaySessions): Promise<void> {
+    a.dispatched(0, ready("sess-a", 1));
+    a.dispatched(0, message("m2", 2));
+    await a.save();
+    await a.close();
+  }
+
   it("stores a resume point that never passes a message not yet settled", async () => {
     const [a] = await processes();
     a.dispatched(0, ready("sess-a", 1));
@@ -90,24 +105,17 @@ describeEachStore("Discord gateway sessions kept on %s", (kind) => {
 
   it("hands an orphan it adopted and never read back as it found it", async () => {
     const [a, b] = await processes();
-    a.dispatched(0, ready("sess-a", 1));
-    a.dispatched(0, message("m2", 2));
-    await a.save();
-    await a.close();
+    await stoppedUnsettled(a);
     expect((await b.orphans()).map((s) => s.sessionId)).toEqual(["sess-a"]);
     // Stopped before its replay was read.
     await b.close();
-    const c = new GatewaySessions(createState(await stores.open()));
-    open.push(c);
+    const c = await another();
     expect((await c.orphans()).map((s) => [s.sessionId, s.sequence])).toEqual([["sess-a", 1]]);
   });
 
   it("retires an adopted orphan once its replayed messages are settled", async () => {
     const [a, b] = await processes();
-    a.dispatched(0, ready("sess-a", 1));
-    a.dispatched(0, message("m2", 2));
-    await a.save();
-    await a.close();
+    await stoppedUnsettled(a);
     await b.orphans();
     b.adopt("sess-a", [{ id: "m2", s: 2 }], 2);
     await b.save();
@@ -119,10 +127,7 @@ describeEachStore("Discord gateway sessions kept on %s", (kind) => {
 
   it("hands an orphan back from its first unsettled replayed message when stopped amid the replay", async () => {
     const [a, b] = await processes();
-    a.dispatched(0, ready("sess-a", 1));
-    a.dispatched(0, message("m2", 2));
-    await a.save();
-    await a.close();
+    await stoppedUnsettled(a);
     await b.orphans();
     b.adopt(
       "sess-a",
@@ -136,8 +141,7 @@ describeEachStore("Discord gateway sessions kept on %s", (kind) => {
     b.settled("m2");
     b.settled("m4");
     await b.close();
-    const c = new GatewaySessions(createState(await stores.open()));
-    open.push(c);
+    const c = await another();
     expect((await c.orphans()).map((s) => [s.sessionId, s.sequence])).toEqual([["sess-a", 2]]);
   });
 });
