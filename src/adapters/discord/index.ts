@@ -1,4 +1,5 @@
 import { once } from "node:events";
+import { setTimeout as sleep } from "node:timers/promises";
 import { type Client, DiscordAPIError, Events, RESTJSONErrorCodes, Status } from "discord.js";
 import { SwitchboardError } from "../../core/errors.js";
 import type { InboundFile, StoredFile } from "../../core/inbound.js";
@@ -25,6 +26,8 @@ import { discordWritePolicy } from "./write-policy.js";
 export { BOT_PERMISSIONS, inviteUrl } from "./client.js";
 export { commandDefinitions } from "./commands.js";
 
+/** How long the app waits, after its drain, for the client's deferred close. */
+const CLOSE_WAIT_MS = 5_000;
 /** How often the store is read for the gateway sessions of processes that stopped. */
 const ORPHAN_WATCH_MS = 2_000;
 
@@ -44,6 +47,8 @@ export class DiscordAdapter implements Adapter {
   /** Messages whose handler is under way, by id. */
   private readonly handling = new Set<string>();
   private orphanWatch?: NodeJS.Timeout;
+  /** The client's close, once `stop` began it. */
+  private closing?: Promise<void>;
   private replaying?: Promise<void>;
 
   constructor(private readonly deps: AdapterDeps) {
@@ -130,13 +135,29 @@ export class DiscordAdapter implements Adapter {
     this.accepting = false;
     clearInterval(this.orphanWatch);
     if (this.inFlight.size === 0) {
-      await this.closeAll();
+      this.closing ??= this.closeAll();
+      await this.closing;
       return;
     }
     // Turns in flight still write through REST: close once they are done.
-    void Promise.allSettled([...this.inFlight])
-      .then(() => this.closeAll())
-      .catch((err: unknown) => log.warn({ err }, "the Discord client did not close cleanly"));
+    this.closing ??= Promise.allSettled([...this.inFlight]).then(() => this.closeAll());
+  }
+
+  /**
+   * After the runtime's drain, before the store closes and the process exits: the client's
+   * close, deferred behind the turns in flight, is waited for, so that the gateway sessions
+   * are left to the next process and the write budgets given back. Its turns are drained
+   * by then; a close that still hangs is left behind after a few seconds.
+   */
+  async close(): Promise<void> {
+    const closed = this.closing?.catch((err: unknown) =>
+      log.warn({ err }, "the Discord client did not close cleanly"),
+    );
+    const late = sleep(CLOSE_WAIT_MS, "late", { ref: false });
+    if ((await Promise.race([closed, late])) === "late")
+      log.warn(
+        "the Discord client had not closed a few seconds after the turns were drained; exiting without it",
+      );
   }
 
   private async closeAll(): Promise<void> {
