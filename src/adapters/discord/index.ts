@@ -37,13 +37,11 @@ export class DiscordAdapter implements Adapter {
   readonly client: Client;
   private readonly ctx: DiscordContext;
   private accepting = false;
-  /** Turns handed to the runner and not finished: the client stays up until they are written. */
+  /** Turns handed to the runner and not finished, and stopping notes not yet told: the client stays up until they are written. */
   private readonly inFlight = new Set<Promise<void>>();
   private readonly budgets: SharedBudgets;
   /** This process's gateway sessions in the store, and the stopped processes' it adopts. */
   private readonly sessions: GatewaySessions;
-  /** Interactions that came while stopping, being told so: the client stays up until they are. */
-  private readonly telling = new Set<Promise<void>>();
   /** Messages whose handler is under way, by id. */
   private readonly handling = new Set<string>();
   private orphanWatch?: NodeJS.Timeout;
@@ -79,16 +77,12 @@ export class DiscordAdapter implements Adapter {
         },
       );
     });
-    this.client.on(Events.InteractionCreate, (i) => {
-      if (this.accepting) {
-        this.track(() => onInteraction(this.ctx, i), "interaction");
-        return;
-      }
-      const told = tellRestarting(i, deps.runner)
-        .catch((err: unknown) => log.debug({ err }, "a stopping process's note not shown"))
-        .finally(() => this.telling.delete(told));
-      this.telling.add(told);
-    });
+    this.client.on(Events.InteractionCreate, (i) =>
+      this.track(
+        () => (this.accepting ? onInteraction(this.ctx, i) : tellRestarting(i, deps.runner)),
+        "interaction",
+      ),
+    );
     this.client.on(Events.ShardResume, (id, replayed) =>
       log.info({ shard: id, replayed }, "Discord gateway resumed"),
     );
@@ -134,13 +128,9 @@ export class DiscordAdapter implements Adapter {
   async stop(): Promise<void> {
     this.accepting = false;
     clearInterval(this.orphanWatch);
-    if (this.inFlight.size === 0) {
-      this.closing ??= this.closeAll();
-      await this.closing;
-      return;
-    }
     // Turns in flight still write through REST: close once they are done.
     this.closing ??= Promise.allSettled([...this.inFlight]).then(() => this.closeAll());
+    if (this.inFlight.size === 0) await this.closing;
   }
 
   /**
@@ -162,7 +152,8 @@ export class DiscordAdapter implements Adapter {
 
   private async closeAll(): Promise<void> {
     await this.replaying;
-    await Promise.allSettled([...this.telling]);
+    // What came since the stop began: interactions being told to retry.
+    await Promise.allSettled([...this.inFlight]);
     // What came while stopping is known only once the sockets are shut, so they are shut resumably first.
     await closeResumably(this.client);
     await this.client.destroy();
@@ -249,9 +240,8 @@ export class DiscordAdapter implements Adapter {
     return new DiscordReply(place, this.ctx.replyOptions(), address);
   }
 
-  /** Runs `run` unless the adapter no longer takes work (it is stopping). */
+  /** Runs `run`, the client kept up until it is done. */
   private track(run: () => Promise<void>, what: string, done?: () => void): void {
-    if (!this.accepting) return;
     const p = run()
       .catch((err: unknown) => log.error({ err }, `Discord ${what} not handled`))
       .finally(() => {

@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { type Interaction, MessageFlags } from "discord.js";
+import { log } from "../../log.js";
 import type { TurnRunner } from "../../runtime/contract.js";
 
 /** What a person is told who used a command or a button as the only process taking it stopped. */
@@ -24,5 +25,7 @@ export async function tellRestarting(
   // The claim commands are taken by (commands.ts): a replica that took it answers the command.
   if (interaction.isChatInputCommand() && !(await runner.firstSight(`discord:i:${interaction.id}`))) return;
   // Refused when a replica acknowledged it first, or once Discord's 3 s are over: nothing to tell then.
-  await interaction.reply({ content: RESTARTING, flags: MessageFlags.Ephemeral });
+  await interaction
+    .reply({ content: RESTARTING, flags: MessageFlags.Ephemeral })
+    .catch((err: unknown) => log.debug({ err, id: interaction.id }, "a stopping process's note not shown"));
 }
