@@ -145,6 +145,32 @@ describe("taking over a turn whose process died", () => {
     await other.close();
   });
 
+  it("a store that cannot say whether a turn's process beats leaves the turn for the next round, at start and in the watch", async () => {
+    const provider = new ScriptedProvider([say("never")]);
+    const lock = createThreadLock(store);
+    const { dispatcher } = setup(provider, { lock });
+    const other = createThreadLock(store);
+    await other.others();
+    await leftBy(other.owner);
+    const alive = vi.spyOn(lock, "alive").mockRejectedValue(new Error("connection reset"));
+    const unhandled: unknown[] = [];
+    const note = (err: unknown) => void unhandled.push(err);
+    process.on("unhandledRejection", note);
+    try {
+      expect(await dispatcher.recoverInterrupted([fakeSlack().adapter])).toBe(0);
+      const asked = alive.mock.calls.length;
+      await vi.waitFor(() => expect(alive.mock.calls.length).toBeGreaterThan(asked), { timeout: 5_000 });
+      await new Promise((r) => setTimeout(r, 50));
+      expect(unhandled).toEqual([]);
+      expect(provider.requests).toHaveLength(0);
+      expect(await ledger.pending()).toHaveLength(1);
+    } finally {
+      process.off("unhandledRejection", note);
+      alive.mockRestore();
+      await other.close();
+    }
+  });
+
   // Resumed by its own process each time its work stalled the process past the heartbeat, it would never end.
   it.each([
     [`taken over ${MAX_TAKEOVERS} times`, { takeovers: MAX_TAKEOVERS }],

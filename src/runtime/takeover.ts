@@ -231,7 +231,14 @@ export class Takeovers {
   /** Takes an orphaned turn over, once per process; `done` when it is finished (undefined: not taken). */
   private async claim(record: TurnRecord): Promise<{ done: Promise<void> } | undefined> {
     const key = record.key;
-    if (this.claimed.has(key) || !(await this.orphaned(record))) return undefined;
+    if (this.claimed.has(key)) return undefined;
+    // A store that cannot say whether the owner beats leaves the turn for the next round;
+    // thrown from the watch's timer, the failure would end the process.
+    const nobodys = await this.orphaned(record).catch((err: unknown) => {
+      log.debug({ err, key }, "could not tell whether a pending turn's process is alive");
+      return false;
+    });
+    if (!nobodys) return undefined;
     const work = this.once(key, async (under) => {
       const now = await this.deps.ledger.get(key);
       // Read again under the lock: another process may have finished or taken it meanwhile.
