@@ -120,6 +120,22 @@ describe("what Discord's answers teach the scheduler", () => {
     expect(s.waitFor([GLOBAL], "final")).toBe(0);
   });
 
+  it("pauses nothing of the bot's for a route's own 429 where the route has no bucket but the global one", async () => {
+    const s = scheduler();
+    for (const [method, url] of [
+      ["GET", "https://discord.com/api/v10/channels/111111111/messages?limit=50"],
+      ["POST", "https://discord.com/api/v10/users/@me/channels"],
+      ["PUT", "https://discord.com/api/v10/applications/1/commands"],
+    ] as const) {
+      const route = discordRoute(method, url);
+      expect(route.buckets).toEqual([GLOBAL]);
+      const limited = json({ retry_after: 30, global: false }, 429, { "x-ratelimit-reset-after": "30" });
+      expect(await learnFrom(s, route, limited)).toEqual({ bucket: undefined, waitMs: 30_000 });
+    }
+    expect(s.waitFor([GLOBAL], "final")).toBe(0);
+    expect(s.waitFor(["discord:channel:111111111", GLOBAL], "final")).toBe(0);
+  });
+
   it("pauses the whole bot for a global 429, said in the body alone", async () => {
     const s = scheduler();
     expect(await learnFrom(s, post, json({ retry_after: 0.8, global: true }, 429))).toEqual({

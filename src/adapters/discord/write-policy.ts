@@ -93,7 +93,8 @@ const headerMs = (res: Response, name: string): number | undefined => {
 /**
  * What a response teaches about the budgets: a bucket with nothing remaining is paused
  * until it resets; a 429 pauses the bucket it names (the whole bot for a global one), or,
- * when it comes without rate-limit headers, the call's narrowest bucket for Retry-After.
+ * when it comes without rate-limit headers, the call's narrowest bucket for Retry-After
+ * (none for a route that has only the global one).
  * A 429 is returned as what it paused, and for how long.
  */
 export async function learnFrom(
@@ -119,7 +120,10 @@ export async function learnFrom(
     (typeof body.retry_after === "number" ? body.retry_after * 1000 : undefined) ??
     headerMs(res, "retry-after") ??
     1_000;
-  const bucket = global ? GLOBAL : narrow;
+  // A route the bot keeps no bucket of its own for (reads, DM opens, command registration)
+  // is waited out by discord.js's queue for that route alone: pausing the bot's global
+  // bucket for it would stop every answer's writes, on every replica that shares budgets.
+  const bucket = global ? GLOBAL : narrow === GLOBAL ? undefined : narrow;
   if (bucket) scheduler.pause(bucket, wait);
   log.debug({ bucket, waitMs: wait }, "discord rate limit: bucket paused");
   return { bucket, waitMs: wait };
