@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { waitFor } from "../../../test/emulators/discord/index.js";
 import { adapterState } from "../../../test/support/adapter-state.js";
 import { untilQuiet } from "../../../test/support/quiet.js";
@@ -136,5 +136,19 @@ describe("Discord adapter: a reply to an answer written in the channel", () => {
     const follow = h.emulator.userMessage(s.general, "thanks", { carries: { replyTo: added.id } });
     await answerTo(h, s.general, follow.id, "Still the same conversation.");
     expect(runner.inbounds.map((i) => i.key)).toEqual([key, key]);
+  });
+
+  it("fetches a rebuilt reply's channel again after a fetch that failed, and writes the answer", async () => {
+    h = await startHarness({ runner: new ScriptedRunner(answer("unused")) });
+    const s = h.emulator.state;
+    const key = `discord:${s.guildId}:${s.general}`;
+    const fetch = vi
+      .spyOn(h.adapter.client.channels, "fetch")
+      .mockRejectedValueOnce(new Error("read ECONNRESET"));
+    const sink = h.adapter.replyFor(key, { messages: [], channel: s.general }).stream();
+    sink.write("Written after a reset.");
+    await sink.finish();
+    expect(fetch.mock.calls.length).toBeGreaterThan(1);
+    expect(h.emulator.botMessages(s.general).map((m) => m.content)).toContain("Written after a reset.");
   });
 });

@@ -223,11 +223,20 @@ export function channelAnswerPlace(channel: SendableChannels, question: string, 
  */
 export function channelPlaceById(client: Client, id: string, posted?: Posted): Place {
   let channel: Promise<WritableChannel> | undefined;
-  const get = () =>
-    (channel ??= client.channels.fetch(id).then((c) => {
+  const get = () => {
+    if (channel) return channel;
+    const fetching = client.channels.fetch(id).then((c) => {
       if (!c?.isSendable()) throw new Error(`Discord channel ${id} cannot be written to`);
       return c;
-    }));
+    });
+    // Kept, one reset (the client makes no retries of its own) would fail every later
+    // write of the reply, and each retry of the writer's, with the same error.
+    fetching.catch(() => {
+      if (channel === fetching) channel = undefined;
+    });
+    channel = fetching;
+    return fetching;
+  };
   return {
     ops: channelOps(get, id, posted ? { posted } : {}),
     channel: id,
