@@ -5,7 +5,7 @@ import type { ModelEvent } from "./provider.js";
 
 const emulator = useLlmEmulator();
 
-const tools = ["weather__get", "search__find"].map((name) => ({
+const tools = ["weather__get", "search__find", "fs__read_file"].map((name) => ({
   name,
   description: name,
   inputSchema: { type: "object" },
@@ -42,6 +42,30 @@ describe("the OpenAI provider's streamed tool calls", () => {
         ["weather__get", { city: "Paris", days: 3 }],
         ["search__find", { q: "umbrellas" }],
       ]);
+    },
+  );
+
+  it.each([
+    ["whole", 100],
+    ["in pieces", 4],
+  ])(
+    "keeps apart parallel calls that all have index 0, as Ollama sends them, with arguments %s",
+    async (_, chunkSize) => {
+      emulator().enqueue({
+        toolCalls: [
+          { id: "call_a", name: "fs__read_file", arguments: { path: "a" } },
+          { id: "call_b", name: "fs__read_file", arguments: { path: "b" } },
+        ],
+        chunkSize,
+        callIndexes: "zero",
+      });
+      const out = await events();
+      const calls = out.flatMap((e) => (e.type === "tool_call" ? [e.call] : []));
+      expect(calls).toEqual([
+        { id: "call_a", name: "fs__read_file", arguments: { path: "a" } },
+        { id: "call_b", name: "fs__read_file", arguments: { path: "b" } },
+      ]);
+      expect(out.at(-1)).toEqual({ type: "stop", reason: "tool_calls" });
     },
   );
 });

@@ -33,6 +33,12 @@ interface PartialCall {
   args: string;
 }
 
+/** The calls of one answer in the order they began, and the one last begun at each `index`. */
+interface PartialCalls {
+  all: PartialCall[];
+  byIndex: Map<number, PartialCall>;
+}
+
 export class OpenAIProvider implements Provider {
   readonly name = "openai" as const;
   private readonly client: OpenAI;
@@ -106,7 +112,7 @@ export class OpenAIProvider implements Provider {
     } catch (err) {
       throw toProviderError(err, ctx);
     }
-    const calls = new Map<number, PartialCall>();
+    const calls: PartialCalls = { all: [], byIndex: new Map() };
     let finish: ChatCompletionChunk.Choice["finish_reason"] = null;
     let usage: ModelEvent | undefined;
     let done = false;
@@ -143,10 +149,10 @@ export class OpenAIProvider implements Provider {
     }
     if (signal.aborted) throw abortedError(signal.reason);
     if (finish === null) throw new StreamInterrupted("the stream ended without a finish_reason");
-    const reason = stopWithCalls(stopReason(finish), calls.size);
+    const reason = stopWithCalls(stopReason(finish), calls.all.length);
     // Calls arrive one after another: only the last can be the one the limit cut.
-    const last = [...calls.values()].at(-1);
-    for (const call of calls.values()) {
+    const last = calls.all.at(-1);
+    for (const call of calls.all) {
       const cutOff = reason === "length" && call === last && unfinished(call.args);
       sink.emit({ type: "tool_call", call: finishCall(call), ...(cutOff ? { cutOff: true as const } : {}) });
     }
@@ -159,13 +165,17 @@ function describe(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
-function accumulate(calls: Map<number, PartialCall>, delta: ChatCompletionChunk.Choice.Delta.ToolCall): void {
+function accumulate(calls: PartialCalls, delta: ChatCompletionChunk.Choice.Delta.ToolCall): void {
   // Some compatible servers omit `index` and send each call whole; give those their own slot.
-  const index = delta.index ?? calls.size;
-  let call = calls.get(index);
-  if (!call) {
+  const index = delta.index ?? calls.all.length;
+  let call = calls.byIndex.get(index);
+  // Ollama gives every call of a parallel batch index 0 (ollama/ollama#15457): only the id
+  // tells its calls apart. A repeated id is the same call, as from servers that send it in
+  // every delta; the id-less deltas after it belong to the call it began.
+  if (!call || (delta.id && call.id && delta.id !== call.id)) {
     call = { id: "", name: "", args: "" };
-    calls.set(index, call);
+    calls.all.push(call);
+    calls.byIndex.set(index, call);
   }
   if (delta.id) call.id = delta.id;
   // OpenAI sends a name once, in the call's first delta; a server that streams it in pieces

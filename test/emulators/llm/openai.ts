@@ -167,7 +167,8 @@ export async function writeOpenAiReply(res: ServerResponse, req: RecordedRequest
   const make = chunker(req);
   await sse.send(make.delta({ role: "assistant", content: "", refusal: null }));
   await streamText(sse, make, plan.text, plan.chunkSize);
-  for (const [index, call] of plan.toolCalls.entries()) {
+  for (const [position, call] of plan.toolCalls.entries()) {
+    const index = plan.callIndexes === "zero" ? 0 : position;
     const names =
       plan.nameDeltas === "split" ? splitInto(call.name, Math.ceil(call.name.length / 3)) : [call.name];
     const head = { index, id: call.id, type: "function", function: { name: names[0], arguments: "" } };

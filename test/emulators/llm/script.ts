@@ -111,6 +111,7 @@ export function planReply(turn: ReplyTurn, req: RecordedRequest, idPrefix: "call
     chunkSize: turn.chunkSize ?? DEFAULT_CHUNK,
     delayMs: turn.delayMs ?? 0,
     nameDeltas: turn.nameDeltas ?? "first",
+    callIndexes: turn.callIndexes ?? "distinct",
     ...(truncated ? { truncated } : {}),
     ...(turn.contentFilter || turn.refusal ? { withheld: true as const } : {}),
   };

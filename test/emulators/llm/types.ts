@@ -15,6 +15,8 @@ export interface ReplyTurn {
   delayMs?: number;
   /** How an OpenAI stream sends each call's name (default "first"; see `NameDeltas`). */
   nameDeltas?: NameDeltas;
+  /** How an OpenAI stream numbers the calls' `index` (default "distinct"; see `CallIndexes`). */
+  callIndexes?: CallIndexes;
   /**
    * OpenAI only: the answer ends with finish_reason "content_filter", as when OpenAI's
    * filter withholds the rest of it (the text scripted, possibly none, is what came before).
@@ -30,6 +32,12 @@ export interface ReplyTurn {
  * every delta of the call, as NVIDIA NIM, some proxies and Gemini's compatible API do.
  */
 export type NameDeltas = "first" | "split" | "every";
+
+/**
+ * "distinct": 0, 1, 2… as OpenAI does; "zero": 0 for every call, each told apart only by the
+ * id in its first delta, as Ollama's OpenAI-compatible server does (ollama/ollama#15457).
+ */
+export type CallIndexes = "distinct" | "zero";
 
 /**
  * Tokens a response reports. `input` is every prompt token; `cached` (read from the prompt
@@ -117,6 +125,7 @@ export interface PlannedReply {
   chunkSize: number;
   delayMs: number;
   nameDeltas: NameDeltas;
+  callIndexes: CallIndexes;
   /** Cut at the request's output limit: it finishes with "length" / "max_tokens". */
   truncated?: boolean;
   /** Finishes with "content_filter" (OpenAI) or "refusal" (Anthropic) instead. */
