@@ -34,6 +34,7 @@ import { Takeovers, type Under } from "./takeover.js";
 import { runTurn, type TurnDeps, type TurnHooks, type TurnResult } from "./turn.js";
 import { payerOf, TurnAccounts, type WorkKind } from "./turn-accounts.js";
 import { TurnControls } from "./turn-controls.js";
+import { observed } from "./turn-log.js";
 import { WaitingKeeper } from "./waiting-keeper.js";
 import { type InFlight, WorkInFlight } from "./work-in-flight.js";
 
@@ -367,33 +368,26 @@ export class Dispatcher implements TurnRunner {
     if (signal.aborted) return this.refuse(inbound);
     const copy = await this.keeper.starting(inbound, under.lease);
     if (!copy) return;
-    observer?.turnStarted?.(inbound);
     // Its record's id, known before the record is written: a Stop another replica takes names it.
     const run = randomUUID();
     const place = { platform: inbound.platform, channel: inbound.channel };
     const turn: RunningTurn = { controller, run, asker: inbound.user, place };
     const payer = payerOf(inbound);
     if (await this.accounts.turnedAway(payer, inbound.reply)) return copy.recorded();
-    await this.answering.run(
-      "turn",
-      payer,
-      turn,
-      inbound.reply,
-      started,
-      (hooks) =>
-        runTurn(
-          inbound,
-          this.turnDeps,
-          controller.signal,
-          {
-            firstVisible: (ms) => observer?.firstVisible?.(inbound, ms),
-            ...this.custody.hooks(inbound, copy),
-            ...hooks,
-          },
-          known,
-          { id: run, took: copy.took },
-        ),
-      (result, ms) => observer?.turnEnded?.(inbound, result.outcome, ms, result.events),
+    await observed(observer, inbound, started, (end) =>
+      this.answering.run(
+        "turn",
+        payer,
+        turn,
+        inbound.reply,
+        started,
+        (hooks) => {
+          const firstVisible = (ms: number) => observer?.firstVisible?.(inbound, ms);
+          const all = { firstVisible, ...this.custody.hooks(inbound, copy), ...hooks };
+          return runTurn(inbound, this.turnDeps, controller.signal, all, known, { id: run, took: copy.took });
+        },
+        (result, ms) => end(result.outcome, ms, result.events),
+      ),
     );
     copy.recorded();
   }

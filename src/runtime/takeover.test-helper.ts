@@ -18,6 +18,7 @@ import { WaitingMessages } from "../store/waiting-messages.js";
 import { Budgets } from "./budgets.js";
 import type { Adapter, Inbound, Interaction, Question, Reply } from "./contract.js";
 import { Dispatcher } from "./dispatcher.js";
+import type { TurnObserver } from "./turn-log.js";
 
 /* What the takeover tests share: one thread of Alice's, a store, and dispatchers on it. */
 
@@ -105,6 +106,7 @@ export interface SetupOptions {
   asks?: boolean;
   /** Messages waiting for the thread are kept in the store (see WaitingMessages), as the app keeps them. */
   waiting?: boolean;
+  observer?: TurnObserver;
 }
 
 /** A store in a temporary folder, with the thread already titled, and the dispatchers made on it. */
@@ -156,6 +158,7 @@ export class TakeoverBed {
       hub,
       config,
       ...(usage ? { budgets: new Budgets(config, new UsageLedger(store)) } : {}),
+      ...(opts.observer ? { observer: opts.observer } : {}),
     });
     this.running.push(dispatcher);
     return { dispatcher, hub, lock, ledger };

@@ -10,12 +10,32 @@ import type { TurnResult } from "./turn.js";
 export interface TurnObserver {
   turnStarted?(inbound: Inbound): void;
   firstVisible?(inbound: Inbound, ms: number): void;
-  turnEnded?(
-    inbound: Inbound,
-    outcome: "ok" | "error" | "interrupted",
-    ms: number,
-    events: AgentEvent[],
-  ): void;
+  turnEnded?(inbound: Inbound, outcome: TurnOutcome, ms: number, events: AgentEvent[]): void;
+}
+
+type TurnOutcome = "ok" | "error" | "interrupted";
+
+/**
+ * A turn's work between `turnStarted` and `turnEnded`, which `work` calls with its result;
+ * work that throws instead ends as an error, or the turns-in-flight gauge would only go up.
+ */
+export async function observed(
+  observer: TurnObserver | undefined,
+  inbound: Inbound,
+  started: number,
+  work: (end: (outcome: TurnOutcome, ms: number, events: AgentEvent[]) => void) => Promise<void>,
+): Promise<void> {
+  observer?.turnStarted?.(inbound);
+  let ended = false;
+  const end = (outcome: TurnOutcome, ms: number, events: AgentEvent[]) => {
+    ended = true;
+    observer?.turnEnded?.(inbound, outcome, ms, events);
+  };
+  try {
+    await work(end);
+  } finally {
+    if (!ended) end("error", Date.now() - started, []);
+  }
 }
 
 /**
