@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LlmEmulator } from "../../../test/emulators/llm/index.js";
+import { ScriptedProvider } from "../../../test/support/scripted.js";
 import type { ChatMessage, ToolCall } from "../../core/messages.js";
 import { OpenAIProvider } from "./openai.js";
 import type { ModelEvent } from "./provider.js";
@@ -102,6 +103,55 @@ describe("the <tool_call> stream parser", () => {
       { type: "text", delta: "a " },
       { type: "text", delta: "<tool_c" },
     ]);
+  });
+});
+
+describe("an answer the output limit cut inside a <tool_call> block", () => {
+  /** The events of the text protocol over an inner provider that writes `text`, then stops at its limit. */
+  async function cutAnswer(text: string): Promise<ModelEvent[]> {
+    const inner = new ScriptedProvider([
+      [...text]
+        .map((delta): ModelEvent => ({ type: "text", delta }))
+        .concat({ type: "stop", reason: "length" }),
+    ]);
+    const events: ModelEvent[] = [];
+    const request = {
+      model: "qwen-local",
+      system: "sys",
+      messages: [{ role: "user" as const, content: "go" }],
+    };
+    const stream = withTextToolProtocol(inner).stream(
+      { ...request, tools: [{ name: "t__w", description: "Write.", inputSchema: { type: "object" } }] },
+      new AbortController().signal,
+    );
+    for await (const event of stream) events.push(event);
+    return events;
+  }
+  const cutCalls = (events: ModelEvent[]) =>
+    events.flatMap((e) => (e.type === "tool_call" && e.cutOff ? [e.call.name] : []));
+
+  it("gives the cut call as a cutOff tool_call, never as text with the protocol's tag", async () => {
+    const events = await cutAnswer('Writing it.\n<tool_call>{"name":"t__w","arguments":{"c":"xxx');
+    expect(textOf(events)).toBe("Writing it.\n");
+    expect(textOf(events)).not.toContain("<tool_call>");
+    expect(cutCalls(events)).toEqual(["t__w"]);
+    expect(events.at(-1)).toEqual({ type: "stop", reason: "length" });
+  });
+
+  it("keeps the length stop after complete calls, and marks only the cut one cutOff", async () => {
+    const events = await cutAnswer(
+      '<tool_call>{"name":"t__w","arguments":{"c":"a"}}</tool_call>\n<tool_call>{"name":"t__w","arguments":{"c":"xx',
+    );
+    expect(callsOf(events).map((c) => c.name)).toEqual(["t__w", "t__w"]);
+    expect(events.flatMap((e) => (e.type === "tool_call" ? [e.cutOff ?? false] : []))).toEqual([false, true]);
+    expect(textOf(events).trim()).toBe("");
+    expect(events.at(-1)).toEqual({ type: "stop", reason: "length" });
+  });
+
+  it("marks a call cut before its name was written cutOff too, with no name", async () => {
+    const events = await cutAnswer('<tool_call>{"na');
+    expect(textOf(events)).toBe("");
+    expect(cutCalls(events)).toEqual([""]);
   });
 });
 

@@ -1,7 +1,7 @@
 import type { ChatMessage, ToolCall, UserMessage } from "../../core/messages.js";
-import type { ModelEvent, ModelRequest, Provider, ToolSpec } from "./provider.js";
+import type { ModelEvent, ModelRequest, Provider, StopReason, ToolSpec } from "./provider.js";
 import { type ThinkPiece, ThinkSplitter, thinkHoldFor } from "./think.js";
-import { isWithheld, newCallId, parseArguments } from "./wire.js";
+import { newCallId, parseArguments, stopWithCalls } from "./wire.js";
 
 /**
  * Tool calling for models without native tools: the tool manifest goes into the system
@@ -26,11 +26,11 @@ async function* streamWithTextTools(
   // model drafts its calls there before it makes them, and a draft run is a call run twice.
   const think = new ThinkSplitter(thinkHoldFor(req.model));
   const parser = new ToolCallParser();
-  const parsed = (pieces: ThinkPiece[], end: boolean): ModelEvent[] => [
+  const parsed = (pieces: ThinkPiece[], stop?: StopReason): ModelEvent[] => [
     ...pieces.flatMap((p) =>
       p.reasoning ? [{ type: "text" as const, delta: p.text }] : parser.push(p.text),
     ),
-    ...(end ? parser.finish() : []),
+    ...(stop ? parser.finish(stop === "length") : []),
   ];
   let calls = 0;
   const { toolChoice: _native, ...rest } = req;
@@ -45,16 +45,17 @@ async function* streamWithTextTools(
   };
   for await (const event of inner.stream(textRequest, signal)) {
     if (event.type === "text") {
-      for (const out of parsed(think.push(event.delta), false)) {
+      for (const out of parsed(think.push(event.delta))) {
         if (out.type === "tool_call") calls++;
         yield out;
       }
     } else if (event.type === "stop") {
-      for (const out of parsed(think.flush(), true)) {
+      for (const out of parsed(think.flush(), event.reason)) {
         if (out.type === "tool_call") calls++;
         yield out;
       }
-      yield { type: "stop", reason: calls > 0 && !isWithheld(event.reason) ? "tool_calls" : event.reason };
+      // As the native providers do: a "tool_calls" stop would hide that the limit cut a call.
+      yield { type: "stop", reason: stopWithCalls(event.reason, calls) };
     } else {
       if (event.type === "tool_call") calls++;
       yield event;
@@ -151,8 +152,13 @@ export class ToolCallParser {
     return out;
   }
 
-  /** End of stream: held-back text is released; an unclosed block still counts when it parses. */
-  finish(): ParsedEvent[] {
+  /**
+   * End of stream: held-back text is released; an unclosed block still counts when it
+   * parses. One that does not, in an answer the output limit `cut`, is the call the limit
+   * cut: marked so, as native providers mark theirs, the model is told to split it rather
+   * than the person shown half a block.
+   */
+  finish(cut = false): ParsedEvent[] {
     const rest = this.buffer;
     const open = this.open;
     this.buffer = "";
@@ -160,6 +166,7 @@ export class ToolCallParser {
     if (!open) return rest ? [{ type: "text", delta: rest }] : [];
     const call = parseBlock(rest);
     if (call.invalidArguments === undefined && call.name) return [{ type: "tool_call", call }];
+    if (cut) return [{ type: "tool_call", call, cutOff: true }];
     return [{ type: "text", delta: `<${open}>${rest}` }];
   }
 
