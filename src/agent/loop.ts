@@ -142,7 +142,8 @@ export async function* runToolLoop(
     added.push(m);
   };
 
-  const firstOfTurn = convo.length;
+  // Not const: fitStep may leave the oldest earlier messages out of the front of convo.
+  let firstOfTurn = convo.length;
   let checkpointed = 0;
   if (resumed) {
     toolCalls += yield* finishStep(opts, resumed, append);
@@ -150,10 +151,10 @@ export async function* runToolLoop(
     checkpointed = added.length;
   }
   for (let step = 1; ; step++) {
+    const system = forced ? `${input.system}\n\n${FINAL_NOTES[forced]}` : input.system;
     // A resumed step's results (after approvals) came in before its first request, too.
     if ((step > 1 || resumed) && opts.budgetTokens)
-      fitStep(input.system, convo, firstOfTurn, opts.budgetTokens);
-    const system = forced ? `${input.system}\n\n${FINAL_NOTES[forced]}` : input.system;
+      firstOfTurn -= fitStep(system, convo, firstOfTurn, opts.budgetTokens);
     const request: ModelRequest = {
       model: opts.model,
       system,
