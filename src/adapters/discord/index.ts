@@ -128,21 +128,23 @@ export class DiscordAdapter implements Adapter {
   async stop(): Promise<void> {
     this.accepting = false;
     clearInterval(this.orphanWatch);
-    // Turns in flight still write through REST: close once they are done.
-    this.closing ??= Promise.allSettled([...this.inFlight]).then(() => this.closeAll());
+    // The gateway is left once the handlers in flight are done; REST stays up until close,
+    // after the runtime's drain: turns no handler waits for (resumed by a click, taken over)
+    // still write through it, and a destroyed client has no token to write with.
+    this.closing ??= Promise.allSettled([...this.inFlight]).then(() => this.leaveGateway());
     if (this.inFlight.size === 0) await this.closing;
   }
 
   /**
-   * After the runtime's drain, before the store closes and the process exits: the client's
-   * close, deferred behind the turns in flight, is waited for, so that the gateway sessions
-   * are left to the next process and the write budgets given back. Its turns are drained
-   * by then; a close that still hangs is left behind after a few seconds.
+   * After the runtime's drain, before the store closes and the process exits: the gateway's
+   * leaving, deferred behind the handlers in flight, is waited for, so that the sessions
+   * are left to the next process; then REST closes and the write budgets are given back.
+   * The turns are drained by then; a close that still hangs is left behind after a few seconds.
    */
   async close(): Promise<void> {
-    const closed = this.closing?.catch((err: unknown) =>
-      log.warn({ err }, "the Discord client did not close cleanly"),
-    );
+    const closed = (this.closing ?? Promise.resolve())
+      .then(() => this.closeRest())
+      .catch((err: unknown) => log.warn({ err }, "the Discord client did not close cleanly"));
     const late = sleep(CLOSE_WAIT_MS, "late", { ref: false });
     if ((await Promise.race([closed, late])) === "late")
       log.warn(
@@ -150,14 +152,17 @@ export class DiscordAdapter implements Adapter {
       );
   }
 
-  private async closeAll(): Promise<void> {
+  private async leaveGateway(): Promise<void> {
     await this.replaying;
     // What came since the stop began: interactions being told to retry.
     await Promise.allSettled([...this.inFlight]);
     // What came while stopping is known only once the sockets are shut, so they are shut resumably first.
     await closeResumably(this.client);
-    await this.client.destroy();
     await this.sessions.close();
+  }
+
+  private async closeRest(): Promise<void> {
+    await this.client.destroy();
     await this.budgets.close();
   }
 

@@ -67,3 +67,20 @@ describe("Discord adapter: an interaction that comes while the process stops", (
     expect(rec.callbacks).toEqual([DEFERRED]);
   });
 });
+
+describe("Discord adapter: a turn no handler waits for, writing while the process stops", () => {
+  it("writes its answer through the drain: REST closes with the adapter's close, after it", async () => {
+    h = await startHarness({ runner: new ScriptedRunner(async () => undefined) });
+    const s = h.emulator.state;
+    // A turn resumed by a click or taken over: the runtime drains it, the adapter never saw it.
+    const sink = h.adapter
+      .replyFor(`discord:${s.guildId}:${s.general}`, { messages: [], channel: s.general })
+      .stream();
+    await h.adapter.stop();
+    sink.write("Finished during the drain.");
+    await sink.finish();
+    expect(h.emulator.botMessages(s.general).map((m) => m.content)).toContain("Finished during the drain.");
+    await h.adapter.close();
+    expect(h.adapter.client.token).toBeNull();
+  });
+});
