@@ -67,6 +67,19 @@ describe("Slack agent sessions", () => {
     expect(s.calls).toEqual(["processing", "rename Title"]);
   });
 
+  it("moves on a session a dead process left working, whatever this process last sent it", async () => {
+    const s = slack();
+    const sessions = new AgentSessions(s.web, true, unpaced);
+    await sessions.endLeft(place);
+    // This process ended an earlier answer of the thread; the dead one began another since.
+    const other = { ...place, threadTs: "2.2" };
+    await sessions.status(other, "processing");
+    await sessions.status(other, "active");
+    await sessions.endLeft(other);
+    expect(s.calls).toEqual(["active", "processing", "active", "active"]);
+    expect(sessions.has(place)).toBe(true);
+  });
+
   it("says whether Slack shows a thread's session as working once its status has gone, and only for that thread", async () => {
     const s = slack();
     const sessions = new AgentSessions(s.web, true, unpaced);

@@ -102,6 +102,19 @@ export class AgentSessions {
     await flight;
   }
 
+  /**
+   * Moves on a session a dead process left working (its turn ends here with a note): Slack
+   * shows it `processing`, with its stop button, until told otherwise, whatever this
+   * process last sent it (nothing, or the end of an earlier answer). Slack has no call to
+   * ask whether the thread has one, so where the dead process's `processing` never went
+   * out this makes the thread's session, `active`.
+   */
+  async endLeft(place: SessionPlace): Promise<void> {
+    const key = keyOf(place);
+    if (this.available && !this.pending.has(key)) this.remember(key, "processing");
+    await this.status(place, "active");
+  }
+
   private async sendLatest(place: SessionPlace, key: string): Promise<void> {
     for (;;) {
       const next = this.pending.get(key) as SessionStatus;

@@ -127,7 +127,7 @@ export function createSlackAdapter(deps: AdapterDeps, opts: SlackAdapterOptions 
       const place = parseThreadKey(key);
       const intervalMs = config.slack.updateIntervalMs;
       await recoverSlackReply(
-        { writes: conn.writes, reads: conn.reads, scheduler, intervalMs, botId: me().botId },
+        { writes: conn.writes, reads: conn.reads, scheduler, intervalMs, botId: me().botId, sessions },
         place,
         address,
         note,

@@ -3,6 +3,7 @@ import { log } from "../../log.js";
 import type { ReplyAddress } from "../../runtime/contract.js";
 import type { WriteScheduler } from "../../runtime/scheduler/write-scheduler.js";
 import { endingFor } from "../../runtime/stream.js";
+import type { AgentSessions } from "./agent-sessions.js";
 import { SlackReply } from "./reply.js";
 import { readShown, stopStream, ThreadSnapshot } from "./resume.js";
 
@@ -13,6 +14,8 @@ export interface RecoverDeps {
   intervalMs: number;
   /** The bot's `bot_id`, to find a message the crashed process began and never recorded. */
   botId?: string;
+  /** The workspace's agent sessions: the crashed turn's is left `processing`. */
+  sessions?: AgentSessions;
 }
 
 /**
@@ -23,6 +26,18 @@ export interface RecoverDeps {
  * so the turn stays pending for the next start.
  */
 export async function recoverSlackReply(
+  deps: RecoverDeps,
+  place: { team: string; channel: string; threadTs: string },
+  address: ReplyAddress | undefined,
+  note: string,
+): Promise<void> {
+  await endWithNote(deps, place, address, note);
+  // Never awaited, as a reply's own end: a session's status has its own budget (Tier 3),
+  // and only once the note is there (a refused one leaves the turn for the next start).
+  void deps.sessions?.endLeft({ channel: place.channel, threadTs: place.threadTs, user: "" });
+}
+
+async function endWithNote(
   deps: RecoverDeps,
   place: { team: string; channel: string; threadTs: string },
   address: ReplyAddress | undefined,

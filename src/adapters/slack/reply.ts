@@ -223,7 +223,14 @@ export class SlackReply implements Reply {
         const rated = how?.answered === true && this.rating !== undefined;
         this.finishing = rated;
         if (rated && this.native) this.native.closing = [feedbackBlock(this.rating!)];
-        await writer.finish().finally(clear);
+        try {
+          await writer.finish().finally(clear);
+        } catch (err) {
+          // The last write failed for good: the turn ends in error, nothing waits on it, so
+          // the session ends as `fail` leaves it, never kept working with Slack's stop button.
+          void this.endSession();
+          throw err;
+        }
         // Never awaited: a session's status has its own budget (Tier 3), and the turn, its
         // questions and the thread's lock must not wait for it.
         void this.endSession(how?.answered === true ? "active" : "suspended");
