@@ -161,6 +161,34 @@ describe("Slack native streaming", () => {
     expect(h.platformErrors).toContain(false);
   });
 
+  it("stops the stream without the rating buttons when Slack refuses them on its last stop, the text complete", async () => {
+    h = await startHarness();
+    const carriesRating = (c: { params: { blocks?: unknown } }) =>
+      JSON.stringify(c.params.blocks ?? "").includes("feedback_buttons");
+    h.emu.api.refuse("chat.stopStream", "invalid_blocks", Number.POSITIVE_INFINITY, (p) =>
+      carriesRating({ params: p }),
+    );
+    const answer = lines(4, "is rated");
+    h.runner.script = async (inbound) => {
+      inbound.reply.offerFeedback?.("rating-refused");
+      const sink = inbound.reply.stream();
+      for (const line of answer.split(/(?<=\n)/)) {
+        sink.write(line);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      await sink.finish({ answered: true });
+    };
+    const m = h.emu.mention("C1", "U_ALICE", "rate it");
+    await settled(h, m);
+    const stops = calls(h, "chat.stopStream").map((c) => [c.ok, c.error, carriesRating(c)]);
+    expect(stops).toEqual([
+      [false, "invalid_blocks", true],
+      [true, undefined, false],
+    ]);
+    const replies = h.emu.botReplies("C1", m.ts);
+    expect(replies.map((r) => [r.text, r.stream?.state])).toEqual([[answer, "stopped"]]);
+  });
+
   it("posts the rest when appendStream stays rate limited, nothing lost or repeated", async () => {
     // One append per Slack minute: the second waits far longer than a reply should.
     h = await startHarness({ emulator: { rateLimits: { perMinute: { "chat.appendStream": 1 } } } });

@@ -236,8 +236,7 @@ export class NativeStream implements TextSink {
       if (final) {
         const whole = parts[0]?.text ?? reopen;
         await this.send(whole.slice(reopen.length + seg.sent), r.length - sentAbs);
-        await this.stopSegment(undefined, this.closing);
-        this.closedWith = this.closing !== undefined && this.seg.ts !== null;
+        this.closedWith = await this.stopSegment(undefined, this.closing);
         return "done";
       }
       // Near the end of a segment the cut is not known yet: hold the text back until it is.
@@ -340,13 +339,13 @@ export class NativeStream implements TextSink {
     this.timer.unref?.();
   }
 
-  /** Ends the segment's stream. Its text is all out already, so a failure here loses nothing. */
-  private async stopSegment(attempts?: number, blocks?: unknown[]): Promise<void> {
+  /** Ends the segment's stream (see `StreamCalls.stop`); true when `blocks` went with it. */
+  private async stopSegment(attempts?: number, blocks?: unknown[]): Promise<boolean> {
     const ts = this.seg.ts;
-    if (ts === null) return;
+    if (ts === null) return false;
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
-    await this.calls.stop(ts, attempts, blocks);
+    return this.calls.stop(ts, attempts, blocks);
   }
 
   /** From here on the post + update writer carries the reply, from the first character not out. */

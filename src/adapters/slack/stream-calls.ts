@@ -108,8 +108,14 @@ export class StreamCalls {
     }
   }
 
-  /** Ends a stream. Its text is all out already, so a failure here loses nothing. */
-  async stop(ts: string, attempts = ATTEMPTS, blocks?: unknown[]): Promise<void> {
+  /**
+   * Ends a stream; true when `blocks` went with the stop. Its text is all out already, so
+   * a failure here loses nothing. Blocks Slack refuses (an error it answered, such as
+   * `invalid_blocks`: the stop did nothing) are left off and the stream stopped without
+   * them, as the post + update writer does (see `withClosing`): a stream never stopped
+   * stays "streaming" until Slack's lifetime ends it.
+   */
+  async stop(ts: string, attempts = ATTEMPTS, blocks?: unknown[]): Promise<boolean> {
     for (let attempt = 1; ; attempt++) {
       try {
         // Final text's lane: a stream stops only after its last append, and Tier 2 allows as
@@ -131,11 +137,19 @@ export class StreamCalls {
           this.open = false;
           await this.changed();
         }
-        return;
+        return blocks !== undefined;
       } catch (err) {
+        if (blocks && (err as { code?: string })?.code === ErrorCode.PlatformError) {
+          log.warn(
+            { error: (err as { data?: { error?: string } }).data?.error },
+            "Slack refused the stream's stop with the rating buttons; stopping it without them",
+          );
+          blocks = undefined;
+          continue;
+        }
         if (retryGivenUp(err, attempt) || attempt >= attempts) {
           log.debug({ err, ts }, "chat.stopStream failed; the stream ends on its own");
-          return;
+          return false;
         }
       }
     }
