@@ -76,6 +76,25 @@ describe("Slack events: the :eyes: acknowledgement", () => {
     expect(closed).toBeLessThan(EYES_CLOSE_MS + 1_000);
     expect(emu.api.calls.filter((c) => c.method === "reactions.remove")).toHaveLength(1);
   });
+
+  it("takes away after the answer an :eyes: of the bot's already on the message (left by a process killed before it stored it)", async () => {
+    emu = await SlackEmulator.start();
+    const web = new ReportingWebClient(emu.botToken, {
+      slackApiUrl: emu.apiUrl,
+      retryConfig: { retries: 0 },
+    });
+    const runner = new ScriptedRunner();
+    runner.script = async () => undefined;
+    const events = await slackEvents(emu, runner, web);
+    const { m, turn } = aliceSaysHello(emu, events, "Ev0");
+    // Before the turn's reactions.add reaches Slack: the dead process's :eyes: is there.
+    m.reactions.set("eyes", new Set([BOT_USER_ID]));
+    await turn;
+    await waitFor(() => emu?.api.calls.some((c) => c.method === "reactions.add"));
+    expect(emu.api.calls.find((c) => c.method === "reactions.add")?.error).toBe("already_reacted");
+    await waitFor(() => !m.reactions.has("eyes"));
+    expect(emu.api.calls.filter((c) => c.method === "reactions.remove").map((c) => c.ok)).toEqual([true]);
+  });
 });
 
 describe("Slack events: the :eyes: of a message another process answers", () => {

@@ -47,8 +47,17 @@ export class Eyes {
     },
   ) {}
 
+  /**
+   * `already_reacted` is the bot's own :eyes: there already (a process killed before it
+   * stored the message left it, and Slack redelivered the message here): the message shows
+   * it, so it is this answer's to take away like one added now.
+   */
   async add(channel: string, ts: string): Promise<void> {
-    await this.deps.writes.reactions.add({ channel, timestamp: ts, name: "eyes" });
+    try {
+      await this.deps.writes.reactions.add({ channel, timestamp: ts, name: "eyes" });
+    } catch (err) {
+      if (slackError(err) !== "already_reacted") throw err;
+    }
   }
 
   /**
