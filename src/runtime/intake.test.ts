@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { StoreDedupe } from "../store/dedupe.js";
 import { openStore, type Store } from "../store/index.js";
+import { REFUSED_NOTE } from "./access.js";
 import type { Inbound } from "./contract.js";
 import { accept, type IntakeChecks } from "./intake.js";
 
@@ -55,5 +56,54 @@ describe("two copies of one message racing on two replicas", () => {
     expect(await accept(mention(), checks(a, "Ev1"))).toBeUndefined();
     // Without a's claim given back, b waits out its patience (2 s) for a live claimant and drops it too.
     expect((await atB)?.id).toBe("Ev1");
+  });
+});
+
+describe("a message answered at intake, whose two copies reach two replicas", () => {
+  /** A's and b's checks on one store, each counting the prompts it expanded. */
+  async function pair(admit: "yes" | "tell") {
+    const asked: string[] = [];
+    const both = await Promise.all(
+      ["a", "b"].map(async (owner) => {
+        const dedupe = await replica(owner);
+        const c: IntakeChecks = {
+          admit: () => admit,
+          prompt: async (text) => {
+            asked.push(text);
+            return { say: "There is no prompt named nosuch." };
+          },
+          firstSight: (id) => dedupe.firstSight(id),
+          release: (id) => dedupe.release(id),
+        };
+        return c;
+      }),
+    );
+    return { asked, both };
+  }
+
+  /** Slack's app_mention and message events of one mention: their own ids, one `channel:ts`. */
+  const copy = (id: string, text: string, said: string[]) =>
+    ({
+      id,
+      aliases: ["C1:1.0001"],
+      key: "slack:T1:C1:1.0001",
+      text,
+      reply: { notice: async (t: string) => void said.push(t) },
+    }) as unknown as Inbound;
+
+  it.each([
+    ["a /prompt's sentence", "yes", "/prompt nosuch", "There is no prompt named nosuch."],
+    ["the access lists' refusal", "tell", "hello", REFUSED_NOTE],
+  ] as const)("says %s once, and asks a prompt's server once", async (_, admit, text, sentence) => {
+    const { asked, both } = await pair(admit);
+    const said: string[] = [];
+    const [a, b] = both as [IntakeChecks, IntakeChecks];
+    const results = await Promise.all([
+      accept(copy("Ev1", text, said), a),
+      accept(copy("Ev2", text, said), b),
+    ]);
+    expect(results).toEqual([undefined, undefined]);
+    expect(said).toEqual([sentence]);
+    expect(asked.length).toBe(admit === "yes" ? 1 : 0);
   });
 });

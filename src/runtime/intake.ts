@@ -27,15 +27,30 @@ export interface IntakeChecks {
 }
 
 /**
- * What a message must pass before it is queued: the access lists, a `/prompt` written as
- * a message (expanded), and the duplicate check over every id it has. Undefined when it
- * is refused, answered here already (a prompt's sentence) or a copy of one already taken.
+ * What a message must pass before it is queued: the access lists, the duplicate check over
+ * every id it has, and a `/prompt` written as a message (expanded). Undefined when it is
+ * refused, answered here already (a prompt's sentence) or a copy of one already taken.
  */
 export async function accept(inbound: Inbound, checks: IntakeChecks): Promise<Inbound | undefined> {
-  // Before anything is stored or sent anywhere: a refused message leaves no trace but a log line.
+  // Before anything is stored or sent anywhere: a refused message nobody is told of leaves
+  // no trace but a log line.
   const admitted = checks.admit(inbound);
-  if (admitted !== "yes") {
-    if (admitted === "tell") await inbound.reply.notice(REFUSED_NOTE).catch(() => undefined);
+  if (admitted === "silent") return undefined;
+  // Claimed before anything is said or a prompt's server asked: a message's copies (Slack's
+  // app_mention and message events, two gateway sessions) may reach two replicas, and each
+  // would say its sentence.
+  try {
+    if (!(await sighted(inbound, checks))) {
+      log.debug({ id: inbound.id, key: inbound.key }, "duplicate event dropped");
+      return undefined;
+    }
+  } catch (err) {
+    log.error({ err, key: inbound.key }, "could not check the event for duplicates");
+    await inbound.reply.notice(toUserFacing(err).message).catch(() => undefined);
+    return undefined;
+  }
+  if (admitted === "tell") {
+    await inbound.reply.notice(REFUSED_NOTE).catch(() => undefined);
     return undefined;
   }
   // `/prompt …` written as a message (Slack threads and the assistant pane take no slash commands).
@@ -48,18 +63,8 @@ export async function accept(inbound: Inbound, checks: IntakeChecks): Promise<In
     }
     inbound = { ...inbound, text: outcome.ask };
   }
-  try {
-    if (!(await sighted(inbound, checks))) {
-      log.debug({ id: inbound.id, key: inbound.key }, "duplicate event dropped");
-      return undefined;
-    }
-    inbound.onAccepted?.();
-    return inbound;
-  } catch (err) {
-    log.error({ err, key: inbound.key }, "could not check the event for duplicates");
-    await inbound.reply.notice(toUserFacing(err).message).catch(() => undefined);
-    return undefined;
-  }
+  inbound.onAccepted?.();
+  return inbound;
 }
 
 /**
