@@ -95,6 +95,32 @@ describe("Discord adapter: slash commands", () => {
     expect(h.emulator.threads()).toEqual([]);
   });
 
+  it("tells only the asker, privately, when its /ask thread opened but takes none of the bot's messages", async () => {
+    // The turn's own ending: a reply refused for good tells the asker another way (turn.ts).
+    const runner = new ScriptedRunner(async (inbound) => {
+      const sink = inbound.reply.stream();
+      sink.write("Never shown.");
+      await sink.finish().catch(() => undefined);
+      const broken = sink.broken?.();
+      if (broken !== undefined) await inbound.reply.unwritable?.(broken);
+    });
+    h = await startHarness({ runner });
+    const s = h.emulator.state;
+    // A common override mistake: threads may be opened, nothing written in them.
+    h.emulator.denyBot(s.general, "SEND_MESSAGES_IN_THREADS");
+    const rec = h.emulator.slash("ask", { question: "who can see this?" }, s.general, s.alice.id);
+    await waitFor(() => runner.done.length === 1);
+    const thread = h.emulator.threads(s.general)[0]!;
+    expect(h.emulator.botMessages(thread.id)).toEqual([]);
+    const told = await waitFor(() => s.findMessage(rec.followupIds[0] ?? ""));
+    expect(told.flags & EPHEMERAL).toBe(EPHEMERAL);
+    expect(told.content).toBe(
+      `I could not answer in <#${thread.id}>: I am missing a permission there (Send Messages, or Send Messages in Threads in a thread). Ask a server admin to grant it, then ask again.`,
+    );
+    // The question shown stays as it was, for everyone.
+    expect(s.findMessage(rec.originalId!)?.content).toBe("**alice** asked: who can see this?");
+  });
+
   it("tells only the asker when the access lists refuse their /ask: no public message, no thread", async () => {
     const runner = new ScriptedRunner(answer("Never shown."));
     runner.admit = (who) => (who.user.id === h.emulator.state.bob.id ? "silent" : "yes");

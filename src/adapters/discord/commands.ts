@@ -326,9 +326,16 @@ async function ask(
       );
       key = guildKey(interaction.guildId, thread.id);
       // A notice is for the asker alone, through the interaction: an ephemeral follow-up
-      // while its token lives, a DM after it; never the thread.
+      // while its token lives, a DM after it; never the thread. So is why the thread takes
+      // no answer (Create Public Threads allowed, Send Messages in Threads denied): else
+      // the asker sees the question and an empty thread. Not once an hour, as for
+      // mentions: each /ask is asked anew, and its token answers only its asker.
       const asker = interactionPlace(interaction, { original: opener.id, echo: true });
-      place = channelPlace(thread, { rename: ctx.renamer(thread), notice: (text) => asker.notice(text) });
+      const tellAsker = (text: string) => asker.notice(text);
+      place = {
+        ...channelPlace(thread, { rename: ctx.renamer(thread), notice: tellAsker }),
+        elsewhere: tellAsker,
+      };
     } catch (err) {
       // A conversation of its own, as a mention without a thread: keyed by the channel,
       // every person's /ask there would build on the others' and wait in one line. A reply
