@@ -49,27 +49,44 @@ export async function openThread(
   const threads = route.buckets[0] ?? "";
   const paused = scheduler.waitFor([threads], route.lane);
   if (paused > THREAD_WAIT_MS) throw threadsPaused(paused);
-  const data = await scheduler.run({
-    lane: route.lane,
-    buckets: route.buckets,
-    what: "POST /channels/:id/messages/:id/threads",
-    run: async () => {
-      const res = await fetch(url, init);
-      const limited = await learnFrom(scheduler, route, res);
-      if (limited?.bucket === threads && limited.waitMs > THREAD_WAIT_MS) throw threadsPaused(limited.waitMs);
-      if (limited)
-        throw new RateLimitedError(limited.waitMs, limited.bucket ? { bucket: limited.bucket } : {});
-      const body = (await res.json().catch(() => undefined)) as
-        | { message?: string; code?: number }
-        | undefined;
-      // Opened already, by a replica that died before it stored the message.
-      if (body?.code === THREAD_ALREADY_CREATED) return null;
-      if (!res.ok) {
-        throw new Error(`Discord refused the thread (HTTP ${res.status}): ${body?.message ?? "no message"}`);
-      }
-      return body;
-    },
-  });
+  // discord.js gives its own requests up after `rest.options.timeout` (15 s by default);
+  // Node's fetch waits 300 s for headers, and every write of the answer waits behind this
+  // thread. One deadline for the wait in line and the request: the person waits for the
+  // answer, not for either. A thread Discord opens after it anyway stays empty: the answer
+  // has gone to the channel, as it does when the thread is refused.
+  const timeoutMs = client.rest.options.timeout;
+  const signal = AbortSignal.timeout(timeoutMs);
+  const data = await scheduler
+    .run({
+      lane: route.lane,
+      buckets: route.buckets,
+      signal,
+      what: "POST /channels/:id/messages/:id/threads",
+      run: async () => {
+        const res = await fetch(url, { ...init, signal });
+        const limited = await learnFrom(scheduler, route, res);
+        if (limited?.bucket === threads && limited.waitMs > THREAD_WAIT_MS)
+          throw threadsPaused(limited.waitMs);
+        if (limited)
+          throw new RateLimitedError(limited.waitMs, limited.bucket ? { bucket: limited.bucket } : {});
+        const body = (await res.json().catch((err: unknown) => {
+          if (signal.aborted) throw err;
+          return undefined;
+        })) as { message?: string; code?: number } | undefined;
+        // Opened already, by a replica that died before it stored the message.
+        if (body?.code === THREAD_ALREADY_CREATED) return null;
+        if (!res.ok) {
+          throw new Error(
+            `Discord refused the thread (HTTP ${res.status}): ${body?.message ?? "no message"}`,
+          );
+        }
+        return body;
+      },
+    })
+    .catch((err: unknown) => {
+      if (signal.aborted) throw threadTimedOut(timeoutMs, err);
+      throw err;
+    });
   // A thread opened from a message has the message's id.
   if (data === null) return existingThread(client, message.id);
   const thread = (client as unknown as ThreadCreateAction).actions.ThreadCreate.handle(data).thread;
@@ -81,6 +98,10 @@ async function existingThread(client: Client, id: string): Promise<ThreadChannel
   const channel = await client.channels.fetch(id);
   if (!channel?.isThread()) throw new Error("Discord says the message has a thread, but it is not one");
   return channel;
+}
+
+function threadTimedOut(ms: number, cause: unknown): Error {
+  return new Error(`Discord did not open the thread within ${Math.ceil(ms / 1000)} s`, { cause });
 }
 
 function threadsPaused(ms: number): Error {

@@ -99,6 +99,8 @@ export class DiscordEmulator implements RestContext {
   readonly requests: RestRecord[] = [];
   readonly typing: { channelId: string; at: number }[] = [];
   readonly renames: RenameRecord[] = [];
+  /** Routes never answered, as `"POST /channels/:id/messages/:id/threads"` (see RestContext). */
+  readonly stalled = new Set<string>();
   /** When true, every MESSAGE_CREATE and INTERACTION_CREATE is sent twice (overlapping sessions). */
   deliverTwice = false;
   readonly gateway: Gateway;

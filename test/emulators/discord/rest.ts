@@ -27,6 +27,12 @@ export interface RestContext {
   requests: RestRecord[];
   typing: { channelId: string; at: number }[];
   renames: RenameRecord[];
+  /**
+   * Routes Discord takes a request for and never answers (a stalled Discord), by method and
+   * path with every id as `:id`: nothing is done for them, and the connection stays open
+   * until the client gives up or the emulator stops.
+   */
+  stalled: ReadonlySet<string>;
 }
 
 export interface Reply {
@@ -118,6 +124,8 @@ export async function handleRest(ctx: RestContext, req: IncomingMessage, res: Se
   let reply: Reply;
   try {
     const raw = await readRaw(req);
+    const routeKey = `${method} ${url.pathname.replace(/^\/api\/v10/, "").replace(/\d{6,}/g, ":id")}`;
+    if (ctx.stalled.has(routeKey)) return;
     reply = await route(ctx, req, method, url, raw);
   } catch (err) {
     reply =
