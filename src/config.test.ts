@@ -155,6 +155,21 @@ describe("configuration", () => {
     );
   });
 
+  it("takes a model's tokenizerMargin as a fraction, and says so of a percentage or a negative one", () => {
+    const ok = dirWith({ "m.yaml": 'modelSettings:\n  "llama3.1:8b":\n    tokenizerMargin: 0.2\n' });
+    expect(
+      loadConfig({ SWITCHBOARD_CONFIG: "m.yaml" }, ok).config.modelSettings["llama3.1:8b"]?.tokenizerMargin,
+    ).toBe(0.2);
+    const percent = dirWith({ "m.yaml": 'modelSettings:\n  "llama3.1:8b":\n    tokenizerMargin: 25\n' });
+    expect(configError(() => loadConfig({ SWITCHBOARD_CONFIG: "m.yaml" }, percent)).message).toMatch(
+      /modelSettings\.llama3\.1:8b\.tokenizerMargin: must be at most 2: a fraction .*not 35/,
+    );
+    const negative = dirWith({ "m.yaml": 'modelSettings:\n  "llama3.1:8b":\n    tokenizerMargin: -0.1\n' });
+    expect(configError(() => loadConfig({ SWITCHBOARD_CONFIG: "m.yaml" }, negative)).message).toMatch(
+      /modelSettings\.llama3\.1:8b\.tokenizerMargin: must be 0 or more/,
+    );
+  });
+
   it("rejects unknown keys, which are usually typos", () => {
     const dir = dirWith({ "typo.yaml": "agent:\n  maxStep: 3\n" });
     expect(configError(() => loadConfig({ SWITCHBOARD_CONFIG: "typo.yaml" }, dir)).message).toContain(

@@ -10,6 +10,18 @@ const modelSettings = z
   .object({
     contextWindow: z.number().int().positive().optional(),
     maxOutputTokens: z.number().int().positive().optional(),
+    /**
+     * How many more tokens than o200k the model's tokenizer counts, as a fraction (0.35: 35 %
+     * more; 0: it is o200k). Default: none for OpenAI's models, 0.35 for the rest (answer-room.ts).
+     */
+    tokenizerMargin: z
+      .number()
+      .min(
+        0,
+        "must be 0 or more: how many more tokens than o200k the model counts, as a fraction (0.35 for 35 %)",
+      )
+      .max(2, "must be at most 2: a fraction of o200k's count (0.35 for 35 % more, not 35)")
+      .optional(),
     /** `text` for models without native tool calling: manifest in the prompt, `<tool_call>` parsed. */
     toolProtocol: z.enum(["native", "text"]).default("native"),
     vision: z.boolean().optional(),

@@ -194,7 +194,8 @@ export class Agent {
     };
     try {
       const provider = this.deps.providerFor(model);
-      const limits = withPromptBudget(modelLimits(config, model), provider.name);
+      const margin = tokenizerMargin(config, model, provider.name);
+      const limits = withPromptBudget(modelLimits(config, model), margin);
       const routerModel = config.agent.toolRouter.model;
       const route =
         current && routerModel
@@ -232,7 +233,7 @@ export class Agent {
           maxSteps: config.agent.maxSteps,
           repeatLimit: config.agent.repeatLimit,
           maxOutputTokens: limits.maxOutputTokens,
-          ...answerRoom(provider, limits.contextWindow, toolsTokens),
+          ...answerRoom(margin, limits.contextWindow, toolsTokens),
           temperature: config.llm.temperature,
           budgetTokens: inputBudgetOf(limits) - toolsTokens,
           signal: input.signal,
@@ -331,17 +332,20 @@ export class Agent {
   /** The limits of the thread's own model, whose window the thread must fit (planCompression reads the summariser's itself). */
   private limitsFor(session: Session) {
     const model = this.modelFor(session);
-    return withPromptBudget(modelLimits(this.deps.config, model), this.deps.providerFor(model).name);
+    const { config, providerFor } = this.deps;
+    return withPromptBudget(
+      modelLimits(config, model),
+      tokenizerMargin(config, model, providerFor(model).name),
+    );
   }
 }
 
-/** The loop's `answerRoom`, for a provider whose token count is not o200k (see answer-room.ts). */
+/** The loop's `answerRoom`, for a model whose token count is not o200k (see answer-room.ts). */
 function answerRoom(
-  provider: Provider,
+  margin: number | undefined,
   contextWindow: number,
   toolsTokens: number,
 ): { answerRoom?: AnswerRoom } {
-  const margin = tokenizerMargin(provider.name);
   return margin === undefined ? {} : { answerRoom: { contextWindow, toolsTokens, margin } };
 }
 

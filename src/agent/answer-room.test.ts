@@ -9,14 +9,17 @@ import { answerTokens, MIN_ANSWER_TOKENS, promptBudget, tokenizerMargin } from "
 import { emulatedProvider } from "./providers/emulator-setup.test-helper.js";
 
 const MODEL = "claude-haiku-5-5";
+/** As vLLM names a model it serves. */
+const LLAMA = "meta-llama/Llama-3.1-8B-Instruct";
 const WINDOW = 20_000;
 const RESERVE = 6_000;
 
 let emulator: LlmEmulator;
 beforeAll(async () => {
-  // Claude's tokenizer, as it often counts English prose: 30 % above o200k.
+  // Claude's tokenizer, as it often counts English prose: 30 % above o200k (and a 32k
+  // vocabulary, as Llama 2's or Mistral 7B's, code).
   emulator = await LlmEmulator.start({
-    contextWindows: { [MODEL]: WINDOW },
+    contextWindows: { [MODEL]: WINDOW, [LLAMA]: WINDOW },
     countTokens: (text) => Math.ceil(o200kTokens(text) * 1.3),
   });
 });
@@ -31,6 +34,18 @@ const agent = (reserve = RESERVE, hub = new FunctionHub({})) =>
     }),
     hub,
     providerFor: () => emulatedProvider(emulator, "anthropic", { apiKey: "sk-ant-test-room" }),
+    sessions: {} as SessionRepository,
+  });
+
+/** An agent on the emulator as an OpenAI-compatible server (vLLM's), serving `model`. */
+const compatible = (model: string, settings: Record<string, unknown> = {}) =>
+  new Agent({
+    config: configSchema.parse({
+      llm: { provider: "openai", model },
+      modelSettings: { [model]: { contextWindow: WINDOW, maxOutputTokens: RESERVE, ...settings } },
+    }),
+    hub: new FunctionHub({}),
+    providerFor: () => emulatedProvider(emulator, "openai", { apiKey: "sk-test-room" }),
     sessions: {} as SessionRepository,
   });
 
@@ -134,6 +149,91 @@ describe("an Anthropic turn with a small output reserve", () => {
   });
 });
 
+describe("a model not OpenAI's on an OpenAI-compatible server", () => {
+  it("keeps a prompt near its budget and max_tokens inside the window as the model's tokenizer counts", async () => {
+    const session = newSession("console:llama");
+    // About 12,000 o200k tokens: within the 14,000 the window leaves beside the reserve.
+    session.messages.push(
+      { role: "user", content: `Keep this in mind:\n${report.repeat(520)}` },
+      { role: "assistant", content: "Noted." },
+    );
+    emulator.enqueue({ text: "Revenue grew in every region." });
+    expect(await turn(compatible(LLAMA), session, "What did the report say?")).toEqual([]);
+    const sent = emulator.requests.at(-1);
+    const asked = sent?.body.max_tokens as number;
+    expect((sent?.promptTokens ?? 0) + RESERVE).toBeGreaterThan(WINDOW);
+    expect((sent?.promptTokens ?? 0) + asked).toBeLessThanOrEqual(WINDOW);
+    expect(asked).toBeGreaterThanOrEqual(MIN_ANSWER_TOKENS);
+  });
+
+  it("gets a margin, named as Ollama, vLLM or a gateway names it", () => {
+    const config = configSchema.parse({});
+    for (const model of [
+      "llama3.1:8b",
+      LLAMA,
+      "mistralai/Mistral-7B-Instruct-v0.3",
+      "qwen2.5-coder:32b",
+      "Qwen/Qwen3-30B-A3B",
+      "gemma3:27b",
+      "olmo2:13b",
+    ]) {
+      expect(tokenizerMargin(config, model, "openai"), model).toBeGreaterThanOrEqual(0.25);
+    }
+    expect(tokenizerMargin(config, "anthropic/claude-sonnet-4", "openai")).toBe(
+      tokenizerMargin(config, "claude-sonnet-4", "anthropic"),
+    );
+  });
+
+  it("is none for OpenAI's own models, dated, fine-tuned or through a gateway, which o200k counts", () => {
+    const config = configSchema.parse({});
+    for (const model of [
+      "gpt-4o-mini",
+      "gpt-4.1-2025-04-14",
+      "gpt-5",
+      "chatgpt-4o-latest",
+      "o1",
+      "o3-mini",
+      "o4-mini",
+      "openai/gpt-4o",
+      "ft:gpt-4o-mini-2024-07-18:acme::abc123",
+      "gpt-oss:20b",
+    ]) {
+      expect(tokenizerMargin(config, model, "openai"), model).toBeUndefined();
+    }
+    expect(promptBudget(20_000, 2_000, tokenizerMargin(config, "gpt-4o", "openai"))).toBe(18_000);
+  });
+
+  it("is the model's modelSettings.tokenizerMargin where one is set, 0 for o200k's own count", () => {
+    const config = configSchema.parse({
+      modelSettings: {
+        "llama3.1:8b": { tokenizerMargin: 0.1 },
+        "qwen2.5:7b": { tokenizerMargin: 0 },
+        "gpt-4o": { tokenizerMargin: 0.2 },
+        "claude-sonnet-4": { tokenizerMargin: 0.5 },
+      },
+    });
+    expect(tokenizerMargin(config, "llama3.1:8b", "openai")).toBe(0.1);
+    expect(tokenizerMargin(config, "qwen2.5:7b", "openai")).toBeUndefined();
+    expect(tokenizerMargin(config, "gpt-4o", "openai")).toBe(0.2);
+    expect(tokenizerMargin(config, "claude-sonnet-4", "anthropic")).toBe(0.5);
+  });
+
+  it("asks for the output its modelSettings.tokenizerMargin leaves, not the default's", async () => {
+    const asked = async (run: Agent) => {
+      const session = newSession("console:llama-set");
+      session.messages.push(
+        { role: "user", content: `Keep this in mind:\n${report.repeat(520)}` },
+        { role: "assistant", content: "Noted." },
+      );
+      emulator.enqueue({ text: "Revenue grew." });
+      expect(await turn(run, session, "What did the report say?")).toEqual([]);
+      return emulator.requests.at(-1)?.body.max_tokens as number;
+    };
+    const byDefault = await asked(compatible(LLAMA));
+    expect(await asked(compatible(LLAMA, { tokenizerMargin: 0.5 }))).toBeLessThan(byDefault);
+  });
+});
+
 describe("the output a step asks for", () => {
   const room = { contextWindow: 10_000, toolsTokens: 0, margin: 0.35 };
   const history = (words: number) => [{ role: "user" as const, content: "word ".repeat(words) }];
@@ -146,29 +246,30 @@ describe("the output a step asks for", () => {
     expect(answerTokens(room, 4_000, "", history(6_700))).toBeLessThan(MIN_ANSWER_TOKENS);
     expect(answerTokens(room, 4_000, "", history(9_000))).toBe(1);
     expect(answerTokens(room, 500, "", history(10))).toBe(500);
-    expect(tokenizerMargin("anthropic")).toBeGreaterThan(0.3);
-    expect(tokenizerMargin("openai")).toBeUndefined();
+    const config = configSchema.parse({});
+    expect(tokenizerMargin(config, MODEL, "anthropic")).toBeGreaterThan(0.3);
+    expect(tokenizerMargin(config, "gpt-4o", "openai")).toBeUndefined();
   });
 });
 
 describe("the prompt's budget", () => {
   it("is the window less the reserve where o200k is the provider's count, as OpenAI's", () => {
-    expect(promptBudget(20_000, 2_000, "openai")).toBe(18_000);
+    expect(promptBudget(20_000, 2_000, undefined)).toBe(18_000);
   });
 
   it("leaves Anthropic's least answer room beside the prompt counted with the margin", () => {
-    const margin = tokenizerMargin("anthropic") ?? 0;
+    const margin = tokenizerMargin(configSchema.parse({}), MODEL, "anthropic") ?? 0;
     for (const reserve of [500, 2_000, 6_000]) {
-      const budget = promptBudget(20_000, reserve, "anthropic");
+      const budget = promptBudget(20_000, reserve, margin);
       expect(budget).toBeLessThanOrEqual(20_000 - reserve);
       expect(Math.ceil(budget * (1 + margin)) + Math.min(reserve, MIN_ANSWER_TOKENS)).toBeLessThanOrEqual(
         20_000,
       );
     }
     // A large reserve is the bound, as before: the answer shrinks instead.
-    expect(promptBudget(20_000, 6_000, "anthropic")).toBe(14_000);
+    expect(promptBudget(20_000, 6_000, margin)).toBe(14_000);
     // A request that asks for its whole answer whatever the prompt leaves it.
-    const whole = promptBudget(20_000, 6_000, "anthropic", 6_000);
+    const whole = promptBudget(20_000, 6_000, margin, 6_000);
     expect(Math.ceil(whole * (1 + margin)) + 6_000).toBeLessThanOrEqual(20_000);
   });
 });

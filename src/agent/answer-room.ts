@@ -1,6 +1,7 @@
+import type { Config } from "../config.js";
 import type { ChatMessage } from "../core/messages.js";
 import { countTokens, messagesTokens, messagesTokensAtMost, tokensAtMost } from "./context.js";
-import type { ModelLimits } from "./model-limits.js";
+import { bareModelId, type ModelLimits } from "./model-limits.js";
 import type { ProviderName } from "./providers/provider.js";
 
 /**
@@ -9,13 +10,16 @@ import type { ProviderName } from "./providers/provider.js";
  * which is not public and counts the same text differently: English prose 5-30 % above
  * o200k, code and other scripts more. Since Claude 3.7 the API refuses a request whose
  * input plus `max_tokens` passes the window ("input length and `max_tokens` exceed context
- * limit") instead of asking for less, so a prompt near its budget failed the turn.
+ * limit") instead of asking for less, so a prompt near its budget failed the turn. Models
+ * other than OpenAI's served by an OpenAI-compatible server count with their own tokenizers
+ * too: vLLM refuses a request past the window ("maximum context length"), Ollama cuts the
+ * prompt to fit.
  */
 export interface AnswerRoom {
   contextWindow: number;
   /** Tokens the offered tools' specs may take (they are not among the messages). */
   toolsTokens: number;
-  /** How much more than o200k the provider may count the input, as a fraction of it. */
+  /** How much more than o200k the model's tokenizer may count the input, as a fraction of it. */
   margin: number;
 }
 
@@ -27,15 +31,41 @@ export interface AnswerRoom {
 const CLAUDE_MARGIN = 0.35;
 
 /**
+ * Llama, Mistral, Qwen, Gemma and the rest, against o200k: a smaller vocabulary counts more.
+ * cl100k (the base of Llama 3's 128k) counts this repository's README and TypeScript as o200k
+ * does, GPT-2's 50k counts them 18 % and 33 % higher, and Mistral 7B, Llama 2 and Phi-3 have
+ * 32k; other scripts run higher still, o200k being made to count them short. Sized for the
+ * small vocabularies, for the reason CLAUDE_MARGIN is; `modelSettings.<model>.tokenizerMargin`
+ * gives a model its own.
+ */
+const OPEN_MODEL_MARGIN = 0.35;
+
+/**
+ * OpenAI's own models, which o200k counts (gpt-oss too, whose o200k_harmony only adds chat
+ * tokens), also fine-tuned (`ft:gpt-4o-mini:…`). By the id alone: the base URL is the
+ * provider's, and a gateway's (OpenRouter's) serves `openai/gpt-4o` and `meta-llama/…` alike.
+ */
+const OPENAI_MODEL = /^(ft:)?(gpt-|chatgpt-|o[1-9](-|$))/;
+
+/**
  * The least answer a prompt's budget leaves room for (promptBudget), the window counted
  * with the margin: below it neither a tool call with real arguments nor an answer of a few
  * paragraphs fits.
  */
 export const MIN_ANSWER_TOKENS = 1_024;
 
-/** How far the provider's count may pass o200k, or undefined when o200k is its own count. */
-export function tokenizerMargin(provider: ProviderName): number | undefined {
-  return provider === "anthropic" ? CLAUDE_MARGIN : undefined;
+/**
+ * How far `model`'s count, `provider` serving it, may pass o200k, or undefined when o200k is
+ * its own count: `modelSettings.<model>.tokenizerMargin` (0 for o200k), else Claude's for
+ * Anthropic and for Claude through a gateway, none for OpenAI's models, OPEN_MODEL_MARGIN for
+ * every other model.
+ */
+export function tokenizerMargin(config: Config, model: string, provider: ProviderName): number | undefined {
+  const set = config.modelSettings[model]?.tokenizerMargin;
+  if (set !== undefined) return set > 0 ? set : undefined;
+  const id = bareModelId(model);
+  if (provider === "anthropic" || id.startsWith("claude-")) return CLAUDE_MARGIN;
+  return OPENAI_MODEL.test(id) ? undefined : OPEN_MODEL_MARGIN;
 }
 
 /**
@@ -51,18 +81,17 @@ export function tokenizerMargin(provider: ProviderName): number | undefined {
 export function promptBudget(
   contextWindow: number,
   reserve: number,
-  provider: ProviderName,
+  margin: number | undefined,
   least = Math.min(reserve, MIN_ANSWER_TOKENS),
 ): number {
-  const margin = tokenizerMargin(provider);
   const plain = contextWindow - reserve;
   if (margin === undefined) return plain;
   return Math.max(0, Math.min(plain, Math.floor((contextWindow - least) / (1 + margin))));
 }
 
-/** `limits` with the prompt budget `provider` needs, for the prompt, its later steps and compression. */
-export function withPromptBudget(limits: ModelLimits, provider: ProviderName): ModelLimits {
-  return { ...limits, inputBudget: promptBudget(limits.contextWindow, limits.maxOutputTokens, provider) };
+/** `limits` with the prompt budget `margin` (tokenizerMargin's) needs, for the prompt, its later steps and compression. */
+export function withPromptBudget(limits: ModelLimits, margin: number | undefined): ModelLimits {
+  return { ...limits, inputBudget: promptBudget(limits.contextWindow, limits.maxOutputTokens, margin) };
 }
 
 /**

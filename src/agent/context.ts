@@ -58,9 +58,9 @@ export function renderSystemPrompt(config: Config, vars: PromptVars): string {
 }
 
 /**
- * Tokens of `text` in OpenAI's o200k encoding. Claude's tokenizer is not public; o200k
- * counts within roughly 10-20 % of it for English and code, which the output reserve
- * and the compression threshold absorb.
+ * Tokens of `text` in OpenAI's o200k encoding. Other models' tokenizers (Claude's is not
+ * public; Llama's, Mistral's) count the same text higher: answer-room.ts keeps their
+ * prompts and `max_tokens` inside the window with a margin.
  */
 export function countTokens(text: string): number {
   if (text.length === 0) return 0;

@@ -7,7 +7,7 @@ import { log } from "../log.js";
 import { withTimeout } from "../signals.js";
 import type { Session, SessionRepository } from "../store/sessions.js";
 import type { Lease } from "../store/state.js";
-import { promptBudget } from "./answer-room.js";
+import { promptBudget, tokenizerMargin } from "./answer-room.js";
 import { countTokens, messagesTokens, messagesTokensAtMost, tokensAtMost } from "./context.js";
 import { inputBudgetOf, type ModelLimits, modelLimits } from "./model-limits.js";
 import type { Provider } from "./providers/provider.js";
@@ -233,7 +233,8 @@ export async function planCompression(
   const outputTokens = Math.min(reader.maxOutputTokens, Math.max(1_024, target * 2));
   const overhead = countTokens(summarySystem(words)) + countTokens(session.summary ?? "") + 64;
   // Its answer is not shrunk to what the window has left: the whole of it must fit.
-  const room = promptBudget(reader.contextWindow, outputTokens, deps.provider.name, outputTokens) - overhead;
+  const margin = tokenizerMargin(config, deps.model, deps.provider.name);
+  const room = promptBudget(reader.contextWindow, outputTokens, margin, outputTokens) - overhead;
   const { count, transcript } = planFold(session.messages, cut, room);
   if (count === 0) return undefined;
 

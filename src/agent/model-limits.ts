@@ -56,9 +56,13 @@ function warnOnce(key: string, warn: () => void): void {
   warn();
 }
 
+/** `model` as its family names it: gateways such as OpenRouter spell ids `openai/gpt-4o` or `anthropic/claude-…`. */
+export function bareModelId(model: string): string {
+  return model.toLowerCase().slice(model.lastIndexOf("/") + 1);
+}
+
 function known(model: string): ModelLimits | undefined {
-  // Gateways such as OpenRouter spell ids as `openai/gpt-4o` or `anthropic/claude-…`.
-  const id = model.toLowerCase().slice(model.lastIndexOf("/") + 1);
+  const id = bareModelId(model);
   let best: readonly [string, ModelLimits] | undefined;
   for (const entry of KNOWN) {
     if (id.startsWith(entry[0]) && (!best || entry[0].length > best[0].length)) best = entry;
