@@ -4,10 +4,14 @@ import { waitFor } from "../../../test/emulators/slack/index.js";
 import { clickAction, submitView } from "../../../test/emulators/slack/interactive.js";
 import { dispatchInteractions } from "../../../test/support/interactions.js";
 import type { TurnRunner } from "../../runtime/contract.js";
+import { FormDesk } from "../../runtime/forms/desk.js";
+import { FORM_OVER } from "../../runtime/forms/texts.js";
 import { interactionId } from "../../runtime/interaction-ids.js";
 import { EXPIRED_NOTE } from "../../runtime/interactions.js";
 import { PROMPT_FORM } from "../../runtime/prompts.js";
+import type { FormBook, FormRecord } from "../../store/forms.js";
 import { formMetadata } from "./actions.js";
+import { ACK_HOLD_MS } from "./held-acks.js";
 import { toMrkdwn } from "./mrkdwn.js";
 
 let h: Harness | undefined;
@@ -238,5 +242,53 @@ describe("Slack adapter: buttons and forms", () => {
     await waitFor(() => h!.runner.interactions.length === 1);
     expect(deliveries[0]).toMatchObject({ acked: true });
     expect(h.runner.interactions[0]).toMatchObject({ ref: "http", value: "ok" });
+  });
+  it("acks a submission of a form already answered in time when Slack is slow to take the answer, which follows", async () => {
+    h = await startHarness();
+    // The forms desk, finding the form answered: it awaits its sentence to the person.
+    const book = { answered: async () => ({ action: "accept", at: new Date().toISOString() }) };
+    const desk = new FormDesk({ config: h.config, book: book as unknown as FormBook });
+    const record = { ref: "done1", asker: { id: "U_ALICE" } } as FormRecord;
+    const runner: TurnRunner = h.runner;
+    runner.interact = (interaction) => desk.interact(interaction, record);
+    // A spent ephemeral budget, as the person sees it: the answer comes after Slack's 3 s.
+    h.emu.slow.set("chat.postEphemeral", 4_000);
+    const msg = await buttonMessage(h);
+    const { deliveries } = submitView(h.emu, {
+      user: "U_ALICE",
+      callbackId: interactionId("done1", "p0"),
+      values: { b1: { name: { type: "plain_text_input", value: "Ada" } } },
+      privateMetadata: formMetadata({ channel: "C1", threadTs: msg.threadTs }),
+    });
+    await deliveries[0]?.done;
+    expect(deliveries[0]).toMatchObject({ acked: true, lateAcks: [] });
+    expect(deliveries[0]?.failed).toBeUndefined();
+    const note = await waitFor(() => h!.emu.state.ephemerals.find((e) => e.user === "U_ALICE"));
+    expect(note).toMatchObject({ channel: "C1", thread_ts: msg.threadTs, text: toMrkdwn(FORM_OVER) });
+  });
+
+  it(`acks a submission still being checked after ${ACK_HOLD_MS} ms, and tells its errors to the person`, async () => {
+    h = await startHarness();
+    const runner: TurnRunner = h.runner;
+    runner.interact = async () => {
+      await new Promise((r) => setTimeout(r, ACK_HOLD_MS + 500));
+      return { errors: { b1: "Name: write at least 2 characters." } };
+    };
+    const { deliveries } = submitView(h.emu, {
+      user: "U_ALICE",
+      callbackId: interactionId("slowform", "p0"),
+      values: { b1: { name: { type: "plain_text_input", value: "A" } } },
+      privateMetadata: formMetadata({ channel: "C1" }),
+    });
+    await deliveries[0]?.done;
+    expect(deliveries[0]).toMatchObject({ acked: true, lateAcks: [] });
+    expect(deliveries[0]?.failed).toBeUndefined();
+    expect(deliveries[0]?.ackPayload ?? {}).not.toHaveProperty("response_action");
+    const note = await waitFor(() => h!.emu.state.ephemerals.find((e) => e.user === "U_ALICE"), {
+      timeoutMs: 5_000,
+    });
+    expect(note.text).toBe(
+      "Your form was not sent: Name: write at least 2 characters. Press Fill in again to correct it.",
+    );
   });
 });

@@ -4,7 +4,9 @@ import { log } from "../../log.js";
 import type { Interaction, InteractionReply, TurnRunner } from "../../runtime/contract.js";
 import { INTERACTION_PREFIX, parseInteractionId } from "../../runtime/interaction-ids.js";
 import { PROMPT_FORM } from "../../runtime/prompts.js";
+import { AfterAck, within } from "./after-ack.js";
 import type { SlackIdentity } from "./events.js";
+import { ACK_HOLD_MS } from "./held-acks.js";
 import { slackModal, submittedValues } from "./modals.js";
 import { tellPrivately } from "./notices.js";
 import { inGroups } from "./user-groups.js";
@@ -31,9 +33,9 @@ const OUR_FORMS = new RegExp(`^${INTERACTION_PREFIX}(?![^:]+:${PROMPT_FORM}$)`);
 
 /**
  * Clicks (`block_actions`) and form submissions (`view_submission`) on our buttons and
- * modals, recognised by the `sb:` prefix of their action or callback id. Each is acked
- * first: Slack shows the person an error when no ack comes within 3 s, and what the runner
- * does next may take longer than that.
+ * modals, recognised by the `sb:` prefix of their action or callback id. Slack shows the
+ * person an error when no ack comes within 3 s, and what the runner does may take longer:
+ * a click is acked first, a submission once it is checked (its ack may carry the errors).
  */
 export function registerActions(app: App, deps: ActionDeps): void {
   const bots = new BotCheck(deps);
@@ -78,39 +80,54 @@ export function registerActions(app: App, deps: ActionDeps): void {
   app.view<ViewSubmitAction>(
     { type: "view_submission", callback_id: OUR_FORMS },
     async ({ ack, body, view }) => {
-      // The answer is decided before the ack: a form with errors stays open and shows them
-      // under its fields (`response_action: "errors"`, by block id); an empty ack closes it.
-      // Checking a form is a store read and some arithmetic, well inside Slack's 3 s.
       const parsed = parseInteractionId(view.callback_id);
       if (!parsed) {
         await ack();
         return;
       }
       const origin = originOf(view.private_metadata);
-      const outcome = await hand(deps, {
-        id: `slack:i:${body.trigger_id || `${view.id}:${view.hash}`}`,
-        kind: "form",
-        ref: parsed.ref,
-        value: submittedValues(view.state.values),
-        ...(parsed.value ? { via: parsed.value } : {}),
-        platform: "slack",
-        user: { id: body.user.id, name: body.user.name, bot: await bots.isBot(body.user.id) },
-        respond: (text) =>
-          tellPrivately(
-            deps.writes,
-            { user: body.user.id, channel: origin?.channel, threadTs: origin?.threadTs },
-            text,
-          ),
-      });
+      const replies = new AfterAck((text) =>
+        tellPrivately(
+          deps.writes,
+          { user: body.user.id, channel: origin?.channel, threadTs: origin?.threadTs },
+          text,
+        ),
+      );
+      const outcome = (async () =>
+        hand(deps, {
+          id: `slack:i:${body.trigger_id || `${view.id}:${view.hash}`}`,
+          kind: "form",
+          ref: parsed.ref,
+          value: submittedValues(view.state.values),
+          ...(parsed.value ? { via: parsed.value } : {}),
+          platform: "slack",
+          user: { id: body.user.id, name: body.user.name, bot: await bots.isBot(body.user.id) },
+          respond: (text) => replies.say(text),
+        }))();
+      // The answer is awaited for the ack: a form with errors stays open and shows them under
+      // its fields (`response_action: "errors"`, by block id); an empty ack closes it. What
+      // the runner says to the person goes after the ack (AfterAck), and a runner still
+      // checking when the ack is due (a slow store, a slow users.info) gets the plain ack.
+      const settled = await within(outcome, ACK_HOLD_MS);
       const blocks = new Set(view.blocks.map((b) => b.block_id));
-      const errors =
-        outcome && "errors" in outcome
-          ? Object.fromEntries(Object.entries(outcome.errors).filter(([id]) => blocks.has(id)))
-          : {};
-      if (Object.keys(errors).length > 0) await ack({ response_action: "errors", errors });
-      else await ack();
+      const errors = Object.entries(errorsOf(settled?.value)).filter(([id]) => blocks.has(id));
+      try {
+        if (errors.length > 0) await ack({ response_action: "errors", errors: Object.fromEntries(errors) });
+        else await ack();
+      } finally {
+        replies.acked();
+      }
+      if (settled) return;
+      // The modal closed before the checks were done: their errors can only be told.
+      const late = Object.values(errorsOf(await outcome));
+      if (late.length > 0)
+        await replies.say(`Your form was not sent: ${late.join(" ")} Press Fill in again to correct it.`);
     },
   );
+}
+
+function errorsOf(outcome: InteractionReply | undefined): Record<string, string> {
+  return outcome && "errors" in outcome ? outcome.errors : {};
 }
 
 async function hand(deps: ActionDeps, interaction: Interaction): Promise<InteractionReply | undefined> {
