@@ -107,7 +107,7 @@ export const configSchema = z
         codeBlockArtifactLines: z.number().int().min(0).default(80),
         /** Longest user message accepted, in characters; longer ones are refused with a sentence. */
         maxUserMessageChars: z.number().int().positive().default(100_000),
-        /** Above either, each turn gets the most relevant tools within it and a tool to search the rest. */
+        /** Above either, a turn gets the most relevant tools and a search; maxTools > 128 counts as 128. */
         toolBudget: z
           .object({
             maxTools: z.number().int().min(2).default(40),

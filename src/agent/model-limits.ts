@@ -20,7 +20,8 @@ export function inputBudgetOf(limits: ModelLimits): number {
  * Published limits of common models, matched by id prefix (longest prefix wins, so
  * `gpt-4o-mini` and dated snapshots such as `gpt-4o-2024-08-06` resolve). Figures are
  * from the OpenAI and Anthropic model pages; `maxOutputTokens` is the model's own cap,
- * which is also what the budget reserves for the answer.
+ * which is also what the budget reserves for the answer (the LLM emulator holds requests
+ * to the same caps, in test/emulators/llm/output-caps.ts).
  */
 const KNOWN: ReadonlyArray<readonly [prefix: string, limits: ModelLimits]> = [
   ["gpt-5-chat", { contextWindow: 128_000, maxOutputTokens: 16_384 }],
@@ -61,13 +62,33 @@ export function bareModelId(model: string): string {
   return model.toLowerCase().slice(model.lastIndexOf("/") + 1);
 }
 
-function known(model: string): ModelLimits | undefined {
+/** The table's guess for Claude models it does not name: not their cap, which may be larger. */
+const CLAUDE_GUESS = "claude-";
+
+function knownEntry(model: string): readonly [string, ModelLimits] | undefined {
   const id = bareModelId(model);
   let best: readonly [string, ModelLimits] | undefined;
   for (const entry of KNOWN) {
     if (id.startsWith(entry[0]) && (!best || entry[0].length > best[0].length)) best = entry;
   }
-  return best?.[1];
+  return best;
+}
+
+/**
+ * A `maxOutputTokens` above the model's own cap, which both APIs refuse with a 400 on
+ * every request ("max_tokens is too large", "… maximum allowed number of output tokens"),
+ * is lowered to the cap: the bot keeps answering, and the log says which setting to fix.
+ */
+function withinOwnCap(model: string, configured: number, entry: readonly [string, ModelLimits] | undefined) {
+  if (!entry || entry[0] === CLAUDE_GUESS || configured <= entry[1].maxOutputTokens) return configured;
+  const cap = entry[1].maxOutputTokens;
+  warnOnce(`${model}\u0000cap`, () =>
+    log.warn(
+      { model, maxOutputTokens: configured, cap },
+      `modelSettings.${model}.maxOutputTokens is above the ${cap} output tokens the model may write, which its API refuses; asking for ${cap}`,
+    ),
+  );
+  return cap;
 }
 
 /**
@@ -77,7 +98,8 @@ function known(model: string): ModelLimits | undefined {
  */
 export function modelLimits(config: Config, model: string): ModelLimits {
   const override = config.modelSettings[model];
-  const base = known(model);
+  const entry = knownEntry(model);
+  const base = entry?.[1];
   if (!base && !override?.contextWindow) {
     warnOnce(model, () =>
       log.warn(
@@ -88,7 +110,10 @@ export function modelLimits(config: Config, model: string): ModelLimits {
   }
   const fallback = base ?? UNKNOWN_MODEL_LIMITS;
   const contextWindow = override?.contextWindow ?? fallback.contextWindow;
-  let maxOutputTokens = override?.maxOutputTokens ?? fallback.maxOutputTokens;
+  let maxOutputTokens =
+    override?.maxOutputTokens !== undefined
+      ? withinOwnCap(model, override.maxOutputTokens, entry)
+      : fallback.maxOutputTokens;
   if (!override?.maxOutputTokens && override?.contextWindow) {
     // A window set smaller than the model's own (to save cost) must still leave room
     // for input: reserve at most a quarter of it for the answer.

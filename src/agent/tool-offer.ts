@@ -1,4 +1,5 @@
 import type { ChatMessage } from "../core/messages.js";
+import { log } from "../log.js";
 import type { ToolCallOptions, ToolEntry, ToolHub, ToolOutcome } from "../mcp/types.js";
 import { queryOf, type ToolIndex } from "./tool-ranking.js";
 
@@ -18,15 +19,38 @@ export interface OfferContext {
   used: readonly string[];
 }
 
+/**
+ * The most tools one request may carry: Chat Completions refuses more ("Invalid 'tools':
+ * array too long. Expected an array with maximum length 128"), on every turn. The offer is
+ * made apart from the provider, so the cap holds for Anthropic as well, which documents none.
+ */
+export const MAX_OFFERED_TOOLS = 128;
+
+let warnedOverCap = false;
+
+/** The budget with `maxTools` held to MAX_OFFERED_TOOLS, said once per process. */
+function withinToolCap(budget: ToolBudget): ToolBudget {
+  if (budget.maxTools <= MAX_OFFERED_TOOLS) return budget;
+  if (!warnedOverCap) {
+    warnedOverCap = true;
+    log.warn(
+      { maxTools: budget.maxTools, cap: MAX_OFFERED_TOOLS },
+      `agent.toolBudget.maxTools is above ${MAX_OFFERED_TOOLS}, more tools than OpenAI takes in a request; offering at most ${MAX_OFFERED_TOOLS}`,
+    );
+  }
+  return { ...budget, maxTools: MAX_OFFERED_TOOLS };
+}
+
 /** How many tools one search makes callable. */
 const SEARCH_RESULTS = 8;
 const DESCRIPTION_SHOWN = 160;
 
 /**
- * The tools one turn offers the model. A catalog within the budget is offered whole.
- * Above it, the offer is the tools already used in the thread, then the ones most relevant
- * to the conversation, as many as the budget holds, plus `search_tools`, through which the
- * model makes more of the catalog callable from its next step on.
+ * The tools one turn offers the model. A catalog within the budget (and within
+ * MAX_OFFERED_TOOLS) is offered whole. Above it, the offer is the tools already used in
+ * the thread, then the ones most relevant to the conversation, as many as the budget
+ * holds, plus `search_tools`, through which the model makes more of the catalog callable
+ * from its next step on.
  */
 export class ToolOffer {
   readonly limited: boolean;
@@ -35,17 +59,20 @@ export class ToolOffer {
   private readonly kept = new Set<string>();
   private tokens = 0;
   private readonly search: ToolEntry;
+  private readonly budget: ToolBudget;
 
   constructor(
     private readonly all: readonly ToolEntry[],
-    private readonly budget: ToolBudget,
+    budget: ToolBudget,
     context: OfferContext,
     /** Built only when the catalog is over the budget. */
     private readonly indexed: () => ToolIndex,
     private readonly sizeOf: (tool: ToolEntry) => number,
   ) {
+    this.budget = withinToolCap(budget);
     const total = all.reduce((n, t) => n + sizeOf(t), 0);
-    this.limited = all.length > budget.maxTools || total > budget.maxTokens;
+    const fits = (b: ToolBudget) => all.length <= b.maxTools && total <= b.maxTokens;
+    this.limited = !fits(this.budget);
     this.search = searchEntry(all);
     if (!this.limited) return;
     this.tokens = sizeOf(this.search);
@@ -55,6 +82,9 @@ export class ToolOffer {
       if (tool && this.add(tool)) this.kept.add(tool.name);
     }
     for (const { tool } of indexed().rank(queryOf(context.texts))) this.add(tool);
+    // The operator's budget held the whole catalog, only the cap did not: the slots the
+    // ranking left free go to the rest of it rather than stay empty.
+    if (fits(budget)) for (const tool of all) this.add(tool);
   }
 
   /** What the model is offered now: grows when it searches. */

@@ -18,6 +18,14 @@ function hasText(text: string): boolean {
   return text.trim() !== "";
 }
 
+/**
+ * What a tool result with no text says to the model. The API holds a `tool_result`'s
+ * string content to the rule above ("\n" is a whole result at times, from a shell or an
+ * MCP tool), and leaving the content out would tell the model nothing, not even that the
+ * tool ran.
+ */
+export const EMPTY_TOOL_RESULT = "(no output)";
+
 /** The label of each image block made from a part that has one (see `UserPart`). */
 export type ImageLabels = Map<ImageBlockParam, string>;
 
@@ -63,8 +71,7 @@ function resultBlock(msg: ChatMessage & { role: "tool" }, toolBlocks: boolean): 
   return {
     type: "tool_result",
     tool_use_id: msg.toolCallId,
-    // An empty string content is rejected; an absent one is not.
-    ...(msg.content ? { content: msg.content } : {}),
+    content: hasText(msg.content) ? msg.content : EMPTY_TOOL_RESULT,
     ...(msg.isError ? { is_error: true } : {}),
   };
 }

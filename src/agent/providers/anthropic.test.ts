@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { ChatMessage } from "../../core/messages.js";
 import { DEFAULT_MAX_TOKENS } from "./anthropic.js";
+import { EMPTY_TOOL_RESULT } from "./anthropic-messages.js";
 import { emulatedProvider, sentBody, useLlmEmulator } from "./emulator-setup.test-helper.js";
 import type { ModelRequest } from "./provider.js";
 
@@ -159,6 +160,23 @@ describe("the Anthropic provider's wire format", () => {
     });
     expect(capped.max_tokens).toBe(512);
     expect(capped).not.toHaveProperty("tool_choice");
+  });
+
+  it("sends a tool result that is empty or only whitespace as a placeholder the API takes", async () => {
+    const tools = [{ name: "shell__run", description: "", inputSchema: { type: "object" } }];
+    const call = (id: string) => ({ id, name: "shell__run", arguments: {} });
+    const messages: ChatMessage[] = [
+      { role: "user", content: "run both" },
+      { role: "assistant", content: "", toolCalls: [call("toolu_a"), call("toolu_b")] },
+      // An MCP tool whose whole output is a newline, and a failure that said nothing.
+      { role: "tool", toolCallId: "toolu_a", name: "shell__run", content: "\n" },
+      { role: "tool", toolCallId: "toolu_b", name: "shell__run", content: "", isError: true },
+    ];
+    const body = await send({ model: "claude-haiku-5-5", system: "s", messages, tools });
+    expect((body.messages as Array<{ content: unknown }>)[2]?.content).toEqual([
+      { type: "tool_result", tool_use_id: "toolu_a", content: EMPTY_TOOL_RESULT },
+      { type: "tool_result", tool_use_id: "toolu_b", content: EMPTY_TOOL_RESULT, is_error: true },
+    ]);
   });
 
   it("asks for an answer without tool calls with tool_choice none, keeping the tools listed", async () => {

@@ -47,6 +47,32 @@ describe("the emulator's Anthropic side refuses what the Messages API refuses", 
     expect((await post(conversation(" ok ", "assistant"))).status).toBe(200);
   });
 
+  it("tool_result content that is empty or only whitespace, as a string or a text block in it", async () => {
+    const withResult = (content: unknown) => ({
+      tools: [{ name: "shell__run", input_schema: { type: "object" } }],
+      messages: [
+        { role: "user", content: "run it" },
+        { role: "assistant", content: [{ type: "tool_use", id: "toolu_1", name: "shell__run", input: {} }] },
+        { role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_1", content }] },
+      ],
+    });
+    for (const blank of ["\n", " \t", [{ type: "text", text: "\n" }]]) {
+      const res = await post(withResult(blank));
+      expect(res.status).toBe(400);
+      expect(await res.json()).toEqual(
+        refusal("messages: text content blocks must contain non-whitespace text"),
+      );
+    }
+    for (const empty of ["", [{ type: "text", text: "" }]]) {
+      const res = await post(withResult(empty));
+      expect(res.status).toBe(400);
+      expect(await res.json()).toEqual(refusal("messages: text content blocks must be non-empty"));
+    }
+    expect(emu.requests).toHaveLength(0);
+    expect((await post(withResult("(no output)"))).status).toBe(200);
+    expect((await post(withResult([{ type: "text", text: "done\n" }]))).status).toBe(200);
+  });
+
   it("tool_use and tool_result blocks in a request that defines no tools, in the API's 400 shape", async () => {
     const messages = [
       { role: "user", content: "what is the weather?" },

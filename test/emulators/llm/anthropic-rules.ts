@@ -15,6 +15,23 @@ function blocksOf(messages: unknown[]): Json[] {
   return messages.flatMap((m) => (isObject(m) && Array.isArray(m.content) ? m.content.filter(isObject) : []));
 }
 
+/**
+ * The texts of every text block, those inside a `tool_result` too: its string `content`
+ * stands for one text block, and is held to the same rule ("\n" is a whole tool result at
+ * times, from a shell or an MCP tool).
+ */
+function textsOf(blocks: Json[]): string[] {
+  const text = (b: unknown) => (isObject(b) && typeof b.text === "string" ? b.text : "");
+  return blocks.flatMap((b) => {
+    if (b.type === "text") return [text(b)];
+    if (b.type !== "tool_result") return [];
+    if (typeof b.content === "string") return [b.content];
+    return Array.isArray(b.content)
+      ? b.content.filter((inner) => isObject(inner) && inner.type === "text").map(text)
+      : [];
+  });
+}
+
 /** The media types of the SDK's `Base64ImageSource`; the API refuses any other. */
 const IMAGE_TYPES = ["image/jpeg", "image/png", "image/gif", "image/webp"];
 /** The API's limit on one base64 image, counted on the encoded text, not on the file it encodes. */
@@ -117,9 +134,7 @@ export function anthropicMessagesRefusal(body: Json, messages: unknown[]): strin
   const unpaired = anthropicPairingRefusal(messages);
   if (unpaired) return unpaired;
   // In any message, the user's as well as the assistant's ("\n\n" is a model's whole answer at times).
-  const texts = blocks
-    .filter((b) => b.type === "text")
-    .map((b) => (typeof b.text === "string" ? b.text : ""));
+  const texts = textsOf(blocks);
   if (texts.some((t) => t === "")) return "messages: text content blocks must be non-empty";
   if (texts.some((t) => t.trim() === ""))
     return "messages: text content blocks must contain non-whitespace text";

@@ -29,6 +29,7 @@ import {
 } from "./openai.js";
 import { sendTpmTooLarge, tpmTooLargeMessage } from "./openai-rate-limits.js";
 import { openAiRequestRefusal } from "./openai-rules.js";
+import { DEFAULT_OUTPUT_CAPS, outputCapRefusal } from "./output-caps.js";
 import { echoTurn, planReply } from "./script.js";
 import { anthropicToolRefusal, openAiToolRefusal } from "./tools.js";
 import { isCutTurn, isErrorTurn, type RecordedRequest, type Responder, type ScriptedTurn } from "./types.js";
@@ -72,6 +73,12 @@ export interface LlmEmulatorOptions {
   /** For models matched by nothing in `contextWindows` (default 128,000). */
   defaultContextWindow?: number;
   /**
+   * Output caps in tokens by model id (exact id, else the longest matching prefix), over
+   * `DEFAULT_OUTPUT_CAPS` (gpt-4o 16,384, claude-sonnet-4 64,000, ...). A request for more
+   * output is refused with the provider's 400; models matched by nothing are unchecked.
+   */
+  outputCaps?: Record<string, number>;
+  /**
    * How prompts are counted (default: o200k for the OpenAI protocol, characters / 4
    * rounded up for Anthropic's; see `context.ts`).
    */
@@ -99,6 +106,7 @@ export class LlmEmulator {
   private responder: Responder | undefined;
   private readonly windows: Record<string, number>;
   private readonly defaultWindow: number;
+  private readonly outputCaps: Readonly<Record<string, number>>;
   private readonly counter: TokenCounter | undefined;
   private readonly tpm: ReadonlyMap<string, number>;
 
@@ -113,6 +121,7 @@ export class LlmEmulator {
     this.responder = opts.responder;
     this.windows = { ...DEFAULT_CONTEXT_WINDOWS, ...opts.contextWindows };
     this.defaultWindow = opts.defaultContextWindow ?? DEFAULT_CONTEXT_WINDOW;
+    this.outputCaps = { ...DEFAULT_OUTPUT_CAPS, ...opts.outputCaps };
     this.counter = opts.countTokens;
     this.tpm = new Map(Object.entries(opts.tokensPerMinute ?? {}));
   }
@@ -220,6 +229,12 @@ export class LlmEmulator {
       if (protocol === "openai")
         return sendOpenAiError(res, 400, refusal.message, undefined, refusal.code, refusal.param);
       return sendAnthropicError(res, 400, refusal.message);
+    }
+    const overCap = outputCapRefusal(recorded, this.outputCaps);
+    if (overCap) {
+      if (protocol === "openai")
+        return sendOpenAiError(res, 400, overCap.message, undefined, "invalid_value", overCap.param);
+      return sendAnthropicError(res, 400, overCap.message);
     }
     recorded.receivedAt = Date.now();
     this.requests.push(recorded);

@@ -3,12 +3,15 @@
  * each answers. Names: `^[a-zA-Z0-9_-]{1,64}$` on both. OpenAI also refuses a
  * `parameters` schema with an array that has no `items` anywhere in it, naming the path:
  * MCP servers ship such schemas, and Anthropic accepts them, so a bot tested only on
- * Anthropic never learns it.
+ * Anthropic never learns it. OpenAI takes at most 128 tools in a request; Anthropic
+ * documents no such count, so the emulator sets none for it.
  */
 
 type Json = Record<string, unknown>;
 
 const NAME = /^[a-zA-Z0-9_-]{1,64}$/;
+/** Chat Completions' `tools` array limit. */
+const OPENAI_MAX_TOOLS = 128;
 
 const isObject = (v: unknown): v is Json => v !== null && typeof v === "object" && !Array.isArray(v);
 
@@ -68,6 +71,13 @@ const context = (path: string[]) => `(${path.map((p) => `'${p}'`).join(", ")})`;
 
 export function openAiToolRefusal(tools: unknown): ToolRefusal | undefined {
   if (!Array.isArray(tools)) return undefined;
+  if (tools.length > OPENAI_MAX_TOOLS) {
+    return {
+      message: `Invalid 'tools': array too long. Expected an array with maximum length ${OPENAI_MAX_TOOLS}, but got an array with length ${tools.length} instead.`,
+      param: "tools",
+      code: "array_above_max_length",
+    };
+  }
   for (const [i, tool] of tools.entries()) {
     const fn = isObject(tool) && isObject(tool.function) ? tool.function : undefined;
     if (!fn) continue;
