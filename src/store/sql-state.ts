@@ -6,6 +6,9 @@ import { Leases } from "./state-leases.js";
 /** A list member's row on SQL, as keyv writes `set(key, 1)` without expiry. */
 const LIST_ROW = JSON.stringify({ value: 1 });
 
+/** A boolean column: PostgreSQL answers true/false, SQLite 1/0. */
+const truthy = (x: unknown): boolean => x === true || x === 1;
+
 /**
  * SQLite and PostgreSQL: keyv's own table and row format (`ns:key`,
  * `{"value":…,"expires":…}`), so keyv reads these rows as its own. Every conditional write
@@ -41,8 +44,22 @@ export class SqlState extends Leases {
     return this.pg ? `${this.field("expires")}::bigint` : this.field("expires");
   }
 
+  /**
+   * Not keyv's get: on a row it reads as expired, that deletes the key in a statement of
+   * its own, which also takes what another process wrote in between (a replica's next
+   * heartbeat, a lease or claim just taken). An expired row is left for the sweeper.
+   */
   async get<T>(key: string): Promise<T | undefined> {
-    return (await this.store.kv.get<T>(key)) ?? undefined;
+    const [row] = await this.sql.query(this.q(`SELECT value FROM ${this.sql.table} WHERE key = ?`), [
+      this.raw(key),
+    ]);
+    if (row === undefined) return undefined;
+    // keyv's own reading of its rows (a string it wrote beginning with ":" is escaped).
+    const data = await this.store.kv.deserializeData<T>(String(row.value));
+    if (data === undefined) return undefined;
+    // Live while `expires >= now`, as the conditional writes here and the sweeper count it.
+    if (typeof data.expires === "number" && data.expires < Date.now()) return undefined;
+    return data.value ?? undefined;
   }
 
   async set<T>(key: string, value: T, ttlMs?: number): Promise<void> {
@@ -117,12 +134,33 @@ export class SqlState extends Leases {
     return this.setIfHolding(lease, key, value);
   }
 
-  async deleteIfHolding(lease: Lease, key: string): Promise<boolean> {
+  /** Whether this call deleted `key`'s row, in one statement with the check of the lease. */
+  private async deleteHeld(lease: Lease, key: string): Promise<boolean> {
     const rows = await this.sql.query(
       this.q(`DELETE FROM ${this.sql.table} WHERE key = ? AND ${this.held()} RETURNING key`),
       [this.raw(key), this.raw(lease.key), lease.token, Date.now()],
     );
     return rows.length > 0;
+  }
+
+  /**
+   * True, as Redis's script answers, also when the key is already gone: the holder is still
+   * the holder (a turn's record ended twice must not read as a lost lock). A DELETE cannot
+   * say that of a row it did not find, and SQLite has no DELETE inside a query, so the
+   * lease and the key are read again together; a key written in between is deleted anew.
+   */
+  async deleteIfHolding(lease: Lease, key: string): Promise<boolean> {
+    for (;;) {
+      if (await this.deleteHeld(lease, key)) return true;
+      const [row] = await this.sql.query(
+        this.q(
+          `SELECT ${this.held()} AS held, EXISTS (SELECT 1 FROM ${this.sql.table} WHERE key = ?) AS present`,
+        ),
+        [this.raw(lease.key), lease.token, Date.now(), this.raw(key)],
+      );
+      if (!truthy(row?.held)) return false;
+      if (!truthy(row?.present)) return true;
+    }
   }
 
   async setClaiming<T>(
@@ -190,9 +228,9 @@ export class SqlState extends Leases {
     await this.store.kv.delete(this.member(list, member));
   }
 
-  /** A member is a row: fenced as any row is. */
+  /** A member is a row, fenced as any row is; true only when this call removed it, as SREM counts. */
   listRemoveIfHolding(lease: Lease, list: string, member: string): Promise<boolean> {
-    return this.deleteIfHolding(lease, this.member(list, member));
+    return this.deleteHeld(lease, this.member(list, member));
   }
 
   async listMembers(list: string): Promise<string[]> {

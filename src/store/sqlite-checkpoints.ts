@@ -43,6 +43,8 @@ parentPort.on("message", (m) => {
 export class Checkpoints {
   private readonly worker: Worker;
   private stopping = false;
+  /** Set once the worker has ended: its exit event is never emitted again, nor by terminate(). */
+  private exited = false;
 
   constructor(file: string, busyTimeoutMs: number, onFailure: () => void, everyMs = CHECKPOINT_EVERY_MS) {
     const driver = createRequire(import.meta.url).resolve("better-sqlite3");
@@ -58,6 +60,7 @@ export class Checkpoints {
     });
     this.worker.on("error", (err) => log.warn({ err }, "sqlite: the checkpoint worker failed"));
     this.worker.on("exit", () => {
+      this.exited = true;
       if (this.stopping) return;
       log.warn("sqlite: the checkpoint worker stopped; the store checkpoints on its own connection again");
       onFailure();
@@ -65,7 +68,7 @@ export class Checkpoints {
   }
 
   async stop(): Promise<void> {
-    if (this.stopping) return;
+    if (this.stopping || this.exited) return;
     this.stopping = true;
     const exited = once(this.worker, "exit");
     this.worker.postMessage("stop");

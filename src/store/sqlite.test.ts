@@ -5,7 +5,7 @@ import Keyv from "keyv";
 import { afterEach, describe, expect, it } from "vitest";
 import { openStore } from "./index.js";
 import { SqliteConnection, SqliteKeyvAdapter } from "./sqlite.js";
-import { CHECKPOINT_EVERY_MS, CHECKPOINTS_START_AFTER_MS } from "./sqlite-checkpoints.js";
+import { CHECKPOINT_EVERY_MS, CHECKPOINTS_START_AFTER_MS, Checkpoints } from "./sqlite-checkpoints.js";
 
 const dirs: string[] = [];
 function scratchFile(): string {
@@ -120,6 +120,22 @@ describe("the SQLite store adapter", () => {
     } finally {
       await store.close();
     }
+  });
+
+  it("stops at once when its checkpoint worker has already stopped on its own", async () => {
+    let stoppedUnasked!: () => void;
+    const failed = new Promise<void>((r) => {
+      stoppedUnasked = r;
+    });
+    // A file in a folder that does not exist: the worker's connection fails and the worker ends.
+    const unopenable = join(scratchFile(), "..", "missing", "store.sqlite");
+    const checkpoints = new Checkpoints(unopenable, 1_000, () => stoppedUnasked());
+    await failed;
+    const outcome = await Promise.race([
+      checkpoints.stop().then(() => "stopped"),
+      new Promise((r) => setTimeout(() => r("still waiting"), 1_000)),
+    ]);
+    expect(outcome).toBe("stopped");
   });
 
   it("lets the event loop turn inside a long chain of store calls, and only there", async () => {

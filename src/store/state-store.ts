@@ -40,7 +40,10 @@ export interface StateStore {
    * its archive), written as keyv writes it, without expiry.
    */
   kvSetIfHolding<T>(lease: Lease, key: string, value: T): Promise<boolean>;
-  /** Deletes `key` only while `lease` is held; false when it did not. */
+  /**
+   * Deletes `key` only while `lease` is held. True while it is held, also when the key was
+   * already gone (nothing to delete); false only when the lease is not held.
+   */
   deleteIfHolding(lease: Lease, key: string): Promise<boolean>;
   /**
    * `set` without expiry (fenced by `lease` as `setIfHolding` when given) and the `claims`

@@ -21,6 +21,14 @@ describeEachStore("the state store on %s", (kind) => {
     expect(await a.get("k")).toBeUndefined();
   });
 
+  it("reads back strings that begin with a colon as they were written (an emoji code opening a message)", async () => {
+    stores = testStores(kind);
+    const [a, b] = [await open(), await open()];
+    const value = { text: ":eyes: what is this?", parts: [":+1:", "::"] };
+    await a.set("colons", value);
+    expect(await b.get("colons")).toEqual(value);
+  });
+
   it("forgets a value after its expiry", async () => {
     stores = testStores(kind);
     const s = await open();
@@ -104,6 +112,22 @@ describeEachStore("the state store on %s", (kind) => {
     const again = (await b.acquireLock("fenced", 1_000))!;
     expect(await b.deleteIfHolding(again, "record")).toBe(true);
     expect(await a.get("record")).toBeUndefined();
+  });
+
+  it("deletes a key that is already gone under a held lease as done, and says false only once the lease is lost", async () => {
+    stores = testStores(kind);
+    const [a, b] = [await open(), await open()];
+    const lease = (await a.acquireLock("ending", 5_000))!;
+    expect(await a.deleteIfHolding(lease, "never-written")).toBe(true);
+    expect(await a.setIfHolding(lease, "record", { n: 1 })).toBe(true);
+    expect(await a.deleteIfHolding(lease, "record")).toBe(true);
+    // A second end of the same turn (a retry after a timeout): nothing to delete, still the holder.
+    expect(await b.deleteIfHolding(lease, "record")).toBe(true);
+    expect(await b.holds(lease)).toBe(true);
+    expect(await b.deleteIfHolding({ key: lease.key, token: "not-the-token" }, "record")).toBe(false);
+    await a.releaseLock(lease);
+    expect(await a.deleteIfHolding(lease, "record")).toBe(false);
+    expect(await a.deleteIfHolding(lease, "never-written")).toBe(false);
   });
 
   it("writes a value the store's keyv reads only while the lease is held", async () => {
