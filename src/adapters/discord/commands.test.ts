@@ -245,6 +245,21 @@ describe("Discord adapter: slash commands", () => {
     expect(h.runner.commands[0]).toMatchObject({ name: "model", arg: "gpt-4o" });
   });
 
+  it("autocompletes /prompt with choices Discord takes: 25 at most, none over 100 characters", async () => {
+    // MCP prompt names have no length limit; one this long cannot be a choice's value.
+    const long = `ops/${"summarise-the-incident-".repeat(5)}report`;
+    const listed = Array.from({ length: 30 }, (_, i) => `ops/report-${i}`);
+    const names = [long, "ops/report-0", ...listed];
+    h = await startHarness({ prompts: () => names });
+    const s = h.emulator.state;
+    const ac = h.emulator.autocomplete("prompt", { name: "" }, "name", s.general, s.alice.id);
+    const callback = () => h.emulator.requests.find((r) => r.path.includes(`/interactions/${ac.id}/`));
+    await waitFor(callback);
+    expect(callback()?.status).toBe(204);
+    expect(ac.choices?.map((c) => c.value)).toEqual(listed.slice(0, 25));
+    expect(ac.choices?.every((c) => c.name === c.value)).toBe(true);
+  });
+
   it("renames the bot's thread on /title", async () => {
     h = await startHarness();
     const s = h.emulator.state;

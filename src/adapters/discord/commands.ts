@@ -179,16 +179,31 @@ function suggestions(ctx: DiscordContext, source: SuggestionSource): string[] {
   }
 }
 
+/** Discord's autocomplete limits: 25 choices, each name and string value 1 to 100 characters. */
+const CHOICES_MAX = 25;
+const CHOICE_CHARS = 100;
+
+/**
+ * The choices for what was typed, each named by its value. One choice out of bounds makes
+ * Discord refuse the whole list, and a value is what the option is filled with: cut to 100
+ * characters it would name another model or prompt (or none), so a longer one is left out
+ * (typed in full it still works). A short key mapped back later was the other way: it
+ * would break once the list changed, or the answer reached another replica, and /prompt's
+ * arguments are typed after the name in the same option.
+ */
+function autocompleteChoices(suggested: string[], typed: string): { name: string; value: string }[] {
+  const wanted = typed.toLowerCase();
+  return [...new Set(suggested)]
+    .filter((m) => m.length > 0 && m.length <= CHOICE_CHARS && m.toLowerCase().includes(wanted))
+    .slice(0, CHOICES_MAX)
+    .map((m) => ({ name: m, value: m }));
+}
+
 async function autocomplete(ctx: DiscordContext, interaction: AutocompleteInteraction): Promise<void> {
   const source = findCommand(interaction.commandName)?.argument?.suggest;
   if (!source) return;
-  const typed = String(interaction.options.getFocused()).toLowerCase();
-  // Discord shows at most 25 choices.
-  const choices = suggestions(ctx, source)
-    .filter((m) => m.toLowerCase().includes(typed))
-    .slice(0, 25)
-    .map((m) => ({ name: m, value: m }));
-  await interaction.respond(choices);
+  const typed = String(interaction.options.getFocused());
+  await interaction.respond(autocompleteChoices(suggestions(ctx, source), typed));
 }
 
 /** `/title` is an explicit request, so it may rename a thread the bot opened even after the automatic rename. */

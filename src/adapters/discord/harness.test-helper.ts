@@ -85,6 +85,8 @@ export async function startHarness(
     guild?: boolean;
     /** The store of another harness, as a restarted process or a second replica shares it (the test closes it). */
     state?: StateStore;
+    /** The connected servers' prompts as `server/name`, for /prompt's autocomplete. */
+    prompts?: () => string[];
   } = {},
 ): Promise<Harness> {
   const emulator = opts.emulator ?? (await DiscordEmulator.start({ rateLimits: { speed: 10 } }));
@@ -105,6 +107,7 @@ export async function startHarness(
       ...(opts.guild === false ? {} : { discordGuildId: emulator.guildId }),
     },
     models: () => [config.llm.model, ...config.models.allowed],
+    ...(opts.prompts ? { prompts: opts.prompts } : {}),
   });
   await adapter.start();
   return {

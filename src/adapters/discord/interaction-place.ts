@@ -104,6 +104,16 @@ export function interactionPlace(
   /** The question shown in the reply, which the answer's first message in the channel answers. */
   let replyTo = state.echo ? originalId : undefined;
   let refused = false;
+  /**
+   * The messages this interaction's token wrote (its reply and follow-ups). A webhook edits
+   * only its own: Discord answers 404 Unknown Message for any other, even the bot's own
+   * message in the same channel (a question an earlier turn asked, settled by this one).
+   */
+  const ownIds = new Set(originalId ? [originalId] : []);
+  const own = (id: string) => {
+    ownIds.add(id);
+    return id;
+  };
   const ends = interaction.createdTimestamp + INTERACTION_TOKEN_MS - TOKEN_MARGIN_MS;
   const tokenLives = () => !refused && Date.now() < ends;
   const channelId = interaction.channelId ?? "";
@@ -122,9 +132,12 @@ export function interactionPlace(
   };
   const inChannel = channelOps(getChannel, channelId, { reference, ...(posted ? { posted } : {}) });
 
-  /** `hook` through the interaction's webhook while its token lives, else `fallback` through the channel. */
-  async function write<T>(hook: () => Promise<T>, fallback: () => Promise<T>): Promise<T> {
-    if (tokenLives()) {
+  /**
+   * `hook` through the interaction's webhook while its token lives, else `fallback` through
+   * the channel; an edit of a message the token did not write (`of`) goes there at once.
+   */
+  async function write<T>(hook: () => Promise<T>, fallback: () => Promise<T>, of?: string): Promise<T> {
+    if (tokenLives() && (of === undefined || ownIds.has(of))) {
       try {
         return await hook();
       } catch (err) {
@@ -235,12 +248,12 @@ export function interactionPlace(
         async () => {
           if (!originalUsed) {
             return taking(async () => {
-              const id = (await interaction.editReply(body(text, files, controls))).id;
+              const id = own((await interaction.editReply(body(text, files, controls))).id);
               await posted?.(id);
               return id;
             });
           }
-          const { id } = await interaction.followUp(body(text, files, controls));
+          const id = own((await interaction.followUp(body(text, files, controls))).id);
           replyTo = undefined;
           await posted?.(id);
           return id;
@@ -253,6 +266,7 @@ export function interactionPlace(
           await interaction.editReply({ message: id, ...body(text, files, controls) });
         },
         () => inChannel.edit(id, text, files, controls),
+        id,
       ),
     clearControls: (id) =>
       write(
@@ -260,6 +274,7 @@ export function interactionPlace(
           await interaction.editReply({ message: id, components: [] });
         },
         () => inChannel.clearControls!(id),
+        id,
       ),
     ask: (text, components) =>
       // A question before any of the answer takes the deferred reply's place, as a first
@@ -274,6 +289,7 @@ export function interactionPlace(
                 components,
                 allowedMentions: NO_PINGS,
               });
+              own(id);
               await posted?.(id);
               return id;
             },
@@ -290,6 +306,7 @@ export function interactionPlace(
           });
         },
         () => inChannel.settle!(id, text),
+        id,
       ),
   };
   return {

@@ -1,4 +1,5 @@
 import type { DiscordEmulator } from "./index.js";
+import { interactionStart } from "./installs.js";
 import { type ModalValue, modalOpener, modalSubmission } from "./modal-submit.js";
 import { interactionToken, snowflake } from "./snowflake.js";
 import { ALL_PERMISSIONS } from "./state.js";
@@ -34,9 +35,7 @@ function deliver(
     name: String(data.custom_id),
     channelId,
     userId,
-    callbacks: [],
-    followupIds: [],
-    sentAt: Date.now(),
+    ...interactionStart(s.installs, channel.guild_id, userId),
     ...(message ? { messageId: message.id } : {}),
   };
   s.interactions.set(record.id, record);
@@ -53,7 +52,7 @@ function deliver(
     app_permissions: ALL_PERMISSIONS,
     locale: "en-US",
     entitlements: [],
-    authorizing_integration_owners: guild ? { "0": guild } : { "1": userId },
+    authorizing_integration_owners: record.owners,
     context: guild ? 0 : 1,
     ...(message ? { message: s.messageJson(message) } : {}),
   };

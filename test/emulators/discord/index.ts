@@ -1,6 +1,7 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Gateway } from "./gateway.js";
+import { interactionStart } from "./installs.js";
 import { RateLimiter, type RateLimitOptions } from "./ratelimit.js";
 import { handleRest, Intent, PRIVILEGED_INTENTS, type RestContext, withoutContent } from "./rest.js";
 import { interactionToken, snowflake } from "./snowflake.js";
@@ -358,9 +359,7 @@ export class DiscordEmulator implements RestContext {
       name,
       channelId,
       userId,
-      callbacks: [],
-      followupIds: [],
-      sentAt: Date.now(),
+      ...interactionStart(s.installs, channel.guild_id, userId),
     };
     s.interactions.set(record.id, record);
     const optionList = Object.entries(options).map(([n, value]) => ({
@@ -388,7 +387,7 @@ export class DiscordEmulator implements RestContext {
       app_permissions: ALL_PERMISSIONS,
       locale: "en-US",
       entitlements: [],
-      authorizing_integration_owners: guild ? { "0": guild } : { "1": userId },
+      authorizing_integration_owners: record.owners,
       context: guild ? 0 : 1,
     };
     if (guild) {

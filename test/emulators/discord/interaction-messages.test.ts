@@ -112,3 +112,96 @@ describe("Discord emulator: an interaction's messages", () => {
     expect(rec.followupIds).toEqual([]);
   });
 });
+
+describe("Discord emulator: what an interaction's webhook may write", () => {
+  const cb = (rec: { id: string; token: string }) => `/interactions/${rec.id}/${rec.token}/callback`;
+
+  it("edits, reads and deletes only the messages its own token sent, as a webhook does", async () => {
+    const e = await start();
+    const s = e.state;
+    const first = e.slash("ask", { question: "one" }, s.general, s.alice.id);
+    const second = e.slash("ask", { question: "two" }, s.general, s.alice.id);
+    for (const rec of [first, second]) await call(e, "POST", cb(rec), { json: { type: 5 }, bot: false });
+    const hook = `/webhooks/${s.applicationId}/${first.token}`;
+    const followup = await call(e, "POST", hook, { json: { content: "more" }, bot: false });
+    const posted = await call(e, "POST", `/channels/${s.general}/messages`, { json: { content: "plain" } });
+    const own = [first.originalId!, String(followup.body.id)];
+    for (const id of own) {
+      expect(
+        await call(e, "PATCH", `${hook}/messages/${id}`, { json: { content: "mine" }, bot: false }),
+      ).toMatchObject({ status: 200, body: { content: "mine" } });
+    }
+    const unknown = { status: 404, code: 10008 };
+    for (const id of [String(posted.body.id), second.originalId!]) {
+      expect(
+        await call(e, "PATCH", `${hook}/messages/${id}`, { json: { content: "not mine" }, bot: false }),
+      ).toMatchObject(unknown);
+      expect(await call(e, "GET", `${hook}/messages/${id}`, { bot: false })).toMatchObject(unknown);
+      expect(await call(e, "DELETE", `${hook}/messages/${id}`, { bot: false })).toMatchObject(unknown);
+      expect(s.findMessage(id)?.deleted).toBeFalsy();
+    }
+    expect(s.findMessage(String(posted.body.id))?.content).toBe("plain");
+  });
+
+  it("caps follow-ups at 5 for an interaction a user install alone authorized, and not for a server install", async () => {
+    const e = await start();
+    const s = e.state;
+    const followups = async (rec: { id: string; token: string }) => {
+      await call(e, "POST", cb(rec), { json: { type: 5 }, bot: false });
+      const statuses: { status: number; code?: number }[] = [];
+      for (let n = 0; n < 7; n++) {
+        const r = await call(e, "POST", `/webhooks/${s.applicationId}/${rec.token}`, {
+          json: { content: `part ${n}` },
+          bot: false,
+        });
+        statuses.push({ status: r.status, ...(r.code ? { code: r.code } : {}) });
+      }
+      return statuses;
+    };
+    const ok = { status: 200 };
+    const inGuild = e.slash("ask", { question: "long" }, s.general, s.alice.id);
+    expect(inGuild.owners).toEqual({ "0": s.guildId });
+    const inDm = e.slash("ask", { question: "long" }, s.dmChannel(s.alice.id).id, s.alice.id);
+    expect(inDm.owners).toEqual({ "0": "0" });
+    for (const rec of [inGuild, inDm]) expect(await followups(rec)).toEqual(Array(7).fill(ok));
+    s.installs = { guild: false, user: true };
+    const userOnly = e.slash("ask", { question: "long" }, s.general, s.alice.id);
+    expect(userOnly.owners).toEqual({ "1": s.alice.id });
+    const capped = { status: 400, code: 40094 };
+    expect(await followups(userOnly)).toEqual([...Array(5).fill(ok), capped, capped]);
+    expect(userOnly.followupIds).toHaveLength(5);
+    s.installs = { guild: true, user: true };
+    const both = e.slash("ask", { question: "long" }, s.general, s.alice.id);
+    expect(await followups(both)).toEqual(Array(7).fill(ok));
+  });
+
+  it("refuses autocomplete choices past 25, or with a name or string value outside 1-100 characters, and records none", async () => {
+    const e = await start();
+    const s = e.state;
+    const choices = (n: number, name = (i: number) => `m${i}`) =>
+      Array.from({ length: n }, (_, i) => ({ name: name(i), value: `m${i}` }));
+    const offer = async (list: unknown[]) => {
+      const rec = e.autocomplete("model", { name: "" }, "name", s.general, s.alice.id);
+      const r = await call(e, "POST", cb(rec), { json: { type: 8, data: { choices: list } }, bot: false });
+      return { r, rec };
+    };
+    const refused = (field: string) => ({
+      status: 400,
+      code: 50035,
+      body: { errors: { [field]: { _errors: [expect.objectContaining({})] } } },
+    });
+    const accepted = await offer([...choices(24), { name: "x".repeat(100), value: 7 }]);
+    expect(accepted.r.status).toBe(204);
+    expect(accepted.rec.choices).toHaveLength(25);
+    const tooMany = await offer(choices(26));
+    expect(tooMany.r).toMatchObject(refused("data.choices"));
+    expect(tooMany.rec.callbacks).toEqual([]);
+    expect(tooMany.rec.choices).toBeUndefined();
+    const longName = await offer(choices(3, (i) => (i === 2 ? "n".repeat(101) : `m${i}`)));
+    expect(longName.r).toMatchObject(refused("data.choices.2.name"));
+    expect((await offer([{ name: "", value: "a" }])).r).toMatchObject(refused("data.choices.0.name"));
+    const longValue = await offer([{ name: "long", value: "v".repeat(101) }]);
+    expect(longValue.r).toMatchObject(refused("data.choices.0.value"));
+    expect(longValue.rec.callbacks).toEqual([]);
+  });
+});

@@ -1,4 +1,5 @@
 import type { IncomingFile } from "./index.js";
+import type { Installs } from "./installs.js";
 import { snowflake } from "./snowflake.js";
 import {
   type ChannelObject,
@@ -61,6 +62,8 @@ export class DiscordState {
   readonly dmsClosed = new Set<string>();
   /** People who left the guild: they share none with the bot. */
   readonly outsiders = new Set<string>();
+  /** Where the app is installed: to the guild only, as Switchboard's invite does, unless a test says otherwise. */
+  installs: Installs = { guild: true, user: false };
 
   constructor(private readonly baseUrl: () => string) {
     for (const u of [this.bot, this.alice, this.bob, this.otherBot]) this.users.set(u.id, u);

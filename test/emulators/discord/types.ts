@@ -103,6 +103,8 @@ export interface StoredInteraction {
   /** Id of the message holding the original response, once there is one. */
   originalId?: string;
   followupIds: string[];
+  /** `authorizing_integration_owners` as sent: "0" a server install, "1" a user install. */
+  owners: Record<string, string>;
   /** ms between the interaction being sent and its first callback. */
   ackMs?: number;
   sentAt: number;

@@ -1,7 +1,8 @@
 import type { ParsedBody } from "./body.js";
+import { followupsCapped, USER_INSTALL_FOLLOWUPS } from "./installs.js";
 import { writeMessage } from "./message-writes.js";
 import { CALLBACK_MODAL, openModal } from "./modals.js";
-import { HttpError, type Reply, type RestContext, tooManyRequests } from "./rest.js";
+import { HttpError, invalidForm, type Reply, type RestContext, tooManyRequests } from "./rest.js";
 import type { StoredInteraction, StoredMessage } from "./types.js";
 
 /** Discord's deadline for the first interaction callback: later ones get 404 Unknown interaction (10062). */
@@ -32,6 +33,12 @@ export async function handleInteractionRoute(
   }
   const which = hook[3];
   if (!which && method === "POST") {
+    if (followupsCapped(interaction) && interaction.followupIds.length >= USER_INSTALL_FOLLOWUPS) {
+      throw new HttpError(400, {
+        message: "This interaction has hit the maximum number of follow up messages",
+        code: 40094,
+      });
+    }
     const body = await parsed();
     const flags = typeof body.json.flags === "number" ? body.json.flags : 0;
     const msg = writeMessage(ctx, interaction.channelId, body, undefined, {
@@ -44,7 +51,7 @@ export async function handleInteractionRoute(
   const msg =
     which === "@original" || which === "%40original"
       ? original(ctx, interaction)
-      : ctx.state.findMessage(which ?? "");
+      : sentWith(ctx, interaction, which ?? "");
   // A deleted message is unknown to every method, as on a channel's own routes.
   if (!msg || msg.deleted) throw new HttpError(404, { message: "Unknown Message", code: 10008 });
   if (method === "GET") return { status: 200, body: ctx.state.messageJson(msg) };
@@ -68,6 +75,15 @@ function byToken(ctx: RestContext, token: string): StoredInteraction {
 
 function original(ctx: RestContext, i: StoredInteraction): StoredMessage | undefined {
   return i.originalId ? ctx.state.findMessage(i.originalId) : undefined;
+}
+
+/**
+ * A message by id, if this token sent it (the original response or a follow-up): a webhook
+ * reads and writes only its own messages, so even the bot's other messages in the same
+ * channel, posted there or through another interaction, are unknown to it.
+ */
+function sentWith(ctx: RestContext, i: StoredInteraction, id: string): StoredMessage | undefined {
+  return id === i.originalId || i.followupIds.includes(id) ? ctx.state.findMessage(id) : undefined;
 }
 
 async function callback(
@@ -110,7 +126,7 @@ async function callback(
     });
     i.originalId = msg.id;
   } else if (type === 8) {
-    i.choices = (data.choices ?? []) as { name: string; value: string | number }[];
+    i.choices = choicesOf(data.choices);
   } else if (modal) {
     i.modal = modal;
   }
@@ -132,4 +148,34 @@ async function callback(
       resource: { type, ...(msg && type === 4 ? { message: ctx.state.messageJson(msg) } : {}) },
     },
   };
+}
+
+/** Discord shows at most 25 autocomplete choices; the whole callback is refused past that. */
+const CHOICES_MAX = 25;
+/** A choice's name, and a string value, are 1 to 100 characters (the option choice structure). */
+const CHOICE_CHARS = 100;
+
+type Choice = { name: string; value: string | number };
+
+/**
+ * An autocomplete callback's choices, checked as Discord checks them before anything is
+ * recorded: one bad choice refuses them all, and the person sees no suggestion.
+ */
+function choicesOf(value: unknown): Choice[] {
+  if (value === undefined) return [];
+  if (!Array.isArray(value)) throw invalidForm("data.choices", "BASE_TYPE_ARRAY", "Must be an array.");
+  if (value.length > CHOICES_MAX) {
+    throw invalidForm("data.choices", "BASE_TYPE_MAX_LENGTH", `Must be ${CHOICES_MAX} or fewer in length.`);
+  }
+  const bad = `Must be between 1 and ${CHOICE_CHARS} in length.`;
+  const fits = (s: unknown) => typeof s === "string" && s.length >= 1 && s.length <= CHOICE_CHARS;
+  return value.map((c: unknown, n) => {
+    const choice = (c ?? {}) as Record<string, unknown>;
+    if (!fits(choice.name)) throw invalidForm(`data.choices.${n}.name`, "BASE_TYPE_BAD_LENGTH", bad);
+    const v = choice.value;
+    if (typeof v === "number" ? !Number.isFinite(v) : !fits(v)) {
+      throw invalidForm(`data.choices.${n}.value`, "BASE_TYPE_BAD_LENGTH", bad);
+    }
+    return { name: choice.name as string, value: v as string | number };
+  });
 }
