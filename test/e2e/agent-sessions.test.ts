@@ -208,11 +208,12 @@ describe("Slack agent sessions", () => {
       .join("\n");
     expect(text).toContain("Stopped by carol.");
     expect(slack.state.ephemerals.filter((e) => e.user === "U_CAROL")).toEqual([]);
-    expect(
-      lookups()
-        .slice(looked)
-        .map((c) => c.params.usergroup),
-    ).toEqual(["S_OPS"]);
+    // A group's members are read once a minute at most: an earlier Stop may have read S_OPS.
+    const since = lookups()
+      .slice(looked)
+      .map((c) => c.params.usergroup);
+    expect(since.length).toBeLessThanOrEqual(1);
+    expect(since.every((g) => g === "S_OPS")).toBe(true);
   });
 
   it("is suspended while it waits for an approval (toggle-simulated-logging is not read-only), and processing again once it goes on", async () => {

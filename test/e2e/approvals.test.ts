@@ -209,7 +209,8 @@ describe("approvals in Slack by a user group, and a question nobody answers", ()
     await untilQuiet(slack.api.calls);
     expect(readFileSync(join(root, "note-12.txt"), "utf8")).toBe("contents of note-12");
     expect(writeResults(llm).filter((r) => lastUserText(r).includes("note-12"))).toHaveLength(1);
-    expect(groupLookups()).toHaveLength(2);
+    // Carol's membership comes from bob's read of the group, kept for a minute.
+    expect(groupLookups()).toHaveLength(1);
     const settled = slack.state.find("C1", q.ts)!;
     expect(actionsOf(settled)).toEqual([]);
     expect(settled.text).toMatch(/^✅ carol approved `write_file` from \*filesystem\*\./);

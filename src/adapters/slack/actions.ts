@@ -9,12 +9,13 @@ import type { SlackIdentity } from "./events.js";
 import { ACK_HOLD_MS } from "./held-acks.js";
 import { slackModal, submittedValues } from "./modals.js";
 import { tellPrivately } from "./notices.js";
-import { inGroups } from "./user-groups.js";
+import type { UserGroups } from "./user-groups.js";
 
 export interface ActionDeps {
   runner: TurnRunner;
   identity: () => SlackIdentity;
   writes: WebClient;
+  groups: UserGroups;
 }
 
 /** Where a form's answer goes: set as the modal's `private_metadata` by whoever opens the form. */
@@ -58,7 +59,7 @@ export function registerActions(app: App, deps: ActionDeps): void {
         bot: await bots.isBot(body.user.id),
       },
       ...(body.message?.ts ? { messageId: body.message.ts } : {}),
-      inGroups: (groups) => inGroups(deps.writes, body.user.id, groups),
+      inGroups: (groups) => deps.groups.has(body.user.id, groups, respond),
       // The clicker alone sees the answer under the message they clicked; a click in a modal
       // or the Home tab has no channel, and one where Slack refuses an ephemeral message
       // (they left the channel, the bot was removed) gets it as a direct message.

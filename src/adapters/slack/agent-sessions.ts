@@ -4,7 +4,8 @@ import { log } from "../../log.js";
 import { NOTHING_TO_STOP } from "../../runtime/commands.js";
 import type { TurnRunner } from "../../runtime/contract.js";
 import { WriteDropped, type WriteScheduler } from "../../runtime/scheduler/write-scheduler.js";
-import { inGroups } from "./user-groups.js";
+import { tellPrivately } from "./notices.js";
+import type { UserGroups } from "./user-groups.js";
 
 export type SessionStatus = "processing" | "active" | "suspended" | "closed";
 
@@ -227,14 +228,15 @@ export class AgentSessions {
  * written (it has just ended, its own status still on the way) is the session moved on.
  */
 export async function sessionStopped(
-  deps: { runner: TurnRunner; writes: WebClient; sessions?: AgentSessions },
+  deps: { runner: TurnRunner; writes: WebClient; groups: UserGroups; sessions?: AgentSessions },
   key: ThreadKey,
   place: SessionPlace,
   name: string | undefined,
 ): Promise<void> {
   const by = { id: place.user, ...(name ? { name } : {}) };
+  const tell = (text: string) => tellPrivately(deps.writes, place, text);
   const said =
-    (await deps.runner.stop?.(key, by, (groups) => inGroups(deps.writes, place.user, groups))) ?? "";
+    (await deps.runner.stop?.(key, by, (groups) => deps.groups.has(place.user, groups, tell))) ?? "";
   if (!said) return;
   await deps.writes.chat
     .postEphemeral({ channel: place.channel, user: place.user, thread_ts: place.threadTs, text: said })

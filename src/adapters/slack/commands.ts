@@ -14,7 +14,7 @@ import { slackModal, submittedValues } from "./modals.js";
 import { escapeMrkdwn, fromSlackText, toMrkdwn } from "./mrkdwn.js";
 import { tellPrivately } from "./notices.js";
 import { questionNotPosted } from "./post-refusals.js";
-import { inGroups } from "./user-groups.js";
+import type { UserGroups } from "./user-groups.js";
 
 /**
  * Said when a thread-scoped subcommand has no thread to act on (the latest thread is only
@@ -29,6 +29,7 @@ export interface CommandDeps {
   identity: () => SlackIdentity;
   writes: ReportingWebClient;
   events: SlackEvents;
+  groups: UserGroups;
 }
 
 /** The help for `/switchboard help`: the catalog, plus `ask`, which only Slack's slash command has. */
@@ -127,7 +128,7 @@ export function registerCommands(app: App, deps: CommandDeps): void {
         arg: arg || undefined,
         channel: command.channel_id,
         from: { dm: command.channel_id.startsWith("D"), workspace: command.team_id ?? me.teamId },
-        inGroups: (groups) => inGroups(deps.writes, command.user_id, groups),
+        inGroups: (groups) => deps.groups.has(command.user_id, groups, say),
       });
       await say(text);
     } catch (err) {

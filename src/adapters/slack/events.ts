@@ -21,6 +21,7 @@ import { type ReplyDeps, type SlackPlace, SlackReply } from "./reply.js";
 import type { StatusClears } from "./status-clears.js";
 import { offerPrompts } from "./suggested-prompts.js";
 import { threadHistory } from "./thread-history.js";
+import { UserGroups } from "./user-groups.js";
 
 export { HISTORY_PAGE_SIZE, HISTORY_PAGES } from "./thread-history.js";
 
@@ -100,6 +101,7 @@ export interface EventDeps {
   sessions?: AgentSessions;
   /** What took the workspace's thread statuses away (see status-clears.ts). */
   clears?: StatusClears;
+  groups?: UserGroups;
 }
 
 /** How long Slack's per-thread facts are kept: an assistant thread or a user's last thread a month on. */
@@ -136,12 +138,14 @@ export class SlackEvents {
   private readonly arriving = new Set<Promise<void>>();
 
   private readonly names: UserNames;
+  private readonly groups: UserGroups;
   private readonly copies = new MessageCopies();
   /** Message events' acknowledgements, held until their message is stored. */
   readonly acks = new HeldAcks();
 
   constructor(private readonly deps: EventDeps) {
     this.names = new UserNames(deps.reads);
+    this.groups = deps.groups ?? new UserGroups(deps.reads);
   }
 
   register(app: App): void {
@@ -172,7 +176,7 @@ export class SlackEvents {
     if (!(await this.deps.runner.firstSight(eventId).catch(() => true))) return;
     const key = threadKey(this.deps.identity().teamId, channel, threadTs);
     const name = await this.names.of(user);
-    await sessionStopped(this.deps, key, { channel, threadTs, user }, name);
+    await sessionStopped({ ...this.deps, groups: this.groups }, key, { channel, threadTs, user }, name);
   }
 
   private async onAssistantThread(channel: string, threadTs: string, eventId: string): Promise<void> {

@@ -14,6 +14,7 @@ import { slackFile } from "./files.js";
 import { recoverSlackReply } from "./recover.js";
 import { SLACK_MESSAGE_LIMIT, SlackReply } from "./reply.js";
 import { StatusClears } from "./status-clears.js";
+import { UserGroups } from "./user-groups.js";
 import { slackWritePolicy } from "./write-policy.js";
 
 export { route, threadKey } from "./events.js";
@@ -72,6 +73,8 @@ export function createSlackAdapter(deps: AdapterDeps, opts: SlackAdapterOptions 
   });
   const clears = new StatusClears(opts.statusRefreshMs);
   const eyes = new Eyes({ writes: conn.writes, scheduler, state: deps.state });
+  const groups = new UserGroups(conn.reads);
+  groups.listen(conn.app);
   const events = new SlackEvents({
     sessions,
     clears,
@@ -84,11 +87,12 @@ export function createSlackAdapter(deps: AdapterDeps, opts: SlackAdapterOptions 
     scheduler,
     native,
     eyes,
+    groups,
     state: deps.state,
     ...(deps.promptSuggestions ? { promptSuggestions: deps.promptSuggestions } : {}),
   });
   events.register(conn.app);
-  registerCommands(conn.app, { runner, config, identity: me, writes: conn.writes, events });
+  registerCommands(conn.app, { runner, config, identity: me, writes: conn.writes, events, groups });
   conn.app.error(async (err) => {
     log.error({ err }, "slack listener failed");
   });

@@ -40,6 +40,16 @@ describe("Slack adapter: a notice for one person", () => {
     ]);
   });
 
+  it("opens the direct message with a person once for two notices that go there", async () => {
+    const { reply, harness } = await threadInTeam("U_CAROL");
+    harness.emu.state.user("U_CAROL");
+    await reply.notice("First.");
+    await reply.notice("Second.");
+    expect(harness.emu.api.calls.filter((c) => c.method === "conversations.open")).toHaveLength(1);
+    const dm = harness.emu.state.history(harness.emu.state.dmChannel("U_CAROL").id);
+    expect(dm.map((m) => m.text.split("\n").at(-1))).toEqual(["First.", "Second."]);
+  });
+
   it("is dropped, not posted in the thread, when neither an ephemeral nor a direct message reaches them", async () => {
     const { root, reply, harness } = await threadInTeam("U_CAROL");
     harness.emu.state.user("U_CAROL");

@@ -54,17 +54,46 @@ export async function tellPrivately(web: WebClient, place: PrivatePlace, text: s
       log.debug({ err, channel }, "ephemeral message refused; sending it as a direct message");
     }
   }
+  let dm: string | undefined;
   try {
-    const opened = await web.conversations.open({ users: user });
-    const dm = opened.channel?.id;
-    if (!dm) throw new Error("Slack opened no direct message channel");
+    dm = await directMessage(web, user);
     const where =
       !channel || dm === channel ? "" : `I could not show you this in <#${channel}>, so here it is.\n`;
     await web.chat.postMessage({ channel: dm, text: `${where}${toMrkdwn(text)}` });
   } catch (err) {
+    // A direct message refused (a person deactivated, say) is opened afresh next time.
+    if (dm !== undefined) directMessages.get(web)?.delete(user);
     log.warn(
       { err, channel, user },
       "a message for one person reached them neither privately in the channel nor by direct message; not posted",
     );
   }
+}
+
+/** Direct message channels remembered per client (one client per workspace) at most. */
+const MAX_DMS = 10_000;
+/**
+ * Each person's direct message with the bot, by client: conversations.open is Tier 3 (50
+ * a minute for the workspace), and Slack answers it with the same channel every time, so
+ * it is asked once a person rather than at every private notice.
+ */
+const directMessages = new WeakMap<WebClient, Map<string, string>>();
+
+async function directMessage(web: WebClient, user: string): Promise<string> {
+  let known = directMessages.get(web);
+  const dm = known?.get(user);
+  if (dm) return dm;
+  const opened = await web.conversations.open({ users: user });
+  const id = opened.channel?.id;
+  if (!id) throw new Error("Slack opened no direct message channel");
+  if (!known) {
+    known = new Map();
+    directMessages.set(web, known);
+  }
+  if (known.size >= MAX_DMS) {
+    const oldest = known.keys().next().value;
+    if (oldest !== undefined) known.delete(oldest);
+  }
+  known.set(user, id);
+  return id;
 }

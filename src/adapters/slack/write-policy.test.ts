@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { LocalBudgets } from "../../runtime/scheduler/budgets.js";
 import { WriteScheduler } from "../../runtime/scheduler/write-scheduler.js";
-import { slackBuckets, slackDefaults, slackWritePolicy } from "./write-policy.js";
+import { isSlackWrite, slackBuckets, slackDefaults, slackWritePolicy } from "./write-policy.js";
 
 beforeEach(() => {
   vi.useFakeTimers();
@@ -54,9 +54,21 @@ describe("Slack's write policy", () => {
     ]);
     // Slack Connect stubs, a message's and its thread's: Tier 4 from the first lookup.
     expect(limit("files.info", { file: "F1" }, false)).toEqual([minute(100)]);
+    // Approvers' groups (Tier 2) and a notice's direct message (Tier 3): known from the first call.
+    expect(limit("usergroups.users.list", { usergroup: "S1" }, false)).toEqual([minute(20)]);
+    expect(limit("conversations.open", { users: "U1" }, false)).toEqual([minute(50)]);
     expect(limit("views.open", {}, false)).toEqual([undefined]);
     expect(limit("views.open", {}, true)).toEqual([minute(100)]);
     expect(limit("chat.meMessage", { channel: "C1" }, true)).toEqual([undefined]);
+  });
+
+  it("paces a user group's members as a read, and opening a direct message, called by the writes client, as a write", () => {
+    expect(["usergroups.users.list", "users.info", "conversations.replies"].map(isSlackWrite)).toEqual([
+      false,
+      false,
+      false,
+    ]);
+    expect(["conversations.open", "chat.postMessage"].map(isSlackWrite)).toEqual([true, true]);
   });
 
   it("shows :eyes: only while Tier 2 can take it away again, and then takes it away at once", async () => {

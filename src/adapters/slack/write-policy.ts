@@ -30,6 +30,12 @@ const WORKSPACE_PER_MINUTE: Record<string, number> = {
   "conversations.history": 50,
   "users.info": 100,
   "files.info": 100,
+  // Approvers' user groups, read at clicks and Stops (cached; see user-groups.ts): Tier 2 on
+  // Slack's method page and in Slack's Java SDK's table of tiers (MethodsRateLimits).
+  "usergroups.users.list": 20,
+  // The direct message a private notice falls back to (opened once a person; see notices.ts):
+  // Tier 3 in Slack's Java SDK's table of tiers (MethodsRateLimits).
+  "conversations.open": 50,
   // Agent sessions (Tier 3): many threads starting at once would meet 429s at once. Starts
   // and ends share the minute; starts also have half of it to themselves (see `slackBuckets`).
   "agents.sessions.setStatus": 50,
@@ -88,10 +94,15 @@ const PER_CHANNEL: Record<string, { known?: BucketLimit; learned: BucketLimit }>
 };
 
 /** Calls that only read: the writes client sends them straight; the reads client paces them. */
-const READS = /^(auth|users|conversations|team|bots|apps)\./;
+const READS = /^(auth|users|usergroups|conversations|team|bots|apps)\./;
+/**
+ * Named like reads, yet called through the writes client: opening a direct message. Sent
+ * straight, it would spend its Tier 3 unseen, and a 429 would drop the notice it opens for.
+ */
+const PACED_AS_WRITES = new Set(["conversations.open"]);
 
 export function isSlackWrite(method: string): boolean {
-  return !READS.test(method);
+  return PACED_AS_WRITES.has(method) || !READS.test(method);
 }
 
 /**
@@ -164,6 +175,10 @@ export function slackDefaults(method: string): { lane: Lane } & CallOptions {
     case "views.update":
     case "chat.startStream":
       return { lane: "first" };
+    // Someone who clicked waits for the answer: past this they are told to try again
+    // (see user-groups.ts) instead of waiting out a Retry-After of up to a minute.
+    case "usergroups.users.list":
+      return { lane: "final", dropAfterMs: 10_000 };
     case "chat.stopStream":
       return { lane: "final" };
     case "reactions.add":

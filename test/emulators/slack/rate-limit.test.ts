@@ -1,6 +1,7 @@
 import { ErrorCode, LogLevel, WebClient } from "@slack/web-api";
 import { afterEach, describe, expect, it } from "vitest";
 import { SLACK_PER_CHANNEL_LIMITS, SlackEmulator, type SlackEmulatorOptions } from "./index.js";
+import { rawCall } from "./raw-call.js";
 
 const cleanups: (() => unknown)[] = [];
 afterEach(async () => {
@@ -172,5 +173,35 @@ describe("Slack emulator: per-workspace limits (the default)", () => {
     expect(retryAfter).toBeGreaterThanOrEqual(1);
     expect(retryAfter).toBeLessThanOrEqual(6);
     expect(emu.rates.limited.map((l) => l.method)).toEqual(["chat.update"]);
+  });
+});
+
+describe("Slack emulator: the tiers of reading a user group and opening a DM", () => {
+  it("refuses the 21st usergroups.users.list (Tier 2) and the 51st conversations.open (Tier 3) in a Slack minute", async () => {
+    // A Slack minute lasts 6 s.
+    const emu = await emulator({ rateLimits: { speed: 10 } });
+    const web = client(emu);
+    // Per method for the whole workspace: each call names another group, or another person.
+    const groups = Array.from({ length: 21 }, (_, i) => `S${100 + i}`);
+    for (const g of groups) emu.state.userGroups.set(g, ["U_ALICE"]);
+    const people = Array.from({ length: 51 }, (_, i) => emu.state.user(`U_P${i}`).id);
+    const lists: string[] = [];
+    for (const usergroup of groups) lists.push(await outcome(web.usergroups.users.list({ usergroup })));
+    const opens: string[] = [];
+    for (const users of people) opens.push(await outcome(web.conversations.open({ users })));
+    expect(lists.slice(0, 20).every((r) => r === "ok")).toBe(true);
+    expect(retryAfterOf(lists[20])).toBeGreaterThanOrEqual(1);
+    expect(opens.slice(0, 50).every((r) => r === "ok")).toBe(true);
+    expect(retryAfterOf(opens[50])).toBeGreaterThanOrEqual(1);
+    // Raw HTTP, as any client sends it, meets the same wall.
+    expect(await rawCall(emu, "usergroups.users.list", { usergroup: "S100" })).toEqual({
+      ok: false,
+      error: "ratelimited",
+    });
+    expect(emu.rates.limited.map((l) => l.method)).toEqual([
+      "usergroups.users.list",
+      "conversations.open",
+      "usergroups.users.list",
+    ]);
   });
 });

@@ -30,6 +30,10 @@ export const DEFAULT_PER_MINUTE: Record<string, number> = {
   "conversations.history": 50,
   "users.info": 100,
   "files.info": 100,
+  // Tier 2: Slack's method page, and Slack's Java SDK's table of tiers (MethodsRateLimits).
+  "usergroups.users.list": 20,
+  // Tier 3: Slack's Java SDK's table of tiers (MethodsRateLimits).
+  "conversations.open": 50,
   "files.getUploadURLExternal": 100,
   "files.completeUploadExternal": 100,
   "agents.sessions.setStatus": 50,
