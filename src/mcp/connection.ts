@@ -7,6 +7,7 @@ import { retryDelay } from "./backoff.js";
 import { answerElicitations, ELICITATION_CAPABILITY } from "./elicitation.js";
 import { describeCallFailure, describeStartFailure, isRefusedSignIn, needsSignIn } from "./failures.js";
 import type { ServerAuth } from "./oauth/sign-ins.js";
+import { OutputChecks } from "./output-check.js";
 import type { ServerConfig } from "./servers.js";
 import { markLost, type Session } from "./session.js";
 import { callOnSession } from "./session-call.js";
@@ -16,6 +17,7 @@ import {
   childOf,
   closeClient,
   createTransport,
+  followToolList,
   listAllPrompts,
   listAllTools,
   pidOf,
@@ -70,6 +72,7 @@ export class ServerConnection {
   private awaitingSignIn = false;
   /** Its last start-up was refused the sign-in it had (expired or revoked, and not renewed). */
   private signInRefused = false;
+  private readonly outputChecks: OutputChecks;
 
   constructor(
     readonly config: ServerConfig,
@@ -78,6 +81,7 @@ export class ServerConnection {
   ) {
     this.state = blocked ? "blocked" : "connecting";
     this.error = blocked ? "blocked by the configuration (mcp.blockedServers)" : undefined;
+    this.outputChecks = new OutputChecks(config.name);
   }
 
   get name(): string {
@@ -164,6 +168,11 @@ export class ServerConnection {
       return { failure: { kind: "connection", text: `The server "${this.name}" is unavailable: ${why}` } };
     }
     const answer = await callOnSession(session, this.config, tool, args, opts, timeoutMs);
+    if ("result" in answer)
+      this.outputChecks.note(
+        this.tools.find((t) => t.name === tool),
+        answer.result,
+      );
     // Over HTTP a dead server, or a sign-in gone, shows only as a failed request: treat it as a lost connection.
     const kind = "failure" in answer ? answer.failure.kind : undefined;
     // A person's own connection lives on: per-user.ts asks them to sign in again, and its
@@ -243,9 +252,6 @@ export class ServerConnection {
     );
     const client = new Client(this.opts.clientInfo, {
       capabilities: { elicitation: ELICITATION_CAPABILITY },
-      listChanged: {
-        tools: { autoRefresh: false, debounceMs: 50, onChanged: () => void this.refresh(session) },
-      },
     });
     const session: Session = {
       client,
@@ -258,6 +264,7 @@ export class ServerConnection {
     };
     session.completions = answerElicitations(client, this.name, () => [...session.askers]);
     this.session = session;
+    followToolList(client, () => void this.refresh(session));
     client.onclose = () => this.connectionLost(session, "the connection closed");
     client.onerror = (err) => log.debug({ err, server: this.name }, "mcp transport error");
     let tools: Tool[];

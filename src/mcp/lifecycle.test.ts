@@ -149,6 +149,12 @@ describe("the catalog of a scripted server", () => {
     expect(changes).toBeGreaterThan(0);
     expect((await hub.call("s__gamma", {})).text).toBe("gamma {}");
   });
+
+  it("refreshes the catalog on tools/list_changed from a server that did not declare tools.listChanged", async () => {
+    const hub = await startHub([stdio("s", [SCRIPTED], { env: { UNDECLARED_LIST_CHANGED: "1" } })], options);
+    await hub.call("s__add-tool", {});
+    await vi.waitFor(() => expect(hub.tools().map((t) => t.name)).toContain("s__gamma"), { timeout: 5_000 });
+  });
 });
 
 describe("a server that starts too slowly", () => {

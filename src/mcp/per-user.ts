@@ -13,6 +13,19 @@ const SWEEP_MS = 60_000;
 /** How often a waiting sign-in looks for the person's tokens (the browser may come back to another replica). */
 const SIGN_IN_POLL_MS = 500;
 
+/** How long a person's connection may stay unused, and how often that is looked at (shorter in tests). */
+export interface IdleTimes {
+  idleMs: number;
+  sweepMs: number;
+}
+
+/** A person's open connection; `calls` are those running on it now, a form they opened included. */
+interface Kept {
+  connection: ServerConnection;
+  usedAt: number;
+  calls: number;
+}
+
 /** The one tool a per-user server offers before anyone has signed in to it: its real list is unknown until then. */
 export const SIGN_IN_TOOL = "sign_in";
 
@@ -37,7 +50,7 @@ function signInTool(server: string): Tool {
  */
 export class PerUserServer {
   tools: Tool[] = [];
-  private readonly open = new Map<string, { connection: ServerConnection; usedAt: number }>();
+  private readonly open = new Map<string, Kept>();
   /** One opening (and sign-in) per person at a time: ten calls at once ask them once. */
   private readonly opening = new Map<string, Promise<ServerConnection | string>>();
   /** One sign-in question per person at a time, for calls their connection's server refused at once. */
@@ -50,9 +63,10 @@ export class PerUserServer {
     readonly config: HttpServerConfig,
     private readonly opts: ConnectionOptions & { oauth: ServerAuth },
     private readonly blocked: boolean,
+    private readonly idle: IdleTimes = { idleMs: IDLE_MS, sweepMs: SWEEP_MS },
   ) {
     this.signInEntry = signInTool(config.name);
-    this.sweeper = setInterval(() => void this.sweep(), SWEEP_MS);
+    this.sweeper = setInterval(() => void this.sweep(), idle.sweepMs);
     this.sweeper.unref();
   }
 
@@ -128,7 +142,7 @@ export class PerUserServer {
     opts: ToolCallOptions,
   ): Promise<{ connection: ServerConnection; answer: CallAnswer } | string> {
     const since = Date.now();
-    const answer = await own.call(tool, args, opts);
+    const answer = await this.inUse(opts.owner, own, () => own.call(tool, args, opts));
     if (!("failure" in answer) || answer.failure.kind !== "unauthorized" || !opts.owner)
       return { connection: own, answer };
     const owner = opts.owner;
@@ -141,7 +155,30 @@ export class PerUserServer {
     }
     const again = await this.connectionFor(opts);
     if (typeof again === "string") return again;
-    return { connection: again, answer: await again.call(tool, args, opts) };
+    return { connection: again, answer: await this.inUse(owner, again, () => again.call(tool, args, opts)) };
+  }
+
+  /**
+   * A call on the person's kept connection: the sweep leaves it open while the call runs
+   * (a form may wait 10 minutes, a long job report progress for longer), and its end counts
+   * as use, so the idle time starts when the person's last call ended, not when it began.
+   */
+  private async inUse<T>(
+    owner: string | undefined,
+    connection: ServerConnection,
+    run: () => Promise<T>,
+  ): Promise<T> {
+    const kept = owner === undefined ? undefined : this.open.get(owner);
+    const mine = kept?.connection === connection ? kept : undefined;
+    if (mine) mine.calls++;
+    try {
+      return await run();
+    } finally {
+      if (mine) {
+        mine.calls--;
+        mine.usedAt = Date.now();
+      }
+    }
   }
 
   /** What the sign-in tool answers once the person is signed in. */
@@ -192,7 +229,7 @@ export class PerUserServer {
       );
       await connection.start();
       if (connection.state === "connected") {
-        this.open.set(owner, { connection, usedAt: Date.now() });
+        this.open.set(owner, { connection, usedAt: Date.now(), calls: 0 });
         this.changed(connection);
         return connection;
       }
@@ -286,7 +323,8 @@ export class PerUserServer {
   private async sweep(): Promise<void> {
     const now = Date.now();
     for (const [owner, kept] of this.open) {
-      if (now - kept.usedAt < IDLE_MS && kept.connection.state === "connected") continue;
+      if (kept.calls > 0) continue;
+      if (now - kept.usedAt < this.idle.idleMs && kept.connection.state === "connected") continue;
       this.open.delete(owner);
       await kept.connection.close().catch(() => undefined);
     }

@@ -1,4 +1,4 @@
-import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { type CallToolResult, CallToolResultSchema } from "@modelcontextprotocol/sdk/types.js";
 import { log } from "../log.js";
 import { CallDeadline } from "./call-deadline.js";
 import type { Asker } from "./elicitation.js";
@@ -47,21 +47,28 @@ export async function callOnSession(
   };
   if (asker) session.askers.add(asker);
   const signal = opts.signal ? AbortSignal.any([opts.signal, deadline.signal]) : deadline.signal;
+  // Client.callTool would throw the result away when it does not match the tool's
+  // outputSchema (see output-check.ts); its other check, for tools that require tasks, is
+  // the catalog's (servableTools never offers them).
   const callTool = () =>
-    session.client.callTool({ name: tool, arguments: args }, undefined, {
-      // The deadline above is the call's timeout; the SDK's own would run on through a form.
-      timeout: NO_SDK_TIMEOUT_MS,
-      signal,
-      onprogress: (p) => {
-        deadline.renew();
-        if (!onProgress) return;
-        try {
-          onProgress({ progress: p.progress, total: p.total, message: p.message });
-        } catch (err) {
-          log.warn({ err, server, tool }, "progress listener threw");
-        }
+    session.client.request(
+      { method: "tools/call", params: { name: tool, arguments: args } },
+      CallToolResultSchema,
+      {
+        // The deadline above is the call's timeout; the SDK's own would run on through a form.
+        timeout: NO_SDK_TIMEOUT_MS,
+        signal,
+        onprogress: (p) => {
+          deadline.renew();
+          if (!onProgress) return;
+          try {
+            onProgress({ progress: p.progress, total: p.total, message: p.message });
+          } catch (err) {
+            log.warn({ err, server, tool }, "progress listener threw");
+          }
+        },
       },
-    });
+    );
   const request = withUrlPrerequisites(
     callTool,
     { ...(elicit && { elicit }), ...(opts.signal && { signal: opts.signal }) },

@@ -77,7 +77,8 @@ const sdk = (path: string) => pathToFileURL(join(modules, "@modelcontextprotocol
  * and `beta_tool` (collide once sanitised), an 80-character name, `only-task` (task
  * required), `calls` (the count), `add-tool` (adds `gamma`, sends list_changed). It
  * pages `tools/list` two at a time. With FAIL_IF_EXISTS=<file> it refuses to start
- * when that file exists, and creates it when it does start.
+ * when that file exists, and creates it when it does start. With UNDECLARED_LIST_CHANGED=1
+ * it does not declare `tools.listChanged`, though `add-tool` still sends the notification.
  */
 const SCRIPT = `
 import { existsSync, writeFileSync } from "node:fs";
@@ -103,7 +104,9 @@ const tools = [
   { name: "add-tool", inputSchema: obj() },
 ];
 let calls = 0;
-const server = new Server({ name: "scripted", version: "1.0.0" }, { capabilities: { tools: { listChanged: true } } });
+// As FastMCP by default: it sends tools/list_changed without declaring that it does.
+const tools_ = process.env.UNDECLARED_LIST_CHANGED ? {} : { listChanged: true };
+const server = new Server({ name: "scripted", version: "1.0.0" }, { capabilities: { tools: tools_ } });
 server.setRequestHandler(ListToolsRequestSchema, (req) => {
   const start = Number(req.params?.cursor ?? 0);
   const next = start + 2 < tools.length ? String(start + 2) : undefined;

@@ -6,7 +6,11 @@ import { setTimeout as sleep } from "node:timers/promises";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import type { Prompt, Tool } from "@modelcontextprotocol/sdk/types.js";
+import {
+  type Prompt,
+  type Tool,
+  ToolListChangedNotificationSchema,
+} from "@modelcontextprotocol/sdk/types.js";
 import type { ConnectionAuth } from "./oauth/sign-ins.js";
 import type { ServerConfig, StdioServerConfig } from "./servers.js";
 import { stderrLines } from "./stderr-tail.js";
@@ -14,6 +18,8 @@ import { stderrLines } from "./stderr-tail.js";
 export type McpTransport = StdioClientTransport | StreamableHTTPClientTransport;
 
 const MAX_PAGES = 100;
+/** A burst of tools/list_changed is let settle this long, so that the list is read once for it. */
+const LIST_CHANGED_SETTLE_MS = 50;
 
 /** A stdio server's stderr arrives here line by line; it never reaches our stdout. */
 export function createTransport(
@@ -27,9 +33,10 @@ export function createTransport(
       ...auth,
     });
   }
+  const spawned = inOwnSession(config);
   // The SDK passes only a safe subset of our environment (PATH, HOME…) plus `env`: our keys stay ours.
-  const transport = new StdioClientTransport({
-    ...inOwnSession(config),
+  const transport = new (spawned.command === SETSID ? GroupLeaderTransport : StdioClientTransport)({
+    ...spawned,
     env: config.env,
     ...(config.cwd !== undefined && { cwd: config.cwd }),
     stderr: "pipe",
@@ -40,6 +47,50 @@ export function createTransport(
 
 /** util-linux's `setsid`: on Linux, and absent on macOS (where servers share our process group). */
 const SETSID = ["/usr/bin/setsid", "/bin/setsid"].find((path) => isExecutable(path));
+
+/** Servers that lead a process group of their own (see inOwnSession), until closeClient ends them. */
+const groupLeaders = new Set<ChildProcess>();
+
+/**
+ * Our own session keeps a Ctrl+C from the servers, so nothing else ends them when we exit
+ * without closing them (a second Ctrl+C, a fatal error): an SDK server ignores the end of
+ * its stdin and would run on for ever. So their groups are killed as we exit, at once:
+ * an "exit" listener cannot wait for anything.
+ */
+function killGroupsAtExit(): void {
+  for (const child of groupLeaders) killServer(child);
+}
+
+/** A stdio transport whose server leads its own group: it is known as soon as it is spawned. */
+class GroupLeaderTransport extends StdioClientTransport {
+  override start(): Promise<void> {
+    // The SDK spawns synchronously, inside start's promise.
+    const started = super.start();
+    const child = childOf(this);
+    if (child) {
+      if (!process.listeners("exit").includes(killGroupsAtExit)) process.on("exit", killGroupsAtExit);
+      groupLeaders.add(child);
+    }
+    return started;
+  }
+}
+
+/**
+ * SIGKILL to the server, and to its whole group when it leads one: what a wrapper started
+ * (`sh -c`, `npx`) dies with it, even after the wrapper itself is gone. A group that is
+ * gone already (ESRCH) is no error.
+ */
+function killServer(child: ChildProcess): void {
+  if (groupLeaders.has(child) && child.pid !== undefined) {
+    try {
+      process.kill(-child.pid, "SIGKILL");
+      return;
+    } catch {
+      // No such group (yet): setsid may not have run; the pid alone is signalled.
+    }
+  }
+  if (running(child)) child.kill("SIGKILL");
+}
 
 /**
  * A stdio server started in a session (and process group) of its own: Ctrl+C in the
@@ -116,16 +167,22 @@ export async function closeClient(
   child: ChildProcess | undefined,
   now = false,
 ): Promise<void> {
-  if (child && now && running(child)) child.kill("SIGKILL");
+  if (child && now) killServer(child);
   await client.close();
-  if (child && running(child)) {
+  if (!child) return;
+  try {
+    if (!running(child)) return;
     // Whichever wait loses is cancelled, so no timer outlives the child and holds up our exit.
     const settled = new AbortController();
     const gone = once(child, "exit", { signal: settled.signal });
-    child.kill("SIGKILL");
+    killServer(child);
     await Promise.race([gone, sleep(2_000, undefined, { signal: settled.signal })]).finally(() =>
       settled.abort(),
     );
+  } finally {
+    // The server may have left on its own and a child of its wrapper stayed.
+    killServer(child);
+    groupLeaders.delete(child);
   }
 }
 
@@ -170,5 +227,20 @@ export async function listAllPrompts(
   return listAll(async (cursor) => {
     const res = await client.listPrompts(cursorParams(cursor), { timeout, signal });
     return { items: res.prompts, nextCursor: res.nextCursor };
+  });
+}
+
+/**
+ * Calls `onChanged` once per burst of tools/list_changed. The SDK installs its own handler
+ * (the Client's `listChanged` option) only for a server that declares `tools.listChanged`;
+ * servers that send the notification without declaring it (FastMCP's default) would keep
+ * their first list for ever.
+ */
+export function followToolList(client: Client, onChanged: () => void): void {
+  let settling: NodeJS.Timeout | undefined;
+  client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
+    clearTimeout(settling);
+    settling = setTimeout(onChanged, LIST_CHANGED_SETTLE_MS);
+    settling.unref();
   });
 }

@@ -9,6 +9,7 @@
 import { randomUUID } from "node:crypto";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { setTimeout as sleep } from "node:timers/promises";
 import type { OAuthRegisteredClientsStore } from "@modelcontextprotocol/sdk/server/auth/clients.js";
 import {
   InvalidGrantError,
@@ -33,6 +34,7 @@ import type {
   OAuthTokens,
 } from "@modelcontextprotocol/sdk/shared/auth.js";
 import express, { type Response } from "express";
+import { z } from "zod";
 import type { OAuthSignIns } from "../../src/mcp/oauth/sign-ins.js";
 
 interface Issued {
@@ -179,8 +181,11 @@ export interface OAuthMcpServer {
   close(): Promise<void>;
 }
 
-/** Starts the server; its tool `whoami` answers with the number of the token the call carried. */
-export async function startOAuthMcpServer(): Promise<OAuthMcpServer> {
+/**
+ * Starts the server; its tool `whoami` answers with the number of the token the call
+ * carried. With `waitTool`, a tool `wait` answers "waited" after `ms` milliseconds.
+ */
+export async function startOAuthMcpServer(opts: { waitTool?: boolean } = {}): Promise<OAuthMcpServer> {
   const app = express();
   const auth = new TestAuthProvider();
   const calls: string[] = [];
@@ -217,6 +222,12 @@ export async function startOAuthMcpServer(): Promise<OAuthMcpServer> {
           return { content: [{ type: "text", text: `signed in as token #${auth.issued.indexOf(token)}` }] };
         },
       );
+      if (opts.waitTool) {
+        mcp.registerTool("wait", { inputSchema: { ms: z.number() } }, async ({ ms }) => {
+          await sleep(ms);
+          return { content: [{ type: "text", text: "waited" }] };
+        });
+      }
       const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
       res.on("close", () => void transport.close());
       await mcp.connect(transport);
