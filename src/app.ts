@@ -303,12 +303,14 @@ export async function startApp(opts: CoreOptions = {}): Promise<App> {
     stop() {
       stopped ??= (async () => {
         await Promise.allSettled(adapters.map((a) => a.stop()));
+        const unwatch = closeWhenUnanswered(core.store, config.shutdown.graceMs);
         const result = await core.dispatcher.drain(config.shutdown.graceMs);
         // The start-up takeovers were drained with the other turns; one stuck in a platform
         // call that ignores the abort (a read waiting out a minute-long 429) must not keep
         // the process from exiting.
         await Promise.race([recovering.catch(() => 0), sleep(AFTER_DRAIN_MS)]);
         await Promise.allSettled(adapters.map((a) => a.close?.()));
+        await unwatch();
         await health?.close();
         await core.close();
         return result;
@@ -320,6 +322,35 @@ export async function startApp(opts: CoreOptions = {}): Promise<App> {
 
 /** How long a stopping process waits, after the drain, for start-up takeovers to notice it. */
 const AFTER_DRAIN_MS = 1_000;
+
+/** How often a stopping process asks whether its store still answers (see `closeWhenUnanswered`). */
+const STORE_CHECK_EVERY_MS = 1_000;
+
+/**
+ * From the end of the grace until the stop is done, a server's store that does not answer
+ * (cut off from this process, failing over) is closed, and every call waiting for it fails
+ * at once: its client would hold them for the whole outage, the last writes of the turns
+ * the drain stops and what the adapters leave to the others as they close among them.
+ * Returns what ends the watch. SQLite answers or fails within its busy timeout.
+ */
+function closeWhenUnanswered(store: Store, fromMs: number): () => Promise<void> {
+  if (store.kind === "sqlite") return async () => undefined;
+  const done = new AbortController();
+  const wait = (ms: number) => sleep(ms, undefined, { ref: false, signal: done.signal });
+  const watching = (async () => {
+    await wait(fromMs);
+    while (await store.ping()) await wait(STORE_CHECK_EVERY_MS);
+    if (done.signal.aborted) return;
+    log.warn("the store does not answer this stopping process: closing it, the calls waiting for it fail");
+    await store.close();
+  })().catch((err: unknown) => {
+    if (!done.signal.aborted) log.debug({ err }, "closing the store that did not answer failed");
+  });
+  return async () => {
+    done.abort();
+    await watching;
+  };
+}
 
 async function loadAdapter(platform: Platform, deps: AdapterDeps): Promise<Adapter> {
   // Imported on demand so `chat` and `doctor` never load a platform SDK they do not use.

@@ -314,8 +314,12 @@ export class Dispatcher implements TurnRunner {
    */
   async drain(graceMs: number): Promise<{ interrupted: number; handedOver: number }> {
     const { lock } = this.deps;
+    // A store that does not answer in a second (cut off, failing over) has, as one that
+    // fails, nobody to hand to: its client would hold the question for the whole outage.
+    const othersBeat = async () =>
+      (await Promise.race([lock.others().catch(() => []), sleep(1_000, [], { ref: false })])).length > 0;
     // Asked before the first message is refused: one that arrives now goes to the others.
-    this.handingOver = (await lock.others().catch(() => [])).length > 0;
+    this.handingOver = await othersBeat();
     this.stopping = true;
     // Each is queued or refused once checked (from now on refused, and waited for below);
     // a check stuck on a store that does not answer holds the stop no longer than the grace.
@@ -325,7 +329,7 @@ export class Dispatcher implements TurnRunner {
     this.remote?.close();
     const left = await this.work.unfinishedAfter(graceMs);
     // Asked again at the end of the grace: the replicas seen at its start may have stopped too.
-    if (left > 0) this.handingOver = (await lock.others().catch(() => [])).length > 0;
+    if (left > 0) this.handingOver = await othersBeat();
     this.work.abortAll(new SwitchboardError("interrupted", INTERRUPTED_NOTE));
     await this.work.settleOrLeave((inbound) => this.refuse(inbound));
     // The kept copies of what was answered, handed or noted go first: the others adopt what is left.

@@ -1,4 +1,5 @@
 import { performance } from "node:perf_hooks";
+import { setTimeout as sleep } from "node:timers/promises";
 import { log } from "../log.js";
 import type { Store } from "./index.js";
 import { createState, type StateStore } from "./state.js";
@@ -20,6 +21,9 @@ export interface HeartbeatTimings {
 }
 
 const HEARTBEAT_TTL_MS = 4_000;
+
+/** How long a stopping process waits for the store to take its beat out (see `stop`). */
+const STOP_WITHIN_MS = 1_000;
 
 /**
  * A beat is dated when it was sent, and the store wrote it no earlier, so the process lives
@@ -148,8 +152,13 @@ export class Heartbeat {
     clearTimeout(this.silenceTimer);
     this.back?.resolve();
     if (!this.starting) return;
-    await this.state.delete(aliveKey(this.owner)).catch(() => undefined);
-    await this.state.listRemove(PROCESSES, this.owner).catch(() => undefined);
+    const removed = (async () => {
+      await this.state.delete(aliveKey(this.owner)).catch(() => undefined);
+      await this.state.listRemove(PROCESSES, this.owner).catch(() => undefined);
+    })();
+    // A store that does not answer (cut off, failing over) would hold the stop for the whole
+    // outage; the beat it keeps expires by itself within `ttlMs`, and the others forget it.
+    await Promise.race([removed, sleep(STOP_WITHIN_MS, undefined, { ref: false })]);
   }
 
   private beat(): Promise<void> {

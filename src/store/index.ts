@@ -1,6 +1,6 @@
 import { mkdirSync } from "node:fs";
 import { dirname, resolve } from "node:path";
-import { setImmediate as nextTurn } from "node:timers/promises";
+import { setImmediate as nextTurn, setTimeout as sleep } from "node:timers/promises";
 import KeyvRedis from "@keyv/redis";
 import { createClient } from "@redis/client";
 import Keyv, { type DeserializedData } from "keyv";
@@ -42,6 +42,13 @@ export interface OpenStoreOptions {
 export const DEFAULT_STORE_URL = "sqlite://data/switchboard.sqlite";
 const TABLE = "switchboard";
 const CONNECT_TIMEOUT_MS = 5_000;
+/**
+ * How long closing a server's store waits for the calls still in flight. One that stopped
+ * answering (a partition, a failover) never answers them: the Redis client queues them while
+ * it reconnects and a half-open socket waits for their replies; pg's pool ends once every
+ * query gives its connection back. A stopping process exits at most 5 s after its grace.
+ */
+const CLOSE_WITHIN_MS = 1_000;
 
 /** The URL as it may appear in logs and errors: any password replaced. */
 export const redactUrl = withoutPassword;
@@ -307,7 +314,11 @@ async function openPostgres(url: string, namespace: string): Promise<Store> {
     namespace,
     sql: { table: TABLE, query },
     ping: () => answersWithin(() => query("SELECT 1 AS ok", [])),
-    close: () => adapter.disconnect(),
+    close: async () => {
+      const ended = adapter.disconnect().then(() => true);
+      if (!(await Promise.race([ended, sleep(CLOSE_WITHIN_MS, false, { ref: false })])))
+        log.warn("PostgreSQL did not answer as the store closed: its connections end with the process");
+    },
   };
 }
 
@@ -348,7 +359,13 @@ async function openRedis(url: string, namespace: string): Promise<Store> {
         if ((await client.ping()) !== "PONG") throw new Error("unexpected PING reply");
       }),
     close: async () => {
-      if (client.isOpen) await client.close();
+      if (!client.isOpen) return;
+      // Replies come in order: the PING answered, so was every command sent before it. Then
+      // destroy(): close() waits for the queue with no end, and what is left in it (a server
+      // gone) fails now, as on a connection that broke.
+      if (!(await answersWithin(() => client.ping(), CLOSE_WITHIN_MS)))
+        log.warn("Redis did not answer as the store closed: the commands it still held fail");
+      if (client.isOpen) client.destroy();
     },
   };
 }
