@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { configSchema } from "../../config.js";
 import type { FormField } from "../../core/forms.js";
 import { FormBook } from "../../store/forms.js";
@@ -58,6 +58,7 @@ describe("the forms desk across replicas", () => {
   });
 
   afterEach(async () => {
+    vi.useRealTimers();
     await store.close();
     rmSync(dir, { recursive: true, force: true });
   });
@@ -130,6 +131,44 @@ describe("the forms desk across replicas", () => {
     // The tool call ends (the server gave up, or the turn was stopped): the form is cancelled.
     controller.abort();
     expect(await answer).toEqual({ action: "cancel" });
+  });
+
+  it("cancels at once when the turn is stopped while its question is still being posted", async () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "setInterval", "clearInterval"] });
+    const book = new FormBook(store);
+    const desk = new FormDesk({ config, book });
+    const { reply, asked, settled } = recordingReply();
+    // The post waits behind the channel's other writes until the test lets it land.
+    let land: (id: string) => void = () => undefined;
+    reply.ask = (q: Question) => {
+      asked.push(q);
+      return new Promise<string>((resolve) => {
+        land = resolve;
+      });
+    };
+    const controller = new AbortController();
+    let result: unknown;
+    void desk
+      .asker({ reply, key: "k", user: { id: "U_ALICE" }, platform: "slack", channel: "C1" })(
+        { mode: "form", server: "everything", message: "Who are you?", fields },
+        controller.signal,
+      )
+      .then((a) => {
+        result = a;
+      });
+    await expect.poll(() => asked.length).toBe(1);
+    const ref = asked[0]!.ref;
+    controller.abort();
+    land("m1");
+    // Far short of the 10 s expiry: only the Stop can end the form this soon.
+    await vi.advanceTimersByTimeAsync(1_000);
+    await expect.poll(() => result).toEqual({ action: "cancel" });
+    await expect
+      .poll(() => settled)
+      .toEqual(["✖️ **everything**'s form is no longer needed: the tool call ended."]);
+    expect(await book.live(ref)).toBe(false);
+    expect(await book.answered(ref)).toMatchObject({ action: "cancel", end: "ended" });
+    expect(vi.getTimerCount()).toBe(0);
   });
 
   it("asks only to accept a form with no fields, which has nothing to open", async () => {

@@ -68,7 +68,6 @@ export class FormDesk {
   ): Promise<ElicitationAnswer> {
     const ask = place.reply.ask?.bind(place.reply);
     if (!ask || signal.aborted) return { action: "cancel" };
-    const { book } = this.deps;
     const now = Date.now();
     const record: FormRecord = {
       ref: `fm${randomRef()}`,
@@ -86,26 +85,64 @@ export class FormDesk {
       expiresAt: new Date(now + this.expireAfterMs).toISOString(),
       ...(place.where ? { where: place.where } : {}),
     };
-    await book.open(record);
-    await book.keepAlive(record.ref, LIVE_MS);
-    const parts = formParts(record.fields ?? [], FIELDS_PER_VIEW[record.platform]).length;
+    // A Stop may come before the wait below listens for it (the post can queue behind the
+    // channel's other writes), and a listener added to an aborted signal never fires.
+    let unhook = (): void => undefined;
+    const stopped = new Promise<"stopped">((resolve) => {
+      const stop = () => resolve("stopped");
+      signal.addEventListener("abort", stop, { once: true });
+      unhook = () => signal.removeEventListener("abort", stop);
+    });
+    const posting = this.post(place, record, ask);
+    const posted = await Promise.race([posting, stopped]).finally(unhook);
+    if (posted === "stopped") {
+      // The turn is free at once; a question that still lands is settled as a stopped form's is.
+      void posting.then((shown) => (shown ? this.stoppedEarly(place, record) : undefined));
+      return { action: "cancel" };
+    }
+    if (!posted) return { action: "cancel" };
+    log.info(
+      { key: place.key, server: record.server, mode: record.mode, ref: record.ref },
+      "a server asks its person",
+    );
+    const answer = await this.wait(record, request, signal);
+    await this.finish(place, record, answer);
+    if (answer.action !== "accept") return { action: answer.action };
+    return record.mode === "form"
+      ? { action: "accept", content: answer.content ?? {} }
+      : { action: "accept" };
+  }
+
+  /** Records the form and posts its question; false (and nothing left waiting) when it could not be posted. */
+  private async post(place: FormPlace, record: FormRecord, ask: NonNullable<Reply["ask"]>): Promise<boolean> {
+    const { book } = this.deps;
     try {
+      await book.open(record);
+      await book.keepAlive(record.ref, LIVE_MS);
+      const parts = formParts(record.fields ?? [], FIELDS_PER_VIEW[record.platform]).length;
       record.messageId = await ask(formQuestion(record, parts, minutes(this.expireAfterMs)));
       await book.open(record);
+      return true;
     } catch (err) {
       log.warn(
         { err, key: place.key, server: record.server },
         "could not post a server's form; it is cancelled",
       );
       await book.done(record.ref).catch(() => undefined);
-      return { action: "cancel" };
+      return false;
     }
-    log.info(
-      { key: place.key, server: record.server, mode: record.mode, ref: record.ref },
-      "a server asks its person",
-    );
-    const answer = await this.wait(record, request, signal);
-    await book.done(record.ref).catch(() => undefined);
+  }
+
+  /** A form stopped before its wait began: answered as wait() answers a Stop, the first answer winning. */
+  private async stoppedEarly(place: FormPlace, record: FormRecord): Promise<void> {
+    const ended: FormAnswer = { action: "cancel", end: "ended", at: new Date().toISOString() };
+    await this.deps.book.answer(record, ended).catch(() => false);
+    await this.finish(place, record, ended);
+  }
+
+  /** Ends the form's wait in the book and shows its answer on the question. */
+  private async finish(place: FormPlace, record: FormRecord, answer: FormAnswer): Promise<void> {
+    await this.deps.book.done(record.ref).catch(() => undefined);
     if (record.messageId && place.reply.settle) {
       await place.reply
         .settle(record.messageId, settledForm(record, answer, minutes(this.expireAfterMs)))
@@ -115,10 +152,6 @@ export class FormDesk {
       { key: place.key, server: record.server, action: answer.action, end: answer.end },
       "form answered",
     );
-    if (answer.action !== "accept") return { action: answer.action };
-    return record.mode === "form"
-      ? { action: "accept", content: answer.content ?? {} }
-      : { action: "accept" };
   }
 
   /** The first answer: a person's (here or in another replica), the timeout, the call's end, or the flow's end. */
@@ -143,6 +176,7 @@ export class FormDesk {
       };
       const ended = () => void finish({ action: "cancel", end: "ended" });
       const poll = setInterval(() => {
+        if (finished) return;
         void book.keepAlive(record.ref, LIVE_MS).catch(() => undefined);
         void finish();
       }, POLL_MS);
@@ -150,8 +184,13 @@ export class FormDesk {
         () => void finish({ action: "cancel", end: "timeout" }),
         Math.max(0, Date.parse(record.expiresAt) - Date.now()),
       );
+      // The tool call holds the process's interest in the form; its timers alone must not.
+      poll.unref();
+      timer.unref();
       this.waiters.set(record.ref, () => void finish());
       signal.addEventListener("abort", ended, { once: true });
+      // A Stop between the post and this listener would otherwise leave the form to its expiry.
+      if (signal.aborted) ended();
       if (request.mode === "url")
         void request.completed.then(() => finish({ action: "accept", end: "completed" }));
     });
