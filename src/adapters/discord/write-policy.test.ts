@@ -1,7 +1,15 @@
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { DiscordEmulator } from "../../../test/emulators/discord/index.js";
+import { RateLimitedError } from "../../runtime/message-ops.js";
 import { WriteScheduler } from "../../runtime/scheduler/write-scheduler.js";
-import { discordRoute, discordWritePolicy, GLOBAL, learnFrom, scheduledFetch } from "./write-policy.js";
+import {
+  channelBuckets,
+  discordRoute,
+  discordWritePolicy,
+  GLOBAL,
+  learnFrom,
+  scheduledFetch,
+} from "./write-policy.js";
 
 let emulator: DiscordEmulator;
 
@@ -134,6 +142,35 @@ describe("what Discord's answers teach the scheduler", () => {
     }
     expect(s.waitFor([GLOBAL], "final")).toBe(0);
     expect(s.waitFor(["discord:channel:111111111", GLOBAL], "final")).toBe(0);
+  });
+
+  it("pauses only their channels for 429s in two channels that were not global, never the whole bot", async () => {
+    const s = scheduler();
+    // discord.js refuses early under rejectOnRateLimit, or a route's own 429: not global, so no bucket named.
+    const limitedOnce = (channel: string) => {
+      let limited = false;
+      return s.run({
+        lane: "final",
+        buckets: channelBuckets(channel),
+        run: async () => {
+          if (limited) return;
+          limited = true;
+          throw new RateLimitedError(3_000);
+        },
+      });
+    };
+    vi.useFakeTimers();
+    try {
+      const writes = [limitedOnce("A"), limitedOnce("B")];
+      await vi.advanceTimersByTimeAsync(10);
+      expect(s.stats.limited).toBe(2);
+      expect(s.waitFor(channelBuckets("A"), "final")).toBe(2_990);
+      expect(s.waitFor(channelBuckets("C"), "final")).toBe(0);
+      await vi.advanceTimersByTimeAsync(3_000);
+      await Promise.all(writes);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it("pauses the whole bot for a global 429, said in the body alone", async () => {

@@ -29,6 +29,8 @@ export const discordWritePolicy: WritePolicy = {
     const to = bucket.indexOf(":", from);
     return LIMITS[to === -1 ? bucket.slice(from) : bucket.slice(from, to)];
   },
+  // A global 429 says so (its flag, `X-RateLimit-Global`): any other is its route's own.
+  unnamedIsNarrow: true,
 };
 
 /** The buckets of one message write in `channel` (posts, edits, deletes). */

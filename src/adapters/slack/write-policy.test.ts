@@ -1,4 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { RateLimitedError } from "../../runtime/message-ops.js";
 import { LocalBudgets } from "../../runtime/scheduler/budgets.js";
 import { WriteScheduler } from "../../runtime/scheduler/write-scheduler.js";
 import { isSlackWrite, slackBuckets, slackDefaults, slackWritePolicy } from "./write-policy.js";
@@ -69,6 +70,28 @@ describe("Slack's write policy", () => {
       false,
     ]);
     expect(["conversations.open", "chat.postMessage"].map(isSlackWrite)).toEqual([true, true]);
+  });
+
+  it("takes chat.update's 429s in two channels for the workspace's tier: a third channel waits too", async () => {
+    const s = new WriteScheduler(slackWritePolicy);
+    // Slack's 429 does not say whether the channel's limit or the workspace's tier was met.
+    const limitedOnce = (channel: string) => {
+      let limited = false;
+      return s.run({
+        lane: "final",
+        buckets: slackBuckets("chat.update", { channel }),
+        run: async () => {
+          if (limited) return;
+          limited = true;
+          throw new RateLimitedError(3_000);
+        },
+      });
+    };
+    const writes = [limitedOnce("C1"), limitedOnce("C2")];
+    await vi.advanceTimersByTimeAsync(10);
+    expect(s.waitFor(slackBuckets("chat.update", { channel: "C3" }), "final")).toBe(2_990);
+    await vi.advanceTimersByTimeAsync(3_000);
+    await Promise.all(writes);
   });
 
   it("shows :eyes: only while Tier 2 can take it away again, and then takes it away at once", async () => {

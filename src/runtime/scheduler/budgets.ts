@@ -17,6 +17,15 @@ export interface WritePolicy {
    * workspace (Slack) starts optimistic and returns its documented limit only then.
    */
   limitOf(bucket: string, learned: boolean): BucketLimit | undefined;
+  /**
+   * A 429 that names no bucket is the write's narrowest bucket's (Discord's: its 429s say
+   * when they are the bot's global limit). Otherwise such a 429 may be a wider bucket's
+   * (Slack's, which do not tell a channel's limit from the workspace's tier), inferred
+   * from 429s in several of its narrower buckets (see `limitedWithin`). Inferred for
+   * Discord, any second channel's 429 within a minute paused the bot's global bucket,
+   * every replica's writes in every thread with it.
+   */
+  unnamedIsNarrow?: boolean;
 }
 
 /**
@@ -44,6 +53,7 @@ export interface BudgetBook {
    * A 429 on `narrow`, a part of `wide`: true when enough of `wide`'s parts met one
    * lately that `wide` itself is spent (Slack's workspace-wide tiers). A part that alone
    * sent as many writes as `wide` takes in its window met its own limit, and does not count.
+   * Never under a policy whose unnamed 429s are the narrow bucket's (`unnamedIsNarrow`).
    */
   limitedWithin(wide: string, narrow: string, now: number): boolean;
 }
@@ -192,6 +202,7 @@ export class LocalBudgets implements BudgetBook {
   }
 
   limitedWithin(wide: string, narrow: string, now: number): boolean {
+    if (this.policy.unnamedIsNarrow) return false;
     const b = this.bucket(wide, now);
     if (!this.spentAlone(wide, narrow, now)) b.limitedBelow.set(narrow, now);
     for (const [k, at] of b.limitedBelow) if (at + ESCALATE_WINDOW_MS <= now) b.limitedBelow.delete(k);

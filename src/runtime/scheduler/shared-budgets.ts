@@ -25,6 +25,11 @@ const RECORD_TTL_MS = 65_000;
 const CLAIM_TTL_MS = 4 * BUDGET_SYNC_MS;
 /** How soon a write waiting for a claim looks again, once a sync has been asked for it. */
 const CLAIM_RETRY_MS = 10;
+/**
+ * ms until a sync `due` ms away; one overdue (failed, or the store slow) is looked for soon,
+ * then a period apart: waiting 1 ms, the scheduler weighed every waiting write each ms.
+ */
+const untilDue = (due: number) => (due > 0 ? due : Math.min(BUDGET_SYNC_MS, Math.max(CLAIM_RETRY_MS, -due)));
 /** A long window asked for within this long is still wanted: claimed at each sync. */
 const WANTED_MS = 2 * BUDGET_SYNC_MS;
 /**
@@ -150,7 +155,7 @@ export class SharedBudgets extends LocalBudgets {
     if (mine === 0) return 0;
     const allowance = this.allowance.get(key) ?? this.share(limit, limit.capacity, now);
     if (mine < allowance) return 0;
-    return Math.max(1, this.nextSync - now);
+    return untilDue(this.nextSync - now);
   }
 
   /**
@@ -169,8 +174,9 @@ export class SharedBudgets extends LocalBudgets {
     if (fresh) void (this.syncing ? this.syncing.then(() => this.sync()) : this.sync());
     if (mine < (this.claimed.get(key) ?? 0)) return 0;
     if (mine === 0 && this.left(key, limit, now) >= 2 * this.sharing) return 0;
-    if (fresh || this.syncing) return CLAIM_RETRY_MS;
-    return Math.max(1, this.nextSync - now);
+    if (fresh) return CLAIM_RETRY_MS;
+    const due = this.nextSync - now;
+    return untilDue(this.syncing ? Math.min(CLAIM_RETRY_MS, due) : due);
   }
 
   /** What a bucket's window has left at `now`, after every process's writes and the others' claims. */
@@ -222,7 +228,11 @@ export class SharedBudgets extends LocalBudgets {
   /** Publishes this process's record when it changed, then reads the others'. One at a time. */
   sync(): Promise<void> {
     this.syncing ??= this.exchange()
-      .catch((err: unknown) => log.debug({ err, budgets: this.name }, "write budgets not shared this time"))
+      .catch((err: unknown) => {
+        // Nothing renewed: the next try is the interval's, a period from now.
+        this.nextSync = Date.now() + BUDGET_SYNC_MS;
+        log.debug({ err, budgets: this.name }, "write budgets not shared this time");
+      })
       .finally(() => {
         this.syncing = undefined;
       });

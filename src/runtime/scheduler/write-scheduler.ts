@@ -380,6 +380,11 @@ export class WriteScheduler {
       "write rate limited; its bucket is paused",
     );
     w.limited += 1;
+    // Aborted while it ran: its signal's watch has let it go, so back in line it would be granted.
+    if (w.plan.signal?.aborted) {
+      w.reject(new WriteDropped(w.plan.what ?? "write", "cancelled"));
+      return;
+    }
     if (w.plan.requeue === false || w.limited >= MAX_LIMITED) {
       w.reject(err);
       return;
