@@ -70,6 +70,12 @@ class GroupLeaderTransport extends StdioClientTransport {
     if (child) {
       if (!process.listeners("exit").includes(killGroupsAtExit)) process.on("exit", killGroupsAtExit);
       groupLeaders.add(child);
+      // What its wrapper left goes with it, and the group is forgotten: its id, free again,
+      // may later be another process's, which our exit must not kill.
+      child.once("exit", () => {
+        killServer(child);
+        groupLeaders.delete(child);
+      });
     }
     return started;
   }
