@@ -15,7 +15,14 @@ import type { Session, SessionRepository } from "../store/sessions.js";
 import type { Lease } from "../store/state.js";
 import { type AnswerRoom, tokenizerMargin, withPromptBudget } from "./answer-room.js";
 import { codeBlockArtifacts } from "./artifacts.js";
-import { buildPrompt, countTokens, inputBudgetOf, modelLimits, renderSystemPrompt } from "./context.js";
+import {
+  buildPrompt,
+  countTokens,
+  inputBudgetOf,
+  modelLimits,
+  renderSystemPrompt,
+  turnQuestion,
+} from "./context.js";
 import { type CallGate, type ResumedStep, runToolLoop } from "./loop.js";
 import { compress, type FoldPlan, needsCompression, planCompression } from "./memory.js";
 import { PromptOverheads } from "./prompt-overheads.js";
@@ -220,6 +227,7 @@ export class Agent {
         pinned: config.memory.pinned,
         history: session.messages,
         current: current && parts?.length ? { ...current, parts } : current,
+        ...(input.turn ? { turn: input.turn } : {}),
         limits,
         toolsTokens,
       });
@@ -248,7 +256,12 @@ export class Agent {
             await input.checkpoint?.();
           },
         },
-        { system: prompt.system, messages: prompt.messages, tools: () => offer.tools() },
+        {
+          system: prompt.system,
+          messages: prompt.messages,
+          question: turnQuestion(prompt.messages, input.turn),
+          tools: () => offer.tools(),
+        },
         resumed,
       );
       keep(...result.added.slice(stepMessages));

@@ -181,6 +181,8 @@ export interface BuildPromptOptions {
   history: ChatMessage[];
   /** The message being answered; absent when a turn goes on after a wait (it is in `history`). */
   current?: UserMessage;
+  /** Names the question of a turn that goes on, in `history` (see `turnQuestion`). */
+  turn?: string;
   limits: ModelLimits;
   toolsTokens?: number;
 }
@@ -258,7 +260,8 @@ export function groupMessages(history: readonly ChatMessage[]): { groups: Messag
 /**
  * The prompt for one turn: system text (template, summary, pinned context), then the
  * newest history that fits the input budget (`inputBudgetOf`) after the system text, the
- * tools and the current message, then the current message.
+ * tools and the turn's own messages, then those: the current message, or, for a turn that
+ * goes on, its question in the history and its steps since (see `ownPart`).
  */
 export function buildPrompt(opts: BuildPromptOptions): BuiltPrompt {
   const system = composeSystem(opts.system, opts.summary, opts.pinned);
@@ -266,13 +269,16 @@ export function buildPrompt(opts: BuildPromptOptions): BuiltPrompt {
   if (whole) return whole;
   const systemTokens = countTokens(system) + MESSAGE_OVERHEAD;
   const toolsTokens = opts.toolsTokens ?? 0;
-  const currentTokens = opts.current ? messageTokens(opts.current) : 0;
   const inputBudget = inputBudgetOf(opts.limits);
   // Kept free for the opener a window may need (see CONTINUED).
-  const room = inputBudget - systemTokens - toolsTokens - currentTokens - messageTokens(CONTINUED);
-  if (room < 0) throw inputTooLarge(currentTokens, inputBudget - systemTokens - toolsTokens, opts.limits);
+  const free = inputBudget - systemTokens - toolsTokens - messageTokens(CONTINUED);
+  const { history, own } = ownPart(opts, free);
+  const ownTokens = messagesTokens(own);
+  if (opts.current && ownTokens > free)
+    throw inputTooLarge(ownTokens, inputBudget - systemTokens - toolsTokens, opts.limits);
+  const room = Math.max(0, free - ownTokens);
 
-  const { groups } = groupMessages(opts.history);
+  const { groups } = groupMessages(history);
   let used = 0;
   let first = groups.length;
   for (let g = groups.length - 1; g >= 0; g--) {
@@ -302,15 +308,45 @@ export function buildPrompt(opts: BuildPromptOptions): BuiltPrompt {
       first++;
     }
   }
-  const kept = openedByUser(groups.slice(first).flat());
-  if (kept[0] === CONTINUED) used += messageTokens(CONTINUED);
-  const keptOriginals = kept.filter((m) => !synthesized.has(m)).length;
+  const earlier = groups.slice(first).flat();
+  const messages = openedByUser([...earlier, ...own]);
+  if (messages[0] === CONTINUED) used += messageTokens(CONTINUED);
+  const fromHistory = opts.current ? earlier : [...earlier, ...own];
+  const keptOriginals = fromHistory.filter((m) => !synthesized.has(m)).length;
   return {
     system,
-    messages: opts.current ? [...kept, opts.current] : kept,
-    promptTokens: systemTokens + toolsTokens + used + currentTokens,
+    messages,
+    promptTokens: systemTokens + toolsTokens + used + ownTokens,
     omitted: Math.max(0, opts.history.length - keptOriginals),
   };
+}
+
+/**
+ * The turn's own messages, which the prompt keeps whatever the room, and the history
+ * before them. A turn that goes on after a wait or a takeover has its question and first
+ * steps in the history: budgeted as older messages, the steps took the room, the question
+ * found none beside them, and the window, which must open with a user message, lost every
+ * step too. They are kept as the current message is, their largest tool results halved to
+ * fit `room`, as `fitStep` halves them in a turn that never stopped.
+ */
+function ownPart(opts: BuildPromptOptions, room: number): { history: ChatMessage[]; own: ChatMessage[] } {
+  if (opts.current) return { history: opts.history, own: [opts.current] };
+  const at = turnQuestion(opts.history, opts.turn);
+  if (at < 0) return { history: opts.history, own: [] };
+  const own = groupMessages(opts.history.slice(at)).groups.flat();
+  trimToolResults(own, 0, () => messagesTokens(own) <= room);
+  return { history: opts.history.slice(0, at), own };
+}
+
+/**
+ * Where the turn's question is in `messages`: the user message named by `turn` (see
+ * `UserMessage.turn`), else the last user message; -1 when there is none. By name first:
+ * a resumed turn's question need not be the last user message of its history, and one
+ * found by position let the real question and its first steps be left out.
+ */
+export function turnQuestion(messages: readonly ChatMessage[], turn?: string): number {
+  const named = turn === undefined ? -1 : messages.findLastIndex((m) => m.role === "user" && m.turn === turn);
+  return named >= 0 ? named : messages.findLastIndex((m) => m.role === "user");
 }
 
 /**

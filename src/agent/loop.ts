@@ -14,6 +14,7 @@ import {
 import type { Elicit, ToolEntry, ToolHub, ToolOutcome } from "../mcp/types.js";
 import { type AnswerRoom, answerTokens } from "./answer-room.js";
 import { callSignature } from "./call-signature.js";
+import { turnQuestion } from "./context.js";
 import type { ModelRequest, Provider, ToolSpec } from "./providers/provider.js";
 import { isWithheld } from "./providers/wire.js";
 import { AsyncQueue } from "./queue.js";
@@ -78,6 +79,8 @@ export interface ResumedStep {
 export interface LoopInput {
   system: string;
   messages: ChatMessage[];
+  /** Where the turn's question is in `messages` (see `turnQuestion`); by default, its last user message. */
+  question?: number;
   /** The tools offered; a function is asked again at every step (an offer grows when the model searches). */
   tools: ToolEntry[] | (() => ToolEntry[]);
 }
@@ -142,8 +145,10 @@ export async function* runToolLoop(
     added.push(m);
   };
 
-  // Not const: fitStep may leave the oldest earlier messages out of the front of convo.
-  let firstOfTurn = convo.length;
+  const asked = input.question ?? turnQuestion(convo);
+  // Where the turn starts in convo: its question, else the first message added here. Not
+  // const: fitStep may leave the oldest earlier messages out of the front of convo.
+  let turnStart = asked >= 0 && asked < convo.length ? asked : convo.length;
   let checkpointed = 0;
   if (resumed) {
     toolCalls += yield* finishStep(opts, resumed, append);
@@ -154,7 +159,7 @@ export async function* runToolLoop(
     const system = forced ? `${input.system}\n\n${FINAL_NOTES[forced]}` : input.system;
     // A resumed step's results (after approvals) came in before its first request, too.
     if ((step > 1 || resumed) && opts.budgetTokens)
-      firstOfTurn -= fitStep(system, convo, firstOfTurn, opts.budgetTokens);
+      turnStart -= fitStep(system, convo, turnStart, opts.budgetTokens);
     const request: ModelRequest = {
       model: opts.model,
       system,

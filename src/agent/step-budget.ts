@@ -10,27 +10,25 @@ import { trimToolResults } from "./trim.js";
  * keeps nothing back for the steps, so a history that fills its room (a smaller model
  * chosen, a fold still running or failed) left a step with a call and a result too short
  * to halve over the budget: refused by OpenAI, cut to a few tokens of answer by Anthropic.
- * The oldest earlier messages make way for them then. Returns how many left the front of
- * `convo`.
+ * The oldest earlier messages make way for them then. `question`: where the turn starts in
+ * `convo` (see `turnQuestion`); a resumed turn's first steps come from the history, and
+ * are the turn's as much as those run here. Returns how many left the front of `convo`.
  */
-export function fitStep(system: string, convo: ChatMessage[], firstOfTurn: number, budget: number): number {
+export function fitStep(system: string, convo: ChatMessage[], question: number, budget: number): number {
   // Nearly every step fits with room to spare: known without encoding anything.
   if (tokensAtMost(system) + messagesTokensAtMost(convo) <= budget) return 0;
   const systemTokens = countTokens(system);
-  trimToolResults(convo, firstOfTurn, () => systemTokens + messagesTokens(convo) <= budget);
-  return dropOldest(convo, firstOfTurn, budget - systemTokens);
+  trimToolResults(convo, question, () => systemTokens + messagesTokens(convo) <= budget);
+  return dropOldest(convo, question, budget - systemTokens);
 }
 
 /**
  * Leaves out the fewest oldest messages that bring `convo` within `room`, cutting only
  * before a user message: a tool call keeps its results, and the conversation still opens
- * with the user, as Anthropic requires. Never this turn's question (the last user message
- * before `firstOfTurn`: after a wait, the turn's first steps are in the history too) or
- * what follows it; when those alone are over, everything before the question goes.
+ * with the user, as Anthropic requires. Never the turn's question (at `question`) or what
+ * follows it; when those alone are over, everything before the question goes.
  */
-function dropOldest(convo: ChatMessage[], firstOfTurn: number, room: number): number {
-  let question = Math.min(firstOfTurn, convo.length) - 1;
-  while (question > 0 && convo[question]?.role !== "user") question--;
+function dropOldest(convo: ChatMessage[], question: number, room: number): number {
   if (question <= 0 || convo[question]?.role !== "user") return 0;
   let tokens = messagesTokens(convo);
   let cut = 0;
