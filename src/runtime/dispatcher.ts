@@ -5,6 +5,7 @@ import type { FormValues } from "../core/forms.js";
 import type { InboundFile } from "../core/inbound.js";
 import { platformOf, type ThreadKey } from "../core/thread.js";
 import { log } from "../log.js";
+import { LockLost } from "../store/locks.js";
 import type { TurnRecord } from "../store/turns.js";
 import { Access, commandOrigin, REFUSED_NOTE } from "./access.js";
 import { Answering } from "./answering.js";
@@ -105,20 +106,12 @@ export class Dispatcher implements TurnRunner {
     });
   }
 
-  async firstSight(id: string): Promise<boolean> {
-    return this.deps.dedupe.firstSight(id);
-  }
-
+  readonly firstSight = (id: string): Promise<boolean> => this.deps.dedupe.firstSight(id);
   readonly redelivered = (id: string, waits = true) => this.custody.redelivered(id, waits);
   readonly release = (id: string) => this.deps.dedupe.release(id);
 
-  knows(key: ThreadKey, opening?: string): Promise<boolean> {
-    return threadKnown(this.deps, key, opening);
-  }
-
-  admit(who: Pick<Inbound, "platform" | "channel" | "user" | "from">): "yes" | "tell" | "silent" {
-    return this.access.verdict(who);
-  }
+  readonly knows = (key: ThreadKey, opening?: string) => threadKnown(this.deps, key, opening);
+  readonly admit = (who: Pick<Inbound, "platform" | "channel" | "user" | "from">) => this.access.verdict(who);
 
   async handle(inbound: Inbound): Promise<void> {
     // The drain's from its first step: one still being deduped at a stop is handed over, not lost.
@@ -126,7 +119,8 @@ export class Dispatcher implements TurnRunner {
     if (accepted) await this.dispatch(accepted);
   }
 
-  private async dispatch(inbound: Inbound): Promise<void> {
+  /** `again`: queued once already, its lock lost before its turn began (see `turn`). */
+  private async dispatch(inbound: Inbound, again = false): Promise<void> {
     if (this.stopping) {
       // Drained like a turn: the process does not exit before it is handed over or noted.
       return WorkInFlight.during(this.work.refusals, this.refuse(inbound));
@@ -135,8 +129,9 @@ export class Dispatcher implements TurnRunner {
     const controller = new AbortController();
     const entry: InFlight = { controller, done: Promise.resolve(), queued: inbound };
     this.work.turns.add(entry);
-    this.keeper.queued(inbound, this.deps.lock.queued(inbound.key) > 0);
+    if (!again) this.keeper.queued(inbound, this.deps.lock.queued(inbound.key) > 0);
     const leaveQueue = this.work.queue(inbound.key);
+    let retried: Promise<void> | undefined;
     entry.done = this.deps.lock
       .run(
         inbound.key,
@@ -151,6 +146,11 @@ export class Dispatcher implements TurnRunner {
         inbound.sentAt,
         () => this.keeper.waits(inbound),
       )
+      .then((lost) => {
+        // Queued again before this entry goes, which a stop then waits for: the message is
+        // owed still, whether it is answered, handed over or noted.
+        if (lost) retried = this.dispatch(inbound, true);
+      })
       .catch(async (err: unknown) => {
         if (entry.noted) return;
         if (this.stopping) {
@@ -165,7 +165,8 @@ export class Dispatcher implements TurnRunner {
       .finally(() => {
         leaveQueue();
         this.work.turns.delete(entry);
-      });
+      })
+      .then(() => retried);
     await entry.done;
   }
 
@@ -282,13 +283,10 @@ export class Dispatcher implements TurnRunner {
     return (await this.remote.request({ key }, by, inGroups)) ?? said;
   }
 
-  prompt(text: string, opts: PromptOptions = {}): Promise<PromptOutcome> {
-    return expandPrompt(this.deps.hub, text, opts);
-  }
-
-  promptForm(ref: string, values: FormValues): Promise<PromptOutcome> {
-    return expandPromptForm(this.deps.hub, ref, values);
-  }
+  readonly prompt = (text: string, opts: PromptOptions = {}): Promise<PromptOutcome> =>
+    expandPrompt(this.deps.hub, text, opts);
+  readonly promptForm = (ref: string, values: FormValues): Promise<PromptOutcome> =>
+    expandPromptForm(this.deps.hub, ref, values);
 
   async command(cmd: Command): Promise<string> {
     if (cmd.platform !== "console" && !this.access.admits(commandOrigin(cmd))) return REFUSED_NOTE;
@@ -359,7 +357,8 @@ export class Dispatcher implements TurnRunner {
     });
   }
 
-  private async turn(inbound: Inbound, under: Under, entry: InFlight): Promise<void> {
+  /** "lost": its lock was lost before it began, and it is to wait for the lock again. */
+  private async turn(inbound: Inbound, under: Under, entry: InFlight): Promise<"lost" | undefined> {
     const { observer } = this.deps;
     const started = Date.now();
     // A turn this thread's last process left unfinished is finished first, in its own reply.
@@ -369,7 +368,10 @@ export class Dispatcher implements TurnRunner {
     const known = signal.aborted ? undefined : await this.takeovers.settleBefore(inbound.key, under);
     if (entry.noted) return;
     delete entry.queued;
-    if (signal.aborted) return this.refuse(inbound);
+    // Lost while this process lives (its store fell silent): nobody adopts its kept copy,
+    // and the note would be fenced too. It waits for the lock again, so for the store.
+    if (signal.aborted && !this.stopping && signal.reason instanceof LockLost) return "lost";
+    if (signal.aborted) return void (await this.refuse(inbound));
     const copy = await this.keeper.starting(inbound, under.lease);
     if (!copy) return;
     // Its record's id, known before the record is written: a Stop another replica takes names it.
@@ -377,7 +379,7 @@ export class Dispatcher implements TurnRunner {
     const place = { platform: inbound.platform, channel: inbound.channel };
     const turn: RunningTurn = { controller, run, asker: inbound.user, place };
     const payer = payerOf(inbound);
-    if (await this.accounts.turnedAway(payer, inbound.reply)) return copy.recorded();
+    if (await this.accounts.turnedAway(payer, inbound.reply)) return void copy.recorded();
     await observed(observer, inbound, started, (end) =>
       this.answering.run(
         "turn",

@@ -10,6 +10,7 @@ import type { WaitingMessages } from "../store/waiting-messages.js";
 import type { ApprovalDesk } from "./approvals/desk.js";
 import type { Adapter, Inbound, Reply } from "./contract.js";
 import { dropTaken, recordHanded } from "./handed-turns.js";
+import type { Known } from "./replaced-record.js";
 import { endWithNote } from "./takeover-note.js";
 import { MAX_RESUMES, MAX_TAKEOVERS } from "./turn.js";
 import { inputOf } from "./turn-input.js";
@@ -117,12 +118,10 @@ export class Takeovers {
    * message of the thread is answered. Under the lock nobody else runs it, whoever it
    * names: a process that is gone, or one still stopping that handed it over. Returns
    * the record left standing (a turn parked on approvals), for the new turn to read
-   * without asking the store again; undefined when it could not tell.
+   * without asking the store again; undefined once it is finished; `unsettled` when it
+   * could not be: the new turn's record carries it (`TurnRecord.cutOff`).
    */
-  async settleBefore(
-    key: ThreadKey,
-    under: Under,
-  ): Promise<{ previous: TurnRecord | undefined } | undefined> {
+  async settleBefore(key: ThreadKey, under: Under): Promise<Known | undefined> {
     try {
       const record = await this.deps.ledger.get(key);
       // Messages a dead process kept while they waited came before this one (see orphanedThreads).
@@ -134,9 +133,9 @@ export class Takeovers {
       await this.finish(record, under);
       return undefined;
     } catch (err) {
-      // The new message is answered anyway; the watcher tries the old turn again.
+      // The new message is answered anyway; the watcher tries the old turn again after it.
       log.warn({ err, key }, "could not finish the thread's unfinished turn first");
-      return undefined;
+      return { unsettled: true };
     }
   }
 
@@ -288,8 +287,11 @@ export class Takeovers {
     if (record.took) await dropTaken(record, this.deps.ledger, this.deps.waiting);
     await this.finishTurn(record, adapter, under.controller, fresh);
     // Still there: the turn waits for approvals, or went to yet another process, with the
-    // messages behind it. Otherwise its end handed them back (`TurnLedger.handQueued`).
-    const left = await this.deps.ledger.get(record.key);
+    // messages behind it. Otherwise its end handed them back (`TurnLedger.handQueued`),
+    // and gave the record back to a reply cut off before it, if it carried one (`owed`).
+    const after = await this.deps.ledger.get(record.key);
+    const owed = after?.superseded && after.id !== record.id ? after : undefined;
+    const left = owed ? undefined : after;
     // Its message still shows it taken (Slack's :eyes:), left for whoever answers: here,
     // unless it went on elsewhere again (that process takes it away).
     const mark = record.input?.mark;
@@ -298,6 +300,7 @@ export class Takeovers {
         .unmark?.(record.key, mark)
         .catch((err: unknown) => log.debug({ err }, "mark not taken away"));
     if (left) return;
+    if (owed) return this.finish(owed, under);
     await this.answerHanded(record.key, under);
   }
 
@@ -336,6 +339,7 @@ export class Takeovers {
   ): Promise<void> {
     const { ledger, lock } = this.deps;
     const resumable =
+      !record.superseded &&
       record.input &&
       record.id &&
       (record.takeovers ?? 0) < MAX_TAKEOVERS &&

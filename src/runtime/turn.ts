@@ -24,6 +24,7 @@ import type { FormDesk } from "./forms/desk.js";
 import { prepareAttachments } from "./inbound-files.js";
 import { leftToTaker } from "./message-custody.js";
 import { type RenderOutcome, ReplyRenderer } from "./render.js";
+import { type Known, replacing } from "./replaced-record.js";
 import { seedFromThread } from "./thread-seed.js";
 import { payerOf } from "./turn-accounts.js";
 import { inputOf } from "./turn-input.js";
@@ -98,8 +99,8 @@ export async function runTurn(
   deps: TurnDeps,
   signal: AbortSignal,
   hooks: TurnHooks,
-  /** The thread's record as the caller just read it under the lock, if it did. */
-  known?: { previous: TurnRecord | undefined },
+  /** What the caller knows of the thread's record, read under the lock. */
+  known?: Known,
   /** The id of the turn's record (see `TurnRecord.id`), and the other copies of its message. */
   named: { id?: string; took?: TookCopies | undefined } = {},
 ): Promise<TurnResult> {
@@ -112,23 +113,14 @@ export async function runTurn(
     channel: inbound.channel,
     ...(team ? { team } : {}),
   };
-  const { id = randomUUID(), took } = named;
-  const run = { id, owner: deps.owner, input: inputOf(inbound), ...(took ? { took } : {}) };
   // Read while the turn's record is written (under the lock the session is this turn's
   // alone): one round trip less before the model is asked. Its failure is drive's to report.
   const loading = deps.sessions.getOrCreate(inbound.key);
   loading.catch(() => undefined);
-  const previous = known
-    ? known.previous
-    : await ledger.get(inbound.key).catch((err: unknown) => {
-        throw storeFailed(err);
-      });
-  // Messages handed over behind the record this turn replaces are answered after it:
-  // handed back before that record is overwritten, which carried them.
-  if (previous?.queued?.length)
-    await ledger.handQueued(previous).catch((err: unknown) => {
-      throw storeFailed(err);
-    });
+  const { previous, cutOff } = await replacing(ledger, inbound.key, known);
+  const { id = randomUUID(), took } = named;
+  const carried = { ...(took ? { took } : {}), ...(cutOff ? { cutOff } : {}) };
+  const run = { id, owner: deps.owner, input: inputOf(inbound), ...carried };
   // Written while the model is asked: `drive` shows nothing before it is stored.
   const record = ledger.open(inbound.key, run, hooks.held?.lease, hooks.claims);
   const recorded = ledger.opened(record);

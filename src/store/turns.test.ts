@@ -1,7 +1,8 @@
-import { afterEach, expect, it, vi } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { LockLost } from "./locks.js";
 import { createState, type StateStore } from "./state.js";
 import { describeEachStore, type TestStores, testStores } from "./testing.js";
+import { cutOffBehind, type TurnRecord, type WaitingTurn } from "./turn-record.js";
 import { TurnLedger } from "./turns.js";
 
 describeEachStore("TurnLedger on %s", (kind) => {
@@ -175,6 +176,29 @@ describeEachStore("TurnLedger on %s", (kind) => {
     expect(await ledger.get(record.key)).toMatchObject({ takeovers: 1, resumes: 2 });
   });
 
+  it("gives the thread's record back, still listed, to each reply cut off before a turn that carried them, as it ends", async () => {
+    stores = testStores(kind);
+    const ledger = new TurnLedger(await stores.open());
+    const key = "slack:T1:C1:4.4";
+    const input = { text: "q", user: { id: "U" }, channel: "C1" };
+    const cut = (id: string) => ({
+      key,
+      startedAt: "2024-05-01T10:00:00.000Z",
+      id,
+      owner: "gone",
+      address: { messages: [`m-${id}`] },
+      superseded: true,
+    });
+    const carrier = await ledger.begin(key, { id: "t3", owner: "me", input, cutOff: [cut("t1"), cut("t2")] });
+    await ledger.end(carrier);
+    // Named by the process that ended the carrier: its watch ends it once the thread is idle there.
+    expect(await ledger.pending()).toEqual([{ ...cut("t1"), owner: "me", cutOff: [cut("t2")] }]);
+    await ledger.end((await ledger.get(key))!);
+    expect(await ledger.pending()).toEqual([{ ...cut("t2"), owner: "me" }]);
+    await ledger.end((await ledger.get(key))!);
+    expect(await ledger.pending()).toEqual([]);
+  });
+
   it("keeps every key when many threads begin turns at once", async () => {
     stores = testStores(kind);
     const ledger = new TurnLedger(await stores.open());
@@ -193,5 +217,46 @@ describeEachStore("TurnLedger on %s", (kind) => {
     await ledger.address(record, address);
     address.messages.push("1.3");
     expect((await ledger.get("slack:T1:C1:1.1"))?.address).toEqual({ messages: ["1.2"] });
+  });
+});
+
+describe("the replies a thread's new turn carries (cutOffBehind)", () => {
+  const input = { text: "q", user: { id: "U" }, channel: "C1" };
+  const earlier: TurnRecord = { key: "k", startedAt: "t0", id: "t0", superseded: true };
+  const previous: TurnRecord = {
+    key: "k",
+    startedAt: "t1",
+    id: "t1",
+    owner: "gone",
+    input,
+    address: { messages: ["m1"] },
+    shown: "Half an answer",
+    queued: [input],
+    recoverFailures: 2,
+    cutOff: [earlier],
+  };
+
+  it("carries an unfinished turn the new message could not end, as only to be noted, after those it carried", () => {
+    expect(cutOffBehind(previous, true)).toEqual([
+      earlier,
+      {
+        key: "k",
+        startedAt: "t1",
+        id: "t1",
+        owner: "gone",
+        input,
+        address: { messages: ["m1"] },
+        recoverFailures: 2,
+        superseded: true,
+      },
+    ]);
+  });
+
+  it("carries on only those the record carried when it was ended or parked, and nothing without a record", () => {
+    expect(cutOffBehind(previous, false)).toEqual([earlier]);
+    const parked = { ...previous, waiting: {} as WaitingTurn };
+    expect(cutOffBehind(parked, true)).toEqual([earlier]);
+    expect(cutOffBehind({ ...previous, cutOff: [] }, false)).toBeUndefined();
+    expect(cutOffBehind(undefined, true)).toBeUndefined();
   });
 });
