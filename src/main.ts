@@ -38,6 +38,13 @@ function fail(err: unknown): never {
  */
 const SAME_SIGNAL_MS = 1_000;
 
+/**
+ * SIGHUP too: closing the terminal that runs `npm start` or `npm run chat` sends it. Unheard,
+ * it ends the process at once, past every "exit" listener, so the stdio MCP servers, each
+ * in a session of its own that the hangup does not reach, would run on.
+ */
+const STOP_SIGNALS = ["SIGTERM", "SIGINT", "SIGHUP"] as const;
+
 /** First signal: graceful stop. Another more than a second later: leave at once, with code 1. */
 function onSignals(stop: () => Promise<unknown>): void {
   let firstAt: number | undefined;
@@ -57,8 +64,7 @@ function onSignals(stop: () => Promise<unknown>): void {
       (err: unknown) => fail(err),
     );
   };
-  process.on("SIGTERM", handler);
-  process.on("SIGINT", handler);
+  for (const signal of STOP_SIGNALS) process.on(signal, handler);
 }
 
 async function start(): Promise<void> {

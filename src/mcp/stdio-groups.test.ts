@@ -90,7 +90,12 @@ describe.runIf(process.platform === "linux")("a stdio server started through a w
     expect(await goneSoon(server)).toBe(true);
   });
 
-  it("is ended, wrapper and all, when the bot exits without closing the hub", async () => {
+  // A second Ctrl+C and fail() call process.exit; a bug's throw ends the process as Node does.
+  it.each([
+    ["process.exit(1)", "process.exit(1);"],
+    ["an uncaught exception", 'setTimeout(() => { throw new Error("a bug"); });'],
+    ["an unhandled rejection", 'Promise.reject(new Error("a bug"));'],
+  ])("is ended, wrapper and all, when the bot exits without closing the hub: %s", async (_, ending) => {
     const config = wrapped();
     const script = join(dir, "exits.mjs");
     const { pidFile, ...server } = config;
@@ -101,23 +106,27 @@ const hub = await McpHub.start([${JSON.stringify(server)}], {
   callTimeoutMs: 10000, connectTimeoutMs: 10000, maxOutputChars: 1000, blockedServers: [], maxRestarts: 1,
 });
 process.stdout.write(String(hub.status()[0]?.pid ?? ""));
-// As after a second Ctrl+C: no close, no graceful stop.
-process.exit(1);
+// No close, no graceful stop.
+${ending}
 `,
     );
     const bot = spawn(process.execPath, ["--import", "tsx", script], {
       cwd: repo,
       env: { PATH: process.env.PATH, HOME: process.env.HOME, LOG_LEVEL: "error" },
-      stdio: ["ignore", "pipe", "inherit"],
+      stdio: ["ignore", "pipe", "pipe"],
     });
     let out = "";
+    let err = "";
     bot.stdout.on("data", (d: Buffer) => {
       out += d.toString();
+    });
+    bot.stderr.on("data", (d: Buffer) => {
+      err += d.toString();
     });
     const [code] = await once(bot, "exit");
     const shell = Number(out);
     leaders.push(shell);
-    expect(code).toBe(1);
+    expect(code, err).toBe(1);
     expect(shell).toBeGreaterThan(0);
     expect(existsSync(pidFile)).toBe(true);
     expect(await goneSoon(shell)).toBe(true);

@@ -55,7 +55,8 @@ const groupLeaders = new Set<ChildProcess>();
  * Our own session keeps a Ctrl+C from the servers, so nothing else ends them when we exit
  * without closing them (a second Ctrl+C, a fatal error): an SDK server ignores the end of
  * its stdin and would run on for ever. So their groups are killed as we exit, at once:
- * an "exit" listener cannot wait for anything.
+ * an "exit" listener cannot wait for anything. A signal whose default action ends the
+ * process (SIGHUP, SIGKILL) emits no "exit": main.ts stops on SIGHUP as on SIGTERM.
  */
 function killGroupsAtExit(): void {
   for (const child of groupLeaders) killServer(child);

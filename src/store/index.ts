@@ -1,6 +1,6 @@
 import { mkdirSync } from "node:fs";
 import { dirname, resolve } from "node:path";
-import { setImmediate as nextTurn, setTimeout as sleep } from "node:timers/promises";
+import { setImmediate as nextTurn } from "node:timers/promises";
 import KeyvRedis from "@keyv/redis";
 import { createClient } from "@redis/client";
 import Keyv, { type DeserializedData } from "keyv";
@@ -43,10 +43,10 @@ export const DEFAULT_STORE_URL = "sqlite://data/switchboard.sqlite";
 const TABLE = "switchboard";
 const CONNECT_TIMEOUT_MS = 5_000;
 /**
- * How long closing a server's store waits for the calls still in flight. One that stopped
- * answering (a partition, a failover) never answers them: the Redis client queues them while
- * it reconnects and a half-open socket waits for their replies; pg's pool ends once every
- * query gives its connection back. A stopping process exits at most 5 s after its grace.
+ * How long closing a server's store waits for the calls still in flight before it fails
+ * them. One that stopped answering (a partition, a failover) never answers them: the Redis
+ * client queues them while it reconnects, and a half-open socket waits for their replies
+ * (Redis's and PostgreSQL's alike). A stopping process exits at most 5 s after its grace.
  */
 const CLOSE_WITHIN_MS = 1_000;
 
@@ -291,6 +291,7 @@ async function openPostgres(url: string, namespace: string): Promise<Store> {
     table: TABLE,
     keySize: KEY_SIZE,
     connectTimeoutMs: CONNECT_TIMEOUT_MS,
+    closeWithinMs: CLOSE_WITHIN_MS,
   });
   let setupError: unknown;
   adapter.on("error", (err: unknown) => {
@@ -314,11 +315,7 @@ async function openPostgres(url: string, namespace: string): Promise<Store> {
     namespace,
     sql: { table: TABLE, query },
     ping: () => answersWithin(() => query("SELECT 1 AS ok", [])),
-    close: async () => {
-      const ended = adapter.disconnect().then(() => true);
-      if (!(await Promise.race([ended, sleep(CLOSE_WITHIN_MS, false, { ref: false })])))
-        log.warn("PostgreSQL did not answer as the store closed: its connections end with the process");
-    },
+    close: () => adapter.disconnect(),
   };
 }
 

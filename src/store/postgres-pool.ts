@@ -1,4 +1,6 @@
 import { createRequire } from "node:module";
+import { Socket } from "node:net";
+import { setTimeout as sleep } from "node:timers/promises";
 import KeyvPostgres from "@keyv/postgres";
 import { log } from "../log.js";
 
@@ -12,9 +14,20 @@ interface Pool {
 interface PoolOptions {
   connectionString: string;
   connectionTimeoutMillis: number;
+  /** pg's own option: the socket each connection is made on (a new net.Socket by default). */
+  stream: () => Socket;
 }
 
 const { Pool } = createRequire(import.meta.url)("pg") as { Pool: new (options: PoolOptions) => Pool };
+
+interface PooledOptions {
+  pool: Pool;
+  /** Every socket of the pool's connections not closed yet, whatever it is doing. */
+  sockets: ReadonlySet<Socket>;
+  /** Aborted when the store gives up on the queries still unanswered (see `endPool`). */
+  givenUp: AbortController;
+  closeWithinMs: number;
+}
 
 /**
  * @keyv/postgres on a pool of the store's own. Its own pool is one per process, hidden in
@@ -24,21 +37,52 @@ const { Pool } = createRequire(import.meta.url)("pg") as { Pool: new (options: P
  * another at the next query.
  */
 class PooledKeyvPostgres extends KeyvPostgres {
-  private ended = false;
+  private closing: Promise<void> | undefined;
 
   /** Called by KeyvPostgres's constructor, before this class's fields exist: the pool comes in its options. */
   override async connect(): Promise<
     (sql: string, values?: unknown[]) => Promise<Array<Record<string, unknown>>>
   > {
-    const { pool } = this.opts as { pool: Pool };
-    return async (sql, values) => (await pool.query(sql, values)).rows;
+    const { pool, givenUp } = this.opts as PooledOptions;
+    return async (sql, values) => (await unlessGivenUp(() => pool.query(sql, values), givenUp.signal)).rows;
   }
 
-  override async disconnect(): Promise<void> {
-    if (this.ended) return;
-    this.ended = true;
-    await (this.opts as { pool: Pool }).pool.end();
+  override disconnect(): Promise<void> {
+    this.closing ??= endPool(this.opts as PooledOptions);
+    return this.closing;
   }
+}
+
+/** What `query` answers, or the reason `signal` gives as soon as it aborts. */
+async function unlessGivenUp<T>(query: () => Promise<T>, signal: AbortSignal): Promise<T> {
+  signal.throwIfAborted();
+  let giveUp: (() => void) | undefined;
+  const abandoned = new Promise<never>((_, reject) => {
+    giveUp = () => reject(signal.reason);
+    signal.addEventListener("abort", giveUp, { once: true });
+  });
+  try {
+    return await Promise.race([query(), abandoned]);
+  } finally {
+    if (giveUp) signal.removeEventListener("abort", giveUp);
+  }
+}
+
+/**
+ * The pool's end waits for every query to give its connection back and for every
+ * connection being opened. On a connection gone half open (a partition: nothing crosses
+ * it, nothing resets it) a query never answers nor fails, and whatever awaits it (an
+ * adapter's close, a drain's last write) would wait until TCP gives up, many minutes
+ * later; a query waiting for a connection waits out the connect timeout. So what is still
+ * unanswered `closeWithinMs` after the close began fails at once, and every socket is
+ * destroyed, which pg reads as the connection ended.
+ */
+async function endPool({ pool, sockets, givenUp, closeWithinMs }: PooledOptions): Promise<void> {
+  const ended = pool.end();
+  if (await Promise.race([ended.then(() => true), sleep(closeWithinMs, false, { ref: false })])) return;
+  log.warn("PostgreSQL did not answer as the store closed: the queries it still held fail");
+  givenUp.abort(new Error("the store closed before PostgreSQL answered"));
+  for (const socket of sockets) socket.destroy();
 }
 
 export function keyvPostgres(options: {
@@ -46,8 +90,20 @@ export function keyvPostgres(options: {
   table: string;
   keySize: number;
   connectTimeoutMs: number;
+  /** How long closing waits for the queries in flight before it fails them. */
+  closeWithinMs: number;
 }): KeyvPostgres {
-  const pool = new Pool({ connectionString: options.url, connectionTimeoutMillis: options.connectTimeoutMs });
+  const sockets = new Set<Socket>();
+  const pool = new Pool({
+    connectionString: options.url,
+    connectionTimeoutMillis: options.connectTimeoutMs,
+    stream: () => {
+      const socket = new Socket();
+      sockets.add(socket);
+      socket.once("close", () => sockets.delete(socket));
+      return socket;
+    },
+  });
   pool.on("error", (err) =>
     // The error carries its client (and its connection parameters): only what happened is logged.
     log.warn(
@@ -55,10 +111,16 @@ export function keyvPostgres(options: {
       "PostgreSQL closed a connection of the store; the next query opens another",
     ),
   );
+  const pooled: PooledOptions = {
+    pool,
+    sockets,
+    givenUp: new AbortController(),
+    closeWithinMs: options.closeWithinMs,
+  };
   return new PooledKeyvPostgres({
     uri: options.url,
     table: options.table,
     keySize: options.keySize,
-    pool,
+    ...pooled,
   });
 }
