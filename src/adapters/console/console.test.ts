@@ -179,3 +179,51 @@ describe("the terminal", () => {
     }
   });
 });
+
+describe("a reader that goes away", () => {
+  /** An output whose reader is gone: every write fails as a closed pipe's does. */
+  function closedPipe() {
+    const pipe = new PassThrough();
+    pipe.write = () => {
+      const err = Object.assign(new Error("write EPIPE"), { code: "EPIPE" });
+      process.nextTick(() => pipe.emit("error", err));
+      return false;
+    };
+    return pipe;
+  }
+
+  it("ends the chat and stops the answer being written when stdout's pipe closes, without an unhandled error", async () => {
+    const stops: string[] = [];
+    let release: () => void = () => undefined;
+    const runner: TurnRunner = {
+      handle: async (inbound: Inbound) => {
+        inbound.reply.stream().write("the start of a long answer");
+        await new Promise<void>((r) => {
+          release = r;
+        });
+      },
+      stop: async (key) => {
+        stops.push(key);
+        release();
+        return "stopped";
+      },
+      command: async () => "",
+      knows: async () => false,
+      firstSight: async () => true,
+      interact: async () => undefined,
+    };
+    const input = new PassThrough();
+    input.write("tell me everything\nand then more\n");
+    await runConsole({ runner, input, out: closedPipe(), err: new PassThrough().resume() });
+    expect(stops).toEqual(["console:local"]);
+  });
+
+  it("ends the chat when the terminal's input fails (EIO as it closes)", async () => {
+    const { runner, texts } = recorder();
+    const t = terminal();
+    const done = runConsole({ runner, ...t });
+    t.input.emit("error", Object.assign(new Error("read EIO"), { code: "EIO" }));
+    await done;
+    expect(texts).toEqual([]);
+  });
+});

@@ -33,6 +33,18 @@ export async function runConsole(opts: ConsoleOptions): Promise<void> {
   let stopping = false;
   const quit = new AbortController();
   const quitted = once(quit.signal, "abort");
+  // A reader gone (`chat | head` has its lines, the terminal was closed) ends the chat as
+  // Ctrl+D does, and stops the answer nobody reads. Unheard, the stream's EPIPE or EIO
+  // would end the process at once, before the answer was stopped and the store closed.
+  const gone = () => {
+    if (quit.signal.aborted) return;
+    quit.abort();
+    if (answering) opts.runner.stop?.(CONSOLE_KEY, USER).catch(() => undefined);
+    rl.close();
+  };
+  // readline passes its input's error on as its own, thrown when nobody listens.
+  rl.on("error", gone);
+  for (const stream of new Set([input, out, err])) stream.on("error", gone);
   if (interactive) {
     err.write(
       "Switchboard chat: type a message, /help for commands, Ctrl+C stops an answer, Ctrl+D quits.\n",
