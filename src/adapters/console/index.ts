@@ -44,7 +44,7 @@ export async function runConsole(opts: ConsoleOptions): Promise<void> {
   };
   // readline passes its input's error on as its own, thrown when nobody listens.
   rl.on("error", gone);
-  for (const stream of new Set([input, out, err])) stream.on("error", gone);
+  for (const stream of new Set<NodeJS.EventEmitter>([input, out, err])) stream.on("error", gone);
   if (interactive) {
     err.write(
       "Switchboard chat: type a message, /help for commands, Ctrl+C stops an answer, Ctrl+D quits.\n",
