@@ -336,6 +336,7 @@ async function ask(
       const thread = await openThread(
         ctx.client,
         ctx.scheduler,
+        ctx.lateThreads,
         opener as Message<true>,
         provisionalName(question),
       );

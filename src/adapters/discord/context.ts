@@ -11,6 +11,7 @@ import { decodeThread, encodeThread, platformOf } from "../../core/thread.js";
 import { log } from "../../log.js";
 import type { AdapterDeps } from "../../runtime/contract.js";
 import type { WriteScheduler } from "../../runtime/scheduler/write-scheduler.js";
+import { LateThreads } from "./late-threads.js";
 import { ChannelAnswers } from "./replies.js";
 import type { ReplyOptions } from "./reply.js";
 
@@ -62,6 +63,8 @@ const RENAMED_TTL_MS = 90 * 24 * 60 * 60 * 1000;
 export class DiscordContext {
   /** The conversations of answers written in a channel, for the replies that go on with them. */
   readonly answers: ChannelAnswers;
+  /** Threads given up on while Discord may still open them (see `openThread`). */
+  readonly lateThreads: LateThreads;
 
   constructor(
     readonly client: Client,
@@ -72,6 +75,7 @@ export class DiscordContext {
     readonly stored: (messageId: string) => void = () => {},
   ) {
     this.answers = new ChannelAnswers(deps.state);
+    this.lateThreads = new LateThreads(client);
   }
 
   get botId(): string | undefined {

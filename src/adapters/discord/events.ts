@@ -158,6 +158,7 @@ export async function onMessage(ctx: DiscordContext, message: Message): Promise<
   const opening = openThread(
     ctx.client,
     ctx.scheduler,
+    ctx.lateThreads,
     message,
     provisionalName(question.title ?? question.text, `Question from ${authorName(message)}`),
   ).catch((err: unknown) => {

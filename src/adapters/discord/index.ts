@@ -77,6 +77,11 @@ export class DiscordAdapter implements Adapter {
         },
       );
     });
+    this.client.on(Events.ThreadCreate, (thread) =>
+      this.ctx.lateThreads
+        .appeared(thread)
+        .catch((err: unknown) => log.warn({ err, thread: thread.id }, "a thread opened late was not tidied")),
+    );
     this.client.on(Events.InteractionCreate, (i) =>
       this.track(
         () => (this.accepting ? onInteraction(this.ctx, i) : tellRestarting(i, deps.runner)),

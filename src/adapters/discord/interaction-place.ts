@@ -10,6 +10,7 @@ import {
 import { log } from "../../log.js";
 import { MessageGoneError } from "../../runtime/message-ops.js";
 import { sendDirectly } from "./direct.js";
+import { AnswerFold, followUpCap } from "./followup-fold.js";
 import { body, channelOps, NO_PINGS, type Posted, type WritableChannel, written } from "./places.js";
 import {
   asWriteError,
@@ -113,6 +114,17 @@ export function interactionPlace(
   const own = (id: string) => {
     ownIds.add(id);
     return id;
+  };
+  /** Follow-ups the token sent, against its cap; the answer's last message posted, as last written. */
+  const cap = followUpCap(interaction);
+  let followUps = 0;
+  let lastAnswer: { id: string; text: string } | undefined;
+  /** Set once the answer needs more messages than the cap leaves: the rest goes into a file. */
+  let fold: AnswerFold | undefined;
+  const followUp = async (options: Parameters<typeof interaction.followUp>[0]) => {
+    const message = await interaction.followUp(options);
+    followUps++;
+    return message;
   };
   const ends = interaction.createdTimestamp + INTERACTION_TOKEN_MS - TOKEN_MARGIN_MS;
   const tokenLives = () => !refused && Date.now() < ends;
@@ -238,53 +250,82 @@ export function interactionPlace(
     await (await getChannel()).send({ ...message, allowedMentions: NO_PINGS });
   };
 
+  const postMessage = (text: string, files?: AttachmentBuilder[], controls?: QuestionRow[]) =>
+    write(
+      async () => {
+        if (!originalUsed) {
+          return taking(async () => {
+            const id = own((await interaction.editReply(body(text, files, controls))).id);
+            await posted?.(id);
+            return id;
+          });
+        }
+        const id = own((await followUp(body(text, files, controls))).id);
+        replyTo = undefined;
+        await posted?.(id);
+        return id;
+      },
+      () => postInChannel(text, files, controls),
+    );
+  const editMessage = (id: string, text: string, files?: AttachmentBuilder[], controls?: QuestionRow[]) =>
+    write(
+      async () => {
+        await interaction.editReply({ message: id, ...body(text, files, controls) });
+      },
+      () => inChannel.edit(id, text, files, controls),
+      id,
+    );
+
   // An interaction's webhook is outside the global limit: its token is its own bucket.
   const webhook = [webhookBucket(interaction.token)];
   const ops: PlaceOps = {
     buckets: () => (tokenLives() ? webhook : channelBuckets(channelId)),
     // Stop while the answer is written and 👍 / 👎 once it is done, as under a channel's answers.
-    post: (text, files, controls) =>
-      write(
+    async post(text, files, controls) {
+      // The cap reached, the answer goes on in a file on its last message (see AnswerFold).
+      if (!fold && lastAnswer && originalUsed && followUps >= cap && tokenLives())
+        fold = new AnswerFold(lastAnswer.id, lastAnswer.text);
+      if (fold) {
+        const { id, edit } = fold.post(text, files, controls);
+        await editMessage(edit.id, edit.text, edit.files, edit.controls);
+        return id;
+      }
+      const id = await postMessage(text, files, controls);
+      lastAnswer = { id, text };
+      return id;
+    },
+    async edit(id, text, files, controls) {
+      if (fold?.has(id)) {
+        const edit = fold.edit(id, text, files, controls);
+        return editMessage(edit.id, edit.text, edit.files, edit.controls);
+      }
+      if (lastAnswer?.id === id) lastAnswer.text = text;
+      return editMessage(id, text, files, controls);
+    },
+    async clearControls(id) {
+      let target = id;
+      if (fold?.has(id)) {
+        const edit = fold.edit(id, undefined, undefined, []);
+        if (edit.controls === undefined) return;
+        target = edit.id;
+      }
+      await write(
         async () => {
-          if (!originalUsed) {
-            return taking(async () => {
-              const id = own((await interaction.editReply(body(text, files, controls))).id);
-              await posted?.(id);
-              return id;
-            });
-          }
-          const id = own((await interaction.followUp(body(text, files, controls))).id);
-          replyTo = undefined;
-          await posted?.(id);
-          return id;
+          await interaction.editReply({ message: target, components: [] });
         },
-        () => postInChannel(text, files, controls),
-      ),
-    edit: (id, text, files, controls) =>
-      write(
-        async () => {
-          await interaction.editReply({ message: id, ...body(text, files, controls) });
-        },
-        () => inChannel.edit(id, text, files, controls),
-        id,
-      ),
-    clearControls: (id) =>
-      write(
-        async () => {
-          await interaction.editReply({ message: id, components: [] });
-        },
-        () => inChannel.clearControls!(id),
-        id,
-      ),
+        () => inChannel.clearControls!(target),
+        target,
+      );
+    },
     ask: (text, components) =>
       // A question before any of the answer takes the deferred reply's place, as a first
       // post would: left "thinking…" above it, the reply would look busy while the bot waits
       // for a click. The answer comes under it.
       !originalUsed
-        ? ops.post(text, undefined, components)
+        ? postMessage(text, undefined, components)
         : write(
             async () => {
-              const { id } = await interaction.followUp({
+              const { id } = await followUp({
                 content: text,
                 components,
                 allowedMentions: NO_PINGS,
@@ -315,7 +356,7 @@ export function interactionPlace(
     send: (message) =>
       write(
         async () => {
-          await interaction.followUp({ ...message, allowedMentions: NO_PINGS });
+          await followUp({ ...message, allowedMentions: NO_PINGS });
         },
         () => say(message),
       ),
@@ -336,7 +377,7 @@ export function interactionPlace(
               log.debug({ err }, "deferred reply not deleted");
             }
           }
-          await interaction.followUp({ content: text, flags: MessageFlags.Ephemeral });
+          await followUp({ content: text, flags: MessageFlags.Ephemeral });
         },
         () => privately(text),
       ),

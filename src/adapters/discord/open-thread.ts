@@ -1,6 +1,7 @@
-import { type Client, DefaultUserAgent, type Message, Routes, type ThreadChannel } from "discord.js";
+import { type Client, DefaultUserAgent, type Message, Routes, ThreadChannel } from "discord.js";
 import { RateLimitedError } from "../../runtime/message-ops.js";
 import type { WriteScheduler } from "../../runtime/scheduler/write-scheduler.js";
+import type { LateThreads } from "./late-threads.js";
 import { discordRoute, learnFrom } from "./write-policy.js";
 
 /** discord.js's own step after its thread-creating request: the thread into the client's cache. */
@@ -29,6 +30,7 @@ const THREAD_ALREADY_CREATED = 160004;
 export async function openThread(
   client: Client,
   scheduler: WriteScheduler,
+  late: LateThreads,
   message: Message<true>,
   name: string,
 ): Promise<ThreadChannel> {
@@ -52,10 +54,11 @@ export async function openThread(
   // discord.js gives its own requests up after `rest.options.timeout` (15 s by default);
   // Node's fetch waits 300 s for headers, and every write of the answer waits behind this
   // thread. One deadline for the wait in line and the request: the person waits for the
-  // answer, not for either. A thread Discord opens after it anyway stays empty: the answer
-  // has gone to the channel, as it does when the thread is refused.
+  // answer, not for either. The answer then goes to the channel, as it does when the
+  // thread is refused; but Discord may have taken the request (see LateThreads).
   const timeoutMs = client.rest.options.timeout;
   const signal = AbortSignal.timeout(timeoutMs);
+  let sent = false;
   const data = await scheduler
     .run({
       lane: route.lane,
@@ -63,6 +66,7 @@ export async function openThread(
       signal,
       what: "POST /channels/:id/messages/:id/threads",
       run: async () => {
+        sent = true;
         const res = await fetch(url, { ...init, signal });
         const limited = await learnFrom(scheduler, route, res);
         if (limited?.bucket === threads && limited.waitMs > THREAD_WAIT_MS)
@@ -84,9 +88,14 @@ export async function openThread(
       },
     })
     .catch((err: unknown) => {
-      if (signal.aborted) throw threadTimedOut(timeoutMs, err);
-      throw err;
+      if (!signal.aborted) throw err;
+      // The gateway told of the thread while its answer was lost or late: it is there to use.
+      const opened = client.channels.cache.get(message.id);
+      if (opened?.isThread() && opened.ownerId === client.user?.id) return opened;
+      if (sent) late.watch(message.id);
+      throw threadTimedOut(timeoutMs, err);
     });
+  if (data instanceof ThreadChannel) return data;
   // A thread opened from a message has the message's id.
   if (data === null) return existingThread(client, message.id);
   const thread = (client as unknown as ThreadCreateAction).actions.ThreadCreate.handle(data).thread;

@@ -1,5 +1,5 @@
 import type { DiscordEmulator } from "./index.js";
-import { interactionStart } from "./installs.js";
+import { contextOf, interactionStart } from "./installs.js";
 import { type ModalValue, modalOpener, modalSubmission } from "./modal-submit.js";
 import { interactionToken, snowflake } from "./snowflake.js";
 import { ALL_PERMISSIONS } from "./state.js";
@@ -35,7 +35,7 @@ function deliver(
     name: String(data.custom_id),
     channelId,
     userId,
-    ...interactionStart(s.installs, channel.guild_id, userId),
+    ...interactionStart(s, channel, userId),
     ...(message ? { messageId: message.id } : {}),
   };
   s.interactions.set(record.id, record);
@@ -53,7 +53,7 @@ function deliver(
     locale: "en-US",
     entitlements: [],
     authorizing_integration_owners: record.owners,
-    context: guild ? 0 : 1,
+    context: contextOf(s, channel),
     ...(message ? { message: s.messageJson(message) } : {}),
   };
   if (guild) {

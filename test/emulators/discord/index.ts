@@ -1,11 +1,12 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { commandInteraction } from "./command-interactions.js";
 import { Gateway } from "./gateway.js";
-import { interactionStart } from "./installs.js";
+import { privateChannel } from "./installs.js";
 import { RateLimiter, type RateLimitOptions } from "./ratelimit.js";
 import { handleRest, Intent, PRIVILEGED_INTENTS, type RestContext, withoutContent } from "./rest.js";
-import { interactionToken, snowflake } from "./snowflake.js";
-import { ALL_PERMISSIONS, type BotPermission, DiscordState } from "./state.js";
+import { snowflake } from "./snowflake.js";
+import { type BotPermission, DiscordState, type ExtraPermission } from "./state.js";
 import type {
   ChannelObject,
   RenameRecord,
@@ -102,6 +103,8 @@ export class DiscordEmulator implements RestContext {
   readonly renames: RenameRecord[] = [];
   /** Routes never answered, as `"POST /channels/:id/messages/:id/threads"` (see RestContext). */
   readonly stalled = new Set<string>();
+  /** Routes carried out only after this many ms, keyed as `stalled` (see RestContext). */
+  readonly slow = new Map<string, number>();
   /** When true, every MESSAGE_CREATE and INTERACTION_CREATE is sent twice (overlapping sessions). */
   deliverTwice = false;
   readonly gateway: Gateway;
@@ -189,6 +192,15 @@ export class DiscordEmulator implements RestContext {
     this.state.botDenied.set(channelId, denied);
   }
 
+  /**
+   * A server admin gives the bot's role, guild-wide, a permission Switchboard's invite does
+   * not ask for (Manage Threads: deleting threads, locking them, reopening locked ones).
+   * `denyBot` still takes it away in one channel.
+   */
+  grantBot(...permissions: ExtraPermission[]): void {
+    for (const p of permissions) this.state.botGranted.add(p);
+  }
+
   /** A person writes in a guild channel or thread; returns the stored message. */
   userMessage(channelId: string, text: string, opts: MessageOptions = {}): StoredMessage {
     const s = this.state;
@@ -216,8 +228,17 @@ export class DiscordEmulator implements RestContext {
       json.mentions = msg.mentions.map((u) => ({ ...u, member: s.member(u) }));
     }
     const intent = channel.guild_id ? Intent.GuildMessages : Intent.DirectMessages;
-    this.twice(() => this.dispatch("MESSAGE_CREATE", json, intent));
+    if (!s.withoutBot.has(channelId)) this.twice(() => this.dispatch("MESSAGE_CREATE", json, intent));
     return msg;
+  }
+
+  /**
+   * A group DM of `members`, where the app can be used only through a user install: the
+   * bot is no member (no events, 403 Missing Access to its requests), and its commands
+   * there come from the private-channel context, authorized by the user install alone.
+   */
+  privateChannel(...members: UserObject[]): ChannelObject {
+    return privateChannel(this.state, members);
   }
 
   /** A person writes to the bot in a DM. */
@@ -252,7 +273,7 @@ export class DiscordEmulator implements RestContext {
 
   /** A person runs a slash command; returns the interaction record the bot's callbacks fill in. */
   slash(name: string, options: SlashOptions, channelId: string, userId: string): StoredInteraction {
-    return this.interaction(2, name, options, channelId, userId);
+    return commandInteraction(this, { type: 2, name, options, channelId, userId });
   }
 
   /** A person types into an option with autocomplete; the bot's choices land in `.choices`. */
@@ -263,7 +284,7 @@ export class DiscordEmulator implements RestContext {
     channelId: string,
     userId: string,
   ): StoredInteraction {
-    return this.interaction(4, name, options, channelId, userId, focused);
+    return commandInteraction(this, { type: 4, name, options, channelId, userId, focused });
   }
 
   /**
@@ -334,70 +355,5 @@ export class DiscordEmulator implements RestContext {
 
   private storeFile(channelId: string, f: IncomingFile): StoredAttachment {
     return this.state.storeFile(channelId, f);
-  }
-
-  private interaction(
-    type: number,
-    name: string,
-    options: SlashOptions,
-    channelId: string,
-    userId: string,
-    focused?: string,
-  ): StoredInteraction {
-    const s = this.state;
-    const channel = s.channels.get(channelId);
-    const user = s.users.get(userId);
-    if (!channel || !user) throw new Error(`No channel ${channelId} or user ${userId}`);
-    const registered = [...s.commands.global, ...(s.commands.guild.get(s.guildId) ?? [])].find(
-      (c) => c.name === name,
-    );
-    const id = snowflake();
-    const record: StoredInteraction = {
-      id,
-      token: interactionToken(id),
-      type,
-      name,
-      channelId,
-      userId,
-      ...interactionStart(s.installs, channel.guild_id, userId),
-    };
-    s.interactions.set(record.id, record);
-    const optionList = Object.entries(options).map(([n, value]) => ({
-      name: n,
-      type: typeof value === "string" ? 3 : typeof value === "number" ? 4 : 5,
-      value,
-      ...(focused === n ? { focused: true } : {}),
-    }));
-    const guild = channel.guild_id;
-    const payload: Record<string, unknown> = {
-      id: record.id,
-      application_id: s.applicationId,
-      type,
-      token: record.token,
-      version: 1,
-      data: {
-        id: String(registered?.id ?? snowflake()),
-        name,
-        type: 1,
-        options: optionList,
-        ...(guild ? { guild_id: guild } : {}),
-      },
-      channel_id: channelId,
-      channel: { ...channel },
-      app_permissions: ALL_PERMISSIONS,
-      locale: "en-US",
-      entitlements: [],
-      authorizing_integration_owners: record.owners,
-      context: guild ? 0 : 1,
-    };
-    if (guild) {
-      payload.guild_id = guild;
-      payload.guild_locale = "en-US";
-      payload.member = { ...s.member(user), permissions: ALL_PERMISSIONS };
-    } else {
-      payload.user = user;
-    }
-    this.twice(() => this.dispatch("INTERACTION_CREATE", payload));
-    return record;
   }
 }

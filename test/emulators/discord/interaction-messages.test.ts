@@ -205,3 +205,38 @@ describe("Discord emulator: what an interaction's webhook may write", () => {
     expect(longValue.rec.callbacks).toEqual([]);
   });
 });
+
+describe("Discord emulator: a private channel, where the app has no bot", () => {
+  it("lets only the user install authorize a command there, refuses the bot, and takes the webhook's messages", async () => {
+    const e = await start();
+    const s = e.state;
+    s.installs = { guild: true, user: true };
+    const group = e.privateChannel(s.alice, s.bob);
+    const rec = e.slash("ask", { question: "here?" }, group.id, s.alice.id);
+    expect(rec.owners).toEqual({ "1": s.alice.id });
+    const missing = { status: 403, code: 50001 };
+    expect(
+      await call(e, "POST", `/channels/${group.id}/messages`, { json: { content: "bot" } }),
+    ).toMatchObject(missing);
+    expect(await call(e, "GET", `/channels/${group.id}`)).toMatchObject(missing);
+    await call(e, "POST", `/interactions/${rec.id}/${rec.token}/callback`, { json: { type: 5 }, bot: false });
+    const hook = `/webhooks/${s.applicationId}/${rec.token}`;
+    for (let n = 0; n < 5; n++) {
+      expect((await call(e, "POST", hook, { json: { content: `part ${n}` }, bot: false })).status).toBe(200);
+    }
+    expect(await call(e, "POST", hook, { json: { content: "one more" }, bot: false })).toMatchObject({
+      status: 400,
+      code: 40094,
+    });
+    expect(e.botMessages(group.id).map((m) => m.content)).toEqual([
+      "",
+      "part 0",
+      "part 1",
+      "part 2",
+      "part 3",
+      "part 4",
+    ]);
+    s.installs = { guild: true, user: false };
+    expect(() => e.slash("ask", { question: "here?" }, group.id, s.alice.id)).toThrow(/No install/);
+  });
+});

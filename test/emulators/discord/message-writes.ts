@@ -77,7 +77,8 @@ export function writeMessage(
     existing.editedAt = Date.now();
     if (body.json.allowed_mentions !== undefined) existing.allowedMentions = body.json.allowed_mentions;
     if (typeof extra.flags === "number") existing.flags = extra.flags;
-    ctx.dispatch("MESSAGE_UPDATE", s.messageJson(existing), intent);
+    // A channel the bot is no member of sends it nothing, its own webhook's messages included.
+    if (!s.withoutBot.has(channelId)) ctx.dispatch("MESSAGE_UPDATE", s.messageJson(existing), intent);
     return existing;
   }
   const flags = extra.flags ?? (typeof body.json.flags === "number" ? body.json.flags : 0);
@@ -98,7 +99,8 @@ export function writeMessage(
     ...(replyTo ? { replyTo } : {}),
   });
   // The bot receives its own messages on the gateway, as on Discord; ephemeral ones stay private.
-  if ((flags & 64) === 0) ctx.dispatch("MESSAGE_CREATE", s.messageJson(msg), intent);
+  if ((flags & 64) === 0 && !s.withoutBot.has(channelId))
+    ctx.dispatch("MESSAGE_CREATE", s.messageJson(msg), intent);
   return msg;
 }
 

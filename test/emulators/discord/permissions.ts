@@ -5,7 +5,7 @@ import { type ChannelObject, ChannelType } from "./types.js";
 /** Discord's answer to a write the bot's permissions do not allow. */
 export const missingPermissions = () => new HttpError(403, { message: "Missing Permissions", code: 50013 });
 
-const threadArchived = () => new HttpError(400, { message: "Thread is archived", code: 50083 });
+export const threadArchived = () => new HttpError(400, { message: "Thread is archived", code: 50083 });
 
 /** The guild channel whose permissions apply: a thread's parent, or the channel itself. */
 function permissionsOf(channel: ChannelObject): string {
@@ -18,6 +18,7 @@ function permissionsOf(channel: ChannelObject): string {
  * reads included, as on Discord.
  */
 export function mayView(s: DiscordState, channel: ChannelObject): void {
+  if (s.withoutBot.has(channel.id)) throw new HttpError(403, { message: "Missing Access", code: 50001 });
   if (channel.type === ChannelType.DM) return;
   if (s.botDenied.get(permissionsOf(channel))?.has("VIEW_CHANNEL"))
     throw new HttpError(403, { message: "Missing Access", code: 50001 });
@@ -55,13 +56,23 @@ export function mayMessage(s: DiscordState, channel: ChannelObject): void {
 }
 
 /**
+ * Manage Threads (delete, lock, archive others' threads): Switchboard's invite does not ask
+ * for it, so the emulated bot has it only once a test grants it (`grantBot`).
+ */
+export function managesThreads(s: DiscordState, channel: ChannelObject): boolean {
+  return (
+    s.botGranted.has("MANAGE_THREADS") && !s.botDenied.get(permissionsOf(channel))?.has("MANAGE_THREADS")
+  );
+}
+
+/**
  * A message posted in an archived thread unarchives it, as on Discord; a locked one only
- * a member with Manage Threads may reopen, which the emulated bot is not: 50083.
+ * a member with Manage Threads may reopen (50083 for others).
  */
 export function reopenToPost(ctx: RestContext, channel: ChannelObject): void {
   const meta = channel.thread_metadata;
   if (!meta?.archived) return;
-  if (meta.locked) throw threadArchived();
+  if (meta.locked && !managesThreads(ctx.state, channel)) throw threadArchived();
   meta.archived = false;
   meta.archive_timestamp = new Date().toISOString();
   ctx.dispatch("THREAD_UPDATE", channel, Intent.Guilds);

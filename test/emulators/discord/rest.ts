@@ -1,11 +1,12 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { type ParsedBody, parseBody, readRaw } from "./body.js";
 import { nonceOf, writeMessage } from "./message-writes.js";
-import { mayChange, mayMessage, mayView, mayWrite, missingPermissions, reopenToPost } from "./permissions.js";
+import { mayChange, mayMessage, mayView, mayWrite, reopenToPost } from "./permissions.js";
 import type { RateLimiter } from "./ratelimit.js";
 import { snowflake } from "./snowflake.js";
 import type { DiscordState } from "./state.js";
-import { ChannelType, type RenameRecord, type RestRecord, type StoredMessage } from "./types.js";
+import { deleteChannel, modifyChannel, startThread } from "./thread-routes.js";
+import type { RenameRecord, RestRecord, StoredMessage } from "./types.js";
 import { handleInteractionRoute } from "./webhooks.js";
 
 /** What the REST routes need from the emulator. */
@@ -33,6 +34,12 @@ export interface RestContext {
    * until the client gives up or the emulator stops.
    */
   stalled: ReadonlySet<string>;
+  /**
+   * Routes Discord takes this many ms to carry a request out for, keyed as `stalled`: it
+   * acts then, and answers then unless the route is stalled too (the answer lost on its way
+   * back). A client that gave up meanwhile never sees the answer, but what it asked for is done.
+   */
+  slow: ReadonlyMap<string, number>;
 }
 
 export interface Reply {
@@ -125,7 +132,12 @@ export async function handleRest(ctx: RestContext, req: IncomingMessage, res: Se
   try {
     const raw = await readRaw(req);
     const routeKey = `${method} ${url.pathname.replace(/^\/api\/v10/, "").replace(/\d{6,}/g, ":id")}`;
-    if (ctx.stalled.has(routeKey)) return;
+    const late = ctx.slow.get(routeKey);
+    if (late !== undefined) await new Promise((r) => setTimeout(r, late));
+    if (ctx.stalled.has(routeKey)) {
+      if (late !== undefined) await route(ctx, req, method, url, raw).catch(() => undefined);
+      return;
+    }
     reply = await route(ctx, req, method, url, raw);
   } catch (err) {
     reply =
@@ -193,7 +205,8 @@ async function route(
   mayView(s, channel);
   const rest = m[2] ?? "";
   if (rest === "" && method === "GET") return { status: 200, body: channel };
-  if (rest === "" && method === "PATCH") return renameChannel(ctx, channel.id, (await parsed()).json);
+  if (rest === "" && method === "PATCH") return modifyChannel(ctx, channel, (await parsed()).json);
+  if (rest === "" && method === "DELETE") return deleteChannel(ctx, channel);
   if (rest === "/typing" && method === "POST") {
     mayWrite(s, channel);
     ctx.typing.push({ channelId: channel.id, at: Date.now() });
@@ -266,62 +279,6 @@ function history(s: DiscordState, channelId: string, url: URL): Record<string, u
     .slice(-limit)
     .reverse()
     .map((x) => s.messageJson(x));
-}
-
-function startThread(
-  ctx: RestContext,
-  parentId: string,
-  starter: StoredMessage | undefined,
-  json: Record<string, unknown>,
-): Reply {
-  const s = ctx.state;
-  const name = typeof json.name === "string" ? json.name : "";
-  if (name.length < 1 || name.length > 100) {
-    throw invalidForm("name", "BASE_TYPE_BAD_LENGTH", "Must be between 1 and 100 in length.");
-  }
-  if (starter && s.channels.has(starter.id)) {
-    throw new HttpError(400, { message: "A thread has already been created for this message", code: 160004 });
-  }
-  const parent = s.channels.get(parentId);
-  if (parent?.type === ChannelType.PublicThread || parent?.type === ChannelType.DM) {
-    throw new HttpError(400, { message: "Cannot execute action on this channel type", code: 50024 });
-  }
-  if (s.botDenied.get(parentId)?.has("CREATE_PUBLIC_THREADS")) throw missingPermissions();
-  const path = starter
-    ? `/channels/${parentId}/messages/${starter.id}/threads`
-    : `/channels/${parentId}/threads`;
-  const verdict = ctx.limiter.take(`threads:${parentId}`, "thread", path);
-  if (!verdict.ok) return tooManyRequests(verdict.retryAfterMs, verdict.headers, "shared");
-  const thread = s.addThread(parentId, name, s.bot.id, starter?.id);
-  const body: Record<string, unknown> = { ...thread };
-  const first = json.message as Record<string, unknown> | undefined;
-  if (!starter && first) {
-    // A forum post: the thread opens with its first message.
-    const msg = writeMessage(ctx, thread.id, { json: first, files: [], multipart: false }, undefined);
-    body.message = s.messageJson(msg);
-  }
-  ctx.dispatch("THREAD_CREATE", { ...thread, newly_created: true }, Intent.Guilds);
-  // The thread limit is hidden: no X-RateLimit-* on success, so clients meet it as a 429.
-  return { status: 201, body };
-}
-
-function renameChannel(ctx: RestContext, channelId: string, json: Record<string, unknown>): Reply {
-  const s = ctx.state;
-  const channel = s.channels.get(channelId);
-  if (!channel) throw new HttpError(404, { message: "Unknown Channel", code: 10003 });
-  if (typeof json.name === "string") {
-    if (json.name.length < 1 || json.name.length > 100) {
-      throw invalidForm("name", "BASE_TYPE_BAD_LENGTH", "Must be between 1 and 100 in length.");
-    }
-    const verdict = ctx.limiter.take(`rename:${channelId}`, "rename", `/channels/${channelId}`);
-    if (!verdict.ok) return tooManyRequests(verdict.retryAfterMs, verdict.headers);
-    channel.name = json.name;
-    ctx.renames.push({ channelId, name: json.name, at: Date.now() });
-    const t = channel.type === ChannelType.PublicThread ? "THREAD_UPDATE" : "CHANNEL_UPDATE";
-    ctx.dispatch(t, channel, Intent.Guilds);
-    return { status: 200, body: channel, headers: verdict.headers };
-  }
-  return { status: 200, body: channel };
 }
 
 function registerCommands(

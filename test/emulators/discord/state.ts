@@ -35,7 +35,11 @@ export type BotPermission =
   | "VIEW_CHANNEL"
   | "SEND_MESSAGES"
   | "SEND_MESSAGES_IN_THREADS"
-  | "CREATE_PUBLIC_THREADS";
+  | "CREATE_PUBLIC_THREADS"
+  | "MANAGE_THREADS";
+
+/** Permissions beyond those Switchboard's invite asks for, which a server admin may give the bot's role. */
+export type ExtraPermission = "MANAGE_THREADS";
 
 export class DiscordState {
   readonly bot = user(snowflake(), "Switchboard", true);
@@ -58,10 +62,14 @@ export class DiscordState {
   readonly files = new Map<string, StoredAttachment>();
   /** Permissions the bot's role lacks in a guild channel (its threads inherit them), by channel id. */
   readonly botDenied = new Map<string, Set<BotPermission>>();
+  /** Permissions granted to the bot's role guild-wide beyond its invite's (see `grantBot`). */
+  readonly botGranted = new Set<ExtraPermission>();
   /** People who take no DMs from the guild's members (the bot among them), or blocked the bot. */
   readonly dmsClosed = new Set<string>();
   /** People who left the guild: they share none with the bot. */
   readonly outsiders = new Set<string>();
+  /** Private channels the app is used in without its bot (see installs.ts `privateChannel`). */
+  readonly withoutBot = new Set<string>();
   /** Where the app is installed: to the guild only, as Switchboard's invite does, unless a test says otherwise. */
   installs: Installs = { guild: true, user: false };
 

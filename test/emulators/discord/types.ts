@@ -12,6 +12,7 @@ export interface UserObject {
 export const ChannelType = {
   GuildText: 0,
   DM: 1,
+  GroupDM: 3,
   PublicThread: 11,
   GuildForum: 15,
 } as const;
