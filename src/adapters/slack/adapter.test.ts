@@ -108,17 +108,19 @@ describe("Slack adapter: where it answers", () => {
     expect(h.emu.api.calls.filter((c) => c.method === "files.info")).toHaveLength(2);
   });
 
-  it("tells the asker alone what to ask after a bare mention, and asks the model nothing", async () => {
+  it("tells the asker alone what to ask after a bare mention, where they see it, and asks the model nothing", async () => {
     h = await startHarness();
     // The emulator sends a mention twice, as app_mention and as message, as Slack does.
     const bare = h.emu.mention("C1", "U_ALICE", "");
     const note = await waitFor(() => h!.emu.state.ephemerals.find((e) => e.via === "chat.postEphemeral"));
+    // In the channel: under the mention, which has no replies, Slack would show it nowhere.
     expect(note).toMatchObject({
       channel: "C1",
       user: "U_ALICE",
-      thread_ts: bare.ts,
       text: toMrkdwn(NOTHING_ASKED),
+      shown: true,
     });
+    expect(note.thread_ts).toBeUndefined();
     // The second copy of the mention, as a message, asks nothing either and tells nothing twice.
     const later = h.emu.mention("C1", "U_ALICE", "and now a question");
     await settled(h, "C1", later);

@@ -15,7 +15,7 @@ import type { Eyes } from "./eyes.js";
 import { messageFiles, type SlackFile } from "./files.js";
 import { HeldAcks } from "./held-acks.js";
 import { MessageCopies } from "./message-copies.js";
-import { fromSlackText } from "./mrkdwn.js";
+import { messageFileList, readableText, type SlackMessageParts } from "./message-text.js";
 import { UserNames } from "./names.js";
 import { type ReplyDeps, type SlackPlace, SlackReply } from "./reply.js";
 import type { StatusClears } from "./status-clears.js";
@@ -32,18 +32,16 @@ export interface SlackIdentity {
 }
 
 /** The fields of a `message` / `app_mention` event that decide what to do with it. */
-export interface SlackMessageEvent {
+export interface SlackMessageEvent extends SlackMessageParts {
   type: string;
   subtype?: string;
   channel: string;
   channel_type?: string;
   user?: string;
   bot_id?: string;
-  text?: string;
   ts: string;
   thread_ts?: string;
   team?: string;
-  files?: SlackFile[];
 }
 
 export type Route =
@@ -231,8 +229,9 @@ export class SlackEvents {
     }
     // A burst of messages (a socket read can hold hundreds) is taken in arrival order, a few per turn of the loop.
     await nextSlice();
-    const text = fromSlackText(e.text ?? "", me.botUserId, this.names.known);
-    const bareMention = r.kind === "mention" && !r.midThread && text === "" && !e.files?.length;
+    // Also what attachments and blocks say: an alert's or a forwarded message's words are nowhere else.
+    const [text, files] = [await readableText(e, me.botUserId, this.names), messageFileList(e)];
+    const bareMention = r.kind === "mention" && !r.midThread && text === "" && files.length === 0;
     // Remembered before the runner has the message: a slash command right after the answer
     // must find the thread. Written while the turn's own lookups run, not before them.
     const before = e.user && !bareMention ? this.remember(e.channel, e.user, key) : undefined;
@@ -247,7 +246,7 @@ export class SlackEvents {
         threadRoot: r.threadRoot,
         author: e.user ?? e.bot_id ?? "unknown",
         text,
-        files: e.files,
+        files,
         withHistory: r.midThread && r.kind !== "follow",
         bareMention,
         redelivered,
@@ -310,6 +309,7 @@ export class SlackEvents {
       team: t.team,
       channel: t.channel,
       threadTs: t.threadRoot,
+      replied: t.ts !== t.threadRoot,
       user: t.author,
       assistant: (await this.deps.state.get(assistantKey(key)).catch(() => undefined)) !== undefined,
     };

@@ -14,30 +14,42 @@ export function escapeMrkdwn(text: string): string {
   return text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
 }
 
+/** A line of classic mrkdwn, with its place in or around a code block (so a split can close and reopen it). */
+export interface MrkdwnLine {
+  kind: "text" | "code" | "open" | "close";
+  text: string;
+}
+
 /**
  * Classic `mrkdwn` for places that take no `markdown_text` (ephemeral notices, fallback
  * text): `*bold*`, `_italic_`, `~strike~`, `<url|label>`, headings as bold lines, tables
  * as code blocks. Code spans and fenced blocks are only escaped.
  */
 export function toMrkdwn(markdown: string): string {
-  const out: string[] = [];
+  return mrkdwnLines(markdown)
+    .map((l) => l.text)
+    .join("\n");
+}
+
+export function mrkdwnLines(markdown: string): MrkdwnLine[] {
+  const out: MrkdwnLine[] = [];
   let fence: Fence | null = null;
   for (const line of tablesToCodeBlocks(markdown).split("\n")) {
     if (fence) {
       if (closesFence(line, fence)) fence = null;
-      out.push(fence ? escapeMrkdwn(line) : "```");
+      out.push(fence ? { kind: "code", text: escapeMrkdwn(line) } : { kind: "close", text: "```" });
       continue;
     }
     const opener = parseOpener(line);
     if (opener) {
       fence = opener;
       // Slack shows the info string as code; drop it.
-      out.push("```");
+      out.push({ kind: "open", text: "```" });
       continue;
     }
-    out.push(inlineMrkdwn(line));
+    out.push({ kind: "text", text: inlineMrkdwn(line) });
   }
-  return out.join("\n");
+  return out;
 }
 
 function inlineMrkdwn(line: string): string {
@@ -76,26 +88,49 @@ function convertSpans(text: string): string {
 
 /**
  * A user's message as the model should read it: the bot's own mention removed, other
- * mentions, channels and links made readable, Slack's escapes undone.
+ * mentions, channels, user groups, dates and links made readable, Slack's escapes undone.
+ * The forms are those of Slack's "Formatting message text": `<@U…|name>`, `<#C…|name>`
+ * (the name may be empty: then the id, since the bot has no scope to look channels up),
+ * `<!subteam^S…|@handle>`, `<!date^ts^format^link|fallback>` (the fallback is what a
+ * client without the user's time zone shows), `<!here>`, `<url|label>`.
  */
 export function fromSlackText(
   text: string,
   botUserId: string,
   names: ReadonlyMap<string, string> = new Map(),
 ): string {
-  return text
-    .replace(new RegExp(`<@${botUserId}(\\|[^>]*)?>`, "g"), "")
-    .replace(
-      /<@([UW][A-Z0-9_]+)(?:\|([^>]*))?>/g,
-      (_m, id: string, label?: string) => `@${label || names.get(id) || id}`,
-    )
-    .replace(/<#([CG][A-Z0-9_]+)(?:\|([^>]*))?>/g, (_m, id: string, label?: string) => `#${label || id}`)
-    .replace(/<!(here|channel|everyone)(?:\|[^>]*)?>/g, "@$1")
-    .replace(/<((?:https?|mailto):[^|>]+)\|([^>]+)>/g, "$2 ($1)")
-    .replace(/<((?:https?|mailto):[^>]+)>/g, "$1")
-    .replace(/&lt;/g, "<")
-    .replace(/&gt;/g, ">")
-    .replace(/&amp;/g, "&")
-    .replace(/[ \t]{2,}/g, " ")
-    .trim();
+  return (
+    text
+      .replace(new RegExp(`<@${botUserId}(\\|[^>]*)?>`, "g"), "")
+      .replace(
+        /<@([UW][A-Z0-9_]+)(?:\|([^>]*))?>/g,
+        (_m, id: string, label?: string) => `@${label || names.get(id) || id}`,
+      )
+      .replace(/<#([CG][A-Z0-9_]+)(?:\|([^>]*))?>/g, (_m, id: string, label?: string) => `#${label || id}`)
+      .replace(/<!subteam\^([A-Z0-9_]+)(?:\|([^>]*))?>/g, (_m, id: string, label?: string) =>
+        label ? (label.startsWith("@") ? label : `@${label}`) : `@${id}`,
+      )
+      .replace(
+        /<!date\^(\d+)\^[^|>]*(?:\|([^>]*))?>/g,
+        (_m, ts: string, fallback?: string) =>
+          fallback || `${new Date(Number(ts) * 1000).toISOString().slice(0, 16).replace("T", " ")} UTC`,
+      )
+      .replace(/<!(here|channel|everyone)(?:\|[^>]*)?>/g, "@$1")
+      // Any other special command (Slack may add some): its label, or its name.
+      .replace(/<!([a-z_]+)[^|>]*(?:\|([^>]*))?>/g, (_m, name: string, label?: string) => label || `@${name}`)
+      .replace(/<([a-z][a-z0-9+.-]*:[^|>]+)\|([^>]+)>/gi, (_m, url: string, label: string) =>
+        sameAddress(url, label) ? label : `${label} (${url})`,
+      )
+      .replace(/<([a-z][a-z0-9+.-]*:[^>]+)>/gi, "$1")
+      .replace(/&lt;/g, "<")
+      .replace(/&gt;/g, ">")
+      .replace(/&amp;/g, "&")
+      .replace(/[ \t]{2,}/g, " ")
+      .trim()
+  );
+}
+
+/** A link whose label is its own address (Slack writes pasted addresses and emails so): said once. */
+function sameAddress(url: string, label: string): boolean {
+  return url === label || url.replace(/^(?:mailto:|tel:|https?:\/\/)/i, "") === label;
 }

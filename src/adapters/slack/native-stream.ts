@@ -120,6 +120,14 @@ export class NativeStream implements TextSink {
     return { id: this.seg.ts, text: reopenOf(this.seg.fence) + this.text.update(true).slice(this.seg.start) };
   }
 
+  /**
+   * See `TextSink.broken`: what failed for good here, or in the post + update writer that
+   * took over (a stream refused where posts are refused too, such as an archived channel).
+   */
+  broken(): unknown {
+    return this.failed ? this.failed.error : this.fallback?.broken();
+  }
+
   /** True once streaming failed and the post + update writer took over. */
   get fellBack(): boolean {
     return this.fallback !== null;

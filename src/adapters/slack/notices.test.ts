@@ -1,5 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { type Harness, startHarness } from "../../../test/emulators/slack/adapter-harness.js";
+import { waitFor } from "../../../test/emulators/slack/index.js";
+import { REFUSED_NOTE } from "../../runtime/access.js";
 
 let h: Harness | undefined;
 afterEach(async () => {
@@ -67,5 +69,57 @@ describe("Slack adapter: a notice for one person", () => {
     expect(harness.emu.botReplies("C3", root.ts)).toEqual([]);
     await harness.adapter.replyFor?.(`slack:T1:C3:${root.ts}`, { messages: [] }).notice("For the thread.");
     expect(harness.emu.botReplies("C3", root.ts).map((m) => m.text)).toEqual(["For the thread."]);
+  });
+});
+
+/** The ephemeral messages `user` was sent, where they went, and whether Slack shows them. */
+const toldTo = (x: Harness, user: string) =>
+  x.emu.state.ephemerals
+    .filter((e) => e.user === user && e.via === "chat.postEphemeral")
+    .map((e) => ({ text: e.text, thread_ts: e.thread_ts, shown: e.shown }));
+
+describe("Slack adapter: where a notice for one person shows", () => {
+  it("in the channel for a top-level mention, whose thread has no replies for Slack to show it under", async () => {
+    h = await startHarness();
+    h.runner.admit = () => "tell";
+    h.emu.mention("C1", "U_BOB", "let me in");
+    await waitFor(() => toldTo(h!, "U_BOB").length > 0);
+    expect(toldTo(h, "U_BOB")).toEqual([{ text: REFUSED_NOTE, thread_ts: undefined, shown: true }]);
+  });
+
+  it("under the thread for a message in a thread", async () => {
+    h = await startHarness();
+    h.runner.admit = () => "tell";
+    const root = h.emu.post("C1", "U_ALICE", "a question");
+    h.emu.mention("C1", "U_BOB", "me too", { threadTs: root.ts });
+    await waitFor(() => toldTo(h!, "U_BOB").length > 0);
+    expect(toldTo(h, "U_BOB")).toEqual([{ text: REFUSED_NOTE, thread_ts: root.ts, shown: true }]);
+  });
+
+  it("under the thread once the answer is in it", async () => {
+    h = await startHarness();
+    h.runner.script = async (inbound) => {
+      await inbound.reply.notice("Before the answer.");
+      const sink = inbound.reply.stream();
+      sink.write("The answer.");
+      await sink.finish();
+      await inbound.reply.notice("After the answer.");
+    };
+    const m = h.emu.mention("C1", "U_ALICE", "a question");
+    await waitFor(() => toldTo(h!, "U_ALICE").length === 2);
+    expect(toldTo(h, "U_ALICE")).toEqual([
+      { text: "Before the answer.", thread_ts: undefined, shown: true },
+      { text: "After the answer.", thread_ts: m.ts, shown: true },
+    ]);
+  });
+
+  it("in the channel for a question `/switchboard ask` posted, which has no replies yet", async () => {
+    h = await startHarness();
+    h.runner.script = (inbound) => inbound.reply.notice("You have used today's budget.");
+    h.emu.slash("/switchboard", "ask what happened?", "U_ALICE", "C1");
+    await waitFor(() => toldTo(h!, "U_ALICE").length > 0);
+    expect(toldTo(h, "U_ALICE")).toEqual([
+      { text: "You have used today's budget.", thread_ts: undefined, shown: true },
+    ]);
   });
 });

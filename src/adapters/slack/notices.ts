@@ -9,7 +9,14 @@ export interface NoticePlace {
   user: string;
 }
 
-/** Where a sentence for one person is shown: in `channel` (and its thread) when there is one. */
+/**
+ * Where a sentence for one person is shown: in `channel` when there is one, under
+ * `threadTs` when given. Slack shows an ephemeral message in a thread only "if there is
+ * already an active thread" (chat.postEphemeral docs), and answers ok for one it shows
+ * nowhere, so `threadTs` names only a thread with a reply (a message clicked in a thread,
+ * a thread the bot has written in): the root of a message nobody has answered yet would
+ * swallow it.
+ */
 export interface PrivatePlace {
   user: string;
   channel?: string;
@@ -17,36 +24,51 @@ export interface PrivatePlace {
 }
 
 /**
- * A notice for one person, shown to them alone (see tellPrivately). Only a notice with
- * nobody to show it to (a reply rebuilt without its asker) is posted in the thread; true then.
+ * A notice for one person, shown to them alone (see tellPrivately): in the thread once it
+ * has replies (`inThread`), else in the channel. Only a notice with nobody to show it to
+ * (a reply rebuilt without its asker) is posted in the thread; true then.
  */
-export async function sendNotice(web: WebClient, place: NoticePlace, text: string): Promise<boolean> {
+export async function sendNotice(
+  web: WebClient,
+  place: NoticePlace,
+  text: string,
+  inThread: boolean,
+): Promise<boolean> {
   const { channel, threadTs, user } = place;
   if (!user) {
     await web.chat.postMessage({ channel, thread_ts: threadTs, markdown_text: text });
     return true;
   }
-  await tellPrivately(web, place, text);
+  await tellPrivately(web, { user, channel, ...(inThread ? { threadTs } : {}) }, text);
   return false;
 }
 
 /**
  * Shows `text` to one person alone: an ephemeral message in the channel (and thread), or,
  * where Slack refuses that (they are not in the channel, `user_not_in_channel`; the bot
- * is not, `not_in_channel`; a conversation it cannot see, `channel_not_found`), a direct
- * message; a direct message too when there is no channel (a click in a modal or the Home
- * tab). Never the channel itself: what is meant for one person can be theirs alone (an
- * access refusal, their budget, a sign-in link). When neither reaches them it is dropped,
- * with a log line.
+ * is not, `not_in_channel`; a conversation it cannot see, `channel_not_found`; an
+ * archived one, `is_archived`), a direct message; a direct message too when there is no
+ * channel (a click in a modal or the Home tab). Never the channel itself: what is meant
+ * for one person can be theirs alone (an access refusal, their budget, a sign-in link).
+ * When neither reaches them it is dropped, with a log line. `mrkdwn`: `text` is classic
+ * mrkdwn already (it links a channel, which the conversion from Markdown would escape).
+ * `explained`: it says itself why it is not in the channel, so a direct message carries
+ * it without a preface.
  */
-export async function tellPrivately(web: WebClient, place: PrivatePlace, text: string): Promise<void> {
+export async function tellPrivately(
+  web: WebClient,
+  place: PrivatePlace,
+  text: string,
+  opts: { mrkdwn?: boolean; explained?: boolean } = {},
+): Promise<void> {
   const { channel, threadTs, user } = place;
+  const shown = opts.mrkdwn ? text : toMrkdwn(text);
   if (channel) {
     try {
       await web.chat.postEphemeral({
         channel,
         user,
-        text: toMrkdwn(text),
+        text: shown,
         ...(threadTs ? { thread_ts: threadTs } : {}),
       });
       return;
@@ -58,8 +80,10 @@ export async function tellPrivately(web: WebClient, place: PrivatePlace, text: s
   try {
     dm = await directMessage(web, user);
     const where =
-      !channel || dm === channel ? "" : `I could not show you this in <#${channel}>, so here it is.\n`;
-    await web.chat.postMessage({ channel: dm, text: `${where}${toMrkdwn(text)}` });
+      !channel || dm === channel || opts.explained
+        ? ""
+        : `I could not show you this in <#${channel}>, so here it is.\n`;
+    await web.chat.postMessage({ channel: dm, text: `${where}${shown}` });
   } catch (err) {
     // A direct message refused (a person deactivated, say) is opened afresh next time.
     if (dm !== undefined) directMessages.get(web)?.delete(user);

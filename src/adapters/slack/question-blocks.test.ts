@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { type Harness, startHarness } from "../../../test/emulators/slack/adapter-harness.js";
+import { questionFor } from "../../runtime/approvals/questions.js";
 import type { Question } from "../../runtime/contract.js";
 
 let h: Harness | undefined;
@@ -45,5 +46,31 @@ describe("Slack adapter: a question's blocks", () => {
     expect(blocks[1]?.text).toBe(`[Open login.example.com](${url})`);
     expect(blocks[2]?.elements?.map((e) => e.action_id)).toEqual(["sb:f1:done", "sb:f1:decline"]);
     expect(JSON.stringify(blocks)).not.toContain(`"url":`);
+  });
+
+  it("posts an approval whose arguments are full of < with every code block closed and its deadline last", async () => {
+    const question = questionFor(
+      {
+        ref: "a1",
+        key: "slack:T1:C1:1.000001",
+        callId: "c1",
+        server: "web",
+        tool: "render_page",
+        arguments: { html: "<td>".repeat(300) },
+        asker: { id: "U_ALICE", name: "alice" },
+        platform: "slack",
+        channel: "C1",
+        askedAt: new Date(0).toISOString(),
+        expiresAt: new Date(600_000).toISOString(),
+      },
+      600_000,
+    );
+    const blocks = await asked(question);
+    const sections = blocks.filter((b) => b.type === "section").map((b) => (b.text as { text: string }).text);
+    expect(blocks.at(-1)?.type).toBe("actions");
+    for (const text of sections) expect(text.split("\n").filter((l) => l === "```").length % 2).toBe(0);
+    expect(sections.at(-1)).toMatch(
+      /\n```\nalice or an approver can decide within 10 minutes; after that it is not run\.$/,
+    );
   });
 });

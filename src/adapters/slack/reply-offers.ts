@@ -1,10 +1,12 @@
-import type { ActionsBlock, KnownBlock, SectionBlock, WebClient } from "@slack/web-api";
+import type { ActionsBlock, KnownBlock, WebClient } from "@slack/web-api";
 import { log } from "../../log.js";
 import type { Question } from "../../runtime/contract.js";
 import { interactionId } from "../../runtime/interaction-ids.js";
 import type { WriteScheduler } from "../../runtime/scheduler/write-scheduler.js";
 import { feedbackBlock, messageBody } from "./message-ops.js";
-import { toMrkdwn } from "./mrkdwn.js";
+import { MESSAGE_BLOCKS_MAX, sectionBlock, sectionBlocks } from "./section-blocks.js";
+
+export { sectionBlock };
 
 /*
  * What a Slack reply offers beside its answer: the rating buttons under a finished one,
@@ -87,22 +89,15 @@ export function offerStopLater(
   answered.addEventListener("abort", () => clearTimeout(timer), { once: true });
 }
 
-/** Slack's section text holds at most 3,000 characters. */
-export function sectionBlock(text: string): SectionBlock {
-  const mrkdwn = toMrkdwn(text);
-  return {
-    type: "section",
-    text: { type: "mrkdwn", text: mrkdwn.length > 3000 ? `${mrkdwn.slice(0, 2999)}…` : mrkdwn },
-  };
-}
-
 /** Slack's limits on a button's url, on the buttons of an actions block, and on a message's markdown. */
 const BUTTON_URL_MAX = 3_000;
 const ACTIONS_MAX = 25;
 const MARKDOWN_MAX = 12_000;
 
 /**
- * A question's blocks: its text, its buttons, and, between them, whole, the pages whose
+ * A question's blocks: its text (in as many sections as its escaped text needs, so that an
+ * approval's closing fence and deadline stay: see sectionBlocks), its buttons, and,
+ * between them, whole, the pages whose
  * address is too long for a button (a sign-in page's URL with its state and challenge;
  * cut, it would open the wrong page), in a `markdown` block, which holds more than a
  * section's 3,000 characters. Such a page gets no button: a press on one without its
@@ -113,8 +108,9 @@ export function questionBlocks(question: Question): KnownBlock[] {
   const buttons = question.choices.filter((c) => !long.includes(c)).slice(0, ACTIONS_MAX);
   const links = long.map((c) => `[${c.label}](${c.url})`).join("\n");
   const shown = links.length <= MARKDOWN_MAX ? links : "The page's address is too long for Slack to show it.";
+  const others = (long.length > 0 ? 1 : 0) + (buttons.length > 0 ? 1 : 0);
   return [
-    sectionBlock(question.text),
+    ...sectionBlocks(question.text, MESSAGE_BLOCKS_MAX - others),
     ...(long.length > 0 ? [{ type: "markdown" as const, text: shown }] : []),
     ...(buttons.length > 0 ? [questionActions({ ...question, choices: buttons })] : []),
   ];

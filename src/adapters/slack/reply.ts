@@ -15,6 +15,7 @@ import { ResumedThread } from "./resumed-reply.js";
 import type { StatusClears } from "./status-clears.js";
 import { type StatusRefresh, threadStatusRefresh } from "./status-refresh.js";
 import { setThreadTitle } from "./thread-title.js";
+import { tellUnwritable } from "./unwritable.js";
 
 /**
  * Characters per Slack message. `markdown_text` takes 12,000, but Slack truncates very
@@ -32,6 +33,8 @@ export interface SlackPlace {
   user: string;
   /** An "Agents & AI Apps" thread: status and title go through assistant.threads.*. */
   assistant: boolean;
+  /** The thread had a reply before this one (the message answered is one): see `PrivatePlace`. */
+  replied?: boolean;
 }
 
 export interface ReplyDeps {
@@ -84,6 +87,8 @@ export class SlackReply implements Reply {
   private readonly resumed: ResumedThread | undefined;
   /** Sets the thread's status again before Slack's 2-minute timeout takes it while the answer is worked on. */
   private readonly refresh: StatusRefresh;
+  /** A question, a file or a notice for everyone went into the thread (see `threadActive`). */
+  private posted = false;
 
   /**
    * `resume`: a reply written earlier, maybe by another process, to go on in its last
@@ -255,6 +260,7 @@ export class SlackReply implements Reply {
   async upload(a: Artifact): Promise<void> {
     try {
       await uploadArtifact(this.deps.web, this.place, a);
+      this.posted = true;
     } finally {
       // Files come after the answer's end, and a message that waits for the thread may be acknowledged meanwhile.
       this.deps.clears?.note(this.place);
@@ -303,9 +309,28 @@ export class SlackReply implements Reply {
     await setThreadTitle(this.deps, this.place, t);
   }
 
+  /**
+   * The thread has a reply, so a private notice can show in it (see `PrivatePlace`): the
+   * message answered is one, or the bot wrote in the thread. A top-level mention's or
+   * DM's own thread has none until the answer's first message.
+   */
+  private get threadActive(): boolean {
+    if (this.place.replied || this.posted || (this.resume?.messages.length ?? 0) > 0) return true;
+    return (this.native?.address.messages.length ?? 0) > 0 || (this.writer?.messageIds.length ?? 0) > 0;
+  }
+
   /** Privately, never in the thread (see sendNotice), unless nobody is known to show it to. */
   async notice(text: string): Promise<void> {
-    if (await sendNotice(this.deps.web, this.place, text)) this.deps.clears?.note(this.place);
+    if (await sendNotice(this.deps.web, this.place, text, this.threadActive)) {
+      this.posted = true;
+      this.deps.clears?.note(this.place);
+    }
+  }
+
+  /** The answer was refused its place (see `Reply.unwritable`): its asker learns why, privately. */
+  async unwritable(err: unknown): Promise<void> {
+    const { channel, threadTs, user } = this.place;
+    await tellUnwritable(this.deps.web, { channel, user, ...(this.threadActive ? { threadTs } : {}) }, err);
   }
 
   /**
@@ -353,6 +378,7 @@ export class SlackReply implements Reply {
       text: toMrkdwn(question.text),
       blocks: questionBlocks(question),
     });
+    this.posted = true;
     this.deps.clears?.note(this.place);
     if (!res.ts) throw new Error("Slack posted the question without returning its ts");
     return res.ts;

@@ -2,6 +2,7 @@ import type { ConversationsRepliesResponse, WebClient } from "@slack/web-api";
 import type { PriorMessage } from "../../core/inbound.js";
 import { log } from "../../log.js";
 import { describeStub, isStub, messageFiles, type SlackFile } from "./files.js";
+import { lookUpMentions, messageFileList, type SlackMessageParts, slackMarkup } from "./message-text.js";
 import { fromSlackText } from "./mrkdwn.js";
 import type { UserNames } from "./names.js";
 
@@ -20,6 +21,8 @@ export const HISTORY_PAGE_SIZE = 200;
 export const HISTORY_FILE_LOOKUPS = 20;
 /** Lookups in flight at once: the 20 take a few round trips, without a burst of them on the workspace's tier. */
 export const HISTORY_LOOKUPS_AT_ONCE = 4;
+/** People mentioned by id alone in the thread's messages looked up, at most (users.info is Tier 4). */
+export const HISTORY_MENTION_LOOKUPS = 20;
 /** What the model is told of a stub past HISTORY_FILE_LOOKUPS. */
 export const NOT_LOOKED_UP =
   "an earlier file from another organization, not looked up, so its name is not known";
@@ -27,7 +30,9 @@ export const NOT_LOOKED_UP =
 /**
  * The thread's messages before this one, for a mention in the middle of a thread, at
  * most `HISTORY_PAGES` pages of them. Slack lists replies oldest first and offers no
- * newest-first order, so a thread longer than that keeps its first 1,000 messages. Their
+ * newest-first order, so a thread longer than that keeps its first 1,000 messages. Each
+ * is read with its attachments and blocks (see slackMarkup: an alert bot's root message
+ * has nothing else), its mentions of people by id named when Slack says soon. Their
  * files are named as the message's own are (see messageFiles): a Slack Connect stub by
  * what files.info says of it, one Slack will not describe with why, and those past the
  * latest HISTORY_FILE_LOOKUPS by their id.
@@ -64,21 +69,40 @@ export async function threadHistory(
     }
     return name;
   };
-  const stubs = raw.flatMap((m) => ((m.files ?? []) as SlackFile[]).filter(isStub));
+  const isMine = (m: (typeof raw)[number]) =>
+    m.user === me.botUserId || (m.bot_id !== undefined && m.bot_id === me.botId);
+  // The bot's own answers are read as their text: their blocks are the same answer again.
+  const read = raw.map((m) => ({
+    m,
+    fromBot: isMine(m),
+    markup: isMine(m) ? (m.text ?? "") : slackMarkup(m as SlackMessageParts),
+    fileList: messageFileList(m as SlackMessageParts),
+  }));
+  const mentions = lookUpMentions(
+    people,
+    read.map((r) => r.markup),
+    me.botUserId,
+    HISTORY_MENTION_LOOKUPS,
+  );
+  const stubs = read.flatMap((r) => r.fileList.filter(isStub));
   const looked = new Set(stubs.slice(-HISTORY_FILE_LOOKUPS));
   const inTurn = atMost(HISTORY_LOOKUPS_AT_ONCE);
   const describe = (stub: SlackFile) =>
     looked.has(stub) ? inTurn(() => describeStub(deps.reads, stub)) : Promise.resolve(NOT_LOOKED_UP);
   // Every message's files asked for at once (the lookups within their bound): each stub is a round trip.
-  const described = raw.map((m) => ({
-    m,
-    files: messageFiles(m.files as SlackFile[] | undefined, deps.token, deps.reads, describe),
+  const described = read.map((r) => ({
+    ...r,
+    files: messageFiles(r.fileList, deps.token, deps.reads, describe),
   }));
+  await mentions;
   const out: PriorMessage[] = [];
-  for (const { m, files: looking } of described) {
-    const fromBot = m.user === me.botUserId || (m.bot_id !== undefined && m.bot_id === me.botId);
-    const author = fromBot ? "Switchboard" : m.user ? await nameOf(m.user) : "a bot";
-    const text = fromSlackText(m.text ?? "", me.botUserId, people.known);
+  for (const { m, fromBot, markup, files: looking } of described) {
+    const author = fromBot
+      ? "Switchboard"
+      : m.user
+        ? await nameOf(m.user)
+        : m.bot_profile?.name || (m as { username?: string }).username || "a bot";
+    const text = fromSlackText(markup, me.botUserId, people.known);
     const files = (await looking)
       .map((f) => `[file: ${f.name}${f.unreadable ? `; ${f.unreadable}` : ""}]`)
       .join(" ");

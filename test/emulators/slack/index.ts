@@ -362,12 +362,12 @@ export class SlackEmulator {
       if (delivery.failed) {
         // What Slack shows the user when the app did not ack within 3 s; a late ack is dropped.
         const text = `${command} failed with the error "${delivery.failed}"`;
-        this.state.ephemerals.push({ channel, user, text, via: "slack" });
+        this.state.ephemerals.push({ channel, user, text, via: "slack", shown: true });
         return undefined;
       }
       const p = payload as Params | undefined;
       const text = p ? str(p, "text") : undefined;
-      if (text !== undefined) this.state.ephemerals.push({ channel, user, text, via: "ack" });
+      if (text !== undefined) this.state.ephemerals.push({ channel, user, text, via: "ack", shown: true });
       return payload;
     });
     return { delivery, ack, responseUrl };

@@ -51,6 +51,7 @@ export class ResponseUrls {
         text,
         blocks,
         via: "response_url",
+        shown: true,
       });
     }
     sendJson(res, 200, { ok: true });

@@ -64,6 +64,10 @@ export interface EmuMessage {
   text: string;
   markdown?: boolean;
   blocks?: unknown[];
+  /** Legacy attachments: an alert bot's content, a forwarded message (see shared-messages.ts). */
+  attachments?: unknown[];
+  /** A webhook's or integration's display name (`bot_message`). */
+  username?: string;
   /** Message metadata (`metadata` on chat.postMessage / update): read back only with `include_all_metadata`. */
   metadata?: { event_type: string; event_payload: Record<string, unknown> };
   /** Every earlier version, oldest first (chat.update, appendStream, stopStream). */
@@ -84,6 +88,12 @@ export interface EmuEphemeral {
   thread_ts?: string;
   /** "chat.postEphemeral", "response_url", "ack", or "slack" (Slack's own error, e.g. a slash command timeout). */
   via: string;
+  /**
+   * The person sees it. Slack answers ok to an ephemeral message for a thread that has no
+   * replies yet and shows it nowhere ("Ephemeral messages in threads are only shown if
+   * there is already an active thread", chat.postEphemeral docs): false then.
+   */
+  shown: boolean;
 }
 
 export interface AssistantThreadState {
@@ -277,6 +287,17 @@ export class SlackState implements ModalState {
     return message;
   }
 
+  /**
+   * Whether `ts` names an active thread (see `EmuEphemeral.shown`): a reply in a thread, or
+   * a message with at least one reply.
+   */
+  activeThread(channel: string, ts: string): boolean {
+    const message = this.find(channel, ts);
+    if (!message) return false;
+    if (message.thread_ts && message.thread_ts !== message.ts) return true;
+    return this.thread(channel, ts).length > 1;
+  }
+
   /** The root and its replies, oldest first, without deleted ones. */
   thread(channel: string, ts: string): EmuMessage[] {
     return (this.byThread.get(`${channel} ${ts}`) ?? []).filter((m) => !m.deleted);
@@ -320,6 +341,8 @@ export function messageJson(m: EmuMessage, baseUrl: string, withMetadata = false
   if (m.subtype) out.subtype = m.subtype;
   if (m.thread_ts) out.thread_ts = m.thread_ts;
   if (m.blocks) out.blocks = m.blocks;
+  if (m.attachments) out.attachments = m.attachments;
+  if (m.username) out.username = m.username;
   const stubs = m.team !== undefined && m.team !== TEAM_ID;
   if (m.files.length) out.files = m.files.map((f) => (stubs ? fileStub(f) : fileJson(f, baseUrl)));
   if (m.edits.length) out.edited = { user: m.user ?? BOT_USER_ID, ts: m.ts };

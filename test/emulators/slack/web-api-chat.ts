@@ -25,6 +25,7 @@ export function chatHandlers(ctx: ApiContext): Record<string, Handler> {
 
   const update = (p: Params): Params => {
     const message = ctx.own(p);
+    ctx.unarchived(message.channel);
     if (message.stream?.state === "streaming") fail("cant_update_message");
     const content = ctx.content(p, ctx.limits().updateTextChars);
     const metadata = ctx.metadata(p);
@@ -47,19 +48,22 @@ export function chatHandlers(ctx: ApiContext): Record<string, Handler> {
     const user = str(p, "user") ?? fail("user_not_found");
     if (!state.isMember(state.channels.get(channel)!, user)) fail("user_not_in_channel");
     const content = ctx.content(p, ctx.limits().postTextChars);
+    const thread_ts = str(p, "thread_ts");
     state.ephemerals.push({
       channel,
       user,
       text: content.text,
       blocks: content.blocks,
-      thread_ts: str(p, "thread_ts"),
+      thread_ts,
       via: "chat.postEphemeral",
+      shown: !thread_ts || state.activeThread(channel, thread_ts),
     });
     return { message_ts: state.clock.next() };
   };
 
   const react = (p: Params, add: boolean): Params => {
     const channel = ctx.channel(p);
+    if (add) ctx.unarchived(channel);
     const message = state.find(channel, str(p, "timestamp") ?? "") ?? fail("message_not_found");
     const name = str(p, "name") ?? fail("invalid_name");
     const users = message.reactions.get(name) ?? new Set<string>();

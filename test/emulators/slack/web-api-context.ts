@@ -79,6 +79,14 @@ export class ApiContext {
     return id;
   }
 
+  /**
+   * Refuses a write to what is already there (an update, an append to a stream, a reaction)
+   * in an archived channel, as Slack does: its history stays as it was.
+   */
+  unarchived(channel: string): void {
+    if (this.state.channels.get(channel)?.archived) fail("is_archived");
+  }
+
   /** A message the bot wrote, named by `channel` and `ts`. */
   own(p: Params): EmuMessage {
     const channel = this.channel(p);

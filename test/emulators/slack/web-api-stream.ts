@@ -27,14 +27,16 @@ function chunksOf(p: Params): { text: string; chunks: Params[] } {
 /**
  * chat.startStream / appendStream / stopStream with the rules a streaming bot meets:
  * recipients required outside DMs, appends only while the message streams (never after
- * the stop, never after the stream's lifetime: `message_not_in_streaming_state`), and a
- * size limit per streamed message (`msg_too_long`). A refused call changes nothing.
+ * the stop, never after the stream's lifetime: `message_not_in_streaming_state`; never in an
+ * archived channel: `is_archived`), and a size limit per streamed message (`msg_too_long`).
+ * A refused call changes nothing.
  */
 export function streamHandlers(ctx: ApiContext): Record<string, Handler> {
   const { state, hooks } = ctx;
 
   const streaming = (p: Params): EmuMessage => {
     const message = ctx.own(p);
+    ctx.unarchived(message.channel);
     const s = message.stream;
     if (s?.state !== "streaming") fail("message_not_in_streaming_state");
     if (s && Date.now() - s.startedAt > ctx.limits().streamLifetimeMs) {
