@@ -17,20 +17,40 @@ import { openThread } from "./open-thread.js";
 import { channelAnswerPlace, channelPlace, openingPlace } from "./places.js";
 import { NOTHING_ASKED_ON_DISCORD, repliedTo } from "./replies.js";
 import { DiscordReply, type Place } from "./reply.js";
-import { firstTellingIn, tellAuthor } from "./unwritable.js";
+import { closedToBot, firstTellingIn, lockedSentence, tellAuthor } from "./unwritable.js";
 
 /** Earlier thread messages read when the bot is mentioned mid-thread (the dispatcher trims to its budget). */
 const HISTORY_LIMIT = 100;
 
-/** The message text with the bot's mention removed and other mentions as @names. */
+/**
+ * The message text with the bot's mention removed and other mentions as @names. The bot's
+ * managed role counts as the bot: Discord's @ menu offers it beside the bot, and a person
+ * who picks it sends `<@&role>`.
+ */
 export function cleanText(message: Pick<Message, "content" | "mentions">, botId: string): string {
+  const roles = message.mentions.guild?.roles.cache;
   return message.content
     .replace(new RegExp(`<@!?${botId}>`, "g"), "")
+    .replace(/<@&(\d+)>/g, (whole, id: string) => {
+      const role = message.mentions.roles.get(id) ?? roles?.get(id);
+      if (!role) return whole;
+      return role.tags?.botId === botId ? "" : `@${role.name}`;
+    })
     .replace(/<@!?(\d+)>/g, (whole, id: string) => {
       const u = message.mentions.users.get(id);
       return u ? `@${u.displayName}` : whole;
     })
     .trim();
+}
+
+/**
+ * Whether the message mentions the bot: its user, or its managed role. Not `mentions.has`,
+ * which is also true for @everyone and for any other role the bot holds.
+ */
+function mentionsBot(message: Message<true>, botId: string): boolean {
+  if (message.mentions.users.has(botId)) return true;
+  const role = message.guild?.roles.botRoleFor(botId);
+  return role != null && message.mentions.roles.has(role.id);
 }
 
 /** What a message asks: its text and files. */
@@ -98,7 +118,7 @@ export async function onMessage(ctx: DiscordContext, message: Message): Promise<
     return;
   }
 
-  const mentioned = message.mentions.users.has(botId);
+  const mentioned = mentionsBot(message, botId);
   const channel = message.channel;
   if (channel.isThread()) {
     // A mention with nothing else still asks: the model answers the thread so far.
@@ -108,6 +128,13 @@ export async function onMessage(ctx: DiscordContext, message: Message): Promise<
     const follow =
       ctx.deps.config.discord.followThreads && (await ctx.deps.runner.knows(key, `discord:m:${channel.id}`));
     if (!mentioned && !follow) return;
+    if (closedToBot(channel, botId)) {
+      // No model turn for an answer Discord would refuse: a mention is told so, once an hour.
+      if (mentioned && firstTellingIn(channel.id, message.author.id)) {
+        await tellAuthor(message, channel.id, lockedSentence(channel));
+      }
+      return;
+    }
     const place = channelPlace(channel, { rename: ctx.renamer(channel) });
     await dispatch(ctx, message, asked, key, place, {
       history: mentioned ? () => threadHistory(channel, message.id, botId) : undefined,

@@ -47,8 +47,51 @@ export function planUploads<T>(
   return { batches, tooLarge };
 }
 
-export function tooLargeSentence(a: Artifact, maxFileBytes: number): string {
-  return `I made ${a.filename} (${formatBytes(a.bytes.length)}), but Discord only takes files up to ${formatBytes(maxFileBytes)} here, so I could not attach it.`;
+/** Discord's upload limit in DMs and unboosted guilds. */
+export const DEFAULT_FILE_BYTES = 10 * 1024 * 1024;
+/** By boost tier: tier 1 keeps the default, tiers 2 and 3 take 50 and 100 MiB. */
+const TIER_FILE_BYTES = [DEFAULT_FILE_BYTES, DEFAULT_FILE_BYTES, 50 * 1024 * 1024, 100 * 1024 * 1024];
+
+/** A guild's upload limit by its boosts; a DM (no guild) has the default. */
+export function guildFileLimit(guild: { premiumTier: number } | null | undefined): number {
+  return TIER_FILE_BYTES[guild?.premiumTier ?? 0] ?? DEFAULT_FILE_BYTES;
+}
+
+/**
+ * The limit files are planned against: the place's own where Discord tells it (an
+ * interaction's `attachment_size_limit`, a guild's boosts), else the configured one. A
+ * configured limit below Discord's default is the operator's cap and still holds; the
+ * default itself would tell a boosted guild "only 10 MB" of a file it takes.
+ */
+export function uploadLimit(configured: number, place: number | undefined): number {
+  if (place === undefined || place <= 0) return configured;
+  return configured < DEFAULT_FILE_BYTES ? Math.min(configured, place) : place;
+}
+
+/** `limit`: what the place takes, when known; without it, Discord refused the file as too large. */
+export function tooLargeSentence(a: Artifact, limit?: number): string {
+  const why =
+    limit === undefined
+      ? "Discord would not take a file that large here"
+      : `Discord only takes files up to ${formatBytes(limit)} here`;
+  return `I made ${a.filename} (${formatBytes(a.bytes.length)}), but ${why}, so I could not attach it.`;
+}
+
+/** Files Discord refused for want of the Attach Files permission (50013). */
+export function noAttachSentence(files: readonly Artifact[]): string {
+  return `I made ${names(files)}, but I may not attach files here. Ask a server admin to give me the Attach Files permission in this channel, then ask again.`;
+}
+
+/** Files whose upload failed otherwise; `timedOut`: Discord did not answer, so they may be there after all. */
+export function notUploadedSentence(files: readonly Artifact[], timedOut: boolean): string {
+  return timedOut
+    ? `I could not upload ${names(files)}: Discord did not answer in time. If ${files.length > 1 ? "they are" : "it is"} not above, ask me again.`
+    : `I could not upload ${names(files)}: Discord did not take ${files.length > 1 ? "them" : "it"}. Ask me again in a moment.`;
+}
+
+function names(files: readonly Artifact[]): string {
+  const all = files.map((f) => f.filename);
+  return all.length > 1 ? `${all.slice(0, -1).join(", ")} and ${all.at(-1)}` : (all[0] ?? "a file");
 }
 
 /** Incoming attachments as the dispatcher reads them; bytes are fetched only when needed. */

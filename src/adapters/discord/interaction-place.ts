@@ -381,6 +381,7 @@ export function interactionPlace(
         },
         () => privately(text),
       ),
+    fileLimit: () => interaction.attachmentSizeLimit,
     typing: async () => {
       const c = interaction.channel;
       if (c?.isSendable()) {

@@ -6,11 +6,15 @@ import {
   type SendableChannels,
   type ThreadChannel,
 } from "discord.js";
+import { guildFileLimit } from "./files.js";
 import { asWriteError, type OutgoingMessage, type Place, type PlaceOps, type QuestionRow } from "./reply.js";
 import { channelBuckets } from "./write-policy.js";
 
 /** A channel, thread or DM the bot can write in. */
 export type WritableChannel = SendableChannels | ThreadChannel;
+
+/** What Discord takes in `channel`: by its guild's boosts, a DM's default. */
+const fileLimitIn = (channel: WritableChannel) => guildFileLimit("guild" in channel ? channel.guild : null);
 
 /** Nobody gets pinged by a bot's answer, whatever the model writes. */
 export const NO_PINGS = { parse: [] as never[] };
@@ -154,6 +158,7 @@ export function channelPlace(
       }),
     typing: () => channel.sendTyping(),
     rename: opts.rename,
+    fileLimit: () => fileLimitIn(channel),
   };
 }
 
@@ -195,6 +200,7 @@ export function openingPlace(
     },
     ready,
     opened: () => Boolean(thread),
+    fileLimit: () => fileLimitIn(thread ?? channel),
     async send(message) {
       await (await get()).send({ ...message, allowedMentions: NO_PINGS });
     },
@@ -223,10 +229,12 @@ export function channelAnswerPlace(channel: SendableChannels, question: string, 
  */
 export function channelPlaceById(client: Client, id: string, posted?: Posted): Place {
   let channel: Promise<WritableChannel> | undefined;
+  let fetched: WritableChannel | undefined;
   const get = () => {
     if (channel) return channel;
     const fetching = client.channels.fetch(id).then((c) => {
       if (!c?.isSendable()) throw new Error(`Discord channel ${id} cannot be written to`);
+      fetched = c;
       return c;
     });
     // Kept, one reset (the client makes no retries of its own) would fail every later
@@ -240,6 +248,8 @@ export function channelPlaceById(client: Client, id: string, posted?: Posted): P
   return {
     ops: channelOps(get, id, posted ? { posted } : {}),
     channel: id,
+    // Files go after the answer's writes, by which time the channel is fetched.
+    fileLimit: () => (fetched ? fileLimitIn(fetched) : undefined),
     async send(message) {
       await (await get()).send({ ...message, allowedMentions: NO_PINGS });
     },

@@ -8,13 +8,13 @@ import type { WriteScheduler } from "../../runtime/scheduler/write-scheduler.js"
 import { type MessageOps, RateLimitedError, StreamWriter } from "../../runtime/stream.js";
 import { tablesToCodeBlocks } from "../../runtime/tables.js";
 import { ReplyFiles } from "./attach.js";
+import { uploadLimit } from "./files.js";
 import { Typing } from "./typing.js";
 import { isRefusal, unwritableSentence } from "./unwritable.js";
 import { GLOBAL } from "./write-policy.js";
 
 /** Discord's content limit for bots (4,000 is a user Nitro perk). */
 export const DISCORD_MESSAGE_LIMIT = 2_000;
-/** A typing indicator lasts 10 s on Discord; renew it a little before. */
 /** The status line under the answer: Discord subtext. */
 const statusLine = (text: string) => `-# ${text}`;
 /** A status line a crashed process left at the end of a message, with the blank line before it. */
@@ -116,6 +116,8 @@ export interface Place {
   opened?(): boolean;
   /** Tells the asker a sentence outside this place, when nothing can be written here. */
   elsewhere?(text: string): Promise<void>;
+  /** The largest file Discord takes here, when it says (an interaction's limit, a guild's boosts). */
+  fileLimit?(): number | undefined;
 }
 
 export interface ReplyOptions {
@@ -173,7 +175,7 @@ export class DiscordReply implements Reply {
       answer: () => this.writer?.lastMessage,
       scheduler: opts.scheduler,
       buckets: () => place.ops.buckets?.() ?? [GLOBAL],
-      maxFileBytes: opts.maxFileBytes,
+      maxFileBytes: () => uploadLimit(opts.maxFileBytes, place.fileLimit?.()),
       asWriteError,
     });
   }
@@ -327,13 +329,25 @@ export class DiscordReply implements Reply {
    * still show Stop: each loses it in one edit, without changing its text.
    */
   private async dropStop(): Promise<void> {
-    const clear = this.place.ops.clearControls?.bind(this.place.ops);
+    const { ops } = this.place;
+    const clear = ops.clearControls?.bind(ops);
     this.stopRow = undefined;
     if (!clear) return;
     const ids = [...this.withStop];
     this.withStop.clear();
+    // A live Stop under a finished answer lies: these finish the answer as its final write
+    // does, in its lane, not droppable, and the scheduler requeues each after a 429.
     await Promise.all(
-      ids.map((id) => clear(id).catch((err: unknown) => log.debug({ err, id }, "Stop button not removed"))),
+      ids.map((id) =>
+        this.opts.scheduler
+          .run({
+            lane: "final",
+            buckets: () => ops.buckets?.() ?? [GLOBAL],
+            what: "Stop button off",
+            run: () => clear(id),
+          })
+          .catch((err: unknown) => log.warn({ err, id }, "Stop button not removed")),
+      ),
     );
   }
 

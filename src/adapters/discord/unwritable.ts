@@ -1,4 +1,4 @@
-import { DiscordAPIError, type Message } from "discord.js";
+import { DiscordAPIError, type Message, PermissionFlagsBits, type ThreadChannel } from "discord.js";
 import { OncePer } from "../../core/once-per.js";
 import { log } from "../../log.js";
 import { sendDirectly } from "./direct.js";
@@ -64,6 +64,23 @@ export function refusalForOperators(err: unknown): string | undefined {
     default:
       return undefined;
   }
+}
+
+/**
+ * A locked thread takes messages only from members with Manage Threads (Discord's rule
+ * since locking no longer archives): without it the bot's answer would be refused with
+ * 160005, after a whole model turn. Unknown permissions (an uncached member) are tried.
+ */
+export function closedToBot(thread: ThreadChannel, botId: string): boolean {
+  if (!thread.locked) return false;
+  const permissions = thread.permissionsFor(thread.guild.members.me ?? botId);
+  return permissions !== null && !permissions.has(PermissionFlagsBits.ManageThreads);
+}
+
+/** Why a mention in a locked thread gets no answer, as its author reads it. */
+export function lockedSentence(thread: ThreadChannel): string {
+  const elsewhere = thread.parentId ? ` Ask me in <#${thread.parentId}> instead.` : "";
+  return `I cannot answer in <#${thread.id}>: the thread is locked, and only moderators may write there.${elsewhere}`;
 }
 
 /** Who was told about which place: once an hour is enough to act on it. */

@@ -1,3 +1,4 @@
+import { uploadLimit } from "./guild.js";
 import type { DiscordEmulator, SlashOptions } from "./index.js";
 import { contextOf, interactionStart } from "./installs.js";
 import { interactionToken, snowflake } from "./snowflake.js";
@@ -62,6 +63,7 @@ export function commandInteraction(emu: DiscordEmulator, use: CommandUse): Store
     channel_id: channelId,
     channel: { ...channel },
     app_permissions: ALL_PERMISSIONS,
+    attachment_size_limit: uploadLimit(s, channelId),
     locale: "en-US",
     entitlements: [],
     authorizing_integration_owners: record.owners,

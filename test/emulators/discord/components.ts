@@ -1,3 +1,4 @@
+import { uploadLimit } from "./guild.js";
 import type { DiscordEmulator } from "./index.js";
 import { contextOf, interactionStart } from "./installs.js";
 import { type ModalValue, modalOpener, modalSubmission } from "./modal-submit.js";
@@ -50,6 +51,7 @@ function deliver(
     channel_id: channelId,
     channel: { ...channel },
     app_permissions: ALL_PERMISSIONS,
+    attachment_size_limit: uploadLimit(s, channelId),
     locale: "en-US",
     entitlements: [],
     authorizing_integration_owners: record.owners,

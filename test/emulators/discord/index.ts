@@ -2,6 +2,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { commandInteraction } from "./command-interactions.js";
 import { Gateway } from "./gateway.js";
+import { botRoleJson, channelJson } from "./guild.js";
 import { privateChannel } from "./installs.js";
 import { RateLimiter, type RateLimitOptions } from "./ratelimit.js";
 import { handleRest, Intent, PRIVILEGED_INTENTS, type RestContext, withoutContent } from "./rest.js";
@@ -43,7 +44,7 @@ export interface DiscordEmulatorOptions {
    * and `{ threads: 50 }` lifts the hidden thread-creation limit for a load benchmark.
    */
   rateLimits?: Partial<RateLimitOptions>;
-  /** Largest accepted upload; default 10 MiB (Discord's default without boosts). */
+  /** Largest accepted upload in DMs and an unboosted guild; default 10 MiB, as on Discord (see guild.ts `boostGuild`). */
   maxFileBytes?: number;
   /** Interaction deadlines: `ackMs` for the initial response (3 s), `tokenTtlMs` for the token (15 min). */
   interactions?: { ackMs?: number; tokenTtlMs?: number };
@@ -69,6 +70,8 @@ export interface IncomingFile {
 
 export interface MessageOptions {
   mentionsBot?: boolean;
+  /** Mentions the bot's managed role, as picking "@Switchboard" from the @ menu can. */
+  mentionsBotRole?: boolean;
   author?: UserObject;
   attachments?: IncomingFile[];
   /**
@@ -121,6 +124,7 @@ export class DiscordEmulator implements RestContext {
     this.messageContentApproved = (privileged & Intent.MessageContent) !== 0;
     this.limiter = new RateLimiter(opts.rateLimits);
     this.state = new DiscordState(() => this.url);
+    this.state.maxFileBytes = this.maxFileBytes;
     this.gateway = new Gateway(
       (token) =>
         token === this.token
@@ -190,6 +194,9 @@ export class DiscordEmulator implements RestContext {
     const denied = this.state.botDenied.get(channelId) ?? new Set();
     for (const p of permissions) denied.add(p);
     this.state.botDenied.set(channelId, denied);
+    // As an overwrite on the bot's role, which the bot sees (discord.js `permissionsFor`).
+    const channel = this.state.channels.get(channelId);
+    if (channel) this.dispatch("CHANNEL_UPDATE", channelJson(this.state, channel), Intent.Guilds);
   }
 
   /**
@@ -199,6 +206,8 @@ export class DiscordEmulator implements RestContext {
    */
   grantBot(...permissions: ExtraPermission[]): void {
     for (const p of permissions) this.state.botGranted.add(p);
+    const role = botRoleJson(this.state);
+    this.dispatch("GUILD_ROLE_UPDATE", { guild_id: this.guildId, role }, Intent.Guilds);
   }
 
   /** A person writes in a guild channel or thread; returns the stored message. */
@@ -207,7 +216,11 @@ export class DiscordEmulator implements RestContext {
     const channel = s.channels.get(channelId);
     if (!channel) throw new Error(`No channel ${channelId}`);
     const author = opts.author ?? s.alice;
-    const content = opts.mentionsBot ? `<@${s.bot.id}> ${text}` : text;
+    const content = opts.mentionsBotRole
+      ? `<@&${s.botRoleId}> ${text}`
+      : opts.mentionsBot
+        ? `<@${s.bot.id}> ${text}`
+        : text;
     const { pingReplied, ...carries } = opts.carries ?? {};
     const replied = carries.replyTo ? s.findMessage(carries.replyTo) : undefined;
     const pinged =
@@ -242,7 +255,11 @@ export class DiscordEmulator implements RestContext {
   }
 
   /** A person writes to the bot in a DM. */
-  dm(userId: string, text: string, opts: Omit<MessageOptions, "mentionsBot"> = {}): StoredMessage {
+  dm(
+    userId: string,
+    text: string,
+    opts: Omit<MessageOptions, "mentionsBot" | "mentionsBotRole"> = {},
+  ): StoredMessage {
     const author = this.state.users.get(userId);
     if (!author) throw new Error(`No user ${userId}`);
     const channel = this.state.dmChannel(userId);
@@ -316,9 +333,9 @@ export class DiscordEmulator implements RestContext {
     this.token = `emulated.discord.bot.token.${snowflake()}`;
   }
 
-  /** The next `count` edits (all edits when omitted) answer 429 with this retry_after. */
-  rateLimitEdits(retryAfterMs: number, count?: number): void {
-    this.limiter.force("edit", retryAfterMs, count);
+  /** The next `count` edits (all when omitted), of message `messageId` only when given, answer 429 with this retry_after. */
+  rateLimitEdits(retryAfterMs: number, count?: number, messageId?: string): void {
+    this.limiter.force("edit", retryAfterMs, count, messageId);
   }
 
   /** Live (not deleted) messages of a channel, oldest first, ephemeral ones included. */

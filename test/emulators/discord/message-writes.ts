@@ -1,4 +1,5 @@
 import type { ParsedBody } from "./body.js";
+import { uploadLimit } from "./guild.js";
 import { HttpError, Intent, invalidForm, type RestContext } from "./rest.js";
 import type { StoredAttachment, StoredMessage } from "./types.js";
 
@@ -49,7 +50,7 @@ export function writeMessage(
     );
   }
   for (const f of body.files) {
-    if (f.data.length > ctx.maxFileBytes) {
+    if (f.data.length > uploadLimit(s, channelId)) {
       throw new HttpError(413, { message: "Request entity too large", code: 40005 });
     }
   }

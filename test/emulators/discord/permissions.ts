@@ -1,3 +1,4 @@
+import type { ParsedBody } from "./body.js";
 import { HttpError, Intent, type RestContext } from "./rest.js";
 import type { DiscordState } from "./state.js";
 import { type ChannelObject, ChannelType } from "./types.js";
@@ -6,6 +7,9 @@ import { type ChannelObject, ChannelType } from "./types.js";
 export const missingPermissions = () => new HttpError(403, { message: "Missing Permissions", code: 50013 });
 
 export const threadArchived = () => new HttpError(400, { message: "Thread is archived", code: 50083 });
+
+/** Discord's answer to a post in a locked thread by someone without Manage Threads. */
+export const threadLocked = () => new HttpError(403, { message: "Thread is locked", code: 160005 });
 
 /** The guild channel whose permissions apply: a thread's parent, or the channel itself. */
 function permissionsOf(channel: ChannelObject): string {
@@ -33,6 +37,18 @@ export function mayWrite(s: DiscordState, channel: ChannelObject): void {
   const thread = channel.type === ChannelType.PublicThread;
   const denied = s.botDenied.get(permissionsOf(channel));
   if (denied?.has(thread ? "SEND_MESSAGES_IN_THREADS" : "SEND_MESSAGES")) throw missingPermissions();
+}
+
+/**
+ * Files take Attach Files and embeds Embed Links, read off the guild channel (a thread's
+ * parent) as Send Messages is; DMs need neither. Discord refuses the whole message.
+ */
+export function mayAttach(s: DiscordState, channel: ChannelObject, body: ParsedBody): void {
+  if (channel.type === ChannelType.DM) return;
+  const denied = s.botDenied.get(permissionsOf(channel));
+  if (body.files.length > 0 && denied?.has("ATTACH_FILES")) throw missingPermissions();
+  const embeds = body.json.embeds;
+  if (Array.isArray(embeds) && embeds.length > 0 && denied?.has("EMBED_LINKS")) throw missingPermissions();
 }
 
 /**
@@ -67,12 +83,19 @@ export function managesThreads(s: DiscordState, channel: ChannelObject): boolean
 
 /**
  * A message posted in an archived thread unarchives it, as on Discord; a locked one only
- * a member with Manage Threads may reopen (50083 for others).
+ * a member with Manage Threads may reopen (50083 for others). Into a locked thread that is
+ * still open, only such a member may post at all (160005 for others): Discord's rule since
+ * locking stopped being "archived, and only moderators may reopen".
  */
 export function reopenToPost(ctx: RestContext, channel: ChannelObject): void {
   const meta = channel.thread_metadata;
-  if (!meta?.archived) return;
-  if (meta.locked && !managesThreads(ctx.state, channel)) throw threadArchived();
+  if (!meta) return;
+  const moderator = managesThreads(ctx.state, channel);
+  if (!meta.archived) {
+    if (meta.locked && !moderator) throw threadLocked();
+    return;
+  }
+  if (meta.locked && !moderator) throw threadArchived();
   meta.archived = false;
   meta.archive_timestamp = new Date().toISOString();
   ctx.dispatch("THREAD_UPDATE", channel, Intent.Guilds);

@@ -85,6 +85,8 @@ interface Forced {
   /** Remaining forced 429s; Infinity until cleared. */
   left: number;
   retryAfterMs: number;
+  /** Only requests whose path contains it (a message's id), when given. */
+  path?: string;
 }
 
 /** Fixed-window buckets per (bucket name, channel), answering as Discord's headers do. */
@@ -100,8 +102,8 @@ export class RateLimiter {
     this.options = { ...defaultRateLimits, ...options };
   }
 
-  force(kind: ForcedKind, retryAfterMs: number, count = Number.POSITIVE_INFINITY): void {
-    this.forced.push({ kind, left: count, retryAfterMs });
+  force(kind: ForcedKind, retryAfterMs: number, count = Number.POSITIVE_INFINITY, path?: string): void {
+    this.forced.push({ kind, left: count, retryAfterMs, ...(path ? { path } : {}) });
   }
 
   clearForced(): void {
@@ -110,7 +112,12 @@ export class RateLimiter {
 
   /** Takes one request from the bucket; `kind` says which forced-429 rules apply. */
   take(bucket: string, kind: Exclude<ForcedKind, "any">, path: string): Verdict {
-    const forced = this.forced.find((f) => f.left > 0 && (f.kind === kind || f.kind === "any"));
+    const forced = this.forced.find(
+      (f) =>
+        f.left > 0 &&
+        (f.kind === kind || f.kind === "any") &&
+        (f.path === undefined || path.includes(f.path)),
+    );
     if (forced) {
       forced.left -= 1;
       this.hits.push({ kind, path, at: Date.now() });

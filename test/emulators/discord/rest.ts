@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { type ParsedBody, parseBody, readRaw } from "./body.js";
 import { nonceOf, writeMessage } from "./message-writes.js";
-import { mayChange, mayMessage, mayView, mayWrite, reopenToPost } from "./permissions.js";
+import { mayAttach, mayChange, mayMessage, mayView, mayWrite, reopenToPost } from "./permissions.js";
 import type { RateLimiter } from "./ratelimit.js";
 import { snowflake } from "./snowflake.js";
 import type { DiscordState } from "./state.js";
@@ -14,7 +14,6 @@ export interface RestContext {
   state: DiscordState;
   limiter: RateLimiter;
   token: string;
-  maxFileBytes: number;
   /** Deadline for an interaction's initial response (Discord: 3 s). */
   interactionAckMs: number;
   /** How long an interaction token takes follow-ups and webhook edits (Discord: 15 min). */
@@ -222,6 +221,7 @@ async function route(
     const verdict = ctx.limiter.take(`messages:${channel.id}`, "post", p);
     if (!verdict.ok) return tooManyRequests(verdict.retryAfterMs, verdict.headers);
     const body = await parsed();
+    mayAttach(s, channel, body);
     const nonce = nonceOf(body.json);
     // enforce_nonce: the message this author already created with the nonce comes back, and none is created.
     const earlier =
@@ -253,7 +253,9 @@ async function route(
       }
       const verdict = ctx.limiter.take(`messages:${channel.id}`, "edit", p);
       if (!verdict.ok) return tooManyRequests(verdict.retryAfterMs, verdict.headers);
-      writeMessage(ctx, channel.id, await parsed(), msg);
+      const body = await parsed();
+      mayAttach(s, channel, body);
+      writeMessage(ctx, channel.id, body, msg);
       return { status: 200, body: s.messageJson(msg), headers: verdict.headers };
     }
   }

@@ -1,3 +1,4 @@
+import { guildCreate } from "./guild.js";
 import type { IncomingFile } from "./index.js";
 import type { Installs } from "./installs.js";
 import { snowflake } from "./snowflake.js";
@@ -36,6 +37,8 @@ export type BotPermission =
   | "SEND_MESSAGES"
   | "SEND_MESSAGES_IN_THREADS"
   | "CREATE_PUBLIC_THREADS"
+  | "ATTACH_FILES"
+  | "EMBED_LINKS"
   | "MANAGE_THREADS";
 
 /** Permissions beyond those Switchboard's invite asks for, which a server admin may give the bot's role. */
@@ -47,6 +50,12 @@ export class DiscordState {
   readonly bob = user(snowflake(), "bob");
   readonly otherBot = user(snowflake(), "otherbot", true);
   readonly guildId = snowflake();
+  /** The bot's managed role (see guild.ts `botRoleJson`). */
+  readonly botRoleId = snowflake();
+  /** The guild's boost tier (0-3): its upload limit grows with it (see guild.ts `uploadLimit`). */
+  premiumTier = 0;
+  /** An unboosted guild's upload limit, and a DM's. */
+  maxFileBytes = 10 * 1024 * 1024;
   readonly general: string;
   readonly random: string;
   readonly forum: string;
@@ -211,8 +220,13 @@ export class DiscordState {
   }
 
   member(u: UserObject): Record<string, unknown> {
-    const roles = this.memberRoles.get(u.id) ?? [];
+    const roles = this.rolesOf(u.id);
     return { user: u, roles, joined_at: new Date(0).toISOString(), deaf: false, mute: false, flags: 0 };
+  }
+
+  private rolesOf(userId: string): string[] {
+    const roles = this.memberRoles.get(userId) ?? [];
+    return userId === this.bot.id ? [...roles, this.botRoleId] : roles;
   }
 
   /**
@@ -247,7 +261,10 @@ export class DiscordState {
       tts: false,
       mention_everyone: false,
       mentions: m.mentions,
-      mention_roles: [],
+      // Every <@&id> of a role the guild has is a role mention, as on Discord.
+      mention_roles: [...m.content.matchAll(/<@&(\d+)>/g)]
+        .map((r) => r[1] ?? "")
+        .filter((id) => this.roles.has(id) || id === this.botRoleId),
       attachments: m.attachments.map((a) => ({
         id: a.id,
         filename: a.filename,
@@ -288,7 +305,7 @@ export class DiscordState {
     if (channelType !== undefined) json.channel_type = channelType;
     if (m.guildId) {
       json.guild_id = m.guildId;
-      const roles = this.memberRoles.get(m.author.id) ?? [];
+      const roles = this.rolesOf(m.author.id);
       json.member = { roles, joined_at: new Date(0).toISOString(), deaf: false, mute: false, flags: 0 };
     }
     if (m.author.id === this.bot.id && m.interactionId) json.webhook_id = this.applicationId;
@@ -296,64 +313,7 @@ export class DiscordState {
   }
 
   guildCreate(): Record<string, unknown> {
-    const guildChannels = [...this.channels.values()].filter(
-      (c) => c.guild_id === this.guildId && c.type !== ChannelType.PublicThread,
-    );
-    const threads = [...this.channels.values()].filter((c) => c.type === ChannelType.PublicThread);
-    return {
-      id: this.guildId,
-      name: "Emulated Guild",
-      icon: null,
-      owner_id: this.alice.id,
-      unavailable: false,
-      large: false,
-      member_count: 4,
-      joined_at: new Date(0).toISOString(),
-      afk_timeout: 300,
-      verification_level: 0,
-      default_message_notifications: 0,
-      explicit_content_filter: 0,
-      mfa_level: 0,
-      nsfw_level: 0,
-      premium_tier: 0,
-      preferred_locale: "en-US",
-      system_channel_flags: 0,
-      features: [],
-      emojis: [],
-      stickers: [],
-      presences: [],
-      voice_states: [],
-      stage_instances: [],
-      guild_scheduled_events: [],
-      soundboard_sounds: [],
-      roles: [
-        {
-          id: this.guildId,
-          name: "@everyone",
-          permissions: ALL_PERMISSIONS,
-          position: 0,
-          color: 0,
-          hoist: false,
-          managed: false,
-          mentionable: false,
-          flags: 0,
-        },
-        ...[...this.roles].map(([id, name], i) => ({
-          id,
-          name,
-          permissions: "0",
-          position: i + 1,
-          color: 0,
-          hoist: false,
-          managed: false,
-          mentionable: false,
-          flags: 0,
-        })),
-      ],
-      members: [this.member(this.bot)],
-      channels: guildChannels.map(({ guild_id: _g, ...rest }) => rest),
-      threads,
-    };
+    return guildCreate(this);
   }
 
   readyPayload(sessionId: string, gatewayUrl: string): Record<string, unknown> {

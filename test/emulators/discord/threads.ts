@@ -55,3 +55,14 @@ export function archiveThread(emu: DiscordEmulator, id: string, o: { locked?: bo
   thread.thread_metadata.archive_timestamp = new Date().toISOString();
   emu.dispatch("THREAD_UPDATE", thread, Intent.Guilds);
 }
+
+/**
+ * A moderator locks a thread and leaves it open: since Discord's change to locking, only
+ * members with Manage Threads may post in it (403 160005 for others, see permissions.ts).
+ */
+export function lockThread(emu: DiscordEmulator, id: string): void {
+  const thread = emu.state.channels.get(id);
+  if (!thread?.thread_metadata) throw new Error(`No thread ${id}`);
+  thread.thread_metadata.locked = true;
+  emu.dispatch("THREAD_UPDATE", thread, Intent.Guilds);
+}
