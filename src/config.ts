@@ -5,6 +5,7 @@ import { applyEnvOverrides, envSources, nonEmpty, readSecrets, type Secrets } fr
 import { SwitchboardError } from "./core/errors.js";
 import { interpolateYaml, type UnsetVariable, unsetSources } from "./interpolate.js";
 import { logLevelProblem } from "./log.js";
+import { mcpSettingsSchema } from "./mcp/settings.js";
 
 const modelSettings = z
   .object({
@@ -132,16 +133,7 @@ export const configSchema = z
       })
       .strict()
       .prefault({}),
-    mcp: z
-      .object({
-        callTimeoutMs: z.number().int().positive().default(60_000),
-        connectTimeoutMs: z.number().int().positive().default(30_000),
-        maxOutputChars: z.number().int().positive().default(100_000),
-        blockedServers: z.array(z.string()).default([]),
-        maxRestarts: z.number().int().min(0).default(5),
-      })
-      .strict()
-      .prefault({}),
+    mcp: mcpSettingsSchema,
     access: z
       .object({
         /** Only these people (user ids) may use the bot; empty: everyone. */

@@ -111,3 +111,27 @@ describe("a URL's credentials, kept out of logs and errors", () => {
     }
   });
 });
+
+describe("a secret in a URL's path (Zapier, Pipedream and others put the key there)", () => {
+  it("is masked where the address is shown, and the rest of the path kept", () => {
+    expect(safeAddress("https://mcp.zapier.com/api/mcp/s/OTk0YjU2ZTQtMzFhMS00ZmE3LWI2YzMtNWIyNDc2/mcp")).toBe(
+      "https://mcp.zapier.com/api/mcp/s/***/mcp",
+    );
+    expect(safeAddress("https://remote.mcp.pipedream.net/0b6a4c1e-8d2f-4e9a-b1c3-7f5d2e8a9b40/gmail")).toBe(
+      "https://remote.mcp.pipedream.net/***/gmail",
+    );
+    // A long key of one letter case and no digits is masked by its length alone.
+    expect(safeAddress(`https://example.com/k/${"q".repeat(40)}`)).toBe("https://example.com/k/***");
+  });
+
+  it("keeps the words of an ordinary path", () => {
+    for (const url of [
+      "https://api.githubcopilot.com/mcp/",
+      "https://server.example.ai/@owner/weather-forecasts/mcp",
+      "https://mcp.linear.app/sse",
+      "http://127.0.0.1:8080/v1/mcp",
+    ]) {
+      expect(safeAddress(url)).toBe(url);
+    }
+  });
+});

@@ -83,17 +83,36 @@ export function carriesUserInfo(url: string): boolean {
   return u.username !== "" || u.password !== "";
 }
 
+/** A path segment made of a token's characters, long enough to be a key. */
+const TOKEN_LIKE = /^[A-Za-z0-9._~%=+-]{16,}$/;
+
 /**
- * An address to show: scheme, host and path, never credentials or a query. A URL the
- * parser misreads shows the host written after its last `@`, never the user name and
- * password start it took for a host and port.
+ * Whether a path segment looks like a key rather than a word: Zapier's and Pipedream's
+ * MCP addresses carry theirs in the path (`/api/mcp/s/<key>/mcp`, `/<uuid>/gmail`). Two of
+ * lower case, upper case and digits mix in a key and seldom in a name; past 32 characters
+ * any token is taken for one.
+ */
+function looksLikeKey(segment: string): boolean {
+  if (!TOKEN_LIKE.test(segment)) return false;
+  const classes = [/[a-z]/, /[A-Z]/, /[0-9]/].filter((c) => c.test(segment)).length;
+  return classes >= 2 || segment.length >= 32;
+}
+
+/**
+ * An address to show: scheme, host and path, never credentials, a query or a path
+ * segment that looks like a key (`***`). A URL the parser misreads shows the host written
+ * after its last `@`, never the user name and password start it took for a host and port.
  */
 export function safeAddress(url: string): string {
   const written = parsesAsWritten(url) ? undefined : writtenUserInfo(url);
   const shown = written ? `${written.scheme}${written.rest}` : url;
   if (!parsesAsWritten(shown)) return "(not a valid URL)";
   const u = new URL(shown);
-  return `${u.protocol}//${u.host}${u.pathname === "/" ? "" : u.pathname}`;
+  const path = u.pathname
+    .split("/")
+    .map((segment) => (looksLikeKey(segment) ? "***" : segment))
+    .join("/");
+  return `${u.protocol}//${u.host}${path === "/" ? "" : path}`;
 }
 
 /**

@@ -3,26 +3,33 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import type { GetPromptResult, Prompt, ReadResourceResult, Tool } from "@modelcontextprotocol/sdk/types.js";
 import { log } from "../log.js";
 import { DeadlineError, seconds, withDeadline } from "../signals.js";
-import { retryDelay } from "./backoff.js";
+import { retryDelay, startDeadline } from "./backoff.js";
 import { answerElicitations, ELICITATION_CAPABILITY } from "./elicitation.js";
-import { describeCallFailure, describeStartFailure, isRefusedSignIn, needsSignIn } from "./failures.js";
+import {
+  describeCallFailure,
+  describeSlowStart,
+  describeStartFailure,
+  isRefusedSignIn,
+  needsSignIn,
+} from "./failures.js";
 import type { ServerAuth } from "./oauth/sign-ins.js";
 import { OutputChecks } from "./output-check.js";
+import { answerBytes } from "./read-buffer.js";
 import type { ServerConfig } from "./servers.js";
 import { markLost, type Session } from "./session.js";
 import { callOnSession } from "./session-call.js";
 import { StderrTail } from "./stderr-tail.js";
-import { filterWarnings, servableTools } from "./tool-filters.js";
+import { ListedTools, listAllTools } from "./tool-list.js";
 import {
   childOf,
   closeClient,
   createTransport,
   followToolList,
   listAllPrompts,
-  listAllTools,
   pidOf,
   watchExit,
 } from "./transport.js";
+import { watchTransportErrors } from "./transport-errors.js";
 import type { ServerState, ServerStatus, ToolCallOptions } from "./types.js";
 
 export interface ConnectionOptions {
@@ -36,6 +43,8 @@ export interface ConnectionOptions {
   oauth?: ServerAuth;
   /** Whose sign-in the connection uses: the shared one unless a person's own (per-user servers). */
   owner?: string;
+  /** The most the bot reads of one stdio message (mcp.maxAnswerMb); DEFAULT_MAX_ANSWER_MB when unset. */
+  maxAnswerMb?: number;
 }
 
 export type { CallAnswer } from "./session-call.js";
@@ -59,8 +68,7 @@ export class ServerConnection {
   private restartTimer: NodeJS.Timeout | undefined;
   private closed = false;
   private refreshSeq = 0;
-  /** The tool filters' entries that named no tool at the last listing (see filterWarnings). */
-  private filterProblems: string[] = [];
+  private readonly listed: ListedTools;
   /** Counts start-up attempts, so that one overtaken by a manual reconnect leaves no trace. */
   private attempt = 0;
   private settleWaiters = new Set<() => void>();
@@ -72,6 +80,8 @@ export class ServerConnection {
   private awaitingSignIn = false;
   /** Its last start-up was refused the sign-in it had (expired or revoked, and not renewed). */
   private signInRefused = false;
+  /** Start-ups in a row that ran out of time: each is given longer (see startDeadline). */
+  private slowStarts = 0;
   private readonly outputChecks: OutputChecks;
 
   constructor(
@@ -82,6 +92,7 @@ export class ServerConnection {
     this.state = blocked ? "blocked" : "connecting";
     this.error = blocked ? "blocked by the configuration (mcp.blockedServers)" : undefined;
     this.outputChecks = new OutputChecks(config.name);
+    this.listed = new ListedTools(config);
   }
 
   get name(): string {
@@ -95,7 +106,7 @@ export class ServerConnection {
 
   status(): ServerStatus {
     const pid = this.state === "connected" ? pidOf(this.session?.transport) : undefined;
-    const warnings = [...(this.config.warnings ?? []), ...this.filterProblems];
+    const warnings = [...(this.config.warnings ?? []), ...this.listed.problems];
     return {
       name: this.name,
       state: this.state,
@@ -134,26 +145,20 @@ export class ServerConnection {
 
   /** A prompt's messages with these arguments (prompts/get). Throws when the server refuses or is down. */
   async getPrompt(name: string, args: Record<string, string>): Promise<GetPromptResult> {
-    const session = this.session;
-    if (this.state !== "connected" || !session || session.down) {
-      throw new Error(`the server "${this.name}" is not connected${this.error ? `: ${this.error}` : ""}`);
-    }
-    return session.client.getPrompt(
-      { name, arguments: args },
-      { timeout: this.config.timeoutMs ?? this.opts.callTimeoutMs },
-    );
+    const timeout = this.config.timeoutMs ?? this.opts.callTimeoutMs;
+    return this.liveSession().client.getPrompt({ name, arguments: args }, { timeout });
   }
 
   /** A resource's contents (resources/read). Throws when the server refuses or is down. */
   async readResource(uri: string, signal?: AbortSignal): Promise<ReadResourceResult> {
+    const timeout = this.config.timeoutMs ?? this.opts.callTimeoutMs;
+    return this.liveSession().client.readResource({ uri }, { timeout, ...(signal && { signal }) });
+  }
+
+  private liveSession(): Session {
     const session = this.session;
-    if (this.state !== "connected" || !session || session.down) {
-      throw new Error(`the server "${this.name}" is not connected`);
-    }
-    return session.client.readResource(
-      { uri },
-      { timeout: this.config.timeoutMs ?? this.opts.callTimeoutMs, ...(signal && { signal }) },
-    );
+    if (this.state === "connected" && session && !session.down) return session;
+    throw new Error(`the server "${this.name}" is not connected${this.error ? `: ${this.error}` : ""}`);
   }
 
   async call(tool: string, args: Record<string, unknown>, opts: ToolCallOptions): Promise<CallAnswer> {
@@ -245,11 +250,15 @@ export class ServerConnection {
       if (reason !== this.error) log.warn({ server: this.name }, "mcp server waits for an OAuth sign-in");
       return reason;
     }
-    const transport = createTransport(
-      this.config,
-      (line) => stderr.add(line),
-      auth?.connectionAuth(this.name, this.opts.owner),
-    );
+    const maxAnswerBytes = answerBytes(this.opts.maxAnswerMb);
+    const transport = createTransport(this.config, (line) => stderr.add(line), {
+      ...(auth && { auth: auth.connectionAuth(this.name, this.opts.owner) }),
+      maxAnswerBytes,
+      // Called only once requests go out, when `session` is set.
+      onRefused: (challenge) => {
+        session.challenge = challenge;
+      },
+    });
     const client = new Client(this.opts.clientInfo, {
       capabilities: { elicitation: ELICITATION_CAPABILITY },
     });
@@ -266,31 +275,38 @@ export class ServerConnection {
     this.session = session;
     followToolList(client, () => void this.refresh(session));
     client.onclose = () => this.connectionLost(session, "the connection closed");
-    client.onerror = (err) => log.debug({ err, server: this.name }, "mcp transport error");
+    client.onerror = watchTransportErrors(session, {
+      server: this.name,
+      maxAnswerBytes,
+      onDead: (reason) => this.connectionLost(session, reason),
+    });
     let tools: Tool[];
+    const t = startDeadline(this.opts.connectTimeoutMs, this.slowStarts);
     try {
-      const t = this.opts.connectTimeoutMs;
       tools = await withDeadline("start-up", t, async (signal) => {
         const connecting = client.connect(transport, { timeout: t, signal });
         session.child = childOf(transport);
         await connecting;
         watchExit(session.child, (how) => this.connectionLost(session, `the server process ${how}`));
-        return this.filter(await listAllTools(client, t, signal));
-      });
-      // Prompts are a convenience: a server that fails to list them still serves its tools.
-      this.prompts = await listAllPrompts(client, this.opts.connectTimeoutMs).catch((err: unknown) => {
-        log.warn({ err, server: this.name }, "could not list the server's prompts");
-        return [];
+        const listed = this.listed.servable(await listAllTools(client, t, signal));
+        // Prompts are a convenience: a server that fails to list them still serves its tools.
+        this.prompts = await listAllPrompts(client, t, signal).catch((err: unknown) => {
+          if (signal.aborted) throw err;
+          log.warn({ err, server: this.name }, "could not list the server's prompts");
+          return [];
+        });
+        return listed;
       });
     } catch (err) {
       markLost(session, "start-up failed");
       void closeClient(client, session.child, true).catch(() => {});
       if (attempt !== this.attempt || this.closed) return null;
       this.signInRefused = auth !== undefined && isRefusedSignIn(err);
-      const reason =
-        err instanceof DeadlineError
-          ? `did not finish starting within ${seconds(this.opts.connectTimeoutMs)}.`
-          : describeStartFailure(err, this.config, stderr.summary());
+      const slow = err instanceof DeadlineError;
+      this.slowStarts = slow ? this.slowStarts + 1 : 0;
+      const reason = slow
+        ? describeSlowStart(t, startDeadline(this.opts.connectTimeoutMs, this.slowStarts), stderr.summary())
+        : describeStartFailure(err, this.config, stderr.summary(), session.challenge);
       // Said once: a server that stays down is tried again quietly.
       if (reason === this.error)
         log.debug({ server: this.name, reason }, "mcp server still failing to start");
@@ -306,29 +322,18 @@ export class ServerConnection {
     this.tools = tools;
     session.live = true;
     this.everConnected = true;
+    this.slowStarts = 0;
     this.retryAt = undefined;
     log.info({ server: this.name, tools: this.tools.length }, "mcp server connected");
     this.setState("connected", undefined);
     return undefined;
   }
 
-  private filter(tools: Tool[]): Tool[] {
-    const problems = filterWarnings(tools, this.config);
-    // Said once per change: a restart or a list_changed with the same tools says nothing new.
-    if (problems.join("\n") !== this.filterProblems.join("\n") && problems.length > 0)
-      log.warn(
-        { server: this.name, problems },
-        "mcp.json's tool filters for this server name tools it does not list",
-      );
-    this.filterProblems = problems;
-    return servableTools(tools, this.config);
-  }
-
   private async refresh(session: Session): Promise<void> {
     if (session !== this.session || session.down) return;
     const seq = ++this.refreshSeq;
     try {
-      const tools = this.filter(await listAllTools(session.client, this.opts.callTimeoutMs));
+      const tools = this.listed.servable(await listAllTools(session.client, this.opts.callTimeoutMs));
       if (seq !== this.refreshSeq || session !== this.session || session.down) return;
       this.tools = tools;
       log.info({ server: this.name, tools: tools.length }, "mcp tool list changed");

@@ -6,6 +6,7 @@ import { networkReason, neverSent } from "../core/unreachable.js";
 import { safeAddress } from "../core/url-credentials.js";
 import { scrub } from "../log.js";
 import { seconds } from "../signals.js";
+import { megabytes, TOO_LARGE } from "./read-buffer.js";
 import type { ServerConfig } from "./servers.js";
 
 const messageOf = (err: unknown) => (err instanceof Error ? err.message : String(err));
@@ -26,8 +27,35 @@ export function needsSignIn(server: string): string {
   );
 }
 
-/** Why a server did not come up, in words the person running the bot can act on. */
-export function describeStartFailure(err: unknown, config: ServerConfig, stderrTail: string): string {
+/** A start-up that ran out of its `ms`, given `next` at its next attempt. */
+export function describeSlowStart(ms: number, next: number, stderrTail: string): string {
+  const longer = next > ms ? ` It is given ${seconds(next)} at its next attempt.` : "";
+  return scrub(
+    `did not finish starting within ${seconds(ms)}.${longer}${stderrTail ? ` Its last output: ${stderrTail}` : ""}`,
+  );
+}
+
+/**
+ * A 401 whose WWW-Authenticate (`challenge`) is OAuth's, from a server mcp.json gives no
+ * credentials at all: it wants a sign-in nobody set up, rather than a new token. Remote
+ * servers (GitHub's, Linear, Notion) answer so, with RFC 9728's `resource_metadata`.
+ */
+function wantsOAuth(config: ServerConfig, challenge: string | undefined): boolean {
+  if (config.transport !== "http" || config.oauth || challenge === undefined) return false;
+  if (Object.keys(config.headers).some((h) => h.toLowerCase() === "authorization")) return false;
+  return /^\s*Bearer\b|\bresource_metadata\s*=/i.test(challenge);
+}
+
+/**
+ * Why a server did not come up, in words the person running the bot can act on.
+ * `challenge`: the WWW-Authenticate of the 401 it answered, if it did.
+ */
+export function describeStartFailure(
+  err: unknown,
+  config: ServerConfig,
+  stderrTail: string,
+  challenge?: string,
+): string {
   const tail = stderrTail ? ` Its last output: ${stderrTail}` : "";
   let reason: string;
   if (config.transport === "stdio") {
@@ -44,7 +72,9 @@ export function describeStartFailure(err: unknown, config: ServerConfig, stderrT
   } else if (isRefusedSignIn(err)) {
     reason = config.oauth
       ? needsSignIn(config.name)
-      : `${safeAddress(config.url)} refused the bot's credentials (HTTP 401): an operator must update them in mcp.json`;
+      : wantsOAuth(config, challenge)
+        ? `${safeAddress(config.url)} asks for an OAuth sign-in (HTTP 401), which mcp.json does not set up for it: add "oauth": true to its entry, then sign in with \`switchboard mcp login ${config.name}\`.`
+        : `${safeAddress(config.url)} refused the bot's credentials (HTTP 401): an operator must update them in mcp.json`;
   } else if (err instanceof SwitchboardError) {
     reason = err.message;
   } else if (err instanceof StreamableHTTPError) {
@@ -63,13 +93,16 @@ export function isRefusedSignIn(err: unknown): boolean {
 }
 
 /** A 401 in words: whose credentials the server refused, and who can give it new ones. */
-function refusedCredentials(config: ServerConfig): string {
+function refusedCredentials(config: ServerConfig, challenge: string | undefined): string {
   const oauth = config.transport === "http" ? config.oauth : undefined;
   if (oauth?.perUser) {
     return `The tool's server refused the person's own sign-in to ${config.name}: it expired or was revoked. They can sign in again with /switchboard connect ${config.name}, then ask again.`;
   }
   if (oauth) {
     return "The tool's server needs a new sign-in: the bot's sign-in expired or was revoked. Tell the person that an admin can sign in again with the connect command.";
+  }
+  if (wantsOAuth(config, challenge)) {
+    return `The tool's server asks for an OAuth sign-in (HTTP 401), which mcp.json does not set up for it. Tell the person that an operator must add "oauth": true to the entry of ${config.name} in mcp.json, and sign in.`;
   }
   return "The tool's server refused the bot's credentials (HTTP 401). Tell the person that an operator must update them in mcp.json.";
 }
@@ -91,18 +124,38 @@ export interface CallFailure {
 export const OUTCOME_UNKNOWN =
   "The call may or may not have run; do not assume either, and check whether it took effect before calling it again.";
 
-/** Why a call failed, told to the model so that it can decide what to do next. */
+/** An answer over mcp.maxAnswerMb, dropped unread (see read-buffer.ts): the server lives on. */
+export function answerTooLarge(limitBytes: number): CallFailure {
+  return {
+    kind: "server",
+    text:
+      `The tool's answer was larger than ${megabytes(limitBytes)}, the most the bot reads from a tool server, so it was dropped; the tool ran, and its server is still connected. ` +
+      "Ask for less: a smaller file, fewer results, or one part at a time.",
+  };
+}
+
+function tooLargeLimit(err: McpError): number | undefined {
+  const data: unknown = err.data;
+  if (typeof data !== "object" || data === null || !(TOO_LARGE in data)) return undefined;
+  const limit = (data as Record<string, { limit?: unknown } | undefined>)[TOO_LARGE]?.limit;
+  return typeof limit === "number" ? limit : undefined;
+}
+
+/** Why a call failed, told to the model so that it can decide what to do next. `challenge`: as for describeStartFailure. */
 export function describeCallFailure(
   err: unknown,
   timeoutMs: number,
   aborted: boolean,
   config: ServerConfig,
+  challenge?: string,
 ): CallFailure {
   if (aborted) return { kind: "cancelled", text: "The call was cancelled before the tool answered." };
-  if (isRefusedSignIn(err)) return { kind: "unauthorized", text: refusedCredentials(config) };
+  if (isRefusedSignIn(err)) return { kind: "unauthorized", text: refusedCredentials(config, challenge) };
   // The bot's own (a sign-in that could not be renewed): its sentence says what happened.
   if (err instanceof SwitchboardError) return { kind: "server", text: err.userMessage };
   if (err instanceof McpError) {
+    const limit = tooLargeLimit(err);
+    if (limit !== undefined) return answerTooLarge(limit);
     if (err.code === ErrorCode.RequestTimeout) {
       return {
         kind: "timeout",

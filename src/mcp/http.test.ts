@@ -274,3 +274,22 @@ describe("a streamable HTTP server with a token in mcp.json's headers", () => {
     }
   }, 30_000);
 });
+
+describe("a remote server that needs an OAuth sign-in, with none in mcp.json", () => {
+  it('says it asks for an OAuth sign-in, and to add "oauth": true to its entry', async () => {
+    const secure = await startOAuthMcpServer();
+    const hub = await McpHub.start(
+      [{ name: "gh", transport: "http", url: secure.url, headers: {}, disabled: false }],
+      options,
+    );
+    try {
+      expect(hub.status()[0]).toMatchObject({ state: "failed" });
+      expect(hub.status()[0]?.error).toContain(
+        `${secure.url} asks for an OAuth sign-in (HTTP 401), which mcp.json does not set up for it: add "oauth": true to its entry`,
+      );
+    } finally {
+      await hub.close();
+      await secure.close();
+    }
+  });
+});

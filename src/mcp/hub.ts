@@ -1,4 +1,4 @@
-import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
+import type { CallToolResult, ReadResourceResult, Tool } from "@modelcontextprotocol/sdk/types.js";
 import { SpanStatusCode } from "@opentelemetry/api";
 import { SwitchboardError } from "../core/errors.js";
 import { GEN_AI, inSpan } from "../core/spans.js";
@@ -7,6 +7,7 @@ import { type CallAnswer, ServerConnection } from "./connection.js";
 import { ToolNameMap } from "./names.js";
 import type { ServerAuth } from "./oauth/sign-ins.js";
 import { PerUserServer, SIGN_IN_TOOL } from "./per-user.js";
+import { answerBytes } from "./read-buffer.js";
 import { toModelResult } from "./results.js";
 import { checkArguments, toProviderSchema } from "./schema.js";
 import type { ServerConfig } from "./servers.js";
@@ -31,6 +32,8 @@ export interface HubOptions {
   traceContent?: boolean;
   /** Sign-ins of the servers that use OAuth. */
   oauth?: ServerAuth;
+  /** The most the bot reads of one message from a stdio server, in MB (2^20 bytes). */
+  maxAnswerMb?: number;
 }
 
 /** How much of a tool call's arguments or result a span carries when content is traced. */
@@ -236,7 +239,12 @@ export class McpHub implements ToolHub {
         answer = await connection.call(tool, input, opts);
       }
       if ("failure" in answer) return outcome(server, tool, false, answer.failure.text);
-      const linked = await withLinkedResources(answer.result, connection, opts.signal);
+      const linked = await withLinkedResources(
+        answer.result,
+        connection,
+        answerBytes(this.opts.maxAnswerMb),
+        opts.signal,
+      );
       const result = toModelResult(linked, { maxChars: this.opts.maxOutputChars, server, tool });
       return outcome(server, tool, result.ok, result.text, result.artifacts);
     } catch (err) {
@@ -305,28 +313,39 @@ function hintsOf(a: NonNullable<Tool["annotations"]>): ToolHints {
 /** At most this many resource links of one result are read and attached. */
 const LINKS_READ = 5;
 
+/** A resource's contents as sent: its text, or its blob's base64. */
+const sizeOf = (contents: ReadResourceResult["contents"]) =>
+  contents.reduce((sum, c) => sum + ("text" in c ? c.text.length : "blob" in c ? c.blob.length : 0), 0);
+
 /**
  * A result's links to the server's own resources (not web addresses), read and put in
  * the result as embedded resources: the person gets them as files in the thread, the
- * model reads the text ones. A link that cannot be read stays a link the model can name.
+ * model reads the text ones. A link that cannot be read stays a link the model can name,
+ * and so does one that would take the resources of the result past `budget` (bytes, as
+ * sent): the result itself was bounded by that, its links would otherwise add five times
+ * as much (and over HTTP, no transport bounds them).
  */
 async function withLinkedResources(
   result: CallToolResult,
   connection: ServerConnection,
+  budget: number,
   signal?: AbortSignal,
 ): Promise<CallToolResult> {
   const readable = (block: CallToolResult["content"][number]) =>
     block.type === "resource_link" && !/^https?:/i.test(block.uri);
   if (!result.content.some(readable)) return result;
   let read = 0;
+  let left = budget;
   const content = await Promise.all(
     result.content.map(async (block) => {
       if (!readable(block) || block.type !== "resource_link" || read++ >= LINKS_READ) return [block];
+      if (block.size !== undefined && block.size > left) return [block];
       try {
         const { contents } = await connection.readResource(block.uri, signal);
-        return contents.length > 0
-          ? contents.map((resource) => ({ type: "resource" as const, resource }))
-          : [block];
+        const size = sizeOf(contents);
+        if (contents.length === 0 || size > left) return [block];
+        left -= size;
+        return contents.map((resource) => ({ type: "resource" as const, resource }));
       } catch (err) {
         log.debug({ err, server: connection.name, uri: block.uri }, "a linked resource could not be read");
         return [block];

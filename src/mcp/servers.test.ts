@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { SwitchboardError } from "../core/errors.js";
+import { scrub } from "../log.js";
 import { loadMcpConfig, parseMcpConfig } from "./servers.js";
 
 const FILE = "config/mcp.json";
@@ -240,6 +241,30 @@ describe("loadMcpConfig", () => {
 
   it("returns no servers when no file is configured", () => {
     expect(loadMcpConfig(undefined, {})).toEqual([]);
+  });
+
+  it("scrubs from then on what its variables bring into a URL, headers, env or a secret-named argument", () => {
+    const file = join(dir, "secrets.json");
+    const env = {
+      ZAPIER_MCP_URL: "https://mcp.zapier.com/api/mcp/s/zapkey-8f3a9c1d/mcp",
+      PATH_KEY: "pathkey-51c2e7",
+      GH_TOKEN: "ghtoken-4d9e1b",
+      DATA_DIR: "/srv/switchboard-data",
+    };
+    writeFileSync(
+      file,
+      JSON.stringify({
+        mcpServers: {
+          zapier: { type: "http", url: "${ZAPIER_MCP_URL}" },
+          keyed: { type: "http", url: "https://example.com/k/${PATH_KEY}/mcp" },
+          gh: { command: "node", args: ["server.js", "--token", "${GH_TOKEN}", "--data", "${DATA_DIR}"] },
+        },
+      }),
+    );
+    loadMcpConfig(file, env);
+    expect(
+      scrub(`calling ${env.ZAPIER_MCP_URL} with ${env.PATH_KEY} and ${env.GH_TOKEN} in ${env.DATA_DIR}`),
+    ).toBe("calling [redacted] with [redacted] and [redacted] in /srv/switchboard-data");
   });
 
   it("reads and interpolates a JSON file", () => {

@@ -2,7 +2,9 @@ import { existsSync, readFileSync } from "node:fs";
 import { z } from "zod";
 import { SwitchboardError } from "../core/errors.js";
 import { interpolate, unsupportedPlaceholders } from "../interpolate.js";
+import { registerSecret } from "../log.js";
 import { misspeltKeys } from "./config-keys.js";
+import { entrySecrets } from "./entry-secrets.js";
 
 /** What every server entry may carry, whatever its transport. */
 interface ServerCommon {
@@ -204,13 +206,15 @@ function placeholdersIn(value: unknown, path: string): Problem[] {
  * Reads the `mcpServers` document other MCP clients use (VS Code's top key `servers`
  * too), with `${VAR}` (and VS Code's `${env:VAR}`) interpolation in every string; any
  * other `${…}` is a problem. Every bad entry is reported at once, each as
- * `file: mcpServers.name.field must …`. Unset variables are pushed to `missing`.
+ * `file: mcpServers.name.field must …`. Unset variables are pushed to `missing`, and the
+ * values of those that bring in secrets (see entrySecrets) to `secrets`.
  */
 export function parseMcpConfig(
   json: unknown,
   file: string,
   env: NodeJS.ProcessEnv = process.env,
   missing: string[] = [],
+  secrets: string[] = [],
 ): ServerConfig[] {
   if (json === null || typeof json !== "object" || Array.isArray(json)) {
     fail(file, [{ path: "(top level)", message: 'must be an object with an "mcpServers" object' }]);
@@ -237,6 +241,7 @@ export function parseMcpConfig(
       problems.push(...unsupported);
       continue;
     }
+    secrets.push(...entrySecrets(raw, env));
     const parsed = parseEntry(name, interpolate(raw, env, missing), path);
     if (Array.isArray(parsed)) problems.push(...parsed);
     else out.push(parsed);
@@ -245,7 +250,10 @@ export function parseMcpConfig(
   return out;
 }
 
-/** Reads and parses the mcpServers file; no file given means no servers. */
+/**
+ * Reads and parses the mcpServers file; no file given means no servers. The secrets its
+ * variables bring in are scrubbed from logs and errors from then on.
+ */
 export function loadMcpConfig(
   file: string | undefined,
   env: NodeJS.ProcessEnv = process.env,
@@ -268,5 +276,8 @@ export function loadMcpConfig(
     const detail = cause instanceof Error ? cause.message : String(cause);
     throw new SwitchboardError("config_invalid", `${file}: not valid JSON: ${detail}`, { cause });
   }
-  return parseMcpConfig(json, file, env, missing);
+  const secrets: string[] = [];
+  const servers = parseMcpConfig(json, file, env, missing, secrets);
+  for (const secret of secrets) registerSecret(secret);
+  return servers;
 }

@@ -75,14 +75,17 @@ export async function callOnSession(
     server,
     session.completions,
   );
-  let wake: (reason: string) => void = () => {};
+  let wake: (why: string | CallFailure) => void = () => {};
   const lost = new Promise<CallAnswer>((resolve) => {
-    wake = (reason) =>
+    wake = (why) =>
       resolve({
-        failure: {
-          kind: "connection",
-          text: `The tool's server stopped before it answered (${reason}). ${OUTCOME_UNKNOWN} It is being restarted.`,
-        },
+        failure:
+          typeof why === "string"
+            ? {
+                kind: "connection",
+                text: `The tool's server stopped before it answered (${why}). ${OUTCOME_UNKNOWN} It is being restarted.`,
+              }
+            : why,
       });
   });
   session.waiting.add(wake);
@@ -90,7 +93,13 @@ export async function callOnSession(
     request.then(
       (result): CallAnswer => ({ result: result as CallToolResult }),
       (err: unknown): CallAnswer => ({
-        failure: describeCallFailure(err, timeoutMs, opts.signal?.aborted === true, config),
+        failure: describeCallFailure(
+          err,
+          timeoutMs,
+          opts.signal?.aborted === true,
+          config,
+          session.challenge,
+        ),
       }),
     ),
     lost,

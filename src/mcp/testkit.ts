@@ -70,7 +70,9 @@ export function stopChild(child: ChildProcess): Promise<void> {
   });
 }
 
-const sdk = (path: string) => pathToFileURL(join(modules, "@modelcontextprotocol/sdk/dist/esm", path)).href;
+/** The SDK's ESM build as a file URL, for scripted servers to import from. */
+export const SDK_ESM = pathToFileURL(join(modules, "@modelcontextprotocol/sdk/dist/esm")).href;
+const sdk = (path: string) => `${SDK_ESM}/${path}`;
 
 /**
  * A scripted stdio server. Tools: `alpha` ($ref schema, counts its calls), `beta.tool`

@@ -4,14 +4,12 @@ import { accessSync, constants, statSync } from "node:fs";
 import { delimiter, join, resolve } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StdioClientTransport, type StdioServerParameters } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import {
-  type Prompt,
-  type Tool,
-  ToolListChangedNotificationSchema,
-} from "@modelcontextprotocol/sdk/types.js";
+import type { FetchLike } from "@modelcontextprotocol/sdk/shared/transport.js";
+import { type Prompt, ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import type { ConnectionAuth } from "./oauth/sign-ins.js";
+import { answerBytes, BoundedReadBuffer } from "./read-buffer.js";
 import type { ServerConfig, StdioServerConfig } from "./servers.js";
 import { stderrLines } from "./stderr-tail.js";
 
@@ -21,28 +19,49 @@ const MAX_PAGES = 100;
 /** A burst of tools/list_changed is let settle this long, so that the list is read once for it. */
 const LIST_CHANGED_SETTLE_MS = 50;
 
+export interface TransportOptions {
+  /** The sign-in of a server that uses OAuth. */
+  auth?: ConnectionAuth;
+  /** The most read of one stdio message (see BoundedReadBuffer). */
+  maxAnswerBytes?: number;
+  /** An HTTP server without `auth` answered 401 with this WWW-Authenticate (or none: undefined). */
+  onRefused?: (challenge: string | undefined) => void;
+}
+
 /** A stdio server's stderr arrives here line by line; it never reaches our stdout. */
 export function createTransport(
   config: ServerConfig,
   onStderrLine: (line: string) => void,
-  auth?: ConnectionAuth,
+  { auth, maxAnswerBytes = answerBytes(undefined), onRefused }: TransportOptions = {},
 ): McpTransport {
   if (config.transport === "http") {
+    // Without an auth provider the SDK throws a bare 401, its headers gone: they are read here.
+    const fetch = auth?.fetch ?? (onRefused && noticingRefusals(onRefused));
     return new StreamableHTTPClientTransport(new URL(config.url), {
       requestInit: { headers: config.headers },
-      ...auth,
+      ...(auth && { authProvider: auth.authProvider }),
+      ...(fetch && { fetch }),
     });
   }
   const spawned = inOwnSession(config);
   // The SDK passes only a safe subset of our environment (PATH, HOME…) plus `env`: our keys stay ours.
-  const transport = new (spawned.command === SETSID ? GroupLeaderTransport : StdioClientTransport)({
+  const transport = new (spawned.command === SETSID ? GroupLeaderTransport : BoundedStdioTransport)({
     ...spawned,
     env: config.env,
     ...(config.cwd !== undefined && { cwd: config.cwd }),
     stderr: "pipe",
+    maxBufferSize: maxAnswerBytes,
   });
   transport.stderr?.on("data", stderrLines(onStderrLine));
   return transport;
+}
+
+function noticingRefusals(onRefused: (challenge: string | undefined) => void): FetchLike {
+  return async (url, init) => {
+    const response = await fetch(url, init);
+    if (response.status === 401) onRefused(response.headers.get("www-authenticate") ?? undefined);
+    return response;
+  };
 }
 
 /** util-linux's `setsid`: on Linux, and absent on macOS (where servers share our process group). */
@@ -62,8 +81,22 @@ function killGroupsAtExit(): void {
   for (const child of groupLeaders) killServer(child);
 }
 
+/**
+ * The SDK's stdio transport with our read buffer in place of its own (kept private, so
+ * set here): an answer over the limit fails its call alone. Should a later SDK rename the
+ * field, its own buffer stays, with the same limit passed as maxBufferSize.
+ */
+class BoundedStdioTransport extends StdioClientTransport {
+  constructor(params: StdioServerParameters) {
+    super(params);
+    const self = this as unknown as { _readBuffer?: unknown };
+    if (self._readBuffer !== undefined && params.maxBufferSize !== undefined)
+      self._readBuffer = new BoundedReadBuffer(params.maxBufferSize);
+  }
+}
+
 /** A stdio transport whose server leads its own group: it is known as soon as it is spawned. */
-class GroupLeaderTransport extends StdioClientTransport {
+class GroupLeaderTransport extends BoundedStdioTransport {
   override start(): Promise<void> {
     // The SDK spawns synchronously, inside start's promise.
     const started = super.start();
@@ -198,7 +231,7 @@ export function pidOf(transport: McpTransport | undefined): number | undefined {
 }
 
 /** Every page of a paginated MCP list, following `nextCursor`; a server that repeats a cursor is not followed round. */
-async function listAll<T>(
+export async function listAll<T>(
   page: (cursor: string | undefined) => Promise<{ items: T[]; nextCursor?: string }>,
 ): Promise<T[]> {
   const items: T[] = [];
@@ -215,14 +248,6 @@ async function listAll<T>(
 }
 
 const cursorParams = (cursor: string | undefined) => (cursor === undefined ? undefined : { cursor });
-
-/** Every page of `tools/list`. */
-export function listAllTools(client: Client, timeout: number, signal?: AbortSignal): Promise<Tool[]> {
-  return listAll(async (cursor) => {
-    const res = await client.listTools(cursorParams(cursor), { timeout, signal });
-    return { items: res.tools, nextCursor: res.nextCursor };
-  });
-}
 
 /** Every page of `prompts/list`; none when the server offers no prompts. */
 export async function listAllPrompts(
