@@ -83,6 +83,7 @@ export class ReportingWebClient extends WebClient {
               now: ctx.now,
               signal: ctx.signal,
               requeue: ctx.requeue,
+              since: ctx.since,
             })
           : {}),
         what: method,

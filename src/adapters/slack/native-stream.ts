@@ -5,7 +5,7 @@ import { WriteDropped, type WriteScheduler } from "../../runtime/scheduler/write
 import { type Fence, openFenceAtEnd, splitMarkdown } from "../../runtime/split.js";
 import { endingFor, type StreamWriter } from "../../runtime/stream.js";
 import { RenderedText } from "./stable-text.js";
-import { StreamBroken, StreamCalls, type StreamPlace } from "./stream-calls.js";
+import { AppendCalledOff, StreamBroken, StreamCalls, type StreamPlace } from "./stream-calls.js";
 
 export type { StreamPlace } from "./stream-calls.js";
 
@@ -45,10 +45,11 @@ const closerAt = (fence: Fence | null, atLineStart: boolean) =>
  * before text goes out: while a segment nears its size, the last `HOLD_BACK` characters
  * wait until `splitMarkdown` can place the cut (fences closed and reopened across it); a
  * segment near the stream's lifetime ends at a line break and the next one goes on.
- * Any streaming error hands the rest of the reply, from the last character Slack
- * accepted, to the post + update writer: the answer appears complete and once. Each
- * stream started or stopped, and each message the fallback posts, is reported to
- * `record` (awaited) before the reply goes on.
+ * A call whose answer was lost counts as sent when Slack shows it applied (see
+ * `StreamCalls.send`); any other streaming error hands the rest of the reply, from the
+ * last character Slack accepted, to the post + update writer: the answer appears complete
+ * and once. Each stream started or stopped, and each message the fallback posts, is
+ * reported to `record` (awaited) before the reply goes on.
  */
 export class NativeStream implements TextSink {
   private readonly text: RenderedText;
@@ -67,6 +68,8 @@ export class NativeStream implements TextSink {
   private done: Promise<void> | null = null;
   private timer: ReturnType<typeof setTimeout> | null = null;
   private wake: (() => void) | null = null;
+  /** Calls off the intermediate append waiting for its budget: the final one carries its text. */
+  private waiting: AbortController | null = null;
   private readonly calls: StreamCalls;
 
   constructor(
@@ -154,6 +157,7 @@ export class NativeStream implements TextSink {
   async abandon(): Promise<void> {
     this.abandoned = true;
     this.ended = true;
+    this.waiting?.abort();
     this.wake?.();
     await this.fallback?.abandon();
     await this.loop;
@@ -161,6 +165,8 @@ export class NativeStream implements TextSink {
 
   private async end(): Promise<void> {
     this.ended = true;
+    // Held behind other threads' final texts, an update would hold this one's back too.
+    this.waiting?.abort();
     this.wake?.();
     for (;;) {
       this.kick();
@@ -217,6 +223,8 @@ export class NativeStream implements TextSink {
       try {
         return await this.nativeStep(rendered, final);
       } catch (err) {
+        // Nothing went out: the next step, the final one, sends that text with the rest.
+        if (err instanceof AppendCalledOff) return "more";
         if (!(err instanceof StreamBroken)) throw err;
         await this.toFallback(rendered, err.cause);
       }
@@ -324,8 +332,20 @@ export class NativeStream implements TextSink {
     if (piece !== "") {
       const starting = seg.ts === null;
       const startedAt = Date.now();
-      const lane = starting && this.calls.started.length === 0 ? "first" : this.ended ? "final" : "update";
-      seg.ts = await this.calls.send(seg.ts, starting ? reopenOf(seg.fence) + piece : piece, lane);
+      // Asked at every pick: an append that waited as an update goes as final text once the answer ends.
+      const lane =
+        starting && this.calls.started.length === 0 ? "first" : () => (this.ended ? "final" : "update");
+      // A start never waits (it goes at once or not at all); a final append need not be called off.
+      const waiting = starting || this.ended ? null : new AbortController();
+      this.waiting = waiting;
+      try {
+        seg.ts = await this.calls.send(seg.ts, starting ? reopenOf(seg.fence) + piece : piece, lane, {
+          since: () => this.lastWrite,
+          ...(waiting ? { signal: waiting.signal } : {}),
+        });
+      } finally {
+        if (this.waiting === waiting) this.waiting = null;
+      }
       if (starting) {
         seg.startedAt = startedAt;
         this.wakeForRotation();

@@ -1,6 +1,6 @@
 import type { WebClient } from "@slack/web-api";
 import { log } from "../../log.js";
-import { retryAfterMs } from "./stream-calls.js";
+import { retryAfterMs } from "./retry-after.js";
 
 /** Pages of `conversations.replies` read to find one message of a thread. */
 const PAGES = 10;

@@ -67,12 +67,13 @@ export class WriteDropped extends Error {
 }
 
 /** How a platform call made outside a granted write is to be scheduled (see `WriteScheduler.as`). */
-export type CallOptions = Pick<WritePlan<unknown>, "dropAfterMs" | "now" | "signal" | "requeue">;
+export type CallOptions = Pick<WritePlan<unknown>, "dropAfterMs" | "now" | "signal" | "requeue" | "since">;
 
 /** Calls made inside a granted write pass straight through; others say which lane they belong to. */
 export interface WriteContext extends CallOptions {
   granted: boolean;
-  lane?: Lane;
+  /** Passed on to the plan as it is: a function is evaluated at every pick (see `WritePlan.lane`). */
+  lane?: WritePlan<unknown>["lane"];
   /** A granted write's span (when traced), named after the platform calls made in it. */
   span?: Span;
   /** The platform calls made in a granted write so far. */

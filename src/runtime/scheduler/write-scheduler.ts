@@ -147,8 +147,10 @@ export class WriteScheduler {
   /**
    * Runs `fn` with its platform calls placed in `lane` (calls that reach the platform
    * client look it up with `callContext`). Inside a granted write, calls pass straight through.
+   * A lane given as a function is asked at every pick, as a plan's: a call waiting as an
+   * update goes as final text once its answer has ended.
    */
-  as<T>(lane: Lane, fn: () => Promise<T>, opts: CallOptions = {}): Promise<T> {
+  as<T>(lane: Lane | (() => Lane), fn: () => Promise<T>, opts: CallOptions = {}): Promise<T> {
     if (this.context.get()?.granted) return fn();
     return this.context.run({ granted: false, lane, ...opts }, fn);
   }

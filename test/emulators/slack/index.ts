@@ -148,7 +148,7 @@ export class SlackEmulator {
       // Handled (and listed in `api.calls`) when it arrives, answered late.
       const slowBy = this.slow.get(id);
       if (slowBy) await new Promise((r) => setTimeout(r, slowBy));
-      return sendJson(res, result.status, result.body, result.headers);
+      return result.lost ? void res.destroy() : sendJson(res, result.status, result.body, result.headers);
     }
     if (root === "upload" && id) {
       const params = (req.headers["content-type"] ?? "").includes("multipart/")

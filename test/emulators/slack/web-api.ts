@@ -21,6 +21,18 @@ export interface ApiResult {
   status: number;
   body: Params;
   headers?: Record<string, string>;
+  /** The connection is dropped without an answer (see `WebApi.loseAnswer`). */
+  lost?: boolean;
+}
+
+/** Which calls of a method lose their answer (see `WebApi.loseAnswer`). */
+export interface LostAnswers {
+  /** How many (default 1). */
+  times?: number;
+  /** Only the calls it picks (and counts). */
+  when?: (params: Params) => boolean;
+  /** The connection drops before the call is applied (default: after). */
+  unapplied?: boolean;
 }
 
 export interface WebApiCall {
@@ -31,6 +43,8 @@ export interface WebApiCall {
   error?: string;
   /** The message a successful call created (chat.postMessage, chat.startStream). */
   ts?: string;
+  /** Its answer never reached the caller (see `WebApi.loseAnswer`); `ok` says whether it was applied. */
+  lost?: boolean;
 }
 
 /** The Web API methods the bot uses, behind token checks, rate limits and switchable refusals. */
@@ -44,6 +58,7 @@ export class WebApi {
     string,
     { error: string; times: number; when: ((params: Params) => boolean) | undefined }
   >();
+  private readonly losses = new Map<string, Required<Omit<LostAnswers, "when">> & LostAnswers>();
   private readonly files: FileApi;
   private readonly handlers: Record<string, Handler>;
   /** Agent sessions by `channel:thread_ts` (agents.sessions.*). */
@@ -95,6 +110,15 @@ export class WebApi {
     this.refusals.delete(method);
   }
 
+  /**
+   * Applies the next calls of `method` (see `LostAnswers`) and then drops the connection
+   * without an answer, as a connection cut or a timeout after Slack made the change does:
+   * the caller sees a network error and cannot tell whether it was applied.
+   */
+  loseAnswer(method: string, { times = 1, when, unapplied = false }: LostAnswers = {}): void {
+    this.losses.set(method, { times, unapplied, ...(when ? { when } : {}) });
+  }
+
   handle(method: string, params: Params, token: string | undefined): ApiResult {
     const call: WebApiCall = { method, params, at: Date.now(), ok: false };
     this.calls.push(call);
@@ -121,6 +145,15 @@ export class WebApi {
       refusal.times -= 1;
       return this.error(call, refusal.error);
     }
+    const loss = this.losses.get(method);
+    if (!loss || loss.times <= 0 || (loss.when && !loss.when(params)))
+      return this.apply(call, handler, params);
+    loss.times -= 1;
+    call.lost = true;
+    return { ...(loss.unapplied ? { status: 0, body: {} } : this.apply(call, handler, params)), lost: true };
+  }
+
+  private apply(call: WebApiCall, handler: Handler, params: Params): ApiResult {
     try {
       const body = handler(params);
       call.ok = true;
