@@ -16,7 +16,7 @@ import { Metrics } from "./ops/metrics.js";
 import { samplerFrom } from "./ops/trace-sampler.js";
 import { tracedCall } from "./ops/traced-provider.js";
 import { startTracing, tracesProtocol, tracesUrl } from "./ops/tracing.js";
-import { Budgets } from "./runtime/budgets.js";
+import { Budgets, warnOfUnpricedModels } from "./runtime/budgets.js";
 import type { Adapter, AdapterDeps } from "./runtime/contract.js";
 import { Dispatcher } from "./runtime/dispatcher.js";
 import type { VoteListener } from "./runtime/feedback.js";
@@ -117,6 +117,7 @@ export async function buildCore(opts: CoreOptions = {}): Promise<Core> {
   }
   const providers = new Map<string, Provider>();
   const meter = new Meter(config.usage.prices, opts.onUsage);
+  warnOfUnpricedModels(config, (model) => meter.price(model));
   const providerForModel = (model: string): Provider => {
     let p = providers.get(model);
     if (!p) {

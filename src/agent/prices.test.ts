@@ -14,6 +14,16 @@ describe("the price table", () => {
     expect(priceOf("llama3.1:8b", DEFAULT_PRICES)).toBeUndefined();
   });
 
+  it("prices a gateway's model id (OpenRouter's openai/gpt-4o) as its model, unless the table names the id itself", () => {
+    expect(priceOf("openai/gpt-4o", DEFAULT_PRICES)).toEqual(DEFAULT_PRICES["gpt-4o"]);
+    expect(priceOf("anthropic/claude-sonnet-4-20250514", DEFAULT_PRICES)).toEqual(
+      DEFAULT_PRICES["claude-sonnet-4"],
+    );
+    const own = { input: 3, output: 12 };
+    expect(priceOf("openai/gpt-4o", { ...DEFAULT_PRICES, "openai/gpt-4o": own })).toEqual(own);
+    expect(priceOf("meta-llama/llama-3.3-70b", DEFAULT_PRICES)).toBeUndefined();
+  });
+
   it("prices Claude Opus 4.5 and later at Anthropic's $5 / $25, not at Opus 4's $15 / $75", () => {
     for (const model of ["claude-opus-4-5", "claude-opus-4-5-20251101", "claude-opus-4-6", "claude-opus-4-8"])
       expect(priceOf(model, DEFAULT_PRICES), model).toMatchObject({ input: 5, output: 25, cachedInput: 0.5 });

@@ -1,4 +1,5 @@
 import type { Usage } from "../core/messages.js";
+import { bareModelId } from "./model-limits.js";
 
 /** What a model costs, in US dollars per million tokens. */
 export interface Price {
@@ -70,9 +71,18 @@ const SNAPSHOT = /^-(\d{8}|\d{4}-\d{2}-\d{2}|latest)$/;
  * The price of a model: its own entry, or that of the entry it is a dated snapshot of
  * ("gpt-4o-2024-08-06", "claude-sonnet-4-20250514"). Anything else a model's id adds
  * makes another model ("o3-pro", "gpt-4o-mini", "claude-opus-4-6"), with a price of its own
- * or none.
+ * or none. A gateway's id ("openai/gpt-4o", OpenRouter's spelling) takes its model's price
+ * unless the table names the gateway's id itself: a cost cap would otherwise never be
+ * reached, every call costing $0.
  */
 export function priceOf(model: string, table: Readonly<Record<string, Price>>): Price | undefined {
+  const own = listedPrice(model, table);
+  if (own) return own;
+  const bare = bareModelId(model);
+  return bare === model ? undefined : listedPrice(bare, table);
+}
+
+function listedPrice(model: string, table: Readonly<Record<string, Price>>): Price | undefined {
   const exact = table[model];
   if (exact) return exact;
   for (const [name, price] of Object.entries(table)) {

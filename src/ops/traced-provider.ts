@@ -21,6 +21,8 @@ export const tracedCall: TapFor = (req, provider): StreamTap | undefined => {
   let first = true;
   let input = 0;
   let output = 0;
+  let counted = false;
+  let estimated = false;
   return {
     event(event) {
       if (first) {
@@ -28,17 +30,22 @@ export const tracedCall: TapFor = (req, provider): StreamTap | undefined => {
         span.setAttribute(GEN_AI.timeToFirstChunk, (performance.now() - started) / 1000);
       }
       if (event.type === "usage") {
+        counted = true;
         input += event.usage.inputTokens;
         output += event.usage.outputTokens;
+        if (event.estimated) estimated = true;
       } else if (event.type === "stop") span.setAttribute(GEN_AI.finishReasons, [event.reason]);
     },
     end(err) {
       // Set one by one: an object with computed keys, made to be read once, was the
       // dearest line of tracing's own code in the tracing benchmark's V8 profile.
-      if (err === undefined) {
+      // A call stopped or broken off is still paid for: its usage comes before its error.
+      if (err === undefined || counted) {
         span.setAttribute(GEN_AI.inputTokens, input);
         span.setAttribute(GEN_AI.outputTokens, output);
-      } else {
+        if (estimated) span.setAttribute("switchboard.usage.estimated", true);
+      }
+      if (err !== undefined) {
         span.recordException(err as Error);
         span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error)?.message });
         span.setAttribute("error.type", (err as { code?: string })?.code ?? "error");

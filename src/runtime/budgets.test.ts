@@ -1,11 +1,13 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { configSchema } from "../config.js";
+import { log } from "../log.js";
 import { openStore, type Store } from "../store/index.js";
 import { UsageLedger } from "../store/usage.js";
-import { Budgets, untilText } from "./budgets.js";
+import { Budgets, untilText, warnOfUnpricedModels } from "./budgets.js";
+import { Meter } from "./metering.js";
 
 describe("daily budgets", () => {
   let dir: string;
@@ -48,6 +50,40 @@ describe("daily budgets", () => {
     expect(await b.refusal({ ...payer, user: "U9" }, noon)).toMatch(
       /^This channel has used its daily budget of \$2\.00 \(\$2\.50 used\).*An admin can raise usage\.budgets\.perChannel in the config\.$/,
     );
+  });
+
+  it("says how many calls a cost cap left out for want of a price", async () => {
+    await spend(10, 2.5);
+    await ledger.record({ ...payer, model: "llama-3.3-70b", inputTokens: 5_000, outputTokens: 0 }, noon);
+    const b = budgets({ budgets: { perUser: { cost: 2 } } });
+    expect(await b.refusal(payer, noon)).toMatch(
+      /^You have used your daily budget of \$2\.00 \(\$2\.50 used; 1 call to a model without a price is not in it\)/,
+    );
+  });
+
+  it("warns at start-up of the models a cost cap cannot see, and only when one is set", () => {
+    const warn = vi.spyOn(log, "warn").mockImplementation(() => undefined);
+    try {
+      const meter = new Meter();
+      const price = (model: string) => meter.price(model);
+      const models = { allowed: ["openai/gpt-4o", "llama-3.3-70b"], title: "gpt-4o-mini" };
+      const capped = configSchema.parse({
+        llm: { model: "my-local-model" },
+        models,
+        usage: { budgets: { perChannel: { cost: 5 } } },
+      });
+      expect(warnOfUnpricedModels(capped, price)).toEqual(["my-local-model", "llama-3.3-70b"]);
+      expect(warn).toHaveBeenCalledTimes(1);
+      expect(warn.mock.calls[0]).toEqual([
+        { models: ["my-local-model", "llama-3.3-70b"] },
+        expect.stringContaining("have no price"),
+      ]);
+      const tokensOnly = configSchema.parse({ models, usage: { budgets: { perUser: { tokens: 5 } } } });
+      expect(warnOfUnpricedModels(tokensOnly, price)).toEqual([]);
+      expect(warn).toHaveBeenCalledTimes(1);
+    } finally {
+      warn.mockRestore();
+    }
   });
 
   it("reads nothing when no budget is set, and lets the turn go on when the store fails", async () => {

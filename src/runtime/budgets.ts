@@ -1,4 +1,4 @@
-import type { Config } from "../config.js";
+import { allowedModels, type Config } from "../config.js";
 import { log } from "../log.js";
 import { dayOf, type Payer, type UsageLedger, type UsageTotals } from "../store/usage.js";
 
@@ -22,8 +22,33 @@ function overspent(cap: Cap, used: UsageTotals): string | undefined {
   if (cap.tokens !== undefined && tokens >= cap.tokens)
     return `${tokensText(cap.tokens)} (${tokensText(tokens)} used)`;
   if (cap.cost !== undefined && used.cost >= cap.cost)
-    return `${dollarsText(cap.cost)} (${dollarsText(used.cost)} used)`;
+    return `${dollarsText(cap.cost)} (${[`${dollarsText(used.cost)} used`, unpricedText(used)].filter(Boolean).join("; ")})`;
   return undefined;
+}
+
+/** "3 calls to models without a price are not in it", when a cost leaves calls out. */
+export function unpricedText(used: UsageTotals): string | undefined {
+  if (used.unpriced === 0) return undefined;
+  const calls = used.unpriced === 1 ? "1 call to a model" : `${used.unpriced} calls to models`;
+  return `${calls} without a price ${used.unpriced === 1 ? "is" : "are"} not in it`;
+}
+
+/**
+ * The models a cost cap cannot see, told once at start-up: their calls cost $0 against
+ * it, so a cap on dollars alone never stops them. Returns them.
+ */
+export function warnOfUnpricedModels(config: Config, price: (model: string) => unknown): string[] {
+  const { perUser, perChannel } = config.usage.budgets;
+  if (perUser?.cost === undefined && perChannel?.cost === undefined) return [];
+  const { summary, title } = config.models;
+  const models = new Set([...allowedModels(config), summary, title, config.agent.toolRouter.model]);
+  const unpriced = [...models].filter((m): m is string => m !== undefined && price(m) === undefined);
+  if (unpriced.length > 0)
+    log.warn(
+      { models: unpriced },
+      "usage.budgets has a cost cap, but these models have no price, so their calls count as $0 against it; add them to usage.prices (or cap tokens too)",
+    );
+  return unpriced;
 }
 
 /**

@@ -134,6 +134,13 @@ export interface Reply {
   /** Informational answers (commands); ephemeral where the platform allows it. */
   notice(text: string): Promise<void>;
   /**
+   * The message will not be answered (a daily budget refused it, its sentence already
+   * sent with `notice`): what showed it taken when it was accepted (a thread status, a
+   * working session with the platform's stop button) goes, since no `stream()` will end it.
+   * Absent where acceptance shows nothing that lasts.
+   */
+  declined?(): Promise<void>;
+  /**
    * The answer could not be written where it belongs (`err`: the platform refuses the bot
    * there, see `TextSink.broken`): tells the asker why another way, where the platform has one.
    */

@@ -1,5 +1,6 @@
 import { costOf, DEFAULT_PRICES, type Price, priceOf } from "../agent/prices.js";
 import type { TapFor } from "../agent/providers/tap.js";
+import { estimatedUsage } from "../agent/providers/usage-estimate.js";
 import { ContextSlot } from "../core/async-context.js";
 import type { Usage } from "../core/messages.js";
 import { log } from "../log.js";
@@ -66,19 +67,38 @@ export class Meter {
     return priceOf(model, this.prices);
   }
 
-  /** Each model call's usage reported as it streams (before the usage event reaches the caller). */
-  readonly tap: TapFor = (req) => ({
-    event: (event) => {
-      if (event.type === "usage") this.count(req.model, event.usage);
-    },
-    end: () => undefined,
-  });
+  /**
+   * Each model call's usage reported as it streams (before the usage event reaches the
+   * caller). The providers report it however a call ends, before its error; but a consumer
+   * that stops reading (a platform write failed, the thread's lock was lost) never gets
+   * it: a call it left after words came and before their usage is counted from those.
+   */
+  readonly tap: TapFor = (req) => {
+    let owed = false;
+    let finished = false;
+    let streamed = "";
+    return {
+      event: (event) => {
+        if (event.type === "usage") {
+          owed = false;
+          this.count(req.model, event.usage, event.estimated);
+        } else if (event.type === "stop") finished = true;
+        else {
+          owed = true;
+          if (event.type === "text") streamed += event.delta;
+        }
+      },
+      end: () => {
+        if (owed && !finished) this.count(req.model, estimatedUsage(req, streamed), true);
+      },
+    };
+  };
 
   /**
    * The metrics at once; the record is written beside the answer, not in front of it (the
    * usage comes just before the answer's last words), and its work waits for it at the end.
    */
-  private count(model: string, usage: Usage): void {
+  private count(model: string, usage: Usage, estimated?: true): void {
     const cost = costOf(usage, this.price(model));
     try {
       this.listener?.(model, usage, cost);
@@ -95,8 +115,9 @@ export class Meter {
       spent.cachedInputTokens = (spent.cachedInputTokens ?? 0) + usage.cachedInputTokens;
     if (cost === undefined) spent.unpriced += 1;
     else spent.cost += cost;
+    if (estimated) spent.estimated = (spent.estimated ?? 0) + 1;
     if (!this.ledger) return;
-    const writing = this.record(this.ledger, charging.payer, model, usage, cost);
+    const writing = this.record(this.ledger, charging.payer, model, usage, cost, estimated);
     charging.writing.add(writing);
     void writing.then(() => charging.writing.delete(writing));
   }
@@ -107,6 +128,7 @@ export class Meter {
     model: string,
     usage: Usage,
     cost: number | undefined,
+    estimated: true | undefined,
   ): Promise<void> {
     try {
       await ledger.record({
@@ -117,6 +139,7 @@ export class Meter {
         ...(usage.cachedInputTokens ? { cachedInputTokens: usage.cachedInputTokens } : {}),
         ...(usage.cacheWriteTokens ? { cacheWriteTokens: usage.cacheWriteTokens } : {}),
         ...(cost === undefined ? {} : { cost }),
+        ...(estimated ? { estimated } : {}),
       });
     } catch (err) {
       log.warn({ err, key: payer.key }, "a model call's usage was not recorded");

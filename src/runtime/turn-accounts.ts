@@ -29,12 +29,20 @@ export class TurnAccounts {
     return this.deps.budgets?.refusal(payer);
   }
 
-  /** True when a daily budget refuses the turn: its asker was told so in `reply`, and no model is asked. */
-  async turnedAway(payer: Payer, reply: Pick<Reply, "notice">): Promise<boolean> {
+  /**
+   * True when a daily budget refuses the turn: its asker was told so in `reply`, which then
+   * shows the message as no longer being worked on, and no model is asked.
+   */
+  async turnedAway(payer: Payer, reply: Pick<Reply, "notice" | "declined">): Promise<boolean> {
     const refusal = await this.refusal(payer);
     if (!refusal) return false;
     log.info({ key: payer.key, user: payer.user }, "turn refused: over its daily budget");
     await reply.notice(refusal).catch(() => undefined);
+    await reply
+      .declined?.()
+      .catch((err: unknown) =>
+        log.debug({ err, key: payer.key }, "the refused message still shows as taken"),
+      );
     return true;
   }
 

@@ -28,6 +28,23 @@ describe("a person's usage report", () => {
     );
   });
 
+  it("says which calls a cost budget leaves out for want of a price, and which calls' tokens are estimated", async () => {
+    const config = configSchema.parse({ usage: { budgets: { perUser: { cost: 1 } } } });
+    const ledger = new UsageLedger(store);
+    const who = { platform: "slack" as const, user: "U1", key: "slack:T1:C1:1.1" as const };
+    const call = { platform: "slack" as const, user: "U1", channel: "C1", key: who.key, outputTokens: 10 };
+    await ledger.record({ ...call, model: "llama-3.3-70b", inputTokens: 1_000_000 });
+    await ledger.record({ ...call, model: "llama-3.3-70b", inputTokens: 1_000_000 });
+    await ledger.record({ ...call, model: "gpt-4o", inputTokens: 100, cost: 0.25, estimated: true });
+    const report = await ownUsage(ledger, config, who);
+    expect(report).toContain(
+      "Your usage today (UTC): 3 model calls, 2,000,130 tokens (2,000,100 in, 30 out), $0.2500, 2 without a price, 1 call estimated (stopped before the provider counted its tokens).",
+    );
+    expect(report).toContain(
+      "Your daily budget: $1.00, $0.7500 left (2 calls to models without a price are not in it).",
+    );
+  });
+
   it("shows the daily budget where it applies, and not in the terminal, which has none", async () => {
     const config = configSchema.parse({ usage: { budgets: { perUser: { tokens: 1_000 } } } });
     const ledger = new UsageLedger(store);

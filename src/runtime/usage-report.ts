@@ -2,7 +2,7 @@ import type { Config } from "../config.js";
 import type { Platform, ThreadKey } from "../core/thread.js";
 import type { FeedbackBook } from "../store/feedback.js";
 import { dayOf, sum, type UsageEntry, type UsageLedger, type UsageTotals } from "../store/usage.js";
-import { dollarsText, tokensText } from "./budgets.js";
+import { dollarsText, tokensText, unpricedText } from "./budgets.js";
 
 const DAY_MS = 86_400_000;
 /** How far back a person's own report looks. */
@@ -21,7 +21,15 @@ export function totalsText(t: UsageTotals): string {
   const split = `(${t.inputTokens.toLocaleString("en-US")} in${cached}, ${t.outputTokens.toLocaleString("en-US")} out)`;
   const cost = t.calls === t.unpriced ? "no price known" : dollarsText(t.cost);
   const unpriced = t.unpriced > 0 && t.unpriced < t.calls ? `, ${t.unpriced} without a price` : "";
-  return `${t.calls} model call${t.calls === 1 ? "" : "s"}, ${tokens} ${split}, ${cost}${unpriced}`;
+  return `${t.calls} model call${t.calls === 1 ? "" : "s"}, ${tokens} ${split}, ${cost}${unpriced}${estimatedText(t)}`;
+}
+
+/** A stopped call's tokens are ours, counted from what it streamed: the report says which are. */
+function estimatedText(t: UsageTotals): string {
+  const n = t.estimated ?? 0;
+  if (n === 0) return "";
+  const calls = n === 1 ? "1 call" : `${n} calls`;
+  return `, ${calls} estimated (stopped before the provider counted ${n === 1 ? "its" : "their"} tokens)`;
 }
 
 export interface Asker {
@@ -101,7 +109,10 @@ function budgetLeft(cap: { tokens?: number; cost?: number }, used: UsageTotals):
   const parts: string[] = [];
   if (cap.tokens !== undefined)
     parts.push(`${tokensText(cap.tokens)}, ${tokensText(Math.max(0, cap.tokens - tokensOf(used)))} left`);
-  if (cap.cost !== undefined)
-    parts.push(`${dollarsText(cap.cost)}, ${dollarsText(Math.max(0, cap.cost - used.cost))} left`);
+  if (cap.cost !== undefined) {
+    const unpriced = unpricedText(used);
+    const left = `${dollarsText(cap.cost)}, ${dollarsText(Math.max(0, cap.cost - used.cost))} left`;
+    parts.push(unpriced ? `${left} (${unpriced})` : left);
+  }
   return parts.join("; ");
 }

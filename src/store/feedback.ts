@@ -1,7 +1,7 @@
 import type { Platform, ThreadKey } from "../core/thread.js";
 import type { Store } from "./index.js";
 import { createState, type StateStore } from "./state.js";
-import { dayOf } from "./usage.js";
+import { DAY_LISTS_KEPT_MS, dayOf } from "./usage.js";
 
 export type Vote = "good" | "bad";
 
@@ -41,7 +41,8 @@ export class FeedbackBook {
   async vote(ref: string, user: string, vote: Vote, at = Date.now()): Promise<"new" | "changed" | "same"> {
     const key = `feedback:vote:${ref}:${user}`;
     if (await this.state.setIfAbsent(key, vote, KEEP_MS)) {
-      await this.state.listAdd(`feedback:day:${dayOf(at)}`, `${ref}|${user}`);
+      // A day's votes are reported as usage's day lists are, and go with them.
+      await this.state.listAddEach([`feedback:day:${dayOf(at)}`], `${ref}|${user}`, DAY_LISTS_KEPT_MS);
       return "new";
     }
     if ((await this.state.get<Vote>(key)) === vote) return "same";

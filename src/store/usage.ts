@@ -25,6 +25,8 @@ export interface UsageEntry extends Payer {
   /** Of `inputTokens`, those written to the prompt cache. */
   cacheWriteTokens?: number;
   cost?: number;
+  /** The call ended before its provider reported usage (stopped, broken off): its tokens are counted here. */
+  estimated?: true;
 }
 
 export interface UsageTotals {
@@ -37,6 +39,8 @@ export interface UsageTotals {
   cost: number;
   /** Calls whose model has no price: their tokens are counted, their cost is not. */
   unpriced: number;
+  /** Calls whose tokens are an estimate (see `UsageEntry.estimated`); absent when none. */
+  estimated?: number;
 }
 
 export type UsageScope =
@@ -58,7 +62,7 @@ const EMPTY: UsageTotals = { calls: 0, inputTokens: 0, outputTokens: 0, cost: 0,
  * channel in a day; the whole day's list is read only for the admins' report.
  */
 /** How long a day's usage lists are kept after their last entry: reports and budgets read seven days. */
-const DAY_LISTS_KEPT_MS = 8 * 24 * 60 * 60 * 1000;
+export const DAY_LISTS_KEPT_MS = 8 * 24 * 60 * 60 * 1000;
 
 export class UsageLedger {
   private readonly state: StateStore;
@@ -113,6 +117,7 @@ export function sum(entries: readonly UsageEntry[]): UsageTotals {
         : {}),
       cost: t.cost + (e.cost ?? 0),
       unpriced: t.unpriced + (e.cost === undefined ? 1 : 0),
+      ...(t.estimated || e.estimated ? { estimated: (t.estimated ?? 0) + (e.estimated ? 1 : 0) } : {}),
     }),
     { ...EMPTY },
   );

@@ -4,13 +4,14 @@ import type { Question } from "../../runtime/contract.js";
 import { interactionId } from "../../runtime/interaction-ids.js";
 import type { WriteScheduler } from "../../runtime/scheduler/write-scheduler.js";
 import { feedbackBlock, messageBody } from "./message-ops.js";
+import { toMrkdwn } from "./mrkdwn.js";
 import { MESSAGE_BLOCKS_MAX, sectionBlock, sectionBlocks } from "./section-blocks.js";
 
 export { sectionBlock };
 
 /*
  * What a Slack reply offers beside its answer: the rating buttons under a finished one,
- * the asker's Stop button under a long one, and the blocks of a question with buttons.
+ * the asker's Stop button under a long one, and a question with buttons, posted and settled.
  * Offers are not answers: they go in the background lane, and not at all when late.
  */
 
@@ -114,6 +115,31 @@ export function questionBlocks(question: Question): KnownBlock[] {
     ...(long.length > 0 ? [{ type: "markdown" as const, text: shown }] : []),
     ...(buttons.length > 0 ? [questionActions({ ...question, choices: buttons })] : []),
   ];
+}
+
+/** A question with its buttons in the thread, after the answer so far; its ts, as Slack returned it. */
+export async function postQuestion(
+  web: WebClient,
+  place: { channel: string; threadTs: string },
+  question: Question,
+): Promise<string | undefined> {
+  const res = await web.chat.postMessage({
+    channel: place.channel,
+    thread_ts: place.threadTs,
+    text: toMrkdwn(question.text),
+    blocks: questionBlocks(question),
+  });
+  return res.ts;
+}
+
+/** A question's message as `text` alone, its buttons gone. */
+export async function settleQuestion(
+  web: WebClient,
+  channel: string,
+  ts: string,
+  text: string,
+): Promise<void> {
+  await web.chat.update({ channel, ts, text: toMrkdwn(text), blocks: [sectionBlock(text)] });
 }
 
 export function questionActions(question: Question): ActionsBlock {

@@ -7,10 +7,10 @@ import { StreamWriter } from "../../runtime/stream.js";
 import type { AgentSessions } from "./agent-sessions.js";
 import { uploadArtifact } from "./files.js";
 import { feedbackBlock, slackMessageOps } from "./message-ops.js";
-import { toMrkdwn, toSlackMarkdown } from "./mrkdwn.js";
+import { toSlackMarkdown } from "./mrkdwn.js";
 import { NativeStream, type NativeStreamOptions } from "./native-stream.js";
 import { sendNotice } from "./notices.js";
-import { offerStopLater, questionBlocks, sectionBlock, showRatingButtons } from "./reply-offers.js";
+import { offerStopLater, postQuestion, settleQuestion, showRatingButtons } from "./reply-offers.js";
 import { ResumedThread } from "./resumed-reply.js";
 import type { StatusClears } from "./status-clears.js";
 import { type StatusRefresh, threadStatusRefresh } from "./status-refresh.js";
@@ -72,6 +72,8 @@ export class SlackReply implements Reply {
   /** Where the thread stood (see StatusClears) when this reply last set its status. */
   private statusSince = 0;
   private sessionStarted = false;
+  /** Never to be answered (see `declined`). */
+  private refused = false;
   private recorder: ((address: ReplyAddress) => Promise<void>) | undefined;
   private keys: ((index: number) => string) | undefined;
   /** The answer's rating ref: its buttons go under it once it has finished (see offerFeedback). */
@@ -213,12 +215,7 @@ export class SlackReply implements Reply {
     void this.restoreStatus();
     this.refresh.start();
     const writer = this.sink();
-    const clear = async () => {
-      this.refresh.stop();
-      this.stopOffer.abort(ANSWER_ENDED);
-      if (this.statusInThread && this.lastStatus !== "") await this.setAssistantStatus("");
-      this.deps.clears?.note(this.place);
-    };
+    const clear = () => this.workEnded();
     return {
       write: (delta) => {
         if (delta !== "") this.refresh.quiet();
@@ -257,6 +254,24 @@ export class SlackReply implements Reply {
     };
   }
 
+  /** The answer is over, or will never be written: nothing shows the thread worked on any more. */
+  private async workEnded(): Promise<void> {
+    this.refresh.stop();
+    this.stopOffer.abort(ANSWER_ENDED);
+    if (this.statusInThread && this.lastStatus !== "") await this.setAssistantStatus("");
+    this.deps.clears?.note(this.place);
+  }
+
+  /**
+   * See `Reply.declined`: the acknowledgement's status and working session end here, not by
+   * a stream. A rebuilt reply's was started by the process that handed the message over.
+   */
+  async declined(): Promise<void> {
+    this.refused = true;
+    await this.workEnded();
+    await (this.resume ? this.deps.sessions?.endLeft(this.place) : this.endSession());
+  }
+
   async upload(a: Artifact): Promise<void> {
     try {
       await uploadArtifact(this.deps.web, this.place, a);
@@ -287,7 +302,8 @@ export class SlackReply implements Reply {
    */
   async startSession(): Promise<void> {
     const sessions = this.deps.sessions;
-    if (!sessions || (this.sessionStarted && !sessions.has(this.place))) return;
+    // Refused before its acknowledgement (a slow :eyes:) got here: a session started now would stay working.
+    if (!sessions || this.refused || (this.sessionStarted && !sessions.has(this.place))) return;
     this.sessionStarted = true;
     await sessions.status(this.place, "processing");
   }
@@ -371,25 +387,14 @@ export class SlackReply implements Reply {
   }
 
   async ask(question: Question): Promise<string> {
-    const { channel, threadTs } = this.place;
-    const res = await this.deps.web.chat.postMessage({
-      channel,
-      thread_ts: threadTs,
-      text: toMrkdwn(question.text),
-      blocks: questionBlocks(question),
-    });
+    const ts = await postQuestion(this.deps.web, this.place, question);
     this.posted = true;
     this.deps.clears?.note(this.place);
-    if (!res.ts) throw new Error("Slack posted the question without returning its ts");
-    return res.ts;
+    if (!ts) throw new Error("Slack posted the question without returning its ts");
+    return ts;
   }
 
   async settle(messageId: string, text: string): Promise<void> {
-    await this.deps.web.chat.update({
-      channel: this.place.channel,
-      ts: messageId,
-      text: toMrkdwn(text),
-      blocks: [sectionBlock(text)],
-    });
+    await settleQuestion(this.deps.web, this.place.channel, messageId, text);
   }
 }

@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { type Harness, startHarness } from "../../../test/emulators/slack/adapter-harness.js";
 import { BOT_ID, BOT_USER_ID, type EmuMessage, waitFor } from "../../../test/emulators/slack/index.js";
 import { sessionKey } from "../../../test/emulators/slack/web-api-agents.js";
+import type { SlackReply } from "./reply.js";
 
 let h: Harness | undefined;
 afterEach(async () => {
@@ -79,4 +80,52 @@ describe("Slack agent sessions: a turn a crash cut off, ended with a note", () =
       expect(session(h, root)?.statuses).toEqual(["processing", "active"]);
     });
   }
+});
+
+describe("Slack agent sessions: a message declined before it is answered", () => {
+  it("ends the session its acknowledgement started, and an acknowledgement late under load starts none", async () => {
+    h = await startHarness(POST_UPDATE);
+    let done = false;
+    h.runner.script = async (inbound) => {
+      const reply = inbound.reply as SlackReply;
+      await waitFor(
+        () => h!.emu.api.sessions.get(sessionKey("C1", reply.place.threadTs))?.status === "processing",
+      );
+      await reply.notice("You have used your daily budget.");
+      await reply.declined();
+      // The :eyes: waited for the workspace's Tier 2 budget: its session start comes after.
+      await reply.startSession();
+      done = true;
+    };
+    const root = h.emu.mention("C1", "U_ALICE", "a question over budget");
+    await waitFor(() => done, { timeoutMs: 15_000 });
+    await waitFor(() => session(h!, root)?.status === "active");
+    expect(session(h, root)?.statuses).toEqual(["processing", "active"]);
+    expect(h.emu.botReplies("C1", root.ts)).toEqual([]);
+  });
+});
+
+describe("Slack agent sessions: a handed-over message declined by the replica that took it", () => {
+  it("ends the session the process that handed it over left working", async () => {
+    h = await startHarness(POST_UPDATE);
+    const root = h.emu.state.addMessage({ channel: "C1", user: "U_ALICE", text: "a question handed over" });
+    // The stopping process acknowledged it (its session working) and handed it over unanswered.
+    h.emu.api.sessions.set(sessionKey("C1", root.ts), {
+      channel: "C1",
+      threadTs: root.ts,
+      status: "processing",
+      statuses: ["processing"],
+      initiator: "U_ALICE",
+    });
+    const reply = h.adapter.replyFor!(`slack:T1:C1:${root.ts}`, {
+      messages: [],
+      retake: "",
+      asker: "U_ALICE",
+    });
+    await reply.notice("You have used your daily budget.");
+    await reply.declined!();
+    await waitFor(() => session(h!, root)?.status === "active");
+    expect(session(h, root)?.statuses).toEqual(["processing", "active"]);
+    expect(h.emu.botReplies("C1", root.ts)).toEqual([]);
+  });
 });

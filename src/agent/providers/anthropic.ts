@@ -8,6 +8,7 @@ import type {
 import type { ErrorType } from "@anthropic-ai/sdk/resources/shared";
 import type { Usage } from "../../core/messages.js";
 import { log } from "../../log.js";
+import { countTokens } from "../context.js";
 import { fitAnthropicLimits, leftOutNotice } from "./anthropic-limits.js";
 import { type ImageLabels, toAnthropicMessages } from "./anthropic-messages.js";
 import type { EventSink } from "./coalesce.js";
@@ -111,29 +112,35 @@ export class AnthropicProvider implements Provider {
     }
     const answer = new AnswerReader(sink);
     try {
-      await readSse(response, (message) => {
-        if (message.event === null || message.event === "ping") return true;
-        if (message.event === "error") {
-          const body = parsedOrText(message.data);
-          const type = (body as { error?: { type?: ErrorType } })?.error?.type;
-          throw new Anthropic.APIError(undefined, body as object, undefined, response.headers, type);
-        }
-        if (!message.data) return true;
-        answer.read(JSON.parse(message.data) as RawMessageStreamEvent);
-        return !sink.stopped();
-      });
-      if (sink.stopped()) return;
-    } catch (err) {
-      if (signal.aborted) throw abortedError(err);
-      if (isTransientStreamError(err)) throw new StreamInterrupted(describe(err), { cause: err });
-      throw toProviderError(err, ctx);
+      try {
+        await readSse(response, (message) => {
+          if (message.event === null || message.event === "ping") return true;
+          if (message.event === "error") {
+            const body = parsedOrText(message.data);
+            const type = (body as { error?: { type?: ErrorType } })?.error?.type;
+            throw new Anthropic.APIError(undefined, body as object, undefined, response.headers, type);
+          }
+          if (!message.data) return true;
+          answer.read(JSON.parse(message.data) as RawMessageStreamEvent);
+          return !sink.stopped();
+        });
+        if (sink.stopped()) return;
+      } catch (err) {
+        if (signal.aborted) throw abortedError(err);
+        if (isTransientStreamError(err)) throw new StreamInterrupted(describe(err), { cause: err });
+        throw toProviderError(err, ctx);
+      }
+      if (signal.aborted) throw abortedError(signal.reason);
+      if (!answer.stopped) throw new StreamInterrupted("the stream ended without message_stop");
+      const reason = answer.emitCalls();
+      if (leftOut) sink.emit({ type: "notice", text: leftOutNotice(leftOut) });
+      answer.emitUsage();
+      sink.emit({ type: "stop", reason });
+    } finally {
+      // Stopped, broken off or failed after message_start: the prompt was read and billed.
+      // Emitted before the error, which the consumer gets after what was emitted before it.
+      answer.emitUsage();
     }
-    if (signal.aborted) throw abortedError(signal.reason);
-    if (!answer.stopped) throw new StreamInterrupted("the stream ended without message_stop");
-    const reason = answer.emitCalls();
-    if (leftOut) sink.emit({ type: "notice", text: leftOutNotice(leftOut) });
-    sink.emit({ type: "usage", usage: answer.usage });
-    sink.emit({ type: "stop", reason });
   }
 }
 
@@ -150,8 +157,27 @@ class AnswerReader {
   readonly usage: Usage = { inputTokens: 0, outputTokens: 0 };
   stop: AnthropicStopReason | null = null;
   stopped = false;
+  /** message_start was read: the request reached the model, and its usage is owed once. */
+  private started = false;
+  private usageSent = false;
+  /** The output counts came with a message_delta, not only message_start's first token or so. */
+  private outputCounted = false;
+  /** Text and tool input streamed so far: the output's count when the stream ends before a message_delta. */
+  private written = "";
 
   constructor(private readonly sink: EventSink) {}
+
+  /** The usage event, once, when the request reached the model. */
+  emitUsage(): void {
+    if (!this.started || this.usageSent) return;
+    this.usageSent = true;
+    if (this.outputCounted) {
+      this.sink.emit({ type: "usage", usage: this.usage });
+      return;
+    }
+    const outputTokens = Math.max(this.usage.outputTokens, countTokens(this.written));
+    this.sink.emit({ type: "usage", usage: { ...this.usage, outputTokens }, estimated: true });
+  }
 
   /** Hands on the calls, the one the output limit cut marked so; returns the answer's stop reason. */
   emitCalls(): StopReason {
@@ -168,6 +194,11 @@ class AnswerReader {
     return reason;
   }
 
+  private text(delta: string): void {
+    this.written += delta;
+    this.sink.emit({ type: "text", delta });
+  }
+
   read(event: RawMessageStreamEvent): void {
     switch (event.type) {
       case "message_start": {
@@ -179,21 +210,23 @@ class AnswerReader {
         this.usage.outputTokens = u.output_tokens;
         if (read > 0) this.usage.cachedInputTokens = read;
         if (written > 0) this.usage.cacheWriteTokens = written;
+        this.started = true;
         return;
       }
       case "content_block_start": {
         const b = event.content_block;
         this.lastIsTool = b.type === "tool_use";
         if (b.type === "tool_use") this.toolBlocks.set(event.index, { id: b.id, name: b.name, json: "" });
-        else if (b.type === "text" && b.text) this.sink.emit({ type: "text", delta: b.text });
+        else if (b.type === "text" && b.text) this.text(b.text);
         return;
       }
       case "content_block_delta": {
         const d = event.delta;
-        if (d.type === "text_delta" && d.text) this.sink.emit({ type: "text", delta: d.text });
+        if (d.type === "text_delta" && d.text) this.text(d.text);
         else if (d.type === "input_json_delta") {
           const open = this.toolBlocks.get(event.index);
           if (open) open.json += d.partial_json;
+          this.written += d.partial_json;
         }
         return;
       }
@@ -208,6 +241,7 @@ class AnswerReader {
         if (event.delta.stop_reason) this.stop = event.delta.stop_reason;
         // Cumulative counts: the last delta wins.
         this.usage.outputTokens = event.usage.output_tokens;
+        this.outputCounted = true;
         if (event.usage.input_tokens)
           this.usage.inputTokens = Math.max(this.usage.inputTokens, event.usage.input_tokens);
         return;

@@ -16,6 +16,7 @@ import { isOpenAIReasoningModel, outputLimitParam } from "./openai-params.js";
 import type { ModelEvent, ModelRequest, Provider, StopReason, ToolSpec } from "./provider.js";
 import { StreamInterrupted, streamWithRetry } from "./retry.js";
 import { readSse } from "./sse.js";
+import { estimatedUsage } from "./usage-estimate.js";
 import { newCallId, parseArguments, stopWithCalls, unfinished, withAuthor } from "./wire.js";
 
 export interface OpenAIProviderOptions {
@@ -116,49 +117,74 @@ export class OpenAIProvider implements Provider {
     let finish: ChatCompletionChunk.Choice["finish_reason"] = null;
     let usage: ModelEvent | undefined;
     let done = false;
+    /** Chunks read: from the first one on, the model is at work on the prompt, and is paid. */
+    let chunks = 0;
+    let written = "";
+    let owed = true;
     const onChunk = (chunk: ChatCompletionChunk): boolean => {
+      chunks += 1;
       if (chunk.usage) usage = { type: "usage", usage: usageOf(chunk.usage) };
       const choice = chunk.choices?.[0];
       if (!choice) return true;
       const text = choice.delta?.content;
-      if (text) sink.emit({ type: "text", delta: text });
+      if (text) {
+        written += text;
+        sink.emit({ type: "text", delta: text });
+      }
       for (const delta of choice.delta?.tool_calls ?? []) accumulate(calls, delta);
       if (choice.finish_reason) finish = choice.finish_reason;
       // Nobody reads on: reading stops and the response is let go.
       return !sink.stopped();
     };
     try {
-      await readSse(response, (message) => {
-        // After [DONE] the body is read to its end, unparsed, so that its connection is reused.
-        if (done) return true;
-        if (message.data.startsWith("[DONE]")) {
-          done = true;
-          return true;
-        }
-        const data = JSON.parse(message.data);
-        if (message.event === "error")
-          throw new OpenAI.APIError(undefined, data?.error, data?.message, undefined);
-        if (data?.error) throw new OpenAI.APIError(undefined, data.error, undefined, response.headers);
-        return onChunk(data as ChatCompletionChunk);
-      });
-      if (sink.stopped()) return;
-    } catch (err) {
-      if (signal.aborted) throw abortedError(err);
-      if (isTransientStreamError(err)) throw new StreamInterrupted(describe(err), { cause: err });
-      throw toProviderError(err, ctx);
+      try {
+        await readSse(response, (message) => {
+          // After [DONE] the body is read to its end, unparsed, so that its connection is reused.
+          if (done) return true;
+          if (message.data.startsWith("[DONE]")) {
+            done = true;
+            return true;
+          }
+          const data = JSON.parse(message.data);
+          if (message.event === "error")
+            throw new OpenAI.APIError(undefined, data?.error, data?.message, undefined);
+          if (data?.error) throw new OpenAI.APIError(undefined, data.error, undefined, response.headers);
+          return onChunk(data as ChatCompletionChunk);
+        });
+        if (sink.stopped()) return;
+      } catch (err) {
+        if (signal.aborted) throw abortedError(err);
+        if (isTransientStreamError(err)) throw new StreamInterrupted(describe(err), { cause: err });
+        throw toProviderError(err, ctx);
+      }
+      if (signal.aborted) throw abortedError(signal.reason);
+      if (finish === null) throw new StreamInterrupted("the stream ended without a finish_reason");
+      const reason = stopWithCalls(stopReason(finish), calls.all.length);
+      // Calls arrive one after another: only the last can be the one the limit cut.
+      const last = calls.all.at(-1);
+      for (const call of calls.all) {
+        const cutOff = reason === "length" && call === last && unfinished(call.args);
+        sink.emit({
+          type: "tool_call",
+          call: finishCall(call),
+          ...(cutOff ? { cutOff: true as const } : {}),
+        });
+      }
+      // A whole answer from a server that counts nothing (include_usage ignored) stays uncounted.
+      owed = false;
+      if (usage) sink.emit(usage);
+      sink.emit({ type: "stop", reason });
+    } finally {
+      // Ended early: the usage chunk comes only after the last words (stream_options.include_usage),
+      // so what was read is counted here; emitted before the error, which comes after it.
+      if (owed && chunks > 0) sink.emit(usage ?? estimate(req, written, calls));
     }
-    if (signal.aborted) throw abortedError(signal.reason);
-    if (finish === null) throw new StreamInterrupted("the stream ended without a finish_reason");
-    const reason = stopWithCalls(stopReason(finish), calls.all.length);
-    // Calls arrive one after another: only the last can be the one the limit cut.
-    const last = calls.all.at(-1);
-    for (const call of calls.all) {
-      const cutOff = reason === "length" && call === last && unfinished(call.args);
-      sink.emit({ type: "tool_call", call: finishCall(call), ...(cutOff ? { cutOff: true as const } : {}) });
-    }
-    if (usage) sink.emit(usage);
-    sink.emit({ type: "stop", reason });
   }
+}
+
+function estimate(req: ModelRequest, written: string, calls: PartialCalls): ModelEvent {
+  const args = calls.all.map((c) => c.name + c.args).join("");
+  return { type: "usage", usage: estimatedUsage(req, written + args), estimated: true };
 }
 
 function describe(err: unknown): string {

@@ -32,7 +32,12 @@ export type ModelEvent =
    * parses as `{}`). The stop that follows says "length".
    */
   | { type: "tool_call"; call: ToolCall; cutOff?: true }
-  | { type: "usage"; usage: Usage }
+  /**
+   * What the call used, once per request that reached the model, also when it ended early
+   * (stopped, broken off, failed). `estimated`: the provider never reported it (OpenAI
+   * counts only at the end of a stream), so it is counted here (see usage-estimate.ts).
+   */
+  | { type: "usage"; usage: Usage; estimated?: true }
   /**
    * A sentence for the person: what the request left out to be within the API's limits
    * (images), and why. At the end of the answer, before its usage and stop.

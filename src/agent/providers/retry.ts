@@ -50,7 +50,8 @@ async function retrying(
     try {
       await attempt({
         emit: (event) => {
-          emitted = true;
+          // The usage of an attempt that broke off is owed, not shown: it does not stop a retry.
+          if (event.type !== "usage") emitted = true;
           sink.emit(event);
         },
         stopped: sink.stopped,

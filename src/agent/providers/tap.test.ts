@@ -136,6 +136,25 @@ describe("model call spans", () => {
     expect(span?.events.map((e) => e.name)).toEqual(["exception"]);
   });
 
+  it("keeps the tokens of a call that was stopped, as its provider reported them before the error", async () => {
+    const spans = traced();
+    const stopped = Object.assign(new Error("The model request was aborted."), { code: "llm_aborted" });
+    const before: ModelEvent[] = [
+      { type: "text", delta: "Once upon" },
+      { type: "usage", usage: { inputTokens: 40, outputTokens: 2 }, estimated: true },
+    ];
+    await expect(consume(tapProvider(provider([], before, stopped), tracedCall), [])).rejects.toThrow(
+      "aborted",
+    );
+    const [span] = spans();
+    expect(span?.attributes).toMatchObject({
+      "gen_ai.usage.input_tokens": 40,
+      "gen_ai.usage.output_tokens": 2,
+      "switchboard.usage.estimated": true,
+      "error.type": "llm_aborted",
+    });
+  });
+
   it("watches nothing with tracing off", () => {
     expect(tracedCall(REQ, "openai")).toBeUndefined();
   });
