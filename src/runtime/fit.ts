@@ -1,4 +1,5 @@
-import { type Fence, type MessagePart, openFenceAtEnd, splitMarkdown } from "./split.js";
+import { readableEnd } from "./continuation.js";
+import { type Fence, firstPart, type MessagePart, openFenceAtEnd } from "./split.js";
 import { tableOpenAtEnd } from "./tables.js";
 
 /** A part of an answer as it is sent, with the table still open where its source ends. */
@@ -26,27 +27,64 @@ export function splitToFit(
   let rest = markdown;
   let fence = from;
   let table = fromTable;
-  let limit = max;
   while (rest !== "") {
     // A header that would fill most of a message (a very wide table) is not repeated.
     const head = table !== null && !fence && startsRow(rest) && shown(table, render) <= max / 2 ? table : "";
-    const parts = splitMarkdown(rest, Math.max(1, limit - head.length), fence);
-    const first = parts[0]!;
-    const text = head + first.text;
-    const over = render ? render(text).length - max : text.length - max;
-    if (over > 0 && limit > 1) {
-      limit = Math.max(1, limit - over);
-      continue;
-    }
+    const { first, more, text } = firstFitting(rest, max, fence, head, render);
     const open = first.open ? null : tableOpenAtEnd(head + first.source, head ? null : fence);
     out.push({ ...first, text, table: open });
-    if (parts.length === 1) break;
+    if (!more) break;
     rest = rest.slice(first.source.length);
     fence = first.open;
     table = open;
-    limit = max;
   }
   return out;
+}
+
+interface Trial {
+  first: MessagePart;
+  more: boolean;
+  /** The first part's text with the repeated header. */
+  text: string;
+  fits: boolean;
+}
+
+/**
+ * The split of `rest` whose first part, rendered, fits `max`, with the longest budget found.
+ * Rendering does not add a fixed number of characters: a table turned into a code block
+ * pads every row to its widest cell, so one long cell can make a part several times its
+ * source's length, and which rows a part holds decides how wide they all are. Bisected
+ * between a budget that fits and one that does not (the first guess in proportion), so it
+ * always makes progress; when not even a budget of 1 fits, that part goes as it is.
+ */
+function firstFitting(
+  rest: string,
+  max: number,
+  fence: Fence | null,
+  head: string,
+  render?: (markdown: string) => string,
+): Trial {
+  const trial = (budget: number): Trial => {
+    const { part, more } = firstPart(rest, budget, fence);
+    const text = head + part.text;
+    return { first: part, more, text, fits: shown(text, render) <= max };
+  };
+  let hi = Math.max(1, max - head.length);
+  const whole = trial(hi);
+  if (whole.fits || hi === 1) return whole;
+  let fits: Trial | null = null;
+  let lo = 0;
+  let probe = Math.floor((hi * whole.text.length) / shown(whole.text, render));
+  while (hi - lo > 1) {
+    probe = Math.min(hi - 1, Math.max(lo + 1, probe));
+    const t = trial(probe);
+    if (t.fits) {
+      fits = t;
+      lo = probe;
+    } else hi = probe;
+    probe = (lo + hi) >> 1;
+  }
+  return fits ?? trial(1);
 }
 
 const shown = (markdown: string, render?: (markdown: string) => string): number =>
@@ -73,6 +111,19 @@ export class PartCursor {
     this.base += part.source.length;
     this.fence = part.open;
     this.table = part.table;
+  }
+
+  /**
+   * The part from here to the end of `text`, as an update shows it while the answer
+   * streams: up to where it reads whole (see continuation.ts). Null when that is all of it,
+   * or when it cannot be cut there into one part with text to show.
+   */
+  readablePart(text: string, limit: number, render?: (markdown: string) => string): FittedPart | null {
+    const cut = readableEnd(text, this.base, text.length, this.fence);
+    if (cut === text.length) return null;
+    const parts = this.parts(text.slice(0, cut), limit, render);
+    const part = parts[0];
+    return parts.length === 1 && part && (render?.(part.text) ?? part.text).trim() !== "" ? part : null;
   }
 
   /** To `end` of `text`: a message ended early at what it shows (see StreamWriter's continuation). */

@@ -21,6 +21,8 @@ export class ReplyRenderer {
   private readonly seen = new Set<string>();
   private visible = false;
   private ended = false;
+  /** The answer's end failed to be written: `fail` may still end it with a sentence. */
+  private endFailed = false;
   private abandoning: Promise<void> | undefined;
 
   constructor(
@@ -74,7 +76,8 @@ export class ReplyRenderer {
 
   /** Ends a reply the agent could not end itself (an exception outside its events). */
   async fail(message: string): Promise<void> {
-    if (this.ended) return;
+    if (this.ended && !this.endFailed) return;
+    this.endFailed = false;
     await this.finish(() => this.sink.fail(message)).catch(() => undefined);
   }
 
@@ -97,13 +100,20 @@ export class ReplyRenderer {
    */
   abandon(): Promise<void> {
     this.ended = true;
+    this.endFailed = false;
     this.abandoning ??= (this.sink.abandon?.() ?? Promise.resolve()).catch(() => undefined);
     return this.abandoning;
   }
 
   private async finish(end: () => Promise<void>): Promise<void> {
     this.ended = true;
-    await end();
+    try {
+      await end();
+    } catch (err) {
+      // After an outage the sink tries once more when failed (see StreamWriter.fail).
+      this.endFailed = true;
+      throw err;
+    }
     for (const a of this.held.splice(0)) this.upload(a);
     await Promise.all(this.uploads);
   }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { type Fence, joinParts, openFenceAtEnd, splitMarkdown, splitMessage } from "./split.js";
+import { type Fence, firstPart, joinParts, openFenceAtEnd, splitMarkdown, splitMessage } from "./split.js";
 import { prng } from "./stream.fake.js";
 
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
@@ -189,5 +189,22 @@ describe("splitMessage on random Markdown", () => {
         throw new Error(`input #${n} (limit ${limit}): ${JSON.stringify(input)}`, { cause: error });
       }
     }
+  });
+
+  it("finds the same first part reading only the lines it can end in", () => {
+    const rand = prng(20260430);
+    for (let n = 0; n < 2000; n++) {
+      const input = randomMarkdown(rand);
+      const limit = 1 + Math.floor(rand() * 400);
+      if (input === "") continue;
+      const parts = splitMarkdown(input, limit);
+      const { part, more } = firstPart(input, limit);
+      if (JSON.stringify(part) !== JSON.stringify(parts[0]) || more !== parts.length > 1)
+        throw new Error(`input #${n} (limit ${limit}): ${JSON.stringify(input)}`);
+    }
+  });
+
+  it("keeps a character whole even when a part may hold only one code unit", () => {
+    expect(splitMessage("😀a😀", 1)).toEqual(["😀", "a", "😀"]);
   });
 });

@@ -138,6 +138,22 @@ export function splitMarkdown(markdown: string, limit: number, from: Fence | nul
   }
 }
 
+/**
+ * The first part `splitMarkdown` would make, and whether more follow, reading only the
+ * lines the first cut can fall in (a cut is chosen from the lines up to `limit`, each read
+ * whole): callers that try several limits over a long text pay for a part, not the text.
+ */
+export function firstPart(
+  markdown: string,
+  limit: number,
+  from: Fence | null = null,
+): { part: MessagePart; more: boolean } {
+  const end = markdown.indexOf("\n", limit);
+  const window = end === -1 ? markdown : markdown.slice(0, end + 1);
+  const parts = splitMarkdown(window, limit, from);
+  return { part: parts[0]!, more: window !== markdown || parts.length > 1 };
+}
+
 /** What closes `open` after a part's source: the run alone when the source ends a line. */
 function repair(open: Fence | null, atLineStart: boolean): string {
   if (!open) return "";
@@ -232,11 +248,16 @@ function lineIndexAt(lines: Line[], c: number): number {
   return lo;
 }
 
+/**
+ * A cut `limit` past `pos`, moved off the middle of a surrogate pair: back, or, with a
+ * limit of 1 (only `splitToFit` shrinking a part asks that), forward past the whole pair,
+ * since half a character is no text on either platform.
+ */
 function hardCut(md: string, pos: number, limit: number): number {
-  let at = Math.min(pos + limit, md.length);
+  const at = Math.min(pos + limit, md.length);
   const code = md.charCodeAt(at);
-  if (at < md.length && at - 1 > pos && code >= 0xdc00 && code <= 0xdfff) at--;
-  return at;
+  if (at === md.length || code < 0xdc00 || code > 0xdfff) return at;
+  return at - 1 > pos ? at - 1 : at + 1;
 }
 
 /**

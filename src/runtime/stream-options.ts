@@ -59,9 +59,19 @@ export interface StreamWriterOptions {
 
 // The writer's fixed settings.
 
-/** Attempts per edit on errors other than 429 (edits are idempotent; posts get one). */
+/**
+ * Attempts of a write the platform refused with a 4xx other than a refusal of the place (see
+ * write-retry.ts). Edits are idempotent; an unkeyed post gets one attempt whatever failed.
+ */
 export const EDIT_ATTEMPTS = 3;
-export const EDIT_RETRY_MS = 1_000;
+/**
+ * How long an outage (5xx, network errors, timeouts) is ridden out before the reply gives
+ * up: a minute covers a platform's short incidents and restarts, and the answer coalesces
+ * meanwhile. The waits between tries double from the first to the longest.
+ */
+export const RETRY_BUDGET_MS = 60_000;
+export const RETRY_FIRST_MS = 1_000;
+export const RETRY_LONGEST_MS = 10_000;
 /**
  * An answer's final edit that would wait longer than this for its budget (Slack's
  * workspace-wide chat.update, spent) goes out as a continuation message instead.
@@ -70,10 +80,10 @@ export const CONTINUE_AFTER_MS = 1_000;
 /** The bucket of a writer without a platform's buckets: its own 429s pause only itself. */
 export const OWN_BUCKET = ["reply"];
 
-/** A plain timer, not node:timers/promises: the writer's tests drive it with fake timers. */
-export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-
-/** A `sleep` that `wake()` ends early. */
+/**
+ * A sleep that `wake()` ends early: a plain timer, not node:timers/promises, since the
+ * writer's tests drive it with fake timers.
+ */
 export function nap(ms: number): { done: Promise<void>; wake: () => void } {
   let wake = () => {};
   const done = new Promise<void>((resolve) => {

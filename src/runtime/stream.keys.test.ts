@@ -91,12 +91,16 @@ describe("StreamWriter with idempotency keys", () => {
     expect(blind.callsOf("post")).toHaveLength(1);
   });
 
-  it("gives up after three failed attempts and says why", async () => {
+  it("rides out an outage for a minute, backing off, then gives up and says why", async () => {
     const channel = new FakeChannel({ keyed: "find", failPost: () => new Error("Service Unavailable") });
     const writer = new StreamWriter(channel, { limit: 2000, intervalMs: 100, keys });
+    const start = Date.now();
     writer.write("Answer.");
     expect(String(await settle(writer.finish()))).toContain("Service Unavailable");
-    expect(channel.callsOf("post")).toHaveLength(3);
+    const posts = channel.callsOf("post");
+    expect(posts.map((c) => c.at - start)).toEqual([0, 1, 3, 7, 15, 25, 35, 45, 55].map((s) => s * 1000));
+    // Each retry asked first whether the one before had landed after all.
+    expect(channel.lookups).toHaveLength(posts.length - 1);
     expect(channel.messages.size).toBe(0);
   });
 });

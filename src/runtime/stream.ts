@@ -20,15 +20,9 @@ import {
 } from "./message-ops.js";
 import { readBack } from "./reply-readback.js";
 import { type Lane, WriteDropped, WriteScheduler } from "./scheduler/write-scheduler.js";
-import {
-  CONTINUE_AFTER_MS,
-  EDIT_ATTEMPTS,
-  EDIT_RETRY_MS,
-  nap,
-  OWN_BUCKET,
-  type StreamWriterOptions,
-  sleep,
-} from "./stream-options.js";
+import { writeSlot } from "./slot-write.js";
+import { CONTINUE_AFTER_MS, nap, OWN_BUCKET, type StreamWriterOptions } from "./stream-options.js";
+import { WriteRetries } from "./write-retry.js";
 
 export { endingFor, type MessageOps, RateLimitedError, type WriteInfo } from "./message-ops.js";
 export type { StreamWriterOptions } from "./stream-options.js";
@@ -57,8 +51,11 @@ export class StreamWriter implements TextSink {
   private waiting: AbortController | null = null;
   /** Ends the wait between intermediate writes early (the answer ended). */
   private wake: (() => void) | null = null;
-  private editFailures = 0;
-  private failed: { error: unknown } | null = null;
+  private readonly retries = new WriteRetries();
+  /** `again`: an outage outlasted the retries of a write that may be repeated (see `fail`). */
+  private failed: { error: unknown; again: boolean } | null = null;
+  private lastTry = false;
+  private failing = false;
   private done: Promise<void> | null = null;
   /** Messages of a resumed reply before the one written on: reported, never written. */
   private readonly earlier: string[];
@@ -127,12 +124,25 @@ export class StreamWriter implements TextSink {
     this.ended = true;
     this.waiting?.abort();
     this.wake?.();
+    this.retries.stop();
     await this.loop;
   }
 
-  /** Ends the answer with `message` (after closing an open code block), then finishes. */
+  /**
+   * Ends the answer with `message` (after closing an open code block), then finishes. After
+   * an outage that outlasted the retries, it tries once more with a new budget: the thread
+   * is not left mid-sentence without a word. Each message was written whole or not at all,
+   * and a post is repeated only under its key, so nothing shows twice.
+   */
   fail(message: string): Promise<void> {
-    if (!this.done) {
+    if (this.failed?.again && !this.abandoned) {
+      this.lastTry = true;
+      this.failed = null;
+      this.done = null;
+      this.retries.reset();
+    }
+    if (!this.done && !this.failing) {
+      this.failing = true;
       // A resumed reply's ending depends on the text read back: added once it is there.
       this.failMessage = message;
       this.applyFailure();
@@ -151,9 +161,7 @@ export class StreamWriter implements TextSink {
     this.prepared ??= (async () => {
       await this.opts.ready;
       const back = await readBack(this.opts.resume);
-      back.slots.forEach((slot, i) => {
-        this.slots[i] = slot;
-      });
+      this.slots.splice(0, back.slots.length, ...back.slots);
       this.text = back.prefix + this.text;
       this.retaking = back.retaking;
       if (back.rerecord) await this.report();
@@ -201,6 +209,10 @@ export class StreamWriter implements TextSink {
         // write() starts the loop again, still paced from the last write.
         this.layout();
         if (this.abandoned || firstDirty(this.slots) < 0) break;
+        if (this.retries.waiting) {
+          await this.retries.wait();
+          continue;
+        }
         if (!this.ended) this.scheduler.cadence.streaming(this);
         if (this.lane() === "update") {
           await this.pace();
@@ -232,7 +244,7 @@ export class StreamWriter implements TextSink {
       }
     } catch (error) {
       this.scheduler.cadence.streamEnded(this);
-      this.failed = { error };
+      this.failed = { error, again: this.retries.mayRepeat(error) && !this.lastTry };
       log.warn({ err: error }, "reply write failed");
     } finally {
       this.active = false;
@@ -286,6 +298,7 @@ export class StreamWriter implements TextSink {
     const edits = this.scheduler.waitFor(this.ops.buckets("edit"), "final", now);
     if (edits <= CONTINUE_AFTER_MS) return;
     if (this.scheduler.waitFor(this.ops.buckets("post"), "final", now) >= edits) return;
+    // It ends where it reads whole (see `layout`): the new message starts there.
     slot.want = slot.sent;
     this.frozen += 1;
     this.at.moveTo(this.text, slot.sentEnd);
@@ -307,33 +320,12 @@ export class StreamWriter implements TextSink {
 
   /** One write of a slot's latest text. Throws a 429 for the scheduler, and when the reply cannot go on. */
   private async attempt(slot: Slot): Promise<void> {
-    const text = slot.want;
-    const end = slot.wantEnd;
-    const clean = slot.wantClean;
     const write: WriteInfo = { final: this.ended && slot === this.slots.at(-1) };
     try {
-      let changed = false;
-      if (slot.id === null) {
-        // Only whitespace (the answer's last line break, split off at a message's limit):
-        // nothing to see, and both platforms refuse such a message ("Cannot send an empty
-        // message", no_text). It is posted once text follows it.
-        if (text.trim() !== "") {
-          if (await this.keyed.post(slot, this.slots.indexOf(slot), text, write, () => this.report())) return;
-          changed = true;
-        }
-      } else if (text === "") {
-        await this.ops.remove?.(slot.id);
-        slot.id = null;
-        changed = true;
-      } else {
-        await this.ops.edit(slot.id, text, write);
-      }
-      slot.sent = text;
-      slot.stale = false;
-      slot.sentEnd = end;
-      slot.sentClean = clean;
-      this.editFailures = 0;
-      if (changed) await this.report();
+      const how = await writeSlot(this.ops, this.keyed, this.slots, slot, write, () => this.report());
+      if (how === "adopted") return;
+      this.retries.reset();
+      if (how === "changed") await this.report();
     } catch (error) {
       if (error instanceof RateLimitedError) throw error;
       if (error instanceof MessageGoneError && slot.id !== null) {
@@ -341,16 +333,13 @@ export class StreamWriter implements TextSink {
         await this.report();
         return;
       }
+      // A post that may have landed goes again only under a key the platform can be asked about.
       const post = slot.id === null;
-      if (
-        (post && !this.keyed.canRetryPost(this.slots.indexOf(slot))) ||
-        ++this.editFailures >= EDIT_ATTEMPTS
-      )
+      if (!this.retries.failed(error, post && !this.keyed.canRetryPost(this.slots.indexOf(slot))))
         throw error;
       // The post may have landed before it failed: its key says so before it is sent again.
       if (post) slot.unsure = "failed";
-      log.debug({ err: error, attempt: this.editFailures, post }, "reply write failed, retrying");
-      await sleep(EDIT_RETRY_MS * this.editFailures);
+      log.debug({ err: error, post }, "reply write failed, retrying");
     }
   }
 
@@ -374,7 +363,9 @@ export class StreamWriter implements TextSink {
       slotAt(this.slots, this.frozen, this.retaking).want = text;
       this.frozen++;
     }
-    const last = parts.at(-1);
+    // While the answer streams, its last message shows it up to where it reads whole (see continuation.ts).
+    const held = this.ended ? null : this.at.readablePart(this.text, this.opts.limit, this.opts.render);
+    const last = held ?? parts.at(-1);
     const rendered = last ? render(last.text) : "";
     // Whitespace alone is no text: both platforms refuse a message posted or edited to it
     // (Discord's 50006, Slack's no_text). A part of it gets no message (the next part takes
@@ -390,7 +381,7 @@ export class StreamWriter implements TextSink {
     if (body !== "") {
       const slot = slotAt(this.slots, this.frozen, this.retaking);
       slot.want = body;
-      slot.wantEnd = this.text.length;
+      slot.wantEnd = held ? this.at.base + held.source.length : this.text.length;
       slot.wantClean = body === rendered;
     } else if (this.ended && current) current.want = this.ops.remove || current.sent === null ? "" : NO_TEXT;
     if (this.ended) clearStale(this.slots.slice(this.frozen), Boolean(this.ops.remove));

@@ -23,8 +23,9 @@ describe("Slack agent sessions: an answer whose last write fails", () => {
       const sink = inbound.reply.stream();
       sink.write("The answer starts");
       await waitFor(() => h!.emu.botReplies("C1", root.ts).length === 1);
-      // Every attempt of the final chat.update meets a Slack failure.
-      h!.emu.api.refuse("chat.update", "internal_error");
+      // Every attempt of the final chat.update meets a lasting refusal (an outage such as
+      // internal_error is ridden out for a minute instead).
+      h!.emu.api.refuse("chat.update", "cant_update_message");
       sink.write(" and Slack never takes its end.");
       failed = await sink.finish({ answered: true }).then(
         () => null,
