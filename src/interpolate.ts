@@ -2,6 +2,11 @@ import { isPair, isScalar, isSeq, parseDocument, visit } from "yaml";
 
 // `env:` is VS Code's spelling of the same thing in its mcp.json (`${env:GITHUB_TOKEN}`).
 const VARIABLE = /\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g;
+/** The names of the variables `text` uses, as `interpolate` reads them. */
+export function variableNames(text: string): string[] {
+  return [...text.matchAll(VARIABLE)].map((m) => m[1] ?? "");
+}
+
 /** A value that is one `${…}` and nothing else. */
 const ONE_VARIABLE = /^\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}$/;
 const PLACEHOLDER = /\$\{[^}]*\}/g;

@@ -1,5 +1,5 @@
-/** `${VAR}`, `${env:VAR}` and `${VAR:-default}`, as interpolate.ts replaces them. */
-const VARIABLE = /\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)(?::-[^}]*)?\}/g;
+import { variableNames } from "../interpolate.js";
+
 /** A variable whose name says it holds a secret, wherever in an entry it is used. */
 const SECRET_NAME = /TOKEN|KEY|SECRET|PASSWORD|PASS|AUTH|CREDENTIAL/i;
 /** An entry's members that carry a key whatever the variable is called (a server URL's path, a header). */
@@ -24,7 +24,7 @@ export function entrySecrets(entry: unknown, env: NodeJS.ProcessEnv): string[] {
 }
 
 function variablesIn(value: unknown): string[] {
-  if (typeof value === "string") return [...value.matchAll(VARIABLE)].map((m) => m[1] ?? "");
+  if (typeof value === "string") return variableNames(value);
   if (Array.isArray(value)) return value.flatMap(variablesIn);
   if (value && typeof value === "object") return Object.values(value).flatMap(variablesIn);
   return [];

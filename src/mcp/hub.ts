@@ -72,11 +72,14 @@ export class McpHub implements ToolHub {
   private readonly servers: Array<ServerConnection | PerUserServer>;
   private catalog = new Map<string, CatalogItem>();
   private readonly listeners = new Set<() => void>();
+  /** How much of a call's linked resources may be read (`maxAnswerMb`). */
+  private readonly linkBudget: number;
 
   private constructor(
     servers: readonly ServerConfig[],
     private readonly opts: HubOptions,
   ) {
+    this.linkBudget = answerBytes(opts.maxAnswerMb);
     const clientInfo = opts.clientInfo ?? { name: "switchboard", version: "0.1.0" };
     const oauth = opts.oauth;
     this.servers = servers
@@ -239,12 +242,7 @@ export class McpHub implements ToolHub {
         answer = await connection.call(tool, input, opts);
       }
       if ("failure" in answer) return outcome(server, tool, false, answer.failure.text);
-      const linked = await withLinkedResources(
-        answer.result,
-        connection,
-        answerBytes(this.opts.maxAnswerMb),
-        opts.signal,
-      );
+      const linked = await withLinkedResources(answer.result, connection, this.linkBudget, opts.signal);
       const result = toModelResult(linked, { maxChars: this.opts.maxOutputChars, server, tool });
       return outcome(server, tool, result.ok, result.text, result.artifacts);
     } catch (err) {

@@ -87,7 +87,7 @@ const isRecord = (v: unknown): v is Record<string, unknown> =>
   typeof v === "object" && v !== null && !Array.isArray(v);
 
 /** One listed tool, mended where it can be called all the same; a sentence for what was wrong. */
-export function readTool(raw: unknown): { tool?: Tool; problem?: string } {
+function readTool(raw: unknown): { tool?: Tool; problem?: string } {
   if (!isRecord(raw) || typeof raw.name !== "string" || raw.name === "") {
     return { problem: "a tool without a name was left out" };
   }

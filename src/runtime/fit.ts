@@ -46,6 +46,8 @@ interface Trial {
   more: boolean;
   /** The first part's text with the repeated header. */
   text: string;
+  /** That text's length as rendered. */
+  length: number;
   fits: boolean;
 }
 
@@ -67,14 +69,15 @@ function firstFitting(
   const trial = (budget: number): Trial => {
     const { part, more } = firstPart(rest, budget, fence);
     const text = head + part.text;
-    return { first: part, more, text, fits: shown(text, render) <= max };
+    const length = shown(text, render);
+    return { first: part, more, text, length, fits: length <= max };
   };
   let hi = Math.max(1, max - head.length);
   const whole = trial(hi);
   if (whole.fits || hi === 1) return whole;
   let fits: Trial | null = null;
   let lo = 0;
-  let probe = Math.floor((hi * whole.text.length) / shown(whole.text, render));
+  let probe = Math.floor((hi * whole.text.length) / whole.length);
   while (hi - lo > 1) {
     probe = Math.min(hi - 1, Math.max(lo + 1, probe));
     const t = trial(probe);

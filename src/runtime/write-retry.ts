@@ -17,7 +17,8 @@ export type WriteFault = "refused" | "answered" | "transient";
  * WebClient puts its `error` in `data.error` (chat.postMessage's and chat.update's docs list
  * these); discord.js's DiscordAPIError has a numeric `code` and the HTTP `status`.
  */
-const SLACK_REFUSALS = new Set([
+/** Slack's refusals of the conversation itself: what the asker is told of (`slack/unwritable.ts`). */
+export const SLACK_PLACE_REFUSALS: ReadonlySet<string> = new Set([
   "is_archived",
   "not_in_channel",
   "channel_not_found",
@@ -29,6 +30,10 @@ const SLACK_REFUSALS = new Set([
   "access_denied",
   "no_permission",
   "team_access_not_granted",
+]);
+/** And those of the bot's token or of the message: no write there goes through either. */
+const SLACK_REFUSALS = new Set([
+  ...SLACK_PLACE_REFUSALS,
   "missing_scope",
   "not_allowed_token_type",
   "invalid_auth",
@@ -39,8 +44,10 @@ const SLACK_REFUSALS = new Set([
   "edit_window_closed",
 ]);
 const SLACK_FAULTS = new Set(["internal_error", "fatal_error", "service_unavailable", "request_timeout"]);
-/** Unknown Channel, Missing Access, Cannot DM the user, Missing Permissions, thread archived, thread locked. */
-const DISCORD_REFUSALS = new Set([10003, 50001, 50007, 50013, 50083, 160005]);
+/** Discord's refusals of the place: Missing Access, Missing Permissions, thread archived, thread locked. */
+export const DISCORD_PLACE_REFUSALS: ReadonlySet<number> = new Set([50001, 50013, 50083, 160005]);
+/** And Unknown Channel, Cannot DM the user. */
+const DISCORD_REFUSALS = new Set([...DISCORD_PLACE_REFUSALS, 10003, 50007]);
 
 export function faultOf(err: unknown): WriteFault {
   for (let e = err, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {

@@ -48,7 +48,7 @@ export function planUploads<T>(
 }
 
 /** Discord's upload limit in DMs and unboosted guilds. */
-export const DEFAULT_FILE_BYTES = 10 * 1024 * 1024;
+const DEFAULT_FILE_BYTES = 10 * 1024 * 1024;
 /** By boost tier: tier 1 keeps the default, tiers 2 and 3 take 50 and 100 MiB. */
 const TIER_FILE_BYTES = [DEFAULT_FILE_BYTES, DEFAULT_FILE_BYTES, 50 * 1024 * 1024, 100 * 1024 * 1024];
 

@@ -1,6 +1,7 @@
 import { DiscordAPIError, type Message, PermissionFlagsBits, type ThreadChannel } from "discord.js";
 import { OncePer } from "../../core/once-per.js";
 import { log } from "../../log.js";
+import { DISCORD_PLACE_REFUSALS } from "../../runtime/write-retry.js";
 import { sendDirectly } from "./direct.js";
 
 /** Discord's error codes for a place the bot may not write in. */
@@ -17,18 +18,11 @@ function discordCode(err: unknown): number | string | undefined {
   return undefined;
 }
 
-/** Errors that say the bot may not write there: a person can do something about them. */
-const REFUSALS = new Set<number | string>([
-  MISSING_ACCESS,
-  MISSING_PERMISSIONS,
-  THREAD_ARCHIVED,
-  THREAD_LOCKED,
-]);
-
 /** True when `err` is Discord refusing the bot the place, not an outage that will pass. */
 export function isRefusal(err: unknown): boolean {
   const code = discordCode(err);
-  return code !== undefined && REFUSALS.has(code);
+  // The runtime's list, which its retries read too: a person can do something about them.
+  return typeof code === "number" && DISCORD_PLACE_REFUSALS.has(code);
 }
 
 /** Why the bot could not answer in `channel`, and what to do about it, as the asker reads it. */

@@ -6,10 +6,11 @@ import { escapeMrkdwn } from "./mrkdwn.js";
  * a CI result) and messages forwarded with them leave `text` empty or a one-line summary.
  */
 
-type Json = Record<string, unknown>;
+export type Json = Record<string, unknown>;
 
-const isJson = (v: unknown): v is Json => typeof v === "object" && v !== null && !Array.isArray(v);
-const list = (v: unknown): Json[] => (Array.isArray(v) ? v.filter(isJson) : []);
+export const isJson = (v: unknown): v is Json => typeof v === "object" && v !== null && !Array.isArray(v);
+/** The objects of an array, or none when `v` is no array. */
+export const list = (v: unknown): Json[] => (Array.isArray(v) ? v.filter(isJson) : []);
 const str = (v: unknown): string => (typeof v === "string" ? v : "");
 
 /** A text object's text: mrkdwn and plain_text both come as Slack stores them. */

@@ -1,4 +1,4 @@
-import { blocksMarkup } from "./block-text.js";
+import { blocksMarkup, isJson, type Json, list } from "./block-text.js";
 import type { SlackFile } from "./files.js";
 import { fromSlackText } from "./mrkdwn.js";
 import type { UserNames } from "./names.js";
@@ -20,10 +20,8 @@ export interface SlackMessageParts {
 export const ATTACHED_TEXT_MAX = 4_000;
 const ATTACHMENTS_READ = 20;
 /** Users mentioned by id alone looked up per message (users.info is Tier 4, shared by the workspace). */
-export const MENTION_LOOKUPS = 5;
+const MENTION_LOOKUPS = 5;
 
-type Json = Record<string, unknown>;
-const isJson = (v: unknown): v is Json => typeof v === "object" && v !== null && !Array.isArray(v);
 const str = (v: unknown): string => (typeof v === "string" ? v.trim() : "");
 
 /**
@@ -90,9 +88,7 @@ function merged(text: string, layout: string): string {
  * it has none of those.
  */
 function attachmentMarkup(a: Json): string {
-  const blocks = Array.isArray(a.message_blocks)
-    ? a.message_blocks.filter(isJson).flatMap((b) => (isJson(b.message) ? [b.message.blocks] : []))
-    : [];
+  const blocks = list(a.message_blocks).flatMap((b) => (isJson(b.message) ? [b.message.blocks] : []));
   if (a.is_share || a.is_msg_unfurl) {
     const who = str(a.author_name) || str(a.author_subname) || "someone";
     const where = str(a.channel_name) ? ` in #${str(a.channel_name)}` : "";
@@ -101,9 +97,7 @@ function attachmentMarkup(a: Json): string {
   }
   const url = str(a.from_url) || str(a.original_url);
   const title = str(a.title) && str(a.title_link) ? `<${str(a.title_link)}|${str(a.title)}>` : str(a.title);
-  const fields = (Array.isArray(a.fields) ? a.fields.filter(isJson) : []).map((f) =>
-    [str(f.title), str(f.value)].filter(Boolean).join(": "),
-  );
+  const fields = list(a.fields).map((f) => [str(f.title), str(f.value)].filter(Boolean).join(": "));
   const parts = [
     str(a.pretext),
     str(a.author_name),

@@ -7,8 +7,6 @@ import { feedbackBlock, messageBody } from "./message-ops.js";
 import { toMrkdwn } from "./mrkdwn.js";
 import { MESSAGE_BLOCKS_MAX, sectionBlock, sectionBlocks } from "./section-blocks.js";
 
-export { sectionBlock };
-
 /*
  * What a Slack reply offers beside its answer: the rating buttons under a finished one,
  * the asker's Stop button under a long one, and a question with buttons, posted and settled.

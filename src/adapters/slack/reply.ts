@@ -173,7 +173,7 @@ export class SlackReply implements Reply {
     this.native ??= new NativeStream(
       this.deps.web,
       this.deps.scheduler,
-      this.place,
+      { ...this.place, botId: this.deps.botId },
       { ...native, intervalMs: this.deps.intervalMs },
       toSlackMarkdown,
       (onMessages, first) => this.postWriter(true, onMessages, first),

@@ -16,6 +16,8 @@ export interface StreamPlace {
   threadTs: string;
   /** The asker: Slack requires a recipient for streams outside DMs. */
   user: string;
+  /** The bot's bot_id, as the adapter read it at start: a lost start is looked up by it. */
+  botId?: string;
 }
 
 /** A stream call failed for good: the rest of the reply goes the post + update way. */
@@ -184,10 +186,10 @@ export class StreamCalls {
       }
       const since = this.starting;
       if (since === null) return null;
-      const me = await this.web.auth.test();
-      if (!me.bot_id) return null;
+      const botId = this.place.botId ?? (await this.web.auth.test()).bot_id;
+      if (!botId) return null;
       const thread = new ThreadSnapshot(this.web, channel, threadTs);
-      const found = await thread.unrecorded(me.bot_id, since - CLOCK_SKEW_MS, this.started);
+      const found = await thread.unrecorded(botId, since - CLOCK_SKEW_MS, this.started);
       if (found === null || (await thread.shown(found)) !== text) return null;
       log.info(
         { err, ts: found },

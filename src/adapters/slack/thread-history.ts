@@ -22,7 +22,7 @@ export const HISTORY_FILE_LOOKUPS = 20;
 /** Lookups in flight at once: the 20 take a few round trips, without a burst of them on the workspace's tier. */
 export const HISTORY_LOOKUPS_AT_ONCE = 4;
 /** People mentioned by id alone in the thread's messages looked up, at most (users.info is Tier 4). */
-export const HISTORY_MENTION_LOOKUPS = 20;
+const HISTORY_MENTION_LOOKUPS = 20;
 /** What the model is told of a stub past HISTORY_FILE_LOOKUPS. */
 export const NOT_LOOKED_UP =
   "an earlier file from another organization, not looked up, so its name is not known";

@@ -1,24 +1,7 @@
 import type { WebClient } from "@slack/web-api";
 import { OncePer } from "../../core/once-per.js";
+import { SLACK_PLACE_REFUSALS } from "../../runtime/write-retry.js";
 import { tellPrivately } from "./notices.js";
-
-/**
- * Slack's errors for a conversation the bot may not write in (chat.postMessage's, update's
- * and the stream methods' docs): they stay until someone acts, unlike an outage.
- */
-const REFUSALS = new Set([
-  "is_archived",
-  "not_in_channel",
-  "channel_not_found",
-  "restricted_action",
-  "restricted_action_read_only_channel",
-  "restricted_action_thread_only_channel",
-  "restricted_action_non_threadable_channel",
-  "ekm_access_denied",
-  "access_denied",
-  "no_permission",
-  "team_access_not_granted",
-]);
 
 /**
  * The refusal behind `err` (Slack's `error` of an `ok: false` answer), if it is one: the
@@ -27,7 +10,7 @@ const REFUSALS = new Set([
 export function slackRefusal(err: unknown): string | undefined {
   for (let e = err, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
     const error = (e as { data?: { error?: unknown } }).data?.error;
-    if (typeof error === "string") return REFUSALS.has(error) ? error : undefined;
+    if (typeof error === "string") return SLACK_PLACE_REFUSALS.has(error) ? error : undefined;
   }
   return undefined;
 }
